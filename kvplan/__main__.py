@@ -1,0 +1,5 @@
+"""``python -m kvplan``."""
+
+from kvplan.cli.app import main
+
+raise SystemExit(main())

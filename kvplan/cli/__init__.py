@@ -1,0 +1,1 @@
+"""The ``kvplan`` command line: parses arguments, calls the library, renders. No arithmetic here."""

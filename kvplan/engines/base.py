@@ -1,0 +1,131 @@
+"""What an engine profile produces: how it holds each group of layers for one model and dtype.
+
+An engine turns a ModelSpec and a KV dtype into a ``CacheLayout``: per group of identical layers,
+the bytes per held token, the fixed bytes per sequence (recurrent state) and the rule for how many
+tokens a sequence of ``context`` tokens occupies (exact tokens, whole blocks, a window...).
+Everything downstream (estimate sweeps, by-layer tables, verify's tensor shapes) reads this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from kvplan.dtypes import KVDType
+from kvplan.errors import UsageError
+from kvplan.layouts.base import TokenCost
+from kvplan.spec import LayerSpec, ModelSpec
+
+Version = tuple[int, ...]
+# 'latest' / 'current': newer than every numbered release, so every ">= since" rule applies.
+LATEST: Version = (1_000_000,)
+
+
+def parse_version(text: str) -> Version:
+    """'0.33', 'v0.33.1', '4.57' -> (0, 33), (0, 33, 1), (4, 57); 'latest' / 'current' -> LATEST."""
+    if text.strip().lower() in ("latest", "current"):
+        return LATEST
+    cleaned = text.strip().lstrip("vV")
+    try:
+        parts = tuple(int(p) for p in cleaned.split("."))
+    except ValueError:
+        raise UsageError(f"engine version '{text}' is not a version number like 0.33 or 4.57") from None
+    if not parts or any(p < 0 for p in parts):
+        raise UsageError(f"engine version '{text}' is not a version number like 0.33 or 4.57")
+    return parts
+
+
+@dataclass(frozen=True)
+class GroupRule:
+    """How the engine holds ``count`` consecutive identical layers, per sequence."""
+
+    layer: LayerSpec
+    first_layer: int
+    """Index of the group's first layer in the model."""
+    token: TokenCost
+    """Bytes per held token per layer (zero for recurrent and cache-less layers)."""
+    held: Callable[[int], int]
+    """Tokens one sequence of ``context`` tokens occupies in one layer of this group."""
+    held_formula: str
+    """``held`` as text, e.g. 'ceil(context / 16) x 16' or 'min(context, 4095)'."""
+    state: TokenCost | None = None
+    """Fixed bytes per sequence per layer (recurrent state)."""
+    batch_held: Callable[[int, int], int] | None = None
+    """Tokens a whole batch occupies in one layer, where that is not batch x held(context)
+    (llama.cpp sizes its sliding-window cache per cache, not per sequence)."""
+
+    @property
+    def count(self) -> int:
+        return self.layer.count
+
+    @property
+    def kind(self) -> str:
+        return self.layer.kind
+
+    def tokens_for(self, context: int, batch: int) -> int:
+        """Tokens ``batch`` sequences of ``context`` tokens occupy in one layer of this group."""
+        if self.batch_held is not None:
+            return self.batch_held(context, batch)
+        return batch * self.held(context)
+
+    def layer_bytes(self, context: int, batch: int) -> int:
+        """Bytes ``batch`` sequences of ``context`` tokens hold in one layer of this group."""
+        state = batch * self.state.bytes if self.state is not None else 0
+        return self.token.bytes * self.tokens_for(context, batch) + state
+
+
+@dataclass(frozen=True)
+class CacheLayout:
+    engine: str
+    engine_version: str
+    kv_dtype: KVDType
+    block_size: int | None
+    """Tokens per page for paged engines; None where the engine does not page."""
+    groups: tuple[GroupRule, ...]
+    assumptions: tuple[str, ...] = field(default=())
+
+    def total_bytes(self, context: int, batch: int) -> int:
+        """Bytes the engine holds for ``batch`` sequences of ``context`` tokens, all layers."""
+        return sum(g.count * g.layer_bytes(context, batch) for g in self.groups)
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Per-run knobs an engine's rules depend on."""
+
+    block_size: int | None = None
+    """Override the engine's page size in tokens (vLLM --block-size, SGLang --page-size, ...)."""
+
+
+class Engine(Protocol):
+    name: str
+    title: str
+    default_version: str
+    kv_dtypes: frozenset[str]
+    """KV dtype names this engine accepts (canonical names; 'auto' is always accepted)."""
+
+    def auto_kv_dtype(self, spec: ModelSpec) -> str:
+        """The dtype 'auto' means for this engine (usually the model's; llama.cpp's f16)."""
+        ...
+
+    def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+        ...
+
+
+def ceil_to(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def check_kv_dtype(engine: Engine, kv_dtype: KVDType) -> None:
+    if kv_dtype.name not in engine.kv_dtypes:
+        known = ", ".join(["auto", *sorted(engine.kv_dtypes)])
+        raise UsageError(f"{engine.title} has no '{kv_dtype.name}' KV cache (it accepts: {known})")
+
+
+def layer_index_ranges(spec: ModelSpec) -> list[int]:
+    """First layer index of every group."""
+    firsts, index = [], 0
+    for group in spec.layers:
+        firsts.append(index)
+        index += group.count
+    return firsts

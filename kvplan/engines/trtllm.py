@@ -1,0 +1,87 @@
+"""TensorRT-LLM: paged KV cache of ``tokens_per_block`` tokens (32 by default).
+
+Rules (NVIDIA/TensorRT-LLM):
+- Per token and layer, ``KVCacheManager.get_cache_size_per_token``
+  (``tensorrt_llm/_torch/pyexecutor/resource_manager.py``): ``kv_factor x kv_heads x head_dim x bytes``
+  with kv_factor 2 for K/V, 1 for MLA (``kv_lora_rank + qk_rope_head_dim``).
+- ``tokens_per_block`` defaults to 32 (``KvCacheConfig`` in ``llm_args.py``, plugin_config).
+- Sliding layers (variable sliding window attention, ``BlockManager`` in
+  ``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp``) keep a window-sized cyclic cache per
+  sequence: ``min(context, window)`` tokens in whole blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.base import (
+    CacheLayout,
+    EngineOptions,
+    GroupRule,
+    Version,
+    ceil_to,
+    check_kv_dtype,
+    layer_index_ranges,
+)
+from kvplan.layouts import full, mla, recurrent, shared, sliding
+from kvplan.spec import LayerSpec, ModelSpec
+
+DEFAULT_TOKENS_PER_BLOCK = 32
+
+
+def _no_tokens(context: int) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class TRTLLMEngine:
+    name: str = "trtllm"
+    title: str = "TensorRT-LLM"
+    default_version: str = "1.0"
+    kv_dtypes: frozenset[str] = frozenset({"float32", "bfloat16", "float16", "fp8", "int8", "nvfp4"})
+
+    def auto_kv_dtype(self, spec: ModelSpec) -> str:
+        return spec.dtype
+
+    def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+        check_kv_dtype(self, kv_dtype)
+        block = options.block_size or DEFAULT_TOKENS_PER_BLOCK
+        assumptions: list[str] = []
+        kinds = spec.layer_kind_counts()
+        if "sliding" in kinds or "chunked" in kinds:
+            assumptions.append(
+                "TensorRT-LLM sliding layers: a cyclic window of min(context, window) tokens in whole "
+                "blocks per sequence (variable-window pools are sized by byte share, see max-batch)"
+            )
+        if "recurrent" in kinds:
+            assumptions.append("TensorRT-LLM recurrent state assumed in the model dtype, conv window kernel - 1")
+        groups = tuple(
+            self._group(layer, first, kv_dtype, block, spec.dtype_bytes)
+            for layer, first in zip(spec.layers, layer_index_ranges(spec))
+        )
+        return CacheLayout(self.name, ".".join(map(str, version)), kv_dtype, block, groups, tuple(assumptions))
+
+    @staticmethod
+    def _group(layer: LayerSpec, first: int, dtype: KVDType, block: int, model_bytes: int) -> GroupRule:
+        kind = layer.kind
+        whole = (lambda c, b=block: ceil_to(c, b))
+        whole_text = f"ceil(context / {block}) x {block}"
+        if kind == "full":
+            return GroupRule(layer, first, full.token_cost(layer, dtype), whole, whole_text)
+        if kind in ("sliding", "chunked"):
+            span = layer.window if kind == "sliding" else layer.chunk
+            assert span is not None
+            return GroupRule(layer, first, full.token_cost(layer, dtype),
+                             lambda c, s=span, b=block: ceil_to(sliding.tokens_kept(c, s), b),
+                             f"ceil(min(context, {span}) / {block}) x {block}")
+        if kind == "mla":
+            return GroupRule(layer, first, mla.latent_cost(layer, dtype), whole, whole_text)
+        if kind == "recurrent":
+            state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
+                                         conv_elem_bytes=model_bytes, ssm_elem_bytes=model_bytes)
+            return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0", state=state)
+        return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0")
+
+
+TRTLLM = TRTLLMEngine()

@@ -1,0 +1,179 @@
+"""vLLM (V1 engine): paged KV cache, one page per block of ``block_size`` tokens per layer.
+
+Rules and where they come from (vllm-project/vllm):
+- Page sizes: ``vllm/v1/kv_cache_interface.py``. Full / sliding / chunked layers store
+  ``block_size x kv_heads x (head_size + head_size_v)`` elements per page (plus fp32 scales for the
+  per-token-head modes); ``MLAAttentionSpec`` stores one ``kv_lora_rank + qk_rope_head_dim`` (576)
+  latent per token, no factor 2; ``MambaSpec`` pages hold one sequence's conv + SSM state.
+- A sequence holds whole blocks: ``ceil(context / block_size)`` per full-attention layer.
+- Sliding-window layers (``SlidingWindowManager.get_num_skipped_tokens`` in
+  ``vllm/v1/core/single_type_kv_cache_manager.py``): tokens before ``context - window + 1`` are
+  skipped and the blocks made only of skipped tokens are freed, so a sequence holds the blocks
+  from ``(context - window + 1) // block_size`` to the last.
+- Chunked local attention (``ChunkedLocalAttentionManager``): tokens before the current chunk's
+  start are skipped likewise.
+- Block size: ``CacheConfig`` default 16; ``vllm/platforms/cuda.py`` forces 64 for the FlashMLA
+  backend (the MLA default on Hopper); hybrid attention + Mamba models raise the attention block
+  so one attention page is at least one Mamba page (``HybridAttentionMambaModelConfig``).
+- Recurrent state in the model dtype (``mamba_ssm_cache_dtype='auto'``) with a conv window of
+  ``conv_kernel - 1`` columns (``MambaStateShapeCalculator`` in
+  ``vllm/model_executor/layers/mamba/mamba_utils.py``); in hybrid models the state page is padded
+  up to one attention page of the raised block size.
+- Llama 4's chunked layers: ``VllmConfig.__post_init__`` turned the hybrid KV-cache manager off for
+  ``attention_chunk_size`` models while ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``
+  defaulted to false (about v0.10 to v0.12): every layer then holds the whole sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.base import (
+    CacheLayout,
+    EngineOptions,
+    GroupRule,
+    Version,
+    ceil_to,
+    check_kv_dtype,
+    layer_index_ranges,
+)
+from kvplan.layouts import full, mla, recurrent, shared
+from kvplan.layouts.base import TokenCost
+from kvplan.spec import LayerSpec, ModelSpec
+
+DEFAULT_BLOCK_SIZE = 16
+FLASHMLA_BLOCK_SIZE = 64
+# Attention block sizes for hybrid Mamba models are multiples of this (kernel alignment).
+_HYBRID_BLOCK_ALIGN = 16
+# Releases in which chunked local attention fell back to full attention by default (approximate
+# bounds: the env default flipped to true after 0.12).
+_CHUNKED_AS_FULL = ((0, 10), (0, 13))
+
+
+def _no_tokens(context: int) -> int:
+    return 0
+
+
+def full_blocks_tokens(context: int, block: int) -> int:
+    return ceil_to(context, block)
+
+
+def window_blocks_tokens(context: int, block: int, window: int) -> int:
+    """Tokens of the blocks a sliding layer still holds once the skipped blocks are freed."""
+    skipped = context - window + 1
+    freed_blocks = skipped // block if skipped > 0 else 0
+    return (-(-context // block) - freed_blocks) * block
+
+
+def chunk_blocks_tokens(context: int, block: int, chunk: int) -> int:
+    """Tokens of the blocks a chunked-local layer holds: from the current chunk's first block."""
+    freed_blocks = (context // chunk * chunk) // block
+    return (-(-context // block) - freed_blocks) * block
+
+
+@dataclass(frozen=True)
+class VLLMEngine:
+    name: str = "vllm"
+    title: str = "vLLM"
+    default_version: str = "0.33"
+    kv_dtypes: frozenset[str] = frozenset({
+        "float32", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
+        "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4",
+    })
+
+    def auto_kv_dtype(self, spec: ModelSpec) -> str:
+        return spec.dtype
+
+    def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+        check_kv_dtype(self, kv_dtype)
+        assumptions: list[str] = []
+        state_costs = {
+            id(layer): self._state_cost(layer, spec) for layer in spec.layers if layer.kind == "recurrent"
+        }
+        block = self._block_size(spec, kv_dtype, options, state_costs, assumptions)
+        state_costs = {key: self._padded_state(cost, spec, kv_dtype, block) for key, cost in state_costs.items()}
+        chunked_as_full = _CHUNKED_AS_FULL[0] <= version < _CHUNKED_AS_FULL[1]
+        if chunked_as_full and "chunked" in spec.layer_kind_counts():
+            assumptions.append(
+                f"vLLM {'.'.join(map(str, version))} turns the hybrid KV-cache manager off for chunked "
+                "local attention by default: chunked layers hold the whole sequence"
+            )
+        groups = tuple(
+            self._group(layer, first, kv_dtype, block, state_costs.get(id(layer)), chunked_as_full)
+            for layer, first in zip(spec.layers, layer_index_ranges(spec))
+        )
+        if state_costs:
+            assumptions.append(
+                "vLLM holds one recurrent state per sequence (prefix caching in 'align' mode keeps up to 2 more)"
+            )
+        return CacheLayout(self.name, ".".join(map(str, version)), kv_dtype, block, groups, tuple(assumptions))
+
+    @staticmethod
+    def _state_cost(layer: LayerSpec, spec: ModelSpec) -> TokenCost:
+        elem = spec.dtype_bytes
+        return recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
+                                    conv_elem_bytes=elem, ssm_elem_bytes=elem)
+
+    @staticmethod
+    def _padded_state(cost: TokenCost, spec: ModelSpec, dtype: KVDType, block: int) -> TokenCost:
+        """Hybrid models pad each state page to one attention page (block x bytes per token)."""
+        attention = [layer for layer in spec.layers if layer.kind in ("full", "sliding", "chunked")]
+        if not attention:
+            return cost
+        page = block * max(full.token_cost(layer, dtype).bytes for layer in attention)
+        if page <= cost.bytes:
+            return cost
+        return TokenCost(page, f"{cost.formula}, padded to one attention page ({block} tokens) = {page:,} B")
+
+    def _block_size(self, spec: ModelSpec, dtype: KVDType, options: EngineOptions,
+                    state_costs: dict[int, TokenCost], assumptions: list[str]) -> int:
+        if options.block_size is not None:
+            return options.block_size
+        kinds = spec.layer_kind_counts()
+        if "mla" in kinds:
+            assumptions.append(
+                "vLLM block size 64: FlashMLA, the MLA backend on Hopper GPUs (Ampere: 16, Blackwell "
+                "CUTLASS MLA: 128; pass --block-size to change)"
+            )
+            return FLASHMLA_BLOCK_SIZE
+        attention = [layer for layer in spec.layers if layer.kind in ("full", "sliding", "chunked")]
+        if state_costs and attention:
+            mamba_page = max(cost.bytes for cost in state_costs.values())
+            attn_per_token = max(full.token_cost(layer, dtype).bytes for layer in attention)
+            align = _HYBRID_BLOCK_ALIGN
+            block = align * -(-mamba_page // (align * attn_per_token))
+            assumptions.append(
+                f"vLLM raises the attention block to {block} tokens so one attention page holds a "
+                f"recurrent state page ({mamba_page:,} B)"
+            )
+            return max(block, DEFAULT_BLOCK_SIZE)
+        return DEFAULT_BLOCK_SIZE
+
+    def _group(self, layer: LayerSpec, first: int, dtype: KVDType, block: int,
+               state: TokenCost | None, chunked_as_full: bool) -> GroupRule:
+        kind = layer.kind
+        if kind == "full" or (kind == "chunked" and chunked_as_full):
+            return GroupRule(layer, first, full.token_cost(layer, dtype),
+                             lambda c, b=block: full_blocks_tokens(c, b), f"ceil(context / {block}) x {block}")
+        if kind == "sliding":
+            window = layer.window
+            assert window is not None
+            return GroupRule(layer, first, full.token_cost(layer, dtype),
+                             lambda c, b=block, w=window: window_blocks_tokens(c, b, w),
+                             f"blocks of {block} covering the last {window} - 1 tokens")
+        if kind == "chunked":
+            chunk = layer.chunk
+            assert chunk is not None
+            return GroupRule(layer, first, full.token_cost(layer, dtype),
+                             lambda c, b=block, k=chunk: chunk_blocks_tokens(c, b, k),
+                             f"blocks of {block} from the start of the current {chunk}-token chunk")
+        if kind == "mla":
+            return GroupRule(layer, first, mla.latent_cost(layer, dtype),
+                             lambda c, b=block: full_blocks_tokens(c, b), f"ceil(context / {block}) x {block}")
+        if kind == "recurrent":
+            return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0", state=state)
+        return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0")
+
+
+VLLM = VLLMEngine()

@@ -1,0 +1,48 @@
+"""Multi-head latent attention (DeepSeek-V2/V3/R1, Kimi-K2).
+
+Engines that absorb the up-projections (vLLM, SGLang, TensorRT-LLM, llama.cpp, transformers 5)
+cache one latent per token and layer: kv_lora_rank compressed values plus the qk_rope_head_dim
+rotary key shared by all heads (512 + 64 = 576 for DeepSeek-V3). transformers 4.x up-projected
+first and cached per-head K (qk_nope + qk_rope) and V (v_head_dim) for every query head
+(``modeling_deepseek_v3.py::DeepseekV3Attention.forward`` before the 5.0 cache rewrite).
+"""
+
+from __future__ import annotations
+
+from kvplan.dtypes import KVDType
+from kvplan.errors import SpecError
+from kvplan.layouts.base import TokenCost
+from kvplan.spec import LayerSpec
+
+
+def latent_cost(layer: LayerSpec, dtype: KVDType) -> TokenCost:
+    """One latent vector per token: kv_lora_rank + qk_rope_head_dim values."""
+    assert layer.kv_lora_rank is not None and layer.qk_rope_head_dim is not None
+    nbytes = dtype.mla_latent_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim)
+    width = layer.kv_lora_rank + layer.qk_rope_head_dim
+    if dtype.block_elems == 1 and dtype.scale_bytes_per_vector == 0 and nbytes == width * dtype.block_bytes:
+        formula = f"1 latent x ({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) x {dtype.block_bytes} B"
+    else:
+        formula = f"1 latent ({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) = {nbytes} B in {dtype.name}"
+    return TokenCost(nbytes, formula)
+
+
+def split_latent_cost(layer: LayerSpec, dtype: KVDType) -> TokenCost:
+    """The latent stored as two tensors, keys [kv_lora_rank] and values [qk_rope] (transformers 5)."""
+    assert layer.kv_lora_rank is not None and layer.qk_rope_head_dim is not None
+    k = dtype.vector_bytes(layer.kv_lora_rank)
+    v = dtype.vector_bytes(layer.qk_rope_head_dim)
+    return TokenCost(k + v, f"latent K[{layer.kv_lora_rank}] {k} B + rope V[{layer.qk_rope_head_dim}] {v} B")
+
+
+def expanded_cost(layer: LayerSpec, dtype: KVDType) -> TokenCost:
+    """Per-head K (qk_nope + qk_rope) and V (v_head_dim) for every query head."""
+    missing = [n for n in ("num_heads", "qk_nope_head_dim", "v_head_dim") if getattr(layer, n) is None]
+    if missing:
+        raise SpecError(f"expanded MLA cache needs {', '.join(missing)} in the layer description")
+    assert layer.num_heads and layer.qk_nope_head_dim and layer.qk_rope_head_dim and layer.v_head_dim
+    k_dim = layer.qk_nope_head_dim + layer.qk_rope_head_dim
+    k = dtype.vector_bytes(k_dim)
+    v = dtype.vector_bytes(layer.v_head_dim)
+    formula = f"{layer.num_heads} heads x ({k} B K[{k_dim}] + {v} B V[{layer.v_head_dim}])"
+    return TokenCost(layer.num_heads * (k + v), formula)

@@ -1,0 +1,26 @@
+"""CSV output of an estimate: one line per row, or per row and layer with ``--by-layer``."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from kvplan.estimate import EstimateResult
+
+ROW_COLUMNS = ["model", "engine", "batch", "context", "kv_dtype", "kv_bytes", "bytes_per_token"]
+LAYER_COLUMNS = ["layer", "kind", "tokens_held", "layer_bytes"]
+
+
+def estimate_csv(result: EstimateResult, by_layer: bool) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(ROW_COLUMNS + (LAYER_COLUMNS if by_layer else []))
+    for row in result.rows:
+        base = [result.model.id, result.engine, row.batch, row.context, row.kv_dtype, row.kv_bytes,
+                f"{row.bytes_per_token:.6g}"]
+        if by_layer and row.layers:
+            for layer in row.layers:
+                writer.writerow(base + [layer.index, layer.kind, layer.tokens_held, layer.bytes])
+        else:
+            writer.writerow(base)
+    return out.getvalue()

@@ -1,0 +1,31 @@
+"""Markdown output of an estimate (for PR comments, step summaries and docs)."""
+
+from __future__ import annotations
+
+from kvplan.estimate import EstimateResult
+from kvplan.render.common import layer_ranges, row_cells
+from kvplan.units import format_bytes
+
+
+def estimate_markdown(result: EstimateResult, by_layer: bool, explain: bool) -> str:
+    m = result.model
+    lines = [f"### KV cache: {m.id} ({result.engine} {result.engine_version})", ""]
+    lines.append("| batch | context | kv dtype | KV cache | bytes | bytes/token |")
+    lines.append("|---:|---:|---|---:|---:|---:|")
+    for row in result.rows:
+        lines.append("| " + " | ".join(row_cells(row)) + " |")
+    if by_layer:
+        for row in result.rows:
+            lines += ["", f"**Per layer, batch {row.batch}, context {row.context:,}, {row.kv_dtype}**", "",
+                      "| layers | kind | tokens held | bytes per layer | bytes |", "|---|---|---:|---:|---:|"]
+            for span, kind, tokens, each, total in layer_ranges(row.layers or ()):
+                lines.append(f"| {span} | {kind} | {tokens:,} | {each:,} | {format_bytes(total)} |")
+    if explain:
+        lines += ["", "**Formulas**", ""]
+        for f in result.formulas:
+            state = f"; state {f.state_bytes:,} B = {f.state_formula}" if f.state_formula else ""
+            lines.append(f"- `{f.kv_dtype}` layers {f.first_layer}..{f.first_layer + f.count - 1} ({f.kind}): "
+                         f"{f.bytes_per_token:,} B/token = {f.token_formula}; tokens held = {f.tokens_held_formula}{state}")
+    if result.assumptions:
+        lines += ["", "**Assumptions**", ""] + [f"- {a}" for a in result.assumptions]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,131 @@
+"""YAML model descriptions: the format of ``model_specs/`` and of user spec files.
+
+The YAML mirrors ``kvplan.spec.ModelSpec`` field for field; ``kvplan schema`` prints its JSON
+schema. User files are validated by pydantic (one line per problem, naming the field); bundled
+files are validated by the test suite, so loading them skips pydantic and starts faster.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kvplan.errors import ConfigError, KvplanError
+from kvplan.spec import LayerSpec, ModelSpec, RopeScaling
+
+
+def _yaml_load(text: str, where: str) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}:{at}: malformed YAML: {problem}") from None
+
+
+def read_yaml_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    data = _yaml_load(text, str(path))
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a model spec is a YAML mapping (id, model_type, layers, ...)")
+    return data
+
+
+def validate_spec(data: dict[str, Any], where: str) -> ModelSpec:
+    """Validate untrusted spec data with pydantic; the first problem becomes a one-line error."""
+    from pydantic import ValidationError
+
+    try:
+        return spec_adapter().validate_python(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "spec"
+        msg = err["msg"].removeprefix("Value error, ")
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ConfigError(f"{where}: {loc}: {msg}{more}") from None
+
+
+def spec_adapter() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(ModelSpec)
+
+
+def load_user_spec(path: Path) -> ModelSpec:
+    spec = validate_spec(read_yaml_file(path), str(path))
+    return spec if spec.source else _with_source(spec, str(path))
+
+
+def spec_from_trusted_dict(data: dict[str, Any], where: str) -> ModelSpec:
+    """Build a spec from data already validated by the tests (bundled files): no pydantic."""
+    try:
+        fields = dict(data)
+        fields["layers"] = tuple(_layer(g) for g in fields["layers"])
+        if fields.get("rope_scaling") is not None:
+            fields["rope_scaling"] = RopeScaling(**fields["rope_scaling"])
+        for name in ("aliases", "assumptions"):
+            if name in fields:
+                fields[name] = tuple(fields[name])
+        return ModelSpec(**fields)
+    except KvplanError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    except (TypeError, KeyError) as exc:
+        raise ConfigError(f"{where}: not a valid model spec ({exc})") from None
+
+
+def _layer(group: dict[str, Any]) -> LayerSpec:
+    group = dict(group)
+    if group.get("ssm_state") is not None:
+        group["ssm_state"] = tuple(group["ssm_state"])
+    return LayerSpec(**group)
+
+
+def spec_to_dict(spec: ModelSpec) -> dict[str, Any]:
+    """A spec as plain data in YAML field order, leaving out fields that are unset."""
+    from dataclasses import fields as dc_fields
+
+    def clean(obj: Any) -> Any:
+        if hasattr(obj, "__dataclass_fields__"):
+            out = {}
+            for f in dc_fields(obj):
+                value = getattr(obj, f.name)
+                if value is None or value == ():
+                    continue
+                out[f.name] = clean(value)
+            return out
+        if isinstance(obj, tuple):
+            return [clean(v) for v in obj]
+        return obj
+
+    return clean(spec)
+
+
+def dump_spec_yaml(spec: ModelSpec) -> str:
+    """YAML text of a spec, one layer group per line."""
+    import yaml
+
+    data = spec_to_dict(spec)
+    layers = data.pop("layers")
+
+    class _Dumper(yaml.SafeDumper):
+        pass
+
+    head = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    lines = ["layers:"]
+    for group in layers:
+        flow = yaml.dump(group, Dumper=_Dumper, sort_keys=False, default_flow_style=True, width=1000).strip()
+        lines.append(f"  - {flow}")
+    return head + "\n".join(lines) + "\n"
+
+
+def _with_source(spec: ModelSpec, source: str) -> ModelSpec:
+    from dataclasses import replace
+
+    return replace(spec, source=source)
