@@ -1,8 +1,8 @@
 """The model specs shipped with kvplan (``model_specs/``), found by Hub id, alias or bare name.
 
 Files are named ``<org>__<name>.yaml`` after the Hub id; ``index.json`` maps every id and alias
-(lower-cased) to its file, so a lookup reads one small JSON file and one YAML file.
-``python -m kvplan.sources.bundled`` rewrites the index after specs change (a test checks it).
+(lower-cased) to ``[file, id as published]``, so a lookup reads one small JSON file and one YAML
+file. ``tools/build_specs.py`` writes both (a test checks they are up to date).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def specs_dir() -> Path:
 
 
 @lru_cache(maxsize=1)
-def index() -> dict[str, str]:
+def index() -> dict[str, list[str]]:
     path = specs_dir() / INDEX_NAME
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -34,53 +34,45 @@ def index() -> dict[str, str]:
         return {}
 
 
-def find_file(name: str) -> Path | None:
-    key = name.strip().lower()
-    file = index().get(key)
-    return specs_dir() / file if file else None
-
-
 def load_bundled(name: str) -> ModelSpec | None:
-    path = find_file(name)
-    if path is None:
+    """The bundled spec ``name`` designates; an alias gets its own id and a note saying whose spec it is."""
+    found = index().get(name.strip().lower())
+    if found is None:
         return None
+    file, display = found
     from kvplan.sources.yaml_spec import read_yaml_file, spec_from_trusted_dict
 
-    return spec_from_trusted_dict(read_yaml_file(path), str(path))
+    path = specs_dir() / file
+    spec = spec_from_trusted_dict(read_yaml_file(path), str(path))
+    if display != spec.id:
+        from dataclasses import replace
+
+        note = f"{display} has the same architecture as {spec.id}: kvplan uses that bundled spec"
+        spec = replace(spec, id=display, assumptions=(*spec.assumptions, note))
+    return spec
 
 
 def bundled_ids() -> list[str]:
-    """Canonical ids of the bundled specs (file names), sorted."""
-    return sorted({file.removesuffix(".yaml").replace("__", "/") for file in index().values()})
+    """Ids of the bundled specs (not their aliases), sorted."""
+    return sorted({display for key, (file, display) in index().items()
+                   if file == display.replace("/", "__") + ".yaml"})
 
 
-def build_index(directory: Path) -> dict[str, str]:
-    """Map ids, aliases and unambiguous bare names (all lower-case) to spec files."""
+def build_index(directory: Path) -> dict[str, list[str]]:
+    """Map ids, aliases and unambiguous bare names (lower-case) to [file, id as published]."""
     from kvplan.sources.yaml_spec import read_yaml_file
 
-    keys: dict[str, str] = {}
-    bare: dict[str, set[str]] = {}
+    keys: dict[str, list[str]] = {}
+    bare: dict[str, list[list[str]]] = {}
     for path in sorted(directory.glob("*.yaml")):
         data = read_yaml_file(path)
-        names = [data["id"], *data.get("aliases", [])]
-        for name in names:
+        for name in [data["id"], *data.get("aliases", [])]:
             key = name.lower()
-            if key in keys and keys[key] != path.name:
-                raise ValueError(f"{name} is claimed by {keys[key]} and {path.name}")
-            keys[key] = path.name
-            bare.setdefault(key.rsplit("/", 1)[-1], set()).add(path.name)
-    for short, files in bare.items():
-        if len(files) == 1 and short not in keys:
-            keys[short] = next(iter(files))
+            if key in keys and keys[key][0] != path.name:
+                raise ValueError(f"{name} is claimed by {keys[key][0]} and {path.name}")
+            keys[key] = [path.name, name]
+            bare.setdefault(key.rsplit("/", 1)[-1], []).append([path.name, name])
+    for short, targets in bare.items():
+        if len(targets) == 1 and short not in keys:
+            keys[short] = targets[0]
     return dict(sorted(keys.items()))
-
-
-def write_index(directory: Path | None = None) -> Path:
-    directory = directory or specs_dir()
-    path = directory / INDEX_NAME
-    path.write_text(json.dumps(build_index(directory), indent=1) + "\n", encoding="utf-8")
-    return path
-
-
-if __name__ == "__main__":
-    print(write_index())
