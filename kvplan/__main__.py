@@ -1,5 +1,5 @@
 """``python -m kvplan``."""
 
-from kvplan.cli.app import main
+from kvplan.cli import main
 
 raise SystemExit(main())

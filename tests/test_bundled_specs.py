@@ -85,6 +85,7 @@ def test_fp8_checkpoints_share_the_cache_but_not_the_weights():
     assert fp8.weights_bytes < 0.6 * bf16.weights_bytes and fp8.weights_dtype == "fp8"
 
 
-def test_index_is_valid_json_with_lowercase_keys():
-    index = json.loads((specs_dir() / "index.json").read_text())
-    assert all(key == key.lower() for key in index)
+def test_bundle_json_agrees_with_the_yaml_files():
+    bundle = json.loads((specs_dir() / "bundle.json").read_text())
+    assert all(key == key.lower() for key in bundle["index"])
+    assert bundle["specs"] == {p.name: read_yaml_file(p) for p in SPEC_FILES}

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kvplan.cli.app import main
+from kvplan.cli import main
 
 LLAMA = "meta-llama/Llama-3.1-8B"
 
@@ -132,7 +132,7 @@ def test_help_teaches():
 
 
 def test_estimate_never_imports_torch():
-    code = ("import sys; from kvplan.cli.app import main; "
+    code = ("import sys; from kvplan.cli import main; "
             "rc = main(['estimate', 'meta-llama/Llama-3.1-8B', '-c', '8k', '-f', 'json']); "
             "assert rc == 0; assert 'torch' not in sys.modules, 'torch imported'; "
             "assert 'pydantic' not in sys.modules, 'pydantic imported'")

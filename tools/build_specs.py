@@ -18,7 +18,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kvplan.sources.bundled import build_index  # noqa: E402
+from kvplan.sources.bundled import BUNDLE_NAME, build_bundle  # noqa: E402
 from kvplan.sources.hf_config import read_config_file, spec_from_config  # noqa: E402
 from kvplan.sources.hf_params import count_params, weights_bytes  # noqa: E402
 from kvplan.sources.yaml_spec import dump_spec_yaml  # noqa: E402
@@ -95,17 +95,17 @@ def main() -> int:
                 path.write_text(text)
     extra = sorted(p.name for p in OUT.glob("*.yaml") if p.name not in wanted)
     if args.check:
-        index_path = OUT / "index.json"
-        index_ok = not stale and not extra and index_path.exists() and \
-            json.loads(index_path.read_text()) == build_index(OUT)
-        if not index_ok:
-            names = ", ".join(stale + extra) or "index.json"
+        bundle_path = OUT / BUNDLE_NAME
+        bundle_ok = not stale and not extra and bundle_path.exists() and \
+            json.loads(bundle_path.read_text()) == build_bundle(OUT)
+        if not bundle_ok:
+            names = ", ".join(stale + extra) or BUNDLE_NAME
             print(f"model_specs/ is out of date: {names} (run python tools/build_specs.py)")
             return 1
         return 0
     for name in extra:
         (OUT / name).unlink()
-    (OUT / "index.json").write_text(json.dumps(build_index(OUT), indent=1) + "\n")
+    (OUT / BUNDLE_NAME).write_text(json.dumps(build_bundle(OUT), separators=(",", ":")) + "\n")
     print(f"{len(wanted)} specs, {len(stale)} rewritten, {len(extra)} removed")
     return 0
 

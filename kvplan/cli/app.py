@@ -41,7 +41,7 @@ def _root(
 def _register() -> None:
     from kvplan.cli import estimate, models, schema
 
-    app.command("estimate")(estimate.estimate_command)
+    app.command("estimate")(estimate.typer_command())
     app.command("models")(models.models_command)
     app.command("schema")(schema.schema_command)
 
@@ -49,33 +49,20 @@ def _register() -> None:
 _register()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Console entry point: user mistakes print one line on stderr and exit 2."""
-    from kvplan.errors import KvplanError
+def run_app(args: list[str]) -> int:
+    """Run the typer app on ``args``. Usage errors are typer's (exit 2); kvplan's own errors are
+    one line on stderr with exit 2 (``guarded``)."""
+    from kvplan.cli import guarded
+
+    def invoke() -> None:
+        app(args=args, prog_name="kvplan", standalone_mode=True)
 
     try:
-        app(args=argv, prog_name="kvplan", standalone_mode=False)
-    except KvplanError as exc:
-        sys.stderr.write(f"kvplan: error: {exc}\n")
-        return 2
-    except typer.Exit as exc:
-        return exc.exit_code
-    except typer.Abort:
-        sys.stderr.write("kvplan: aborted\n")
-        return 1
-    except _click_exception() as exc:  # usage errors: unknown option, missing argument
-        exc.show()
-        return exc.exit_code
-    except BrokenPipeError:
-        return 0
-    return 0
-
-
-def _click_exception() -> type[Exception]:
-    import click
-
-    return click.ClickException
+        return guarded(invoke)
+    except SystemExit as exc:  # standalone mode ends every run with SystemExit
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_app(sys.argv[1:]))

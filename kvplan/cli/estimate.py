@@ -1,50 +1,65 @@
-"""``kvplan estimate``: KV-cache footprint tables and sweeps."""
+"""``kvplan estimate``: KV-cache footprint tables and sweeps.
+
+The options are declared once, in ``OPTIONS``; the typer command is built from that table, and so is
+the fast path (``parse_fast``) that runs plain invocations without importing typer, which costs
+more than the estimate itself (docs/performance.md). Anything the fast parser is unsure of goes to
+typer, and tests/test_cli_fastpath.py holds both paths to the same output.
+"""
 
 from __future__ import annotations
 
-from typing import Optional
-
-import typer
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 from kvplan.render import FORMATS
 
 
-def estimate_command(
-    model: str = typer.Argument(..., help="Bundled model id (e.g. meta-llama/Llama-3.1-8B), a config.json, "
-                                          "a model directory or a YAML spec.", show_default=False),
-    context: Optional[str] = typer.Option(
-        None, "--context", "-c",
-        help="Context lengths in tokens: 8192, 8k (k = 1024), lists 4k,32k, ranges 1k..128k (doubling) "
-             "or 1k..8k:1k (step). Default: 1k..max_position_embeddings.", show_default=False),
-    batch: str = typer.Option("1", "--batch", "-b", help="Concurrent sequences: 1,8,32 or 1..64 (doubling)."),
-    kv_dtype: str = typer.Option(
-        "auto", "--kv-dtype", "-d",
-        help="KV cache dtypes, comma separated: auto (the engine's default), bf16, fp16, fp32, fp8, fp8_e5m2, "
-             "int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4, fp8_ds_mla (vLLM, MLA), "
-             "q8_0, q4_0, ... (llama.cpp)."),
-    engine: str = typer.Option("vllm", "--engine", "-e",
-                               help="Cache layout rules: vllm, sglang, trtllm, llamacpp, hf (transformers "
-                                    "DynamicCache) or hf-static (StaticCache)."),
-    engine_version: Optional[str] = typer.Option(
-        None, "--engine-version", help="Which release's rules apply, e.g. 0.10 (vLLM) or 4.57 (transformers). "
-                                       "Default: the newest kvplan knows.", show_default=False),
-    block_size: Optional[int] = typer.Option(None, "--block-size",
-                                             help="Override the engine's page size in tokens.", show_default=False),
-    fmt: str = typer.Option("table", "--format", "-f", help=f"Output format: {', '.join(FORMATS)}."),
-    by_layer: bool = typer.Option(False, "--by-layer", help="Break every row down per layer."),
-    explain: bool = typer.Option(False, "--explain", help="Show the formula behind each number."),
-    plot: bool = typer.Option(False, "--plot", help="Draw KV size against context (terminal chart)."),
-) -> None:
-    """KV-cache bytes per (batch, context, kv dtype): exact integers, with the formula and every assumption.
+@dataclass(frozen=True)
+class Opt:
+    dest: str
+    names: tuple[str, ...]
+    default: Any
+    help: str
+    kind: type = str
+    flag: bool = False
 
-    Examples:
 
-      kvplan estimate meta-llama/Llama-3.1-8B --context 8k,32k,128k --batch 1,8,32 --kv-dtype bf16,fp8
+OPTIONS: tuple[Opt, ...] = (
+    Opt("context", ("--context", "-c"), None,
+        "Context lengths in tokens: 8192, 8k (k = 1024), lists 4k,32k, ranges 1k..128k (doubling) or "
+        "1k..8k:1k (step). Default: 1k..max_position_embeddings."),
+    Opt("batch", ("--batch", "-b"), "1", "Concurrent sequences: 1,8,32 or 1..64 (doubling)."),
+    Opt("kv_dtype", ("--kv-dtype", "-d"), "auto",
+        "KV cache dtypes, comma separated: auto (the engine's default), bf16, fp16, fp32, fp8, fp8_e5m2, "
+        "int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4, fp8_ds_mla (vLLM, MLA), "
+        "q8_0, q4_0, ... (llama.cpp)."),
+    Opt("engine", ("--engine", "-e"), "vllm",
+        "Cache layout rules: vllm, sglang, trtllm, llamacpp, hf (transformers DynamicCache) or hf-static "
+        "(StaticCache)."),
+    Opt("engine_version", ("--engine-version",), None,
+        "Which release's rules apply, e.g. 0.10 (vLLM) or 4.57 (transformers). Default: the newest kvplan knows."),
+    Opt("block_size", ("--block-size",), None, "Override the engine's page size in tokens.", kind=int),
+    Opt("fmt", ("--format", "-f"), "table", f"Output format: {', '.join(FORMATS)}."),
+    Opt("by_layer", ("--by-layer",), False, "Break every row down per layer.", kind=bool, flag=True),
+    Opt("explain", ("--explain",), False, "Show the formula behind each number.", kind=bool, flag=True),
+    Opt("plot", ("--plot",), False, "Draw KV size against context (terminal chart).", kind=bool, flag=True),
+)
+MODEL_HELP = "Bundled model id (e.g. meta-llama/Llama-3.1-8B), a config.json, a model directory or a YAML spec."
+DOC = """KV-cache bytes per (batch, context, kv dtype): exact integers, with the formula and every assumption.
 
-      kvplan estimate ./my-model/config.json --engine vllm --by-layer --explain
+Examples:
 
-      kvplan estimate deepseek-ai/DeepSeek-V3 --engine hf --engine-version 4.57
-    """
+  kvplan estimate meta-llama/Llama-3.1-8B --context 8k,32k,128k --batch 1,8,32 --kv-dtype bf16,fp8
+
+  kvplan estimate ./my-model/config.json --engine vllm --by-layer --explain
+
+  kvplan estimate deepseek-ai/DeepSeek-V3 --engine hf --engine-version 4.57
+"""
+
+
+def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str, engine_version: str | None,
+        block_size: int | None, fmt: str, by_layer: bool, explain: bool, plot: bool) -> None:
+    """Parse the values, compute, render: the whole command, shared by both parsers."""
     from kvplan.errors import UsageError
     from kvplan.estimate import estimate
     from kvplan.sources.resolve import load_model
@@ -58,24 +73,20 @@ def estimate_command(
     dtypes = parse_name_list(kv_dtype, "kv-dtype")
     if context is None:
         top = spec.max_position_embeddings or 8192
-        contexts = parse_count_list(f"1k..{max(top, 1024)}", "context") if top > 1024 else [top]
+        contexts = parse_count_list(f"1k..{top}", "context") if top > 1024 else [top]
     else:
         contexts = parse_count_list(context, "context")
     result = estimate(spec, contexts=contexts, batches=batches, kv_dtypes=dtypes, engine=engine,
                       engine_version=engine_version, block_size=block_size, by_layer=by_layer)
     if context is None:
-        result = _with_note(result, f"contexts default to 1k..max_position_embeddings ({contexts[-1]:,}); "
-                                    "choose with --context")
+        from dataclasses import replace
+
+        note = f"contexts default to 1k..max_position_embeddings ({contexts[-1]:,}); choose with --context"
+        result = replace(result, assumptions=(*result.assumptions, note))
     _render(result, fmt, by_layer, explain, plot)
 
 
-def _with_note(result, note: str):  # type: ignore[no-untyped-def]
-    from dataclasses import replace
-
-    return replace(result, assumptions=(*result.assumptions, note))
-
-
-def _render(result, fmt: str, by_layer: bool, explain: bool, plot: bool) -> None:  # type: ignore[no-untyped-def]
+def _render(result: Any, fmt: str, by_layer: bool, explain: bool, plot: bool) -> None:
     import sys
 
     if fmt == "json":
@@ -104,3 +115,76 @@ def _render(result, fmt: str, by_layer: bool, explain: bool, plot: bool) -> None
         return
     if plot:
         sys.stderr.write("kvplan: --plot draws only with --format table\n")
+
+
+def parse_fast(args: list[str]) -> dict[str, Any] | None:
+    """Values for ``run`` from the arguments after 'estimate', or None to leave them to typer.
+
+    Accepts what click accepts for these options (``--opt value``, ``--opt=value``, ``-o value``,
+    ``-ovalue``, flags, the last repeat winning) and gives up on anything else: help, unknown or
+    incomplete options, a missing or second MODEL, values typer would convert or reject.
+    """
+    by_name = {name: opt for opt in OPTIONS for name in opt.names}
+    values: dict[str, Any] = {opt.dest: opt.default for opt in OPTIONS}
+    model: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if not arg.startswith("-") or arg == "-":
+            if model is not None:
+                return None
+            model = arg
+            continue
+        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
+        opt = by_name.get(name)
+        if opt is None:
+            return None
+        if opt.flag:
+            if eq or inline:
+                return None
+            values[opt.dest] = True
+            continue
+        if eq or inline:
+            value = inline
+        elif i < len(args):
+            value, i = args[i], i + 1
+        else:
+            return None
+        if opt.kind is int:
+            if not value.strip().lstrip("+-").isdigit():
+                return None
+            values[opt.dest] = int(value)
+        else:
+            values[opt.dest] = value
+    if model is None:
+        return None
+    return {"model": model, **values}
+
+
+def typer_command() -> Callable[..., None]:
+    """The typer command, its options built from ``OPTIONS``."""
+    from typing import Optional
+
+    import typer
+
+    o = {opt.dest: typer.Option(opt.default, *opt.names, help=opt.help, show_default=opt.default is not None)
+         for opt in OPTIONS}
+
+    def estimate_command(
+        model: str = typer.Argument(..., help=MODEL_HELP, show_default=False),
+        context: Optional[str] = o["context"],
+        batch: str = o["batch"],
+        kv_dtype: str = o["kv_dtype"],
+        engine: str = o["engine"],
+        engine_version: Optional[str] = o["engine_version"],
+        block_size: Optional[int] = o["block_size"],
+        fmt: str = o["fmt"],
+        by_layer: bool = o["by_layer"],
+        explain: bool = o["explain"],
+        plot: bool = o["plot"],
+    ) -> None:
+        run(model, context, batch, kv_dtype, engine, engine_version, block_size, fmt, by_layer, explain, plot)
+
+    estimate_command.__doc__ = DOC
+    return estimate_command
