@@ -6,8 +6,9 @@ evaluates each group's token rule, so sweeps of 10^5 points stay well under a se
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from kvplan import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype

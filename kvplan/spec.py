@@ -11,8 +11,9 @@ constraints below are cheap markers that pydantic reads only when it is asked to
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Iterator, Literal
+from typing import Annotated, Any, Literal
 
 from kvplan.errors import SpecError
 

@@ -7,7 +7,7 @@ never imports typer (see ``kvplan.cli.estimate``); everything else goes to the t
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 
 def main(argv: list[str] | None = None, *, fast: bool = True) -> int:

@@ -8,8 +8,9 @@ typer, and tests/test_cli_fastpath.py holds both paths to the same output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from kvplan.render import FORMATS
 
@@ -164,7 +165,6 @@ def parse_fast(args: list[str]) -> dict[str, Any] | None:
 
 def typer_command() -> Callable[..., None]:
     """The typer command, its options built from ``OPTIONS``."""
-    from typing import Optional
 
     import typer
 
@@ -173,12 +173,12 @@ def typer_command() -> Callable[..., None]:
 
     def estimate_command(
         model: str = typer.Argument(..., help=MODEL_HELP, show_default=False),
-        context: Optional[str] = o["context"],
+        context: str | None = o["context"],
         batch: str = o["batch"],
         kv_dtype: str = o["kv_dtype"],
         engine: str = o["engine"],
-        engine_version: Optional[str] = o["engine_version"],
-        block_size: Optional[int] = o["block_size"],
+        engine_version: str | None = o["engine_version"],
+        block_size: int | None = o["block_size"],
         fmt: str = o["fmt"],
         by_layer: bool = o["by_layer"],
         explain: bool = o["explain"],

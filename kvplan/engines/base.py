@@ -8,8 +8,9 @@ Everything downstream (estimate sweeps, by-layer tables, verify's tensor shapes)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from kvplan.dtypes import KVDType
 from kvplan.errors import UsageError
@@ -110,6 +111,26 @@ class Engine(Protocol):
 
     def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
         ...
+
+
+def no_tokens(context: int) -> int:
+    return 0
+
+
+def all_tokens(context: int) -> int:
+    return context
+
+
+def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None) -> GroupRule:
+    """A group that holds no tokens: recurrent layers (a fixed ``state`` per sequence), shared or none."""
+    from kvplan.layouts import shared
+
+    return GroupRule(layer, first, shared.token_cost(layer), no_tokens, "0", state=state)
+
+
+def build_groups(spec: ModelSpec, make: Callable[[LayerSpec, int], GroupRule]) -> tuple[GroupRule, ...]:
+    """``make(layer, first_layer_index)`` for every group of the model, in order."""
+    return tuple(make(layer, first) for layer, first in zip(spec.layers, layer_index_ranges(spec)))
 
 
 def ceil_to(value: int, multiple: int) -> int:

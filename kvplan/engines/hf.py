@@ -31,11 +31,13 @@ from kvplan.engines.base import (
     EngineOptions,
     GroupRule,
     Version,
+    all_tokens,
+    build_groups,
+    cacheless_group,
     check_kv_dtype,
-    layer_index_ranges,
 )
 from kvplan.errors import UsageError
-from kvplan.layouts import full, mla, recurrent, shared, sliding
+from kvplan.layouts import full, mla, recurrent, sliding
 from kvplan.spec import LayerSpec, ModelSpec
 
 # Releases whose cache rules differ (see module docstring).
@@ -46,12 +48,6 @@ _FP32_STATE_SINCE = (5, 0)
 _HYBRID_CACHE_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})
 
 
-def _all_tokens(context: int) -> int:
-    return context
-
-
-def _no_tokens(context: int) -> int:
-    return 0
 
 
 @dataclass(frozen=True)
@@ -77,10 +73,8 @@ class TransformersEngine:
                 f"transformers {'.'.join(map(str, version))} generates {spec.model_type} with the static "
                 "HybridCache its generation_config asks for (sized to the sequence length)"
             )
-        groups = tuple(
-            self._group(layer, first, kv_dtype, version, assumptions, static)
-            for layer, first in zip(spec.layers, layer_index_ranges(spec))
-        )
+        groups = build_groups(
+            spec, lambda layer, first: self._group(layer, first, kv_dtype, version, assumptions, static))
         if any(layer.kind == "recurrent" for layer in spec.layers):
             where = "float32" if version >= _FP32_STATE_SINCE else "the model dtype (4.x MambaCache)"
             assumptions.append(
@@ -93,7 +87,7 @@ class TransformersEngine:
                assumptions: list[str], static: bool) -> GroupRule:
         kind = layer.kind
         if kind == "full":
-            return GroupRule(layer, first, full.token_cost(layer, dtype), _all_tokens, "context")
+            return GroupRule(layer, first, full.token_cost(layer, dtype), all_tokens, "context")
         if kind in ("sliding", "chunked"):
             span = layer.window if kind == "sliding" else layer.chunk
             assert span is not None
@@ -106,7 +100,7 @@ class TransformersEngine:
                     f"transformers {'.'.join(map(str, version))} DynamicCache keeps every token of "
                     f"{kind} layers (per-layer windows arrived in 4.56)"
                 )
-                return GroupRule(layer, first, cost, _all_tokens, "context")
+                return GroupRule(layer, first, cost, all_tokens, "context")
             keep = span - 1
             return GroupRule(layer, first, cost, lambda c, k=keep: sliding.tokens_kept(c, k),
                              f"min(context, {span} - 1)")
@@ -123,13 +117,13 @@ class TransformersEngine:
                 assumptions.append(
                     "transformers 4.x caches MLA as per-head K and V (up-projected), not the latent"
                 )
-            return GroupRule(layer, first, cost, _all_tokens, "context")
+            return GroupRule(layer, first, cost, all_tokens, "context")
         if kind == "recurrent":
             ssm_bytes = 4 if version >= _FP32_STATE_SINCE else dtype.block_bytes
             state = recurrent.state_cost(layer, conv_columns=layer.conv_kernel or 0,
                                          conv_elem_bytes=dtype.block_bytes, ssm_elem_bytes=ssm_bytes)
-            return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0", state=state)
-        return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0")
+            return cacheless_group(layer, first, state)
+        return cacheless_group(layer, first)
 
 
 HF = TransformersEngine()

@@ -25,12 +25,13 @@ from kvplan.engines.base import (
     EngineOptions,
     GroupRule,
     Version,
+    build_groups,
+    cacheless_group,
     ceil_to,
     check_kv_dtype,
-    layer_index_ranges,
 )
 from kvplan.errors import UsageError
-from kvplan.layouts import full, mla, recurrent, shared
+from kvplan.layouts import full, recurrent
 from kvplan.spec import LayerSpec, ModelSpec
 
 CELL_PAD = 256
@@ -51,9 +52,6 @@ def swa_cells(context: int, batch: int, window: int) -> int:
 def _per_sequence(context: int) -> int:
     return cells(context, 1)
 
-
-def _no_tokens(context: int) -> int:
-    return 0
 
 
 @dataclass(frozen=True)
@@ -83,10 +81,7 @@ class LlamaCppEngine:
                 assumptions.append(f"llama.cpp sliding-window cache: n_swa x batch + n_ubatch ({DEFAULT_N_UBATCH}) cells")
             else:
                 assumptions.append(f"llama.cpp implements no sliding window for {spec.model_type}: every layer is full")
-        groups = tuple(
-            self._group(layer, first, kv_dtype, has_swa)
-            for layer, first in zip(spec.layers, layer_index_ranges(spec))
-        )
+        groups = build_groups(spec, lambda layer, first: self._group(layer, first, kv_dtype, has_swa))
         return CacheLayout(self.name, "current", kv_dtype, None, groups, tuple(assumptions))
 
     @staticmethod
@@ -112,8 +107,8 @@ class LlamaCppEngine:
         if kind == "recurrent":
             state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
                                          conv_elem_bytes=4, ssm_elem_bytes=4)
-            return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0", state=state)
-        return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0")
+            return cacheless_group(layer, first, state)
+        return cacheless_group(layer, first)
 
 
 LLAMACPP = LlamaCppEngine()

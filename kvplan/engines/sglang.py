@@ -21,20 +21,18 @@ from kvplan.engines.base import (
     EngineOptions,
     GroupRule,
     Version,
+    build_groups,
+    cacheless_group,
     ceil_to,
     check_kv_dtype,
-    layer_index_ranges,
 )
-from kvplan.layouts import full, mla, recurrent, shared, sliding
+from kvplan.layouts import full, mla, recurrent, sliding
 from kvplan.spec import LayerSpec, ModelSpec
 
 DEFAULT_PAGE_SIZE = 1
 # Models whose sliding / chunked layers SGLang serves from the hybrid SWA pool (window-bounded).
 HYBRID_SWA_MODEL_TYPES = frozenset({"llama4", "gpt_oss", "mimo_v2_flash", "step3p5"})
 
-
-def _no_tokens(context: int) -> int:
-    return 0
 
 
 @dataclass(frozen=True)
@@ -60,10 +58,8 @@ class SGLangEngine:
                 f"SGLang serves {spec.model_type}'s sliding layers without its hybrid SWA pool: "
                 "they hold the whole sequence"
             )
-        groups = tuple(
-            self._group(layer, first, kv_dtype, page, windowed)
-            for layer, first in zip(spec.layers, layer_index_ranges(spec))
-        )
+        groups = build_groups(
+            spec, lambda layer, first: self._group(layer, first, kv_dtype, page, windowed))
         if "recurrent" in kinds:
             assumptions.append("SGLang keeps the conv state in bf16 and the SSM state in float32 (--mamba-ssm-dtype)")
         return CacheLayout(self.name, ".".join(map(str, version)), kv_dtype, page, groups, tuple(assumptions))
@@ -85,8 +81,8 @@ class SGLangEngine:
         if kind == "recurrent":
             state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
                                          conv_elem_bytes=2, ssm_elem_bytes=4)
-            return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0", state=state)
-        return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0")
+            return cacheless_group(layer, first, state)
+        return cacheless_group(layer, first)
 
 
 SGLANG = SGLangEngine()

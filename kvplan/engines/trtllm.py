@@ -20,18 +20,16 @@ from kvplan.engines.base import (
     EngineOptions,
     GroupRule,
     Version,
+    build_groups,
+    cacheless_group,
     ceil_to,
     check_kv_dtype,
-    layer_index_ranges,
 )
-from kvplan.layouts import full, mla, recurrent, shared, sliding
+from kvplan.layouts import full, mla, recurrent, sliding
 from kvplan.spec import LayerSpec, ModelSpec
 
 DEFAULT_TOKENS_PER_BLOCK = 32
 
-
-def _no_tokens(context: int) -> int:
-    return 0
 
 
 @dataclass(frozen=True)
@@ -56,10 +54,8 @@ class TRTLLMEngine:
             )
         if "recurrent" in kinds:
             assumptions.append("TensorRT-LLM recurrent state assumed in the model dtype, conv window kernel - 1")
-        groups = tuple(
-            self._group(layer, first, kv_dtype, block, spec.dtype_bytes)
-            for layer, first in zip(spec.layers, layer_index_ranges(spec))
-        )
+        groups = build_groups(
+            spec, lambda layer, first: self._group(layer, first, kv_dtype, block, spec.dtype_bytes))
         return CacheLayout(self.name, ".".join(map(str, version)), kv_dtype, block, groups, tuple(assumptions))
 
     @staticmethod
@@ -80,8 +76,8 @@ class TRTLLMEngine:
         if kind == "recurrent":
             state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
                                          conv_elem_bytes=model_bytes, ssm_elem_bytes=model_bytes)
-            return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0", state=state)
-        return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0")
+            return cacheless_group(layer, first, state)
+        return cacheless_group(layer, first)
 
 
 TRTLLM = TRTLLMEngine()

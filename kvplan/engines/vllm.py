@@ -34,11 +34,12 @@ from kvplan.engines.base import (
     EngineOptions,
     GroupRule,
     Version,
+    build_groups,
+    cacheless_group,
     ceil_to,
     check_kv_dtype,
-    layer_index_ranges,
 )
-from kvplan.layouts import full, mla, recurrent, shared
+from kvplan.layouts import full, mla, recurrent
 from kvplan.layouts.base import TokenCost
 from kvplan.spec import LayerSpec, ModelSpec
 
@@ -50,9 +51,6 @@ _HYBRID_BLOCK_ALIGN = 16
 # bounds: the env default flipped to true after 0.12).
 _CHUNKED_AS_FULL = ((0, 10), (0, 13))
 
-
-def _no_tokens(context: int) -> int:
-    return 0
 
 
 def full_blocks_tokens(context: int, block: int) -> int:
@@ -99,10 +97,8 @@ class VLLMEngine:
                 f"vLLM {'.'.join(map(str, version))} turns the hybrid KV-cache manager off for chunked "
                 "local attention by default: chunked layers hold the whole sequence"
             )
-        groups = tuple(
-            self._group(layer, first, kv_dtype, block, state_costs.get(id(layer)), chunked_as_full)
-            for layer, first in zip(spec.layers, layer_index_ranges(spec))
-        )
+        groups = build_groups(
+            spec, lambda layer, first: self._group(layer, first, kv_dtype, block, state_costs.get(id(layer)), chunked_as_full))
         if state_costs:
             assumptions.append(
                 "vLLM holds one recurrent state per sequence (prefix caching in 'align' mode keeps up to 2 more)"
@@ -172,8 +168,8 @@ class VLLMEngine:
             return GroupRule(layer, first, mla.latent_cost(layer, dtype),
                              lambda c, b=block: full_blocks_tokens(c, b), f"ceil(context / {block}) x {block}")
         if kind == "recurrent":
-            return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0", state=state)
-        return GroupRule(layer, first, shared.token_cost(layer), _no_tokens, "0")
+            return cacheless_group(layer, first, state)
+        return cacheless_group(layer, first)
 
 
 VLLM = VLLMEngine()

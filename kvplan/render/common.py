@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from kvplan.estimate import EstimateRow, LayerRow
 from kvplan.units import format_bytes

@@ -237,28 +237,25 @@ def _gemma3(reader: ConfigReader) -> list[LayerSpec]:
     # configuration_gemma3.py: layer_types default = sliding when (i + 1) % sliding_window_pattern
     # (pattern 6: 5 local : 1 global); the pattern used to be saved as sliding_window_pattern or
     # _sliding_window_pattern.
-    types = reader.layer_types()
-    if types is None:
-        found = reader.raw("sliding_window_pattern", "_sliding_window_pattern")
-        if found is None:
-            pattern = 6
-            reader.note("sliding_window_pattern absent: transformers Gemma3 default 6 (5 local : 1 global)")
-        else:
-            pattern = reader.int_of(found[0], found[1], maximum=100_000)
-        types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(reader.num_layers())]
-    return reader.layers_from_types(types)
+    return _every_nth_global(reader, 6, "Gemma3")
 
 
 @register("cohere2", defaults={"sliding_window": (4096, "transformers Cohere2Config")})
 def _cohere2(reader: ConfigReader) -> list[LayerSpec]:
     # configuration_cohere2.py: layer_types default = sliding when (i + 1) % sliding_window_pattern
     # (default 4: 3 local : 1 global).
+    return _every_nth_global(reader, 4, "Cohere2")
+
+
+def _every_nth_global(reader: ConfigReader, default: int, family: str) -> list[LayerSpec]:
+    """``layer_types`` if given, else sliding layers with every ``sliding_window_pattern``-th global."""
     types = reader.layer_types()
     if types is None:
         found = reader.raw("sliding_window_pattern", "_sliding_window_pattern")
         if found is None:
-            pattern = 4
-            reader.note("sliding_window_pattern absent: transformers Cohere2 default 4 (3 local : 1 global)")
+            pattern = default
+            reader.note(f"sliding_window_pattern absent: transformers {family} default {default} "
+                        f"({default - 1} local : 1 global)")
         else:
             pattern = reader.int_of(found[0], found[1], maximum=100_000)
         types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(reader.num_layers())]
