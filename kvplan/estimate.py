@@ -38,14 +38,17 @@ class EstimateRow:
     bytes_per_token: float
     """kv_bytes / (batch x context)."""
     layers: tuple[LayerRow, ...] | None = None
+    kv_dtype_resolved: str = ""
+    """The dtype ``kv_dtype`` stands for ('auto' -> the engine's default)."""
 
 
 @dataclass(frozen=True)
 class GroupFormula:
-    """The formula behind one group of layers, for ``--explain``."""
+    """The formula behind the layers that share one rule, for ``--explain``."""
 
     kv_dtype: str
-    first_layer: int
+    layers: str
+    """Which layers, as ranges: '0-4,6-10,...'."""
     count: int
     kind: str
     bytes_per_token: int
@@ -103,6 +106,7 @@ class EstimateResult:
 def _row_dict(row: EstimateRow) -> dict[str, Any]:
     out: dict[str, Any] = {
         "batch": row.batch, "context": row.context, "kv_dtype": row.kv_dtype,
+        "kv_dtype_resolved": row.kv_dtype_resolved,
         "kv_bytes": row.kv_bytes, "bytes_per_token": row.bytes_per_token,
     }
     if row.layers is not None:
@@ -212,7 +216,8 @@ def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: li
             else:
                 kv = sum(count * g.layer_bytes(context, batch) for count, g in classes)
             layers = _layer_rows(layout, context, batch) if by_layer else None
-            yield EstimateRow(batch, context, dtype_name, kv, kv / (batch * context), layers)
+            yield EstimateRow(batch, context, dtype_name, kv, kv / (batch * context), layers,
+                              layout.kv_dtype.name)
 
 
 def _layer_rows(layout: CacheLayout, context: int, batch: int) -> tuple[LayerRow, ...]:
@@ -226,9 +231,20 @@ def _layer_rows(layout: CacheLayout, context: int, batch: int) -> tuple[LayerRow
 
 
 def _formulas(dtype_name: str, layout: CacheLayout) -> Iterable[GroupFormula]:
+    """One formula per distinct rule; interleaved models list each rule once with all its layers."""
+    merged: dict[tuple, list[Any]] = {}
     for g in layout.groups:
+        state = g.state.formula if g.state is not None else None
+        key = (g.kind, g.token.formula, g.held_formula, state)
+        span = f"{g.first_layer}" if g.count == 1 else f"{g.first_layer}-{g.first_layer + g.count - 1}"
+        if key in merged:
+            merged[key][0].append(span)
+            merged[key][1] += g.count
+        else:
+            merged[key] = [[span], g.count, g]
+    for spans, count, g in merged.values():
         yield GroupFormula(
-            kv_dtype=dtype_name, first_layer=g.first_layer, count=g.count, kind=g.kind,
+            kv_dtype=dtype_name, layers=",".join(spans), count=count, kind=g.kind,
             bytes_per_token=g.token.bytes, token_formula=g.token.formula,
             tokens_held_formula=g.held_formula,
             state_bytes=g.state.bytes if g.state is not None else 0,
@@ -240,7 +256,7 @@ def _context_notes(spec: ModelSpec, contexts: list[int]) -> list[str]:
     notes: list[str] = []
     limit = spec.max_position_embeddings
     rope = spec.rope_scaling
-    if rope is not None:
+    if rope is not None and not any(a.startswith("rope_scaling") for a in spec.assumptions):
         reach = f" to {rope.extends_to:,} tokens" if rope.extends_to else ""
         factor = f", factor {rope.factor:g}" if rope.factor else ""
         notes.append(f"rope_scaling ({rope.type}{factor}) extends the context{reach}")

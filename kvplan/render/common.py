@@ -8,8 +8,15 @@ from kvplan.estimate import EstimateRow, LayerRow
 from kvplan.units import format_bytes
 
 
+def dtype_label(row: EstimateRow) -> str:
+    """'bfloat16', or 'auto (bfloat16)' when the user left the choice to the engine."""
+    if row.kv_dtype_resolved and row.kv_dtype_resolved != row.kv_dtype:
+        return f"{row.kv_dtype} ({row.kv_dtype_resolved})"
+    return row.kv_dtype
+
+
 def row_cells(row: EstimateRow) -> list[str]:
-    return [str(row.batch), f"{row.context:,}", row.kv_dtype, format_bytes(row.kv_bytes),
+    return [str(row.batch), f"{row.context:,}", dtype_label(row), format_bytes(row.kv_bytes),
             f"{row.kv_bytes:,}", f"{row.bytes_per_token:,.1f}"]
 
 

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kvplan.estimate import EstimateResult
-from kvplan.render.common import layer_ranges, row_cells
+from kvplan.render.common import dtype_label, layer_ranges, row_cells
 from kvplan.units import format_bytes
 
 
@@ -41,18 +41,24 @@ def print_estimate(console: Console, result: EstimateResult, by_layer: bool, exp
 
 def print_formulas(console: Console, result: EstimateResult) -> None:
     console.print("[bold]How each number is made[/bold]")
-    console.print("  kv_bytes = Σ over layer groups: layers × tokens held × bytes per token (+ layers × batch × "
-                  "state bytes for recurrent layers)", highlight=False)
+    console.print("  kv_bytes = Σ layers × tokens held × bytes per token, + layers × batch × state bytes "
+                  "for recurrent layers", highlight=False)
     for f in result.formulas:
-        last = f.first_layer + f.count - 1
-        span = f"layer {f.first_layer}" if f.count == 1 else f"layers {f.first_layer}-{last}"
-        line = f"  [{f.kv_dtype}] {span} ({f.kind}): "
+        head = f"  [{f.kv_dtype}] {f.count} {f.kind} layer{'s' if f.count > 1 else ''} ({f.layers}): "
         if f.state_formula:
-            line += f"state {f.state_bytes:,} B per sequence = {f.state_formula}"
+            console.print(head + f"state {f.state_bytes:,} B per sequence = {f.state_formula}", highlight=False)
         else:
-            line += (f"{f.bytes_per_token:,} B per token = {f.token_formula}; "
-                     f"tokens held per sequence = {f.tokens_held_formula}")
-        console.print(line, highlight=False)
+            console.print(head + f"{f.bytes_per_token:,} B per token = {f.token_formula}; "
+                          f"tokens held per sequence = {f.tokens_held_formula}", highlight=False)
     first = result.rows[0]
-    console.print(f"  e.g. batch {first.batch}, context {first.context:,}, {first.kv_dtype}: "
-                  f"{first.kv_bytes:,} B = {format_bytes(first.kv_bytes)}", highlight=False)
+    if first.layers:
+        terms = {}
+        for layer in first.layers:
+            key = (layer.tokens_held, layer.bytes)
+            terms[key] = terms.get(key, 0) + 1
+        sum_text = " + ".join(f"{n} × {b:,} B" for (_, b), n in terms.items())
+        console.print(f"  batch {first.batch}, context {first.context:,}, {dtype_label(first)}: {sum_text} "
+                      f"= {first.kv_bytes:,} B = {format_bytes(first.kv_bytes)}", highlight=False)
+    else:
+        console.print(f"  e.g. batch {first.batch}, context {first.context:,}, {dtype_label(first)}: "
+                      f"{first.kv_bytes:,} B = {format_bytes(first.kv_bytes)}", highlight=False)
