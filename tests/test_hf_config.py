@@ -853,3 +853,24 @@ def test_read_config_file_directory_without_config(tmp_path: Path):
 def test_read_config_file_missing_path(tmp_path: Path):
     with pytest.raises(KvplanError):
         read_config_file(tmp_path / "nope.json")
+
+
+def test_gemma3n_kv_shared_layers_hold_no_cache():
+    # Mirrors google/gemma-3n-E4B-it's text_config (hand-written: no copy of the Hub file was at hand):
+    # 35 layers, 4 local : 1 global, window 512, the last 15 layers reuse earlier layers' KV.
+    import kvplan
+
+    types = (["sliding_attention"] * 4 + ["full_attention"]) * 7
+    config = {"model_type": "gemma3n", "torch_dtype": "bfloat16", "text_config": {
+        "model_type": "gemma3n_text", "hidden_size": 2048, "num_hidden_layers": 35, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "head_dim": 256, "sliding_window": 512, "num_kv_shared_layers": 15,
+        "layer_types": types, "max_position_embeddings": 32768, "vocab_size": 262400}}
+    spec = spec_from_config(config, model_id="google/gemma-3n-E4B-it")
+    assert spec.layer_kind_counts() == {"sliding": 16, "full": 4, "shared": 15}
+    owners = {layer.shares_with for layer in spec.expanded_layers() if layer.kind == "shared"}
+    assert owners == {18, 19}  # the last sliding and the last full layer before layer 20
+    row = kvplan.estimate(spec, contexts=[1024], engine="hf").rows[0]
+    assert row.kv_bytes == (16 * 511 + 4 * 1024) * 2 * 2 * 256 * 2
+    config["text_config"]["num_kv_shared_layers"] = 35
+    with pytest.raises(ConfigError, match="num_kv_shared_layers"):
+        spec_from_config(config, model_id="x")

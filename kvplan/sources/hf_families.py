@@ -450,3 +450,28 @@ def _qwen3_next(reader: ConfigReader) -> list[LayerSpec]:
                          ssm_state=(value_heads, key_dim, value_dim))
 
     return reader.layers_from_types(types, recurrent=gdn)
+
+
+@register("gemma3n_text", "gemma3n")
+def _gemma3n(reader: ConfigReader) -> list[LayerSpec]:
+    # configuration_gemma3n.py / modeling_gemma3n.py: the last num_kv_shared_layers layers compute
+    # no K/V; each reads the cache of the last earlier non-shared layer of its own type (sliding or
+    # full), and transformers' cache leaves them out (cache_utils: num_kv_shared_layers). vLLM does
+    # the same with kv_sharing_target_layer_name.
+    types = reader.layer_types()
+    if types is None:
+        raise ConfigError("gemma3n config has no layer_types")
+    layers = reader.layers_from_types(types)
+    shared = reader.int_field("num_kv_shared_layers", required=False, maximum=len(layers)) or 0
+    first_shared = len(layers) - shared
+    if shared == 0:
+        return layers
+    out = layers[:first_shared]
+    for index in range(first_shared, len(layers)):
+        owners = [j for j in range(first_shared) if types[j] == types[index]]
+        if not owners:
+            raise ConfigError(f"num_kv_shared_layers={shared}: layer {index} ({types[index]}) has no earlier "
+                              "layer of its type to share with")
+        out.append(LayerSpec(kind="shared", shares_with=owners[-1]))
+    reader.note(f"the last {shared} layers reuse earlier layers' KV cache (num_kv_shared_layers)")
+    return out

@@ -28,11 +28,15 @@ def load_path(path: Path) -> ModelSpec:
         from kvplan.sources.yaml_spec import load_user_spec
 
         return load_user_spec(path)
+    from kvplan.errors import ConfigError
     from kvplan.sources.hf_config import read_config_file, spec_from_config
 
     config = read_config_file(path)
     model_id = path.name if path.is_dir() else (path.parent.name or path.stem)
-    return spec_from_config(config, model_id=model_id, source=str(path))
+    try:
+        return spec_from_config(config, model_id=model_id, source=str(path))
+    except ConfigError as exc:  # name the file: the reader only knows the fields
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def _not_found_message(name: str) -> str:
