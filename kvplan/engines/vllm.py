@@ -39,6 +39,7 @@ from kvplan.engines.base import (
     ceil_to,
     check_kv_dtype,
 )
+from kvplan.errors import UsageError
 from kvplan.layouts import full, mla, recurrent
 from kvplan.layouts.base import TokenCost
 from kvplan.spec import LayerSpec, ModelSpec
@@ -47,6 +48,8 @@ DEFAULT_BLOCK_SIZE = 16
 FLASHMLA_BLOCK_SIZE = 64
 # Attention block sizes for hybrid Mamba models are multiples of this (kernel alignment).
 _HYBRID_BLOCK_ALIGN = 16
+# Quantised layouts vLLM defines for K/V heads only (kv_cache_interface.py), not for the MLA latent.
+_NO_MLA_LAYOUT = frozenset({"int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4"})
 # Releases in which chunked local attention fell back to full attention by default (approximate
 # bounds: the env default flipped to true after 0.12).
 _CHUNKED_AS_FULL = ((0, 10), (0, 13))
@@ -165,6 +168,8 @@ class VLLMEngine:
                              lambda c, b=block, k=chunk: chunk_blocks_tokens(c, b, k),
                              f"blocks of {block} from the start of the current {chunk}-token chunk")
         if kind == "mla":
+            if dtype.name in _NO_MLA_LAYOUT:
+                raise UsageError(f"vLLM's MLA cache has no '{dtype.name}' layout (MLA takes auto, fp8 or fp8_ds_mla)")
             return GroupRule(layer, first, mla.latent_cost(layer, dtype),
                              lambda c, b=block: full_blocks_tokens(c, b), f"ceil(context / {block}) x {block}")
         if kind == "recurrent":
