@@ -132,11 +132,13 @@ def estimate(
     engine_version: str | None = None,
     block_size: int | None = None,
     by_layer: bool = False,
+    tp: int = 1,
 ) -> EstimateResult:
     """KV-cache footprint of ``model`` for every (batch, context, kv dtype) combination.
 
     ``model`` is a ModelSpec, or anything ``kvplan.load_model`` resolves (a path to a config.json,
-    a model directory or a YAML spec, a bundled model id).
+    a model directory or a YAML spec, a bundled model id). With ``tp`` > 1 the bytes are those one
+    tensor-parallel rank holds, by the engine's own head-splitting rule.
     """
     if isinstance(model, str):
         from kvplan.sources.resolve import load_model
@@ -157,7 +159,7 @@ def estimate(
     eng = get_engine(engine)
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
-    options = EngineOptions(block_size=block_size)
+    options = EngineOptions(block_size=block_size, tp=tp)
 
     auto_dtype = eng.auto_kv_dtype(spec)
     layouts: list[tuple[str, CacheLayout]] = []
@@ -172,6 +174,10 @@ def estimate(
         whose = "the model's dtype" if auto_dtype == spec.dtype else f"{eng.title}'s default cache type"
         assumptions.append(f"kv dtype 'auto' is {whose}, {auto_dtype}")
     assumptions.extend(_context_notes(spec, contexts))
+    if tp > 1:
+        from kvplan.parallel import tp_notes
+
+        assumptions.extend(tp_notes(spec, tp))
 
     rows = [
         row

@@ -96,6 +96,8 @@ class EngineOptions:
 
     block_size: int | None = None
     """Override the engine's page size in tokens (vLLM --block-size, SGLang --page-size, ...)."""
+    tp: int = 1
+    """Tensor-parallel ranks: the layout is then what one rank holds."""
 
 
 class Engine(Protocol):
@@ -131,6 +133,12 @@ def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None
 def build_groups(spec: ModelSpec, make: Callable[[LayerSpec, int], GroupRule]) -> tuple[GroupRule, ...]:
     """``make(layer, first_layer_index)`` for every group of the model, in order."""
     return tuple(make(layer, first) for layer, first in zip(spec.layers, layer_index_ranges(spec)))
+
+
+def no_tensor_parallel(engine: Engine, options: EngineOptions) -> None:
+    if options.tp != 1:
+        raise UsageError(f"{engine.title} does not split the KV cache by tensor parallelism here "
+                         "(it places whole layers per GPU): use --pp")
 
 
 def ceil_to(value: int, multiple: int) -> int:

@@ -35,6 +35,7 @@ from kvplan.engines.base import (
     build_groups,
     cacheless_group,
     check_kv_dtype,
+    no_tensor_parallel,
 )
 from kvplan.errors import UsageError
 from kvplan.layouts import full, mla, recurrent, sliding
@@ -63,6 +64,7 @@ class TransformersEngine:
 
     def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
         check_kv_dtype(self, kv_dtype)
+        no_tensor_parallel(self, options)
         if options.block_size is not None:
             raise UsageError(f"{self.title} does not page its cache: --block-size does not apply")
         assumptions: list[str] = []

@@ -29,6 +29,7 @@ from kvplan.engines.base import (
     cacheless_group,
     ceil_to,
     check_kv_dtype,
+    no_tensor_parallel,
 )
 from kvplan.errors import UsageError
 from kvplan.layouts import full, recurrent
@@ -67,6 +68,7 @@ class LlamaCppEngine:
 
     def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
         check_kv_dtype(self, kv_dtype)
+        no_tensor_parallel(self, options)
         if version != LATEST:
             raise UsageError("kvplan models llama.cpp's current rules only: leave out --engine-version")
         if options.block_size is not None:

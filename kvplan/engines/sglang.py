@@ -26,6 +26,7 @@ from kvplan.engines.base import (
     ceil_to,
     check_kv_dtype,
 )
+from kvplan.parallel import shard_spec
 from kvplan.layouts import full, mla, recurrent, sliding
 from kvplan.spec import LayerSpec, ModelSpec
 
@@ -47,6 +48,7 @@ class SGLangEngine:
 
     def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
         check_kv_dtype(self, kv_dtype)
+        spec = shard_spec(spec, options.tp)
         page = options.block_size or DEFAULT_PAGE_SIZE
         assumptions: list[str] = []
         if options.block_size is None:

@@ -5,6 +5,8 @@ Rules (NVIDIA/TensorRT-LLM):
   (``tensorrt_llm/_torch/pyexecutor/resource_manager.py``): ``kv_factor x kv_heads x head_dim x bytes``
   with kv_factor 2 for K/V, 1 for MLA (``kv_lora_rank + qk_rope_head_dim``).
 - ``tokens_per_block`` defaults to 32 (``KvCacheConfig`` in ``llm_args.py``, plugin_config).
+- Tensor parallelism: ``head_dim x kv_heads // tp`` values per rank (an integer split, no
+  replication floor: 4 KV heads on 8 ranks count as half a head each); MLA is not split.
 - Sliding layers (variable sliding window attention, ``BlockManager`` in
   ``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp``) keep a window-sized cyclic cache per
   sequence: ``min(context, window)`` tokens in whole blocks.
@@ -26,6 +28,7 @@ from kvplan.engines.base import (
     check_kv_dtype,
 )
 from kvplan.layouts import full, mla, recurrent, sliding
+from kvplan.layouts.base import TokenCost
 from kvplan.spec import LayerSpec, ModelSpec
 
 DEFAULT_TOKENS_PER_BLOCK = 32
@@ -55,20 +58,20 @@ class TRTLLMEngine:
         if "recurrent" in kinds:
             assumptions.append("TensorRT-LLM recurrent state assumed in the model dtype, conv window kernel - 1")
         groups = build_groups(
-            spec, lambda layer, first: self._group(layer, first, kv_dtype, block, spec.dtype_bytes))
+            spec, lambda layer, first: self._group(layer, first, kv_dtype, block, spec.dtype_bytes, options.tp))
         return CacheLayout(self.name, ".".join(map(str, version)), kv_dtype, block, groups, tuple(assumptions))
 
     @staticmethod
-    def _group(layer: LayerSpec, first: int, dtype: KVDType, block: int, model_bytes: int) -> GroupRule:
+    def _group(layer: LayerSpec, first: int, dtype: KVDType, block: int, model_bytes: int, tp: int) -> GroupRule:
         kind = layer.kind
         whole = (lambda c, b=block: ceil_to(c, b))
         whole_text = f"ceil(context / {block}) x {block}"
         if kind == "full":
-            return GroupRule(layer, first, full.token_cost(layer, dtype), whole, whole_text)
+            return GroupRule(layer, first, _kv_cost(layer, dtype, tp), whole, whole_text)
         if kind in ("sliding", "chunked"):
             span = layer.window if kind == "sliding" else layer.chunk
             assert span is not None
-            return GroupRule(layer, first, full.token_cost(layer, dtype),
+            return GroupRule(layer, first, _kv_cost(layer, dtype, tp),
                              lambda c, s=span, b=block: ceil_to(sliding.tokens_kept(c, s), b),
                              f"ceil(min(context, {span}) / {block}) x {block}")
         if kind == "mla":
@@ -78,6 +81,17 @@ class TRTLLMEngine:
                                          conv_elem_bytes=model_bytes, ssm_elem_bytes=model_bytes)
             return cacheless_group(layer, first, state)
         return cacheless_group(layer, first)
+
+
+def _kv_cost(layer: LayerSpec, dtype: KVDType, tp: int) -> TokenCost:
+    """K and V bytes per token on one rank: ``head_dim x kv_heads // tp`` values each."""
+    if tp == 1:
+        return full.token_cost(layer, dtype)
+    assert layer.kv_heads and layer.head_dim
+    k_values = layer.head_dim * layer.kv_heads // tp
+    v_values = layer.v_dim * layer.kv_heads // tp
+    nbytes = dtype.vector_bytes(k_values) + dtype.vector_bytes(v_values)
+    return TokenCost(nbytes, f"({layer.kv_heads} kv heads x {layer.head_dim}) // tp {tp} K + V values = {nbytes} B")
 
 
 TRTLLM = TRTLLMEngine()

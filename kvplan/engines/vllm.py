@@ -40,6 +40,7 @@ from kvplan.engines.base import (
     check_kv_dtype,
 )
 from kvplan.errors import UsageError
+from kvplan.parallel import shard_spec
 from kvplan.layouts import full, mla, recurrent
 from kvplan.layouts.base import TokenCost
 from kvplan.spec import LayerSpec, ModelSpec
@@ -88,6 +89,7 @@ class VLLMEngine:
 
     def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
         check_kv_dtype(self, kv_dtype)
+        spec = shard_spec(spec, options.tp)
         assumptions: list[str] = []
         state_costs = {
             id(layer): self._state_cost(layer, spec) for layer in spec.layers if layer.kind == "recurrent"

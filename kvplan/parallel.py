@@ -1,0 +1,95 @@
+"""Tensor and pipeline parallelism: what one GPU holds of a model's cache.
+
+- Pipeline parallelism splits the decoder layers into stages. vLLM's ``get_pp_indices``
+  (``vllm/distributed/utils.py``) gives every stage ``layers // pp`` layers and hands the remainder,
+  one each, to the stages before the last, counting backwards (61 layers on PP4: 15, 15, 16, 15);
+  kvplan uses that split for every engine and sizes the cache by the stage that holds the most,
+  since engines take the smallest block count across ranks.
+- Tensor parallelism splits KV heads: vLLM (``ModelConfig.get_num_kv_heads``) and SGLang keep
+  ``max(1, kv_heads // tp)`` heads per rank, so past ``tp = kv_heads`` heads are replicated, not
+  split. An MLA latent has no heads to split and is replicated on every rank. Recurrent state is split
+  along its channels / heads (vLLM ``MambaStateShapeCalculator``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kvplan.errors import UsageError
+from kvplan.spec import LayerSpec, ModelSpec, group_layers
+
+
+def pp_partitions(num_layers: int, pp: int) -> list[int]:
+    """Layers per pipeline stage, vLLM's default split."""
+    if pp < 1:
+        raise UsageError(f"--pp {pp} must be at least 1")
+    if pp > num_layers:
+        raise UsageError(f"--pp {pp} exceeds the model's {num_layers} layers")
+    parts = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        parts[-i] += 1
+    return parts
+
+
+def stage_specs(spec: ModelSpec, pp: int) -> list[ModelSpec]:
+    """The model cut into ``pp`` pipeline stages (layer indices stay local to each stage)."""
+    if pp == 1:
+        return [spec]
+    layers = [replace(group, count=1) for group in spec.layers for _ in range(group.count)]
+    stages, start = [], 0
+    for size in pp_partitions(len(layers), pp):
+        chunk = [_local(layer, start) for layer in layers[start:start + size]]
+        stages.append(replace(spec, layers=group_layers(chunk), assumptions=()))
+        start += size
+    return stages
+
+
+def _local(layer: LayerSpec, start: int) -> LayerSpec:
+    """Renumber a shared layer's owner within its stage; an owner in an earlier stage leaves no cache here."""
+    if layer.kind != "shared" or layer.shares_with is None:
+        return layer
+    if layer.shares_with < start:
+        return LayerSpec(kind="none")
+    return replace(layer, shares_with=layer.shares_with - start)
+
+
+def heads_per_rank(kv_heads: int, tp: int) -> int:
+    """KV heads one tensor-parallel rank holds (vLLM, SGLang): replicated once tp exceeds them."""
+    return max(1, kv_heads // tp)
+
+
+def shard_layer(layer: LayerSpec, tp: int) -> LayerSpec:
+    """The part of ``layer`` one of ``tp`` ranks caches (vLLM / SGLang rules)."""
+    if tp == 1:
+        return layer
+    if layer.kind in ("full", "sliding", "chunked"):
+        assert layer.kv_heads is not None
+        return replace(layer, kv_heads=heads_per_rank(layer.kv_heads, tp))
+    if layer.kind == "recurrent":
+        assert layer.conv_dim is not None and layer.ssm_state is not None
+        first = layer.ssm_state[0]
+        return replace(layer, conv_dim=-(-layer.conv_dim // tp),
+                       ssm_state=(-(-first // tp), *layer.ssm_state[1:]))
+    return layer  # mla: replicated; shared / none: nothing
+
+
+def shard_spec(spec: ModelSpec, tp: int) -> ModelSpec:
+    if tp < 1:
+        raise UsageError(f"--tp {tp} must be at least 1")
+    if tp == 1:
+        return spec
+    return replace(spec, layers=tuple(shard_layer(layer, tp) for layer in spec.layers))
+
+
+def tp_notes(spec: ModelSpec, tp: int) -> list[str]:
+    """Warnings worth showing: KV heads copied across ranks, latents replicated."""
+    notes = []
+    heads = {layer.kv_heads for layer in spec.layers if layer.kv_heads and layer.kind != "mla"}
+    for kv_heads in sorted(heads):
+        if tp > kv_heads:
+            notes.append(f"tp {tp} exceeds the {kv_heads} KV heads: each head is replicated on "
+                         f"{tp // kv_heads} ranks, memory spent on copies (per-GPU KV as at tp {kv_heads})")
+    if any(layer.kind == "mla" for layer in spec.layers) and tp > 1:
+        notes.append(f"the MLA latent is replicated on all {tp} tensor-parallel ranks: per-GPU KV does not "
+                     "shrink with tp")
+    return notes
