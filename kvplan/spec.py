@@ -167,6 +167,9 @@ class ModelSpec:
     """Model width."""
     vocab_size: PositiveInt | None = None
     """Vocabulary size."""
+    mlp_width: PositiveInt | None = None
+    """MLP width one token activates: intermediate_size for dense models, top-k x expert width plus
+    shared experts for MoE (sizes activation memory in max-batch)."""
     params: PositiveInt | None = None
     """Parameter count of the published checkpoint, when known."""
     weights_bytes: PositiveInt | None = None

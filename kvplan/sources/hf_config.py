@@ -449,8 +449,32 @@ def spec_from_config(config: dict, *, model_id: str, source: str | None = None) 
         num_attention_heads=heads,
         hidden_size=hidden,
         vocab_size=vocab,
+        mlp_width=_mlp_width(reader, hidden),
         assumptions=tuple(reader.assumptions),
     )
+
+
+def _mlp_width(reader: ConfigReader, hidden: int | None) -> int | None:
+    """The MLP width one token passes through: dense intermediate size, or top-k experts' width plus the
+    shared experts for MoE (DeepSeek / GLM n_shared_experts, Qwen2-MoE shared_expert_intermediate_size)."""
+    def num(*names: str) -> int | None:
+        found = reader.raw(*names)
+        if found is None or isinstance(found[1], bool) or not isinstance(found[1], (int, float)):
+            return None
+        return int(found[1]) if found[1] > 0 else None
+
+    top_k = num("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk")
+    experts = num("num_local_experts", "num_experts", "n_routed_experts")
+    if top_k and experts:
+        expert_width = num("moe_intermediate_size", "intermediate_size")
+        if expert_width is None:
+            return None
+        shared = num("shared_expert_intermediate_size") or (num("n_shared_experts") or 0) * expert_width
+        return top_k * expert_width + shared
+    dense = num("intermediate_size", "ffn_hidden_size", "n_inner", "d_ff", "ffn_dim")
+    if dense is None and hidden is not None and reader.model_type in ("gpt2", "gptj", "gpt_neox", "bloom", "falcon"):
+        dense = 4 * hidden  # these configs leave the 4x MLP implicit
+    return dense
 
 
 def spec_from_file(path: Path, *, model_id: str | None = None) -> ModelSpec:

@@ -1,0 +1,92 @@
+"""Shared types of the budget modules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kvplan.errors import UsageError
+from kvplan.spec import ModelSpec
+
+GIB = 1 << 30
+Tag = Literal["given", "computed", "assumed"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Engine settings the user gave (None: the engine's default applies)."""
+
+    gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    enforce_eager: bool = False
+    mem_fraction_static: float | None = None
+    free_gpu_memory_fraction: float | None = None
+    weights_bytes: int | None = None
+    """Weights per GPU, overriding the spec's checkpoint size split over the ranks."""
+
+    def __post_init__(self) -> None:
+        for name in ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"):
+            value = getattr(self, name)
+            if value is not None and not 0 < value <= 1:
+                raise UsageError(f"--{name.replace('_', '-')} {value} must be in (0, 1]")
+        for name in ("kv_cache_memory_bytes", "max_num_batched_tokens", "max_num_seqs", "weights_bytes"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise UsageError(f"--{name.replace('_bytes', '').replace('_', '-')} must be positive")
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    name: str
+    bytes: int
+    tag: Tag
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class GpuBudget:
+    """One GPU's memory as the engine would divide it."""
+
+    total_bytes: int
+    items: tuple[MemoryItem, ...]
+    kv_cache_bytes: int
+    """Memory left for the KV cache on this GPU (may be negative: the model does not fit)."""
+    defaults: dict[str, float | int] = field(default_factory=dict)
+    """Engine defaults kvplan applied (util, max_num_batched_tokens, ...), reported back."""
+    assumptions: tuple[str, ...] = ()
+
+    def item(self, name: str) -> int:
+        return sum(i.bytes for i in self.items if i.name == name)
+
+
+def weights_per_gpu(spec: ModelSpec, ranks: int, settings: Settings) -> MemoryItem:
+    """Weights one GPU holds: given, or the checkpoint split evenly over tp x pp ranks."""
+    if settings.weights_bytes is not None:
+        return MemoryItem("weights", settings.weights_bytes, "given", "--weights-bytes")
+    if spec.weights_bytes is None:
+        raise UsageError(f"{spec.id}: weights size unknown; pass --weights-bytes (bytes per GPU)")
+    share = -(-spec.weights_bytes // ranks)
+    note = f"{spec.weights_bytes:,} B checkpoint" + (f" / {ranks} ranks, split evenly" if ranks > 1 else "")
+    return MemoryItem("weights", share, "computed", note)
+
+
+def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int) -> tuple[int, str]:
+    """Peak activation of one forward pass over ``tokens`` tokens on one of ``tp`` ranks.
+
+    A profile of the widest tensors alive at once: the MLP's gate/up output (2 x width / tp), a few
+    hidden-size buffers (residual, norm, attention output, input), the q/k/v projection output, all
+    in the activation dtype, plus fp32 logits for ``logits_rows`` sampled rows. Calibrated on the
+    activation peaks vLLM logged (docs/accuracy.md); an estimate, tagged as one.
+    """
+    hidden = spec.hidden_size or 4096
+    width = spec.mlp_width or int(3.5 * hidden)
+    heads = spec.num_attention_heads or 32
+    attn = [layer for layer in spec.layers if layer.kind in ("full", "sliding", "chunked")]
+    head_dim = attn[0].head_dim if attn and attn[0].head_dim else hidden // heads
+    kv_heads = attn[0].kv_heads if attn and attn[0].kv_heads else heads
+    per_token = (2 * width // tp + 4 * hidden + (heads + 2 * kv_heads) * head_dim // tp) * spec.dtype_bytes
+    logits = logits_rows * (spec.vocab_size or 32000) * 4
+    return tokens * per_token + logits, (f"{tokens:,} tokens x {per_token:,} B + {logits_rows} x "
+                                         f"{spec.vocab_size or 32000:,} fp32 logits")

@@ -1,0 +1,25 @@
+"""transformers ``generate``: weights, the DynamicCache and the forward pass's peak share the GPU."""
+
+from __future__ import annotations
+
+from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
+from kvplan.spec import ModelSpec
+
+CONTEXT_BYTES = int(0.4 * GIB)
+
+
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, max_model_len: int, batch: int,
+           settings: Settings) -> GpuBudget:
+    weights = weights_per_gpu(spec, tp * pp, settings)
+    # the prefill of one sequence is the widest pass; logits are kept for the last position only
+    act, how = activation_bytes(spec, max_model_len, 1, batch)
+    items = [weights, MemoryItem("activation", act, "assumed", f"prefill peak: {how}"),
+             MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context")]
+    if settings.kv_cache_memory_bytes is not None:
+        kv = settings.kv_cache_memory_bytes
+        items.append(MemoryItem("kv_cache", kv, "given", "--kv-cache-memory"))
+    else:
+        kv = total_bytes - weights.bytes - act - CONTEXT_BYTES
+        items.append(MemoryItem("kv_cache", kv, "computed", "total - weights - activation - context"))
+    return GpuBudget(total_bytes, tuple(items), kv, {},
+                     ("transformers: activation peak of a one-sequence prefill estimated",))

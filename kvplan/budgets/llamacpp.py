@@ -1,0 +1,28 @@
+"""llama.cpp: no budget solver: the cache is sized by n_ctx; the plan checks that it fits.
+
+The GPU holds the weights (all layers offloaded, ``-ngl 99``), the KV cache of ``n_ctx`` cells and a
+compute buffer (sized for ``n_ubatch`` tokens by the graph reservation in ``llama_context``).
+"""
+
+from __future__ import annotations
+
+from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
+from kvplan.spec import ModelSpec
+
+N_UBATCH = 512
+CONTEXT_BYTES = int(0.4 * GIB)
+
+
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, settings: Settings) -> GpuBudget:
+    weights = weights_per_gpu(spec, tp * pp, settings)
+    act, how = activation_bytes(spec, N_UBATCH, 1, N_UBATCH)
+    items = [weights, MemoryItem("activation", act, "assumed", f"compute buffer: {how}"),
+             MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context")]
+    if settings.kv_cache_memory_bytes is not None:
+        kv = settings.kv_cache_memory_bytes
+        items.append(MemoryItem("kv_cache", kv, "given", "--kv-cache-memory"))
+    else:
+        kv = total_bytes - weights.bytes - act - CONTEXT_BYTES
+        items.append(MemoryItem("kv_cache", kv, "computed", "total - weights - compute buffer - context"))
+    return GpuBudget(total_bytes, tuple(items), kv, {"n_ubatch": N_UBATCH},
+                     ("llama.cpp: all layers offloaded to the GPU(s); compute buffer estimated",))

@@ -1,0 +1,60 @@
+"""SGLang: ``mem_fraction_static`` of the GPU holds weights and KV; the rest is for activations.
+
+``ModelRunnerKVCacheMixin.profile_max_num_token`` (model_runner_kv_cache_mixin.py): the KV pool gets
+``free memory after loading weights - total x (1 - mem_fraction_static)``. The default fraction
+(``ServerArgs._handle_gpu_memory_settings``, server_args.py) reserves, in MiB,
+``512 + max(chunked_prefill_size, 2048) x 1.5 + cuda_graph_max_bs x 2 + tp x pp / 8 x 1024`` (at
+least 10,240 on GPUs over 60 GiB) and sets ``mfs = round((gpu_MiB - reserved) / gpu_MiB, 3)``; the
+chunked prefill size and CUDA-graph batch come from the GPU's size.
+"""
+
+from __future__ import annotations
+
+from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, weights_per_gpu
+from kvplan.spec import ModelSpec
+
+# Assumed: CUDA context and allocator overhead present before the weights' "avail mem" reading.
+CONTEXT_BYTES = int(0.6 * GIB)
+
+
+def _gpu_bucket(gpu_mib: float, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) SGLang picks for a GPU of this size."""
+    small_tp = tp < 4
+    if gpu_mib < 20 * 1024:
+        return 2048, 8
+    if gpu_mib < 35 * 1024:
+        return 2048, 24 if small_tp else 80
+    if gpu_mib < 60 * 1024:
+        return 4096, 32 if small_tp else 160
+    if gpu_mib < 160 * 1024:
+        return 8192, 256 if small_tp else 512
+    return 16384, 512
+
+
+def default_mem_fraction_static(total_bytes: int, tp: int, pp: int) -> float:
+    gpu_mib = total_bytes / (1 << 20)
+    chunked, graph_bs = _gpu_bucket(gpu_mib, tp)
+    reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10240)
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, settings: Settings) -> GpuBudget:
+    mfs = settings.mem_fraction_static or default_mem_fraction_static(total_bytes, tp, pp)
+    weights = weights_per_gpu(spec, tp * pp, settings)
+    items = [MemoryItem("static", int(total_bytes * mfs), "given" if settings.mem_fraction_static else "computed",
+                        f"total x mem_fraction_static {mfs:g}"), weights,
+             MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context before SGLang's free-memory reading")]
+    if settings.kv_cache_memory_bytes is not None:
+        kv = settings.kv_cache_memory_bytes
+        items.append(MemoryItem("kv_cache", kv, "given", "--kv-cache-memory"))
+    else:
+        free_after_weights = total_bytes - CONTEXT_BYTES - weights.bytes
+        kv = free_after_weights - int(total_bytes * (1 - mfs))
+        items.append(MemoryItem("kv_cache", kv, "computed", "free after weights - total x (1 - mem_fraction_static)"))
+    items.append(MemoryItem("activation", int(total_bytes * (1 - mfs)), "computed",
+                            "total x (1 - mem_fraction_static): activations and CUDA graphs"))
+    return GpuBudget(total_bytes, tuple(items), kv, {"mem_fraction_static": mfs},
+                     ("SGLang's free memory after loading weights is kvplan's estimate (total - weights - "
+                      "CUDA context)",))

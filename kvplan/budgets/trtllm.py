@@ -1,0 +1,33 @@
+"""TensorRT-LLM: ``free_gpu_memory_fraction`` (0.9) of the memory free after weights and buffers.
+
+docs/source/reference/memory.md and ``KvCacheCreator`` (tensorrt_llm/_torch/pyexecutor/_util.py):
+the KV cache takes ``fraction x (total - peak memory after a warm-up of max_num_tokens)``.
+"""
+
+from __future__ import annotations
+
+from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
+from kvplan.spec import ModelSpec
+
+DEFAULT_FRACTION = 0.9
+DEFAULT_MAX_NUM_TOKENS = 8192
+CONTEXT_BYTES = int(0.6 * GIB)
+
+
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, settings: Settings) -> GpuBudget:
+    fraction = settings.free_gpu_memory_fraction or DEFAULT_FRACTION
+    tokens = settings.max_num_batched_tokens or DEFAULT_MAX_NUM_TOKENS
+    weights = weights_per_gpu(spec, tp * pp, settings)
+    act, how = activation_bytes(spec, tokens, tp, settings.max_num_seqs or 256)
+    items = [weights, MemoryItem("activation", act, "assumed", how),
+             MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context, cuBLAS, NCCL")]
+    if settings.kv_cache_memory_bytes is not None:
+        kv = settings.kv_cache_memory_bytes
+        items.append(MemoryItem("kv_cache", kv, "given", "--kv-cache-memory"))
+    else:
+        free = total_bytes - weights.bytes - act - CONTEXT_BYTES
+        kv = int(free * fraction)
+        items.append(MemoryItem("kv_cache", kv, "computed", f"{fraction:g} x memory free after warm-up"))
+    return GpuBudget(total_bytes, tuple(items), kv, {"free_gpu_memory_fraction": fraction,
+                                                     "max_num_tokens": tokens},
+                     ("TensorRT-LLM's warm-up peak is kvplan's estimate",))

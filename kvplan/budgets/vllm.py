@@ -1,0 +1,70 @@
+"""vLLM: the KV memory a V1 engine finds at start-up.
+
+``vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory`` and ``vllm/utils/mem_utils.py``:
+available = ceil(total x gpu_memory_utilization) - (weights + activation peak + non-torch memory)
+- CUDA-graph estimate. Defaults: utilization 0.92 from v0.21 (0.90 before); the CUDA-graph estimate
+from v0.21 unless --enforce-eager; ``--kv-cache-memory`` replaces the whole calculation.
+``max_num_batched_tokens`` (the profiled batch) defaults to 8192 with chunked prefill on GPUs of
+70 GiB and more, 2048 below (``EngineArgs._set_default_args``, OpenAI server); before V1 (v0.7),
+chunked prefill was off and the profile ran ``max(max_model_len, 2048)`` tokens.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
+from kvplan.engines.base import Version
+from kvplan.spec import ModelSpec
+
+UTIL_092_SINCE = (0, 21)
+CUDAGRAPH_ESTIMATE_SINCE = (0, 21)
+V1_SINCE = (0, 7)
+# Assumed, from the logs collected in tests/data/engine_logs_dev.yaml (docs/accuracy.md).
+NON_TORCH_BYTES = int(0.35 * GIB)
+NON_TORCH_TP_BYTES = int(0.6 * GIB)  # NCCL buffers and custom all-reduce with tp > 1
+CUDAGRAPH_BYTES = int(0.35 * GIB)
+
+
+def default_util(version: Version) -> float:
+    return 0.92 if version >= UTIL_092_SINCE else 0.90
+
+
+def default_batched_tokens(total_bytes: int, version: Version, max_model_len: int) -> int:
+    if version < V1_SINCE:
+        return max(max_model_len, 2048)
+    return 8192 if total_bytes >= 70 * GIB else 2048
+
+
+def default_max_num_seqs(total_bytes: int, version: Version) -> int:
+    return 1024 if version >= V1_SINCE and total_bytes >= 70 * GIB else 256
+
+
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, max_model_len: int,
+           settings: Settings) -> GpuBudget:
+    util = settings.gpu_memory_utilization or default_util(version)
+    tokens = settings.max_num_batched_tokens or default_batched_tokens(total_bytes, version, max_model_len)
+    seqs = settings.max_num_seqs or default_max_num_seqs(total_bytes, version)
+    defaults = {"gpu_memory_utilization": util, "max_num_batched_tokens": tokens, "max_num_seqs": seqs}
+    requested = math.ceil(total_bytes * util)
+    items = [MemoryItem("budget", requested, "given" if settings.gpu_memory_utilization else "computed",
+                        f"ceil(total x {util:g})")]
+    weights = weights_per_gpu(spec, tp * pp, settings)
+    items.append(weights)
+    if settings.kv_cache_memory_bytes is not None:
+        items.append(MemoryItem("kv_cache", settings.kv_cache_memory_bytes, "given", "--kv-cache-memory"))
+        return GpuBudget(total_bytes, tuple(items), settings.kv_cache_memory_bytes, defaults,
+                         ("--kv-cache-memory given: vLLM skips memory profiling",))
+    act, how = activation_bytes(spec, tokens, tp, seqs)
+    items.append(MemoryItem("activation", act, "assumed", how))
+    non_torch = NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if tp > 1 else 0)
+    items.append(MemoryItem("non_torch", non_torch, "assumed", "cuBLAS/NCCL/custom all-reduce"))
+    cudagraph = 0
+    if version >= CUDAGRAPH_ESTIMATE_SINCE and not settings.enforce_eager:
+        cudagraph = CUDAGRAPH_BYTES
+        items.append(MemoryItem("cudagraph", cudagraph, "assumed", "vLLM >= 0.21 subtracts its CUDA-graph estimate"))
+    kv = requested - weights.bytes - act - non_torch - cudagraph
+    items.append(MemoryItem("kv_cache", kv, "computed", "budget - weights - activation - non_torch - cudagraph"))
+    notes = (f"vLLM activation peak, non-torch and CUDA-graph memory are kvplan's estimates; vLLM logs "
+             "'Available KV cache memory' at start-up: pass it as --kv-cache-memory to plan exactly",)
+    return GpuBudget(total_bytes, tuple(items), kv, defaults, notes)
