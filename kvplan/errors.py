@@ -24,3 +24,19 @@ class UsageError(KvplanError):
 
 class NotFoundError(KvplanError):
     """A model argument names no file, no bundled spec and nothing kvplan can fetch."""
+
+
+class HubError(KvplanError):
+    """A model cannot be read from the Hugging Face Hub: access, network, server or offline cache."""
+
+
+class HubAccessError(HubError):
+    """The repository is gated or private and the token in use (if any) has no access."""
+
+
+class HubUnavailableError(HubError):
+    """The Hub answered with server errors or timed out, after retries."""
+
+
+class OfflineError(HubError):
+    """HF_HUB_OFFLINE is set and what is needed is not in the local cache."""

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# No test reaches the real Hugging Face Hub: ids that are neither files nor bundled resolve against the
+# HF cache only (tests/test_hub.py runs kvplan against its own Hub on 127.0.0.1).
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 from kvplan.spec import LayerSpec, ModelSpec, group_layers
 

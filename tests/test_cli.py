@@ -135,6 +135,7 @@ def test_estimate_never_imports_torch():
     code = ("import sys; from kvplan.cli import main; "
             "rc = main(['estimate', 'meta-llama/Llama-3.1-8B', '-c', '8k', '-f', 'json']); "
             "assert rc == 0; assert 'torch' not in sys.modules, 'torch imported'; "
-            "assert 'pydantic' not in sys.modules, 'pydantic imported'")
+            "assert 'pydantic' not in sys.modules, 'pydantic imported'; "
+            "assert 'huggingface_hub' not in sys.modules, 'huggingface_hub imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

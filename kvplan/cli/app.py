@@ -12,8 +12,9 @@ app = typer.Typer(
     name="kvplan",
     help=(
         "Plan KV-cache memory for LLM serving.\n\n"
-        "kvplan reads a model's architecture (a bundled model id, a config.json, a model directory or "
-        "a YAML spec) and computes exactly how many bytes each serving engine (vLLM, SGLang, "
+        "kvplan reads a model's architecture (a bundled model id, a config.json, a model directory, "
+        "a YAML spec or any Hugging Face Hub model id) and computes exactly how many bytes each serving "
+        "engine (vLLM, SGLang, "
         "TensorRT-LLM, llama.cpp, transformers) holds in its KV cache, layer by layer. "
         "Sizes are printed in binary units: GiB = 2^30 bytes."
     ),
@@ -39,11 +40,12 @@ def _root(
 
 
 def _register() -> None:
-    from kvplan.cli import estimate, models, schema
+    from kvplan.cli import estimate, models, schema, spec
 
     app.command("estimate")(estimate.typer_command())
     app.command("models")(models.models_command)
     app.command("schema")(schema.schema_command)
+    app.command("spec")(spec.spec_command)
 
 
 _register()

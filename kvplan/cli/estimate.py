@@ -44,8 +44,14 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("by_layer", ("--by-layer",), False, "Break every row down per layer.", kind=bool, flag=True),
     Opt("explain", ("--explain",), False, "Show the formula behind each number.", kind=bool, flag=True),
     Opt("plot", ("--plot",), False, "Draw KV size against context (terminal chart).", kind=bool, flag=True),
+    Opt("revision", ("--revision",), None,
+        "Hugging Face Hub revision (branch, tag or commit) of MODEL; implies the Hub. Also MODEL@REV."),
+    Opt("hub", ("--hub",), False, "Read MODEL from the Hugging Face Hub even when a bundled spec has its id.",
+        kind=bool, flag=True),
 )
-MODEL_HELP = "Bundled model id (e.g. meta-llama/Llama-3.1-8B), a config.json, a model directory or a YAML spec."
+MODEL_HELP = ("Bundled model id (e.g. meta-llama/Llama-3.1-8B), a config.json, a model directory, a YAML spec, "
+              "or any Hugging Face Hub model id (org/name or org/name@revision; read from config.json and the "
+              "safetensors headers, cached for HF_HUB_OFFLINE=1).")
 DOC = """KV-cache bytes per (batch, context, kv dtype): exact integers, with the formula and every assumption.
 
 Examples:
@@ -55,11 +61,14 @@ Examples:
   kvplan estimate ./my-model/config.json --engine vllm --by-layer --explain
 
   kvplan estimate deepseek-ai/DeepSeek-V3 --engine hf --engine-version 4.57
+
+  kvplan estimate Qwen/Qwen3-32B --hub --revision main   # from the Hugging Face Hub
 """
 
 
 def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str, engine_version: str | None,
-        block_size: int | None, fmt: str, by_layer: bool, explain: bool, plot: bool) -> None:
+        block_size: int | None, fmt: str, by_layer: bool, explain: bool, plot: bool, revision: str | None = None,
+        hub: bool = False) -> None:
     """Parse the values, compute, render: the whole command, shared by both parsers."""
     from kvplan.errors import UsageError
     from kvplan.estimate import estimate
@@ -69,7 +78,7 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
     fmt = fmt.lower()
     if fmt not in FORMATS:
         raise UsageError(f"--format: unknown format '{fmt}' (known: {', '.join(FORMATS)})")
-    spec = load_model(model)
+    spec = load_model(model, revision=revision, hub=hub)
     batches = parse_count_list(batch, "batch")
     dtypes = parse_name_list(kv_dtype, "kv-dtype")
     if context is None:
@@ -183,8 +192,11 @@ def typer_command() -> Callable[..., None]:
         by_layer: bool = o["by_layer"],
         explain: bool = o["explain"],
         plot: bool = o["plot"],
+        revision: str | None = o["revision"],
+        hub: bool = o["hub"],
     ) -> None:
-        run(model, context, batch, kv_dtype, engine, engine_version, block_size, fmt, by_layer, explain, plot)
+        run(model, context, batch, kv_dtype, engine, engine_version, block_size, fmt, by_layer, explain, plot,
+            revision, hub)
 
     estimate_command.__doc__ = DOC
     return estimate_command

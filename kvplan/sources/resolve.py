@@ -4,22 +4,43 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvplan.errors import NotFoundError
+from kvplan.errors import NotFoundError, UsageError
 from kvplan.spec import ModelSpec
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 
 
-def load_model(name: str) -> ModelSpec:
-    """Resolve ``name``: a config.json / model directory / YAML spec path, or a bundled model."""
+def load_model(name: str, *, revision: str | None = None, hub: bool = False) -> ModelSpec:
+    """Resolve ``name``: a config.json / model directory / YAML spec path, then a bundled model, then
+    a model on the Hugging Face Hub (``org/name``). ``hub`` skips the bundled specs; a ``revision``
+    (or ``org/name@rev``) implies the Hub. The Hub code (and huggingface_hub) is imported only then.
+    """
     path = Path(name).expanduser()
     if path.exists():
+        if hub or revision is not None:
+            raise UsageError(f"{name} is a local path: --hub and --revision apply to Hub model ids")
         return load_path(path)
-    from kvplan.sources.bundled import load_bundled
+    repo, at_rev = name, None
+    if "@" in name and not _looks_like_path(name):
+        from kvplan.sources.hub import split_revision
 
-    spec = load_bundled(name)
-    if spec is not None:
-        return spec
+        repo, at_rev = split_revision(name)
+        if revision is not None and revision != at_rev:
+            raise UsageError(f"'{name}' names revision '{at_rev}' and --revision says '{revision}': give one")
+        revision = at_rev
+    if not hub and revision is None:
+        from kvplan.sources.bundled import load_bundled
+
+        spec = load_bundled(name)
+        if spec is not None:
+            return spec
+    if hub or revision is not None or ("/" in repo and not _looks_like_path(repo)):
+        from kvplan.sources.hub import load_hub_model, looks_like_hub_id
+
+        if looks_like_hub_id(repo):
+            return load_hub_model(repo, revision, fallback=not hub and revision is None)
+        if hub or revision is not None:
+            raise UsageError(f"'{repo}' is not a Hugging Face Hub model id (expected org/name)")
     raise NotFoundError(_not_found_message(name))
 
 
@@ -39,15 +60,23 @@ def load_path(path: Path) -> ModelSpec:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def _not_found_message(name: str) -> str:
+def _looks_like_path(name: str) -> bool:
+    return name.startswith((".", "/", "~")) or name.endswith((".json", ".yaml", ".yml")) or "\\" in name
+
+
+def close_bundled(name: str) -> list[str]:
+    """Up to three bundled ids or aliases close to ``name`` (for 'did you mean')."""
     import difflib
 
     from kvplan.sources.bundled import index
 
-    looks_like_path = "/" in name and (name.startswith((".", "/", "~")) or name.endswith((".json", ".yaml", ".yml")))
-    if looks_like_path:
+    return difflib.get_close_matches(name.lower(), list(index()), n=3, cutoff=0.6)
+
+
+def _not_found_message(name: str) -> str:
+    if "/" in name and _looks_like_path(name):
         return f"no such file: {name}"
-    close = difflib.get_close_matches(name.lower(), list(index()), n=3, cutoff=0.6)
+    close = close_bundled(name)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return (f"'{name}' is not a file or a bundled model{hint} "
             "(pass a config.json, a model directory or a YAML spec; `kvplan models` lists the bundled ones)")
