@@ -5,13 +5,18 @@
 (``ServerArgs._handle_gpu_memory_settings``, server_args.py) reserves, in MiB,
 ``512 + max(chunked_prefill_size, 2048) x 1.5 + cuda_graph_max_bs x 2 + tp x pp / 8 x 1024`` (at
 least 10,240 on GPUs over 60 GiB) and sets ``mfs = round((gpu_MiB - reserved) / gpu_MiB, 3)``; the
-chunked prefill size and CUDA-graph batch come from the GPU's size.
+chunked prefill size and CUDA-graph batch come from the GPU's size. Before that rule (PR #10975,
+about v0.5.3; the boundary is approximate) the default depended on tp alone: 0.88, 0.87 (tp >= 2),
+0.85 (tp >= 4), 0.81 (tp >= 8), 0.79 (tp >= 16).
 """
 
 from __future__ import annotations
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, weights_per_gpu
+from kvplan.engines.base import Version
 from kvplan.spec import ModelSpec
+
+GPU_SIZE_RULE_SINCE = (0, 5, 3)
 
 # Assumed: CUDA context and allocator overhead present before the weights' "avail mem" reading.
 CONTEXT_BYTES = int(0.6 * GIB)
@@ -31,7 +36,9 @@ def _gpu_bucket(gpu_mib: float, tp: int) -> tuple[int, int]:
     return 16384, 512
 
 
-def default_mem_fraction_static(total_bytes: int, tp: int, pp: int) -> float:
+def default_mem_fraction_static(total_bytes: int, tp: int, pp: int, version: Version = (1_000_000,)) -> float:
+    if version < GPU_SIZE_RULE_SINCE:
+        return 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
     gpu_mib = total_bytes / (1 << 20)
     chunked, graph_bs = _gpu_bucket(gpu_mib, tp)
     reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
@@ -40,8 +47,8 @@ def default_mem_fraction_static(total_bytes: int, tp: int, pp: int) -> float:
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
-def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, settings: Settings) -> GpuBudget:
-    mfs = settings.mem_fraction_static or default_mem_fraction_static(total_bytes, tp, pp)
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, settings: Settings) -> GpuBudget:
+    mfs = settings.mem_fraction_static or default_mem_fraction_static(total_bytes, tp, pp, version)
     weights = weights_per_gpu(spec, tp * pp, settings)
     items = [MemoryItem("static", int(total_bytes * mfs), "given" if settings.mem_fraction_static else "computed",
                         f"total x mem_fraction_static {mfs:g}"), weights,

@@ -19,7 +19,7 @@ from kvplan.spec import ModelSpec
 
 UTIL_092_SINCE = (0, 21)
 CUDAGRAPH_ESTIMATE_SINCE = (0, 21)
-V1_SINCE = (0, 7)
+V1_SINCE = (0, 8)  # V1 (chunked prefill on by default) became the default engine in v0.8
 # Assumed, from the logs collected in tests/data/engine_logs_dev.yaml (docs/accuracy.md).
 NON_TORCH_BYTES = int(0.35 * GIB)
 NON_TORCH_TP_BYTES = int(0.6 * GIB)  # NCCL buffers and custom all-reduce with tp > 1

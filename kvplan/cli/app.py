@@ -40,12 +40,14 @@ def _root(
 
 
 def _register() -> None:
-    from kvplan.cli import estimate, models, schema, spec
+    from kvplan.cli import estimate, gpus, max_batch, models, schema, spec
 
     app.command("estimate")(estimate.typer_command())
     app.command("models")(models.models_command)
     app.command("schema")(schema.schema_command)
     app.command("spec")(spec.spec_command)
+    app.command("max-batch")(max_batch.max_batch_command)
+    app.command("gpus")(gpus.gpus_command)
 
 
 _register()

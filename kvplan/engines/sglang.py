@@ -40,7 +40,7 @@ HYBRID_SWA_MODEL_TYPES = frozenset({"llama4", "gpt_oss", "mimo_v2_flash", "step3
 class SGLangEngine:
     name: str = "sglang"
     title: str = "SGLang"
-    default_version: str = "0.5"
+    default_version: str = "latest"
     kv_dtypes: frozenset[str] = frozenset({"float32", "bfloat16", "float16", "fp8_e4m3", "fp8_e5m2", "nvfp4"})
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:

@@ -39,7 +39,7 @@ DEFAULT_TOKENS_PER_BLOCK = 32
 class TRTLLMEngine:
     name: str = "trtllm"
     title: str = "TensorRT-LLM"
-    default_version: str = "1.0"
+    default_version: str = "latest"
     kv_dtypes: frozenset[str] = frozenset({"float32", "bfloat16", "float16", "fp8", "int8", "nvfp4"})
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:

@@ -1,0 +1,88 @@
+"""``kvplan max-batch``: what a GPU deployment serves, by the chosen engine's memory rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def max_batch_command(
+    model: str = typer.Argument(..., help="Bundled model id, config.json, model directory or YAML spec."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="GPU type from `kvplan gpus` (H100-80GB, A100-80GB, RTX-4090, ...)."),
+    gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="Any other GPU: its total memory, e.g. 47.5GiB."),
+    gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="A YAML file adding GPUs to the catalog."),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
+    pp: int = typer.Option(1, "--pp", help="Pipeline-parallel size."),
+    dp: int = typer.Option(1, "--dp", help="Data-parallel replicas."),
+    engine: str = typer.Option("vllm", "--engine", "-e", help="vllm, sglang, trtllm, llamacpp or hf."),
+    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's accounting (default: newest)."),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", "--kv-dtype", help="KV cache dtype (auto, fp8, ...)."),
+    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Longest request (default: the model's limit); 32k works."),
+    context: Optional[str] = typer.Option(None, "--context", "-c", help="Context for the max batch (default: --max-model-len)."),
+    batch: int = typer.Option(1, "--batch", "-b", help="Batch for the max context."),
+    solve: str = typer.Option("batch", "--solve", help="batch, context or gpus (with --concurrency)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Target concurrent sequences for --solve gpus."),
+    block_size: Optional[int] = typer.Option(None, "--block-size", help="Engine page size in tokens."),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM: fraction of the GPU (default 0.92; 0.90 before v0.21)."),
+    kv_cache_memory: Optional[str] = typer.Option(None, "--kv-cache-memory", help="KV memory per GPU as the engine logged it (e.g. 30.5GiB): skips the budget estimate."),
+    max_num_batched_tokens: Optional[int] = typer.Option(None, "--max-num-batched-tokens", help="vLLM: tokens per forward pass."),
+    max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs", help="vLLM: sequences per batch."),
+    enforce_eager: bool = typer.Option(False, "--enforce-eager", help="vLLM: no CUDA graphs."),
+    mem_fraction_static: Optional[float] = typer.Option(None, "--mem-fraction-static", help="SGLang's static memory fraction."),
+    free_gpu_memory_fraction: Optional[float] = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM's KV fraction (0.9)."),
+    weights_bytes: Optional[str] = typer.Option(None, "--weights-bytes", help="Weights per GPU, e.g. 14.99GiB (default: the checkpoint / ranks)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+) -> None:
+    """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
+
+    Examples:
+
+      kvplan max-batch meta-llama/Llama-3.1-70B --gpu H100-80GB --tp 4 --max-model-len 32k
+
+      kvplan max-batch deepseek-ai/DeepSeek-V3 --gpu H200 --tp 8 --kv-cache-dtype fp8
+
+      kvplan max-batch Qwen/Qwen3-8B --gpu RTX-4090 --engine sglang --solve context --batch 16
+
+      kvplan max-batch Qwen/Qwen3-14B --gpu A100-80GB --kv-cache-memory 30.5GiB
+
+    Exit status 1 when not even one sequence of --max-model-len fits (the message names the longest that does).
+    """
+    import sys
+
+    from kvplan.budgets import Settings
+    from kvplan.errors import UsageError
+    from kvplan.hardware import parse_bytes
+    from kvplan.plan import max_batch
+    from kvplan.units import parse_count
+
+    if fmt not in ("table", "json"):
+        raise UsageError(f"--format: unknown format '{fmt}' (known: table, json)")
+    settings = Settings(
+        gpu_memory_utilization=gpu_memory_utilization,
+        kv_cache_memory_bytes=parse_bytes(kv_cache_memory, "kv-cache-memory") if kv_cache_memory else None,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, enforce_eager=enforce_eager,
+        mem_fraction_static=mem_fraction_static, free_gpu_memory_fraction=free_gpu_memory_fraction,
+        weights_bytes=parse_bytes(weights_bytes, "weights-bytes") if weights_bytes else None,
+    )
+    result = max_batch(
+        model, gpu=gpu, gpu_memory=gpu_memory, catalog=gpu_catalog, tp=tp, pp=pp, dp=dp, engine=engine,
+        engine_version=engine_version, kv_dtype=kv_cache_dtype,
+        max_model_len=parse_count(max_model_len, "max-model-len") if max_model_len else None,
+        context=parse_count(context, "context") if context else None, batch=batch, block_size=block_size,
+        settings=settings, solve=solve, concurrency=concurrency,  # type: ignore[arg-type]
+    )
+    if fmt == "json":
+        import json
+
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        from rich.console import Console
+
+        from kvplan.render.plan_table import print_plan
+
+        print_plan(Console(), result)
+    if not result.fits:
+        sys.stderr.write(f"kvplan: does not fit: {result.message}\n")
+        raise typer.Exit(1)

@@ -1,0 +1,294 @@
+"""GPUs kvplan can plan for: the memory each one reports to torch, and its spec-sheet rates.
+
+The catalog ships as ``kvplan/data/gpus.yaml``; every figure in it names the log or sheet it comes
+from. ``memory_bytes`` is what ``torch.cuda.get_device_properties(i).total_memory`` (and the total of
+``torch.cuda.mem_get_info()``) reports, not the marketing size: an "80 GB" H100 reports 79.18 GiB.
+A user catalog in the same format can add GPUs or replace shipped ones (``load_catalog(extra=...)``).
+
+``find_gpu`` resolves a name or alias (``H100``, ``NVIDIA H100 80GB HBM3``, ``rtx_4090``);
+``gpu_from_memory`` makes an ad-hoc GPU from a size (``--gpu-memory 47.5GiB``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from kvplan.errors import ConfigError, UsageError
+
+CATALOG_NAME = "gpus.yaml"
+VENDORS = ("nvidia", "amd", "intel", "other")
+
+#: How ``memory_bytes`` was obtained: printed exactly, torch's integer MiB, or a rounded GiB figure.
+PRECISIONS = ("exact", "mib", "gib")
+
+_MEMORY_KEYS = {"memory_bytes": "exact", "memory_mib": "mib", "memory_gib": "gib"}
+_REQUIRED = ("name", "vendor", "hbm_bandwidth_bytes_per_s", "bf16_dense_tflops", "memory_source",
+             "spec_source")
+_KNOWN = {"name", "aliases", "vendor", *_MEMORY_KEYS, "memory_source", "marketing_memory_gb",
+          "hbm_bandwidth_bytes_per_s", "bf16_dense_tflops", "spec_source", "estimate", "notes"}
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One device. ``bandwidth`` is bytes/s (spec-sheet peak), ``tflops`` dense bf16 TFLOP/s; both are
+    None for a GPU made from a bare memory size. ``sources`` maps ``memory`` and ``spec`` to citations."""
+
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    memory_bytes: int
+    bandwidth: float | None
+    tflops: float | None
+    sources: Mapping[str, str] = field(default_factory=dict, hash=False)
+    marketing_memory_gb: float | None = None
+    memory_precision: str = "exact"
+    estimate: bool = False
+    notes: str = ""
+    origin: str = ""
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_bytes / (1 << 30)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Stable JSON fields (docs: ``kvplan gpus -f json``)."""
+        return {
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "vendor": self.vendor,
+            "memory_bytes": self.memory_bytes,
+            "memory_gib": round(self.memory_gib, 4),
+            "memory_precision": self.memory_precision,
+            "marketing_memory_gb": self.marketing_memory_gb,
+            "hbm_bandwidth_bytes_per_s": self.bandwidth,
+            "bf16_dense_tflops": self.tflops,
+            "estimate": self.estimate,
+            "memory_source": self.sources.get("memory", ""),
+            "spec_source": self.sources.get("spec", ""),
+            "notes": self.notes,
+        }
+
+
+# --------------------------------------------------------------------------------------- sizes
+
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
+_UNITS = {
+    "": 1, "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+}
+MAX_BYTES = 1 << 50  # 1 PiB: far beyond any one device
+
+
+def parse_bytes(text: str, what: str = "gpu-memory") -> int:
+    """'69524783104' / '30.5GiB' / '80GB' / '512MiB' -> bytes (GB = 10^9, GiB = 2^30), rounded down."""
+    raw = str(text)
+    if raw.strip().startswith("-"):
+        raise UsageError(f"--{what}: '{raw}' must be a positive size")
+    m = _SIZE.match(raw)
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _UNITS:
+        raise UsageError(f"--{what}: '{raw}' is not a size (examples: 69524783104, 30.5GiB, 80GB, 512MiB; "
+                         "units B, KB/MB/GB/TB = 10^3.., KiB/MiB/GiB/TiB = 2^10..)")
+    try:
+        value = Decimal(m.group(1)) * _UNITS[unit]
+    except InvalidOperation:  # pragma: no cover - the pattern admits only plain decimals
+        raise UsageError(f"--{what}: '{raw}' is not a size") from None
+    n = int(value)  # whole bytes, rounded down
+    if n <= 0:
+        raise UsageError(f"--{what}: '{raw}' must be at least one byte")
+    if n > MAX_BYTES:
+        raise UsageError(f"--{what}: '{raw}' is absurdly large for one GPU")
+    return n
+
+
+def gpu_from_memory(text: str) -> GPU:
+    """An ad-hoc GPU for ``--gpu-memory SIZE``: the given bytes, no bandwidth or compute figures."""
+    from kvplan.units import format_bytes
+
+    n = parse_bytes(text)
+    return GPU(name=f"custom ({format_bytes(n)})", aliases=(), vendor="other", memory_bytes=n,
+               bandwidth=None, tflops=None, sources={"memory": f"--gpu-memory {text.strip()}"},
+               origin="command line")
+
+
+# --------------------------------------------------------------------------------------- catalog
+
+def catalog_path() -> Path:
+    return Path(__file__).resolve().parent / "data" / CATALOG_NAME
+
+
+def load_catalog(extra: Path | None = None) -> tuple[GPU, ...]:
+    """The shipped catalog, then ``extra`` (same format): an entry whose name matches a shipped one
+    (case, spaces, '-' and '_' ignored) replaces it in place; any other entry is appended."""
+    gpus = _read_catalog(catalog_path())
+    if extra is None:
+        return gpus
+    merged = {_norm(g.name): g for g in gpus}
+    for gpu in _read_catalog(Path(extra)):
+        merged[_norm(gpu.name)] = gpu  # dict keeps the shipped position for replacements
+    return tuple(merged.values())
+
+
+def _read_catalog(path: Path) -> tuple[GPU, ...]:
+    import yaml
+
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: GPU catalog not found") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot read GPU catalog ({type(exc).__name__})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{where}: not valid YAML{at}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
+        raise ConfigError(f"{where}: a GPU catalog is a mapping with a 'gpus:' list")
+    version = data.get("version", 1)
+    if version != 1:
+        raise ConfigError(f"{where}: version: {version!r} is not supported (kvplan reads version 1)")
+    gpus: list[GPU] = []
+    seen: dict[str, str] = {}
+    for i, entry in enumerate(data["gpus"]):
+        gpu = _entry(entry, f"{where}: gpus[{i}]", where)
+        for key in (gpu.name, *gpu.aliases):
+            k = _norm(key)
+            if k in seen and seen[k] != gpu.name:
+                raise ConfigError(f"{where}: gpus[{i}] ({gpu.name}): '{key}' already names {seen[k]}")
+            seen[k] = gpu.name
+        gpus.append(gpu)
+    return tuple(gpus)
+
+
+def _entry(entry: Any, at: str, origin: str) -> GPU:
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{at}: each GPU is a mapping of fields")
+    label = f"{at} ({entry['name']})" if isinstance(entry.get("name"), str) else at
+    unknown = sorted(set(map(str, entry)) - _KNOWN)
+    if unknown:
+        raise ConfigError(f"{label}: unknown field '{unknown[0]}'")
+    for key in _REQUIRED:
+        if entry.get(key) in (None, ""):
+            raise ConfigError(f"{label}: field '{key}' is required")
+    name = _text(entry, "name", label)
+    vendor = _text(entry, "vendor", label).lower()
+    if vendor not in VENDORS:
+        raise ConfigError(f"{label}: vendor '{vendor}' is not one of {', '.join(VENDORS)}")
+    aliases = entry.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
+        raise ConfigError(f"{label}: field 'aliases' must be a list of names (quote numbers: \"4090\")")
+    given = [k for k in _MEMORY_KEYS if entry.get(k) is not None]
+    if len(given) != 1:
+        raise ConfigError(f"{label}: give exactly one of memory_bytes, memory_mib, memory_gib")
+    memory_key = given[0]
+    memory_bytes = _memory(entry[memory_key], memory_key, label)
+    estimate = entry.get("estimate", False)
+    if not isinstance(estimate, bool):
+        raise ConfigError(f"{label}: field 'estimate' must be true or false")
+    marketing = entry.get("marketing_memory_gb")
+    if marketing is not None:
+        marketing = _positive(marketing, "marketing_memory_gb", label)
+    notes = entry.get("notes", "")
+    if not isinstance(notes, str):
+        raise ConfigError(f"{label}: field 'notes' must be text")
+    return GPU(
+        name=name,
+        aliases=tuple(a.strip() for a in aliases),
+        vendor=vendor,
+        memory_bytes=memory_bytes,
+        bandwidth=_positive(entry["hbm_bandwidth_bytes_per_s"], "hbm_bandwidth_bytes_per_s", label),
+        tflops=_positive(entry["bf16_dense_tflops"], "bf16_dense_tflops", label),
+        sources={"memory": _text(entry, "memory_source", label), "spec": _text(entry, "spec_source", label)},
+        marketing_memory_gb=marketing,
+        memory_precision=_MEMORY_KEYS[memory_key],
+        estimate=estimate,
+        notes=notes.strip(),
+        origin=origin,
+    )
+
+
+def _text(entry: dict, key: str, label: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{label}: field '{key}' must be non-empty text")
+    return " ".join(value.split())
+
+
+_NUMBER = re.compile(r"^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$")
+
+
+def _positive(value: Any, key: str, label: str) -> float:
+    if isinstance(value, str) and _NUMBER.match(value.strip()):  # PyYAML reads 3.35e12 as text
+        value = float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{label}: field '{key}' must be a positive number, not {value!r}")
+    return value
+
+
+def _memory(value: Any, key: str, label: str) -> int:
+    if key == "memory_bytes":
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"{label}: field 'memory_bytes' must be a positive whole number of bytes, "
+                              f"not {value!r}")
+        n = value
+    elif key == "memory_mib":
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"{label}: field 'memory_mib' must be a positive whole number, not {value!r}")
+        n = value << 20
+    else:
+        _positive(value, key, label)
+        n = int(Decimal(str(value)) * (1 << 30))
+    if n > MAX_BYTES:
+        raise ConfigError(f"{label}: field '{key}' is absurdly large for one GPU")
+    return n
+
+
+# --------------------------------------------------------------------------------------- lookup
+
+_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
+def _norm(name: str) -> str:
+    return _SEPARATORS.sub("", name).lower()
+
+
+def find_gpu(name: str, catalog: Iterable[GPU]) -> GPU:
+    """The GPU ``name`` designates: a canonical name first, then an alias (a later catalog entry, i.e.
+    a user's, wins). Case, spaces, '_' and '-' are ignored: 'h100 sxm 80gb', 'RTX_4090'."""
+    gpus = tuple(catalog)
+    key = _norm(name)
+    by_name = {_norm(g.name): g for g in gpus}
+    if key and key in by_name:
+        return by_name[key]
+    by_alias: dict[str, GPU] = {}
+    for g in gpus:
+        for alias in g.aliases:
+            by_alias[_norm(alias)] = g
+    if key and key in by_alias:
+        return by_alias[key]
+    raise UsageError(f"unknown GPU '{name.strip()}'{_suggest(name, gpus)}")
+
+
+def _suggest(name: str, gpus: tuple[GPU, ...]) -> str:
+    key = _norm(name)
+    spelled: dict[str, str] = {}  # normalized -> canonical name
+    for g in gpus:
+        for n in (g.name, *g.aliases):
+            spelled.setdefault(_norm(n), g.name)
+    family = [canonical for n, canonical in spelled.items() if key and n.startswith(key)]  # 'a100'
+    close = [spelled[c] for c in difflib.get_close_matches(key, list(spelled), n=8, cutoff=0.6)]
+    names = list(dict.fromkeys([*family, *close]))[:4]
+    if names:
+        return f" (did you mean {', '.join(names)}?)"
+    return " (see `kvplan gpus`, or give --gpu-memory SIZE)"

@@ -1,0 +1,102 @@
+"""kvplan max-batch: budgets, solvers, calibration (b) and the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+import kvplan
+from kvplan.cli import main
+from kvplan.errors import UsageError
+from tests.conftest import DATA
+
+GIB = 1 << 30
+CALIBRATION = {e["case"]: e for e in yaml.safe_load((DATA / "calibration.yaml").read_text())}
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_calibration_b_full_vllm_profile_within_5_percent():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("accuracy", DATA.parent.parent / "benchmarks" / "accuracy.py")
+    accuracy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(accuracy)
+    entry = CALIBRATION["vllm-10517-llama31-8b-3090-20k"]
+    got = accuracy.predict(entry)
+    assert abs(got - entry["expect_kv_gib"]) / entry["expect_kv_gib"] < 0.05
+    negative = CALIBRATION["vllm-13882-qwen25-7b-4060-negative"]
+    assert accuracy.predict(negative) < 0  # logged -1.05 GiB: does not fit either way
+
+
+def test_given_kv_memory_is_exact(capsys):
+    # Qwen3-14B: 40 layers x 8 KV heads x 128 x 2 x 2 B = 160 KiB per token; 30.5 GiB in blocks of 16
+    plan = kvplan.max_batch("Qwen/Qwen3-14B", gpu="A100-80GB", settings=kvplan.Settings(kv_cache_memory_bytes=int(30.5 * GIB)))
+    blocks = int(30.5 * GIB) // (16 * 160 * 1024)
+    assert plan.num_blocks == blocks and plan.kv_cache_tokens == int(blocks / (40960 // 16) * 40960)
+    assert plan.max_batch == blocks // (40960 // 16)
+    assert any(i.tag == "given" and i.name == "kv_cache" for i in plan.items)
+
+
+def test_tp_beyond_kv_heads_is_flagged_and_mla_replicated():
+    plan = kvplan.max_batch("Qwen/Qwen3-235B-A22B", gpu="H200", tp=8, max_model_len=32768)
+    assert any("exceeds the 4 KV heads" in a for a in plan.assumptions)
+    ds = kvplan.max_batch("deepseek-ai/DeepSeek-V3", gpu="H200", tp=8, kv_dtype="fp8")
+    assert ds.block_size == 64 and any("replicated on all 8" in a for a in ds.assumptions)
+
+
+def test_solvers():
+    one = kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu="H100", max_model_len=32768)
+    more = kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu="H100", max_model_len=32768, solve="gpus", concurrency=3 * one.max_batch)
+    assert more.max_batch >= 3 * one.max_batch and more.gpu_count <= 3
+    ctx = kvplan.max_batch("Qwen/Qwen3-8B", gpu="H100", solve="context", batch=16)
+    assert 16 * ctx.max_context <= ctx.kv_cache_tokens + 16 * 16
+    assert ctx.decode_step_seconds_min and ctx.decode_step_seconds_min > 0
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp", "hf"])
+def test_every_engine_plans(engine):
+    plan = kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu="H100", engine=engine, max_model_len=8192)
+    assert plan.fits and plan.max_batch >= 1 and plan.per_gpu.kv_cache_bytes > 0
+
+
+def test_json_schema_and_exit_codes(capsys):
+    code, out, _ = run(capsys, "max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100-80GB", "--tp", "4",
+                       "--max-model-len", "32k", "-f", "json")
+    data = json.loads(out)
+    assert code == 0
+    assert {"kvplan_version", "engine", "engine_version", "gpu", "parallel", "per_gpu", "block_size", "num_blocks",
+            "kv_cache_tokens", "max_model_len", "max_concurrency", "max_batch", "max_context", "fits",
+            "decode_step_seconds_min", "assumptions"} <= set(data)
+    assert {"budget_bytes", "weights_bytes", "activation_bytes", "cudagraph_bytes", "non_torch_bytes",
+            "kv_cache_bytes"} == set(data["per_gpu"])
+    assert data["gpu"] == {"name": "H100-SXM-80GB", "total_bytes": data["gpu"]["total_bytes"], "count": 4}
+    code, out, err = run(capsys, "max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "RTX-4090", "--max-model-len", "128k")
+    assert code == 1 and "does not fit" in err and "fits" in err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--gpu", "H1OO"], "unknown GPU"),
+    (["--gpu", "H100", "--gpu-memory-utilization", "1.5"], "(0, 1]"),
+    (["--gpu", "H100", "--pp", "99"], "exceeds"),
+    (["--gpu", "H100", "--tp", "3"], "refuses --tp 3"),
+    (["--gpu", "H100", "--gpu-memory", "80GB"], "not both"),
+    (["--gpu", "H100", "--solve", "gpus"], "--concurrency"),
+    (["--gpu-memory", "lots"], "gpu-memory"),
+    ([], "--gpu"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, args, needle):
+    code, _, err = run(capsys, "max-batch", "meta-llama/Llama-3.1-8B", *args)
+    assert code == 2 and needle in err and err.count("\n") == 1
+
+
+def test_gpus_command(capsys):
+    code, out, _ = run(capsys, "gpus", "-f", "json")
+    names = {g["name"] for g in json.loads(out)["gpus"]}
+    assert code == 0 and {"H100-SXM-80GB", "A100-SXM4-80GB", "RTX-4090", "MI300X"} <= names
