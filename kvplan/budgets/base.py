@@ -61,6 +61,13 @@ class GpuBudget:
         return sum(i.bytes for i in self.items if i.name == name)
 
 
+def kv_item(settings: Settings, computed: int, how: str) -> MemoryItem:
+    """The KV memory: the one the user gave (--kv-cache-memory), else what the budget leaves."""
+    if settings.kv_cache_memory_bytes is not None:
+        return MemoryItem("kv_cache", settings.kv_cache_memory_bytes, "given", "--kv-cache-memory")
+    return MemoryItem("kv_cache", computed, "computed", how)
+
+
 def weights_per_gpu(spec: ModelSpec, ranks: int, settings: Settings) -> MemoryItem:
     """Weights one GPU holds: given, or the checkpoint split evenly over tp x pp ranks."""
     if settings.weights_bytes is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
+from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
 from kvplan.spec import ModelSpec
 
 CONTEXT_BYTES = int(0.4 * GIB)
@@ -15,11 +15,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, max_model_len: i
     act, how = activation_bytes(spec, max_model_len, 1, batch)
     items = [weights, MemoryItem("activation", act, "assumed", f"prefill peak: {how}"),
              MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context")]
-    if settings.kv_cache_memory_bytes is not None:
-        kv = settings.kv_cache_memory_bytes
-        items.append(MemoryItem("kv_cache", kv, "given", "--kv-cache-memory"))
-    else:
-        kv = total_bytes - weights.bytes - act - CONTEXT_BYTES
-        items.append(MemoryItem("kv_cache", kv, "computed", "total - weights - activation - context"))
-    return GpuBudget(total_bytes, tuple(items), kv, {},
+    kv = kv_item(settings, total_bytes - weights.bytes - act - CONTEXT_BYTES, "total - weights - activation - context")
+    items.append(kv)
+    return GpuBudget(total_bytes, tuple(items), kv.bytes, {},
                      ("transformers: activation peak of a one-sequence prefill estimated",))

@@ -6,7 +6,7 @@ compute buffer (sized for ``n_ubatch`` tokens by the graph reservation in ``llam
 
 from __future__ import annotations
 
-from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
+from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
 from kvplan.spec import ModelSpec
 
 N_UBATCH = 512
@@ -18,11 +18,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, settings: Settin
     act, how = activation_bytes(spec, N_UBATCH, 1, N_UBATCH)
     items = [weights, MemoryItem("activation", act, "assumed", f"compute buffer: {how}"),
              MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context")]
-    if settings.kv_cache_memory_bytes is not None:
-        kv = settings.kv_cache_memory_bytes
-        items.append(MemoryItem("kv_cache", kv, "given", "--kv-cache-memory"))
-    else:
-        kv = total_bytes - weights.bytes - act - CONTEXT_BYTES
-        items.append(MemoryItem("kv_cache", kv, "computed", "total - weights - compute buffer - context"))
-    return GpuBudget(total_bytes, tuple(items), kv, {"n_ubatch": N_UBATCH},
+    kv = kv_item(settings, total_bytes - weights.bytes - act - CONTEXT_BYTES, "total - weights - compute buffer - context")
+    items.append(kv)
+    return GpuBudget(total_bytes, tuple(items), kv.bytes, {"n_ubatch": N_UBATCH},
                      ("llama.cpp: all layers offloaded to the GPU(s); compute buffer estimated",))

@@ -12,7 +12,7 @@ about v0.5.3; the boundary is approximate) the default depended on tp alone: 0.8
 
 from __future__ import annotations
 
-from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, weights_per_gpu
+from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, kv_item, weights_per_gpu
 from kvplan.engines.base import Version
 from kvplan.spec import ModelSpec
 
@@ -53,13 +53,11 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     items = [MemoryItem("static", int(total_bytes * mfs), "given" if settings.mem_fraction_static else "computed",
                         f"total x mem_fraction_static {mfs:g}"), weights,
              MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context before SGLang's free-memory reading")]
-    if settings.kv_cache_memory_bytes is not None:
-        kv = settings.kv_cache_memory_bytes
-        items.append(MemoryItem("kv_cache", kv, "given", "--kv-cache-memory"))
-    else:
-        free_after_weights = total_bytes - CONTEXT_BYTES - weights.bytes
-        kv = free_after_weights - int(total_bytes * (1 - mfs))
-        items.append(MemoryItem("kv_cache", kv, "computed", "free after weights - total x (1 - mem_fraction_static)"))
+    free_after_weights = total_bytes - CONTEXT_BYTES - weights.bytes
+    kv_memory = kv_item(settings, free_after_weights - int(total_bytes * (1 - mfs)),
+                        "free after weights - total x (1 - mem_fraction_static)")
+    items.append(kv_memory)
+    kv = kv_memory.bytes
     items.append(MemoryItem("activation", int(total_bytes * (1 - mfs)), "computed",
                             "total x (1 - mem_fraction_static): activations and CUDA graphs"))
     return GpuBudget(total_bytes, tuple(items), kv, {"mem_fraction_static": mfs},

@@ -6,7 +6,7 @@ the KV cache takes ``fraction x (total - peak memory after a warm-up of max_num_
 
 from __future__ import annotations
 
-from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
+from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
 from kvplan.spec import ModelSpec
 
 DEFAULT_FRACTION = 0.9
@@ -21,13 +21,9 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, settings: Settin
     act, how = activation_bytes(spec, tokens, tp, settings.max_num_seqs or 256)
     items = [weights, MemoryItem("activation", act, "assumed", how),
              MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context, cuBLAS, NCCL")]
-    if settings.kv_cache_memory_bytes is not None:
-        kv = settings.kv_cache_memory_bytes
-        items.append(MemoryItem("kv_cache", kv, "given", "--kv-cache-memory"))
-    else:
-        free = total_bytes - weights.bytes - act - CONTEXT_BYTES
-        kv = int(free * fraction)
-        items.append(MemoryItem("kv_cache", kv, "computed", f"{fraction:g} x memory free after warm-up"))
-    return GpuBudget(total_bytes, tuple(items), kv, {"free_gpu_memory_fraction": fraction,
+    free = total_bytes - weights.bytes - act - CONTEXT_BYTES
+    kv = kv_item(settings, int(free * fraction), f"{fraction:g} x memory free after warm-up")
+    items.append(kv)
+    return GpuBudget(total_bytes, tuple(items), kv.bytes, {"free_gpu_memory_fraction": fraction,
                                                      "max_num_tokens": tokens},
                      ("TensorRT-LLM's warm-up peak is kvplan's estimate",))

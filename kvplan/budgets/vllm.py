@@ -65,6 +65,6 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
         items.append(MemoryItem("cudagraph", cudagraph, "assumed", "vLLM >= 0.21 subtracts its CUDA-graph estimate"))
     kv = requested - weights.bytes - act - non_torch - cudagraph
     items.append(MemoryItem("kv_cache", kv, "computed", "budget - weights - activation - non_torch - cudagraph"))
-    notes = (f"vLLM activation peak, non-torch and CUDA-graph memory are kvplan's estimates; vLLM logs "
+    notes = ("vLLM activation peak, non-torch and CUDA-graph memory are kvplan's estimates; vLLM logs "
              "'Available KV cache memory' at start-up: pass it as --kv-cache-memory to plan exactly",)
     return GpuBudget(total_bytes, tuple(items), kv, defaults, notes)
