@@ -174,6 +174,8 @@ def estimate(
         whose = "the model's dtype" if auto_dtype == spec.dtype else f"{eng.title}'s default cache type"
         assumptions.append(f"kv dtype 'auto' is {whose}, {auto_dtype}")
     assumptions.extend(_context_notes(spec, contexts))
+    if eng.name == "vllm":
+        assumptions.extend(_vllm_padding_notes(layouts))
     if tp > 1:
         from kvplan.parallel import tp_notes
 
@@ -256,6 +258,18 @@ def _formulas(dtype_name: str, layout: CacheLayout) -> Iterable[GroupFormula]:
             state_bytes=g.state.bytes if g.state is not None else 0,
             state_formula=g.state.formula if g.state is not None else None,
         )
+
+
+def _vllm_padding_notes(layouts: list[tuple[str, CacheLayout]]) -> list[str]:
+    """vLLM's hybrid pools pad short groups with unused layer slots that still take memory per block."""
+    from kvplan.capacity import vllm_pool
+
+    pool = vllm_pool(layouts[0][1])
+    if not pool.padding_layers:
+        return []
+    return [f"vLLM pads its hybrid groups with {pool.padding_layers} unused layer slot(s); every block also "
+            "allocates their share, which these rows (the layers' own bytes) leave out and max-batch and "
+            "verify count"]
 
 
 def _context_notes(spec: ModelSpec, contexts: list[int]) -> list[str]:

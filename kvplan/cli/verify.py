@@ -1,0 +1,134 @@
+"""``kvplan verify``: allocate the engine's real caches on a device and compare with the prediction."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+
+def verify_command(
+    model: str = typer.Argument(..., help="Bundled model id, config.json, model directory, YAML spec or Hub id."),
+    batch: Optional[int] = typer.Option(None, "--batch", "-b", help="Sequences in the batch (default 1; with --find-max-batch: the batch found)."),
+    context: str = typer.Option("8k", "--context", "-c", help="Tokens per sequence: 8192 or 8k (k = 1024)."),
+    engine: str = typer.Option("vllm", "--engine", "-e", help="Tensor layout: vllm, hf (DynamicCache) or hf-static (StaticCache)."),
+    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's rules (e.g. 4.57 for transformers' expanded MLA)."),
+    kv_dtype: str = typer.Option("auto", "--kv-dtype", "--kv-cache-dtype", "-d", help="KV dtype: auto, bf16, fp16, fp32, fp8, fp8_e5m2, int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4, fp8_ds_mla."),
+    block_size: Optional[int] = typer.Option(None, "--block-size", help="vLLM block size in tokens."),
+    device: Optional[str] = typer.Option(None, "--device", help="cuda:N (default cuda:0; CUDA_VISIBLE_DEVICES applies) or cpu."),
+    find_max_batch: bool = typer.Option(False, "--find-max-batch", help="Bisect the largest batch that really allocates within the budget."),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="CUDA budget: this fraction of total memory less what is in use (default 0.9)."),
+    memory_budget: Optional[str] = typer.Option(None, "--memory-budget", help="Budget in bytes for --find-max-batch, e.g. 2GiB (required on the CPU)."),
+    with_weights: bool = typer.Option(False, "--with-weights", help="Also allocate buffers of the model's weight sizes first."),
+    decode: bool = typer.Option(False, "--decode", help="Time one decode step of attention over the cache."),
+    repeats: int = typer.Option(5, "--repeats", help="Timed decode steps (median reported)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="Catalog GPU for the decode bandwidth bound (default: the device's name)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+) -> None:
+    """Allocate the KV cache as the engine would, on a real device, and compare with the prediction.
+
+    Examples:
+
+      kvplan verify meta-llama/Llama-3.1-8B --batch 16 --context 32k --engine vllm
+
+      kvplan verify deepseek-ai/DeepSeek-V2-Lite --batch 4 --context 8k --engine hf --kv-dtype bf16
+
+      kvplan verify Qwen/Qwen3-8B --find-max-batch --context 8k --gpu-memory-utilization 0.9
+
+      kvplan verify google/gemma-3-27b-it --batch 8 --context 16k --decode
+
+      kvplan verify gpt2 --device cpu --batch 2 --context 1k
+
+    Needs torch (pip install 'kvplan[verify]'). Exit status 1 when the tensors' bytes differ from the prediction.
+    """
+    import sys
+
+    from kvplan.errors import UsageError
+    from kvplan.hardware import parse_bytes
+    from kvplan.units import parse_count
+    from kvplan.verify import verify
+
+    fmt = fmt.lower()
+    if fmt not in ("table", "json"):
+        raise UsageError(f"--format: unknown format '{fmt}' (known: table, json)")
+    result = verify(
+        model, batch=batch, context=parse_count(context, "context"), engine=engine, engine_version=engine_version,
+        kv_dtype=kv_dtype, block_size=block_size, device=device, find_max_batch=find_max_batch,
+        gpu_memory_utilization=gpu_memory_utilization,
+        memory_budget=parse_bytes(memory_budget, "memory-budget") if memory_budget else None,
+        with_weights=with_weights, decode=decode, repeats=repeats, gpu=gpu,
+    )
+    if fmt == "json":
+        import json
+
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        from rich.console import Console
+
+        print_verify(Console(), result)
+    if not result.exact:
+        sys.stderr.write(f"kvplan: verify: the tensors hold {result.measured_storage_bytes:,} B, "
+                         f"the prediction is {result.predicted_bytes:,} B\n")
+        raise typer.Exit(1)
+
+
+def _b(n: int | None) -> str:
+    from kvplan.units import format_bytes
+
+    return "-" if n is None else f"{n:,} ({format_bytes(n)})"
+
+
+def _pct(error: int | None, base: int) -> str:
+    if error is None or not base:
+        return "-"
+    return f"{100.0 * error / base:+.4f} %"
+
+
+def print_verify(console: Any, r: Any) -> None:
+    """The predicted-vs-measured table, then the max-batch search, the decode step and the notes."""
+    from rich.table import Table
+
+    total = f"{r.device_total_bytes:,} B" if r.device_total_bytes else "unknown"
+    console.print(f"[bold]{r.model_id}[/bold]  {r.engine} {r.engine_version}  kv {r.kv_dtype}  batch {r.batch}  "
+                  f"context {r.context:,}  on {r.device} ({r.device_name}, {total})")
+    blocks = f", {r.num_blocks:,} blocks of {r.block_size}" if r.num_blocks is not None else ""
+    console.print(f"{r.buffers} buffers{blocks}")
+    table = Table(show_header=True, header_style="bold")
+    for col in ("component", "layers", "predicted B", "measured B", "error B", "error %"):
+        table.add_column(col, justify="left" if col == "component" else "right")
+    for c in r.components:
+        table.add_row(c.name, str(c.layers), f"{c.predicted_bytes:,}", f"{c.measured_bytes:,}",
+                      f"{c.error_bytes:+,}", _pct(c.error_bytes, c.predicted_bytes))
+    p = r.predicted_bytes
+    table.add_row("[bold]tensor storage[/bold]", "", f"{p:,}", f"{r.measured_storage_bytes:,}",
+                  f"{r.measured_storage_bytes - p:+,}", _pct(r.measured_storage_bytes - p, p))
+    if r.reserved_bytes is not None:
+        table.add_row("memory_allocated Δ", "", f"{p:,}", f"{r.allocated_bytes:,}", f"{r.error_bytes:+,}",
+                      _pct(r.error_bytes, p))
+        table.add_row("memory_reserved Δ", "", f"{p:,}", f"{r.reserved_bytes:,}", f"{r.reserved_bytes - p:+,}",
+                      _pct(r.reserved_bytes - p, p))
+        if r.driver_bytes is not None:
+            table.add_row("driver (mem_get_info) Δ", "", f"{p:,}", f"{r.driver_bytes:,}",
+                          f"{r.driver_bytes - p:+,}", _pct(r.driver_bytes - p, p))
+    console.print(table)
+    if r.reserved_bytes is not None:
+        console.print(f"caching allocator: {r.buffers} requests rounded to 512 B = {_b(r.allocator_bytes)} expected "
+                      f"allocated; segments (2 MiB for requests up to 1 MiB, 20 MiB for 1-10 MiB, larger rounded "
+                      f"to 2 MiB) = {_b(r.segment_bytes)} expected reserved; peak {_b(r.peak_allocated_bytes)}")
+    verdict = "[green]exact[/green]" if r.exact else "[red]differs[/red]"
+    console.print(f"tensors vs prediction: {verdict}; everything freed: {'yes' if r.released else '[red]no[/red]'}")
+    if r.max_batch is not None:
+        mb = r.max_batch
+        predicted = "-" if mb.predicted is None else f"{mb.predicted:,}"
+        err = "" if mb.error_pct is None else f" ({mb.error_pct:+.2f} %)"
+        console.print(f"max batch within {_b(mb.budget_bytes)}: measured {mb.measured:,}, max-batch predicts "
+                      f"{predicted}{err}, the estimate's bytes allow {mb.from_estimate:,}; "
+                      f"{len(mb.probes)} probes: " + ", ".join(f"{b}{'✓' if f else '✗'}" for b, f, _, _ in mb.probes))
+    if r.decode is not None:
+        d = r.decode
+        bound = "-" if d.bound_seconds is None else f"{d.bound_seconds * 1e3:.3f} ms"
+        ws = _b(d.peak_workspace_bytes)
+        console.print(f"decode step: {d.seconds * 1e3:.3f} ms (median of {d.repeats}); bandwidth bound {bound}; "
+                      f"cache read {_b(d.read_bytes)}; peak workspace {ws}")
+    for note in r.notes:
+        console.print(f"[dim]• {note}[/dim]")

@@ -1,0 +1,372 @@
+"""``kvplan.verify``: allocate the caches an engine would hold, on a real device, and compare with the prediction.
+
+    import kvplan.verify
+    result = kvplan.verify.verify("gpt2", batch=2, context=1024, device="cpu")
+    result.measured_storage_bytes == result.predicted_bytes
+
+The tensors come from the same ``CacheLayout`` ``kvplan estimate`` reads (``kvplan.verify.shapes``);
+torch is imported only when ``verify`` runs (``pip install 'kvplan[verify]'``). See docs/verification.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvplan.verify.errors import VerifyError
+
+__all__ = ["verify", "VerifyResult", "ComponentCheck", "MaxBatchCheck", "DecodeCheck", "VerifyError"]
+
+DEFAULT_UTILIZATION = 0.9
+
+
+@dataclass(frozen=True)
+class ComponentCheck:
+    name: str
+    kind: str
+    layers: int
+    predicted_bytes: int
+    measured_bytes: int
+    """Bytes of the typed tensors these layers read, measured on the allocated tensors."""
+
+    @property
+    def error_bytes(self) -> int:
+        return self.measured_bytes - self.predicted_bytes
+
+    @property
+    def error_pct(self) -> float | None:
+        return _pct(self.error_bytes, self.predicted_bytes)
+
+
+@dataclass(frozen=True)
+class MaxBatchCheck:
+    predicted: int | None
+    """kvplan.max_batch's answer for the same budget (None where it could not be computed)."""
+    measured: int
+    """The largest batch whose cache really allocated within the budget."""
+    budget_bytes: int
+    probes: tuple[tuple[int, bool, int, bool], ...]
+    from_estimate: int | None = None
+    """The largest batch whose ``kvplan estimate`` bytes fit the budget (the steady-state cache)."""
+    """(batch, fits, bytes taken or needed, allocated) per probe, in order."""
+
+    @property
+    def error_pct(self) -> float | None:
+        if self.predicted is None:
+            return None
+        return _pct(self.predicted - self.measured, self.measured)
+
+
+@dataclass(frozen=True)
+class DecodeCheck:
+    seconds: float
+    bound_seconds: float | None
+    """Cache bytes read / the GPU catalog's memory bandwidth (None without a catalog GPU)."""
+    peak_workspace_bytes: int | None
+    read_bytes: int
+    repeats: int
+    gpu: str | None
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    kvplan_version: str
+    model_id: str
+    device: str
+    device_name: str
+    device_total_bytes: int | None
+    engine: str
+    engine_version: str
+    block_size: int | None
+    batch: int
+    context: int
+    kv_dtype: str
+    predicted_bytes: int
+    """What ``kvplan.estimate`` says for this engine, batch, context and dtype."""
+    measured_storage_bytes: int
+    """Bytes of the allocated tensors' storage."""
+    allocated_bytes: int
+    """torch.cuda.memory_allocated growth (the storage bytes on CPU)."""
+    reserved_bytes: int | None
+    driver_bytes: int | None
+    peak_allocated_bytes: int | None
+    allocator_bytes: int
+    """What the caching allocator's 512 B rounding makes of the buffers: the expected ``allocated``."""
+    segment_bytes: int
+    """What its segment sizes make of them on an empty cache: the expected ``reserved``."""
+    buffers: int
+    num_blocks: int | None
+    components: tuple[ComponentCheck, ...]
+    released: bool
+    """Every tensor freed at the end (memory_allocated back at its start value on CUDA)."""
+    max_batch: MaxBatchCheck | None = None
+    decode: DecodeCheck | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def error_bytes(self) -> int:
+        return self.allocated_bytes - self.predicted_bytes
+
+    @property
+    def error_pct(self) -> float | None:
+        return _pct(self.error_bytes, self.predicted_bytes)
+
+    @property
+    def exact(self) -> bool:
+        """The tensors hold exactly the predicted bytes."""
+        return self.measured_storage_bytes == self.predicted_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON form (fields are added over time, never renamed)."""
+        out: dict[str, Any] = {
+            "kvplan_version": self.kvplan_version,
+            "model": self.model_id,
+            "device": {"name": self.device_name, "total_bytes": self.device_total_bytes, "device": self.device},
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "block_size": self.block_size,
+            "batch": self.batch,
+            "context": self.context,
+            "kv_dtype": self.kv_dtype,
+            "predicted_bytes": self.predicted_bytes,
+            "measured": {
+                "allocated_bytes": self.allocated_bytes, "reserved_bytes": self.reserved_bytes,
+                "driver_bytes": self.driver_bytes, "storage_bytes": self.measured_storage_bytes,
+                "peak_allocated_bytes": self.peak_allocated_bytes,
+            },
+            "error_bytes": self.error_bytes,
+            "error_pct": self.error_pct,
+            "exact": self.exact,
+            "allocator": {"rounded_bytes": self.allocator_bytes, "segment_bytes": self.segment_bytes,
+                          "buffers": self.buffers, "num_blocks": self.num_blocks},
+            "components": [
+                {"name": c.name, "kind": c.kind, "layers": c.layers, "predicted_bytes": c.predicted_bytes,
+                 "measured_bytes": c.measured_bytes, "error_bytes": c.error_bytes, "error_pct": c.error_pct}
+                for c in self.components
+            ],
+            "released": self.released,
+            "notes": list(self.notes),
+        }
+        if self.max_batch is not None:
+            mb = self.max_batch
+            out["max_batch"] = {"predicted": mb.predicted, "measured": mb.measured, "budget_bytes": mb.budget_bytes,
+                                "error_pct": mb.error_pct, "from_estimate": mb.from_estimate,
+                                "probes": [{"batch": b, "fits": f, "bytes": n, "allocated": a}
+                                           for b, f, n, a in mb.probes]}
+        if self.decode is not None:
+            d = self.decode
+            out["decode"] = {"seconds": d.seconds, "bound_seconds": d.bound_seconds,
+                             "peak_workspace_bytes": d.peak_workspace_bytes, "read_bytes": d.read_bytes,
+                             "repeats": d.repeats, "gpu": d.gpu}
+        return out
+
+
+def _pct(error: int, base: int) -> float | None:
+    return round(100.0 * error / base, 6) if base else None
+
+
+def verify(
+    model: Any,
+    *,
+    batch: int | None = None,
+    context: int = 8192,
+    engine: str = "vllm",
+    engine_version: str | None = None,
+    kv_dtype: str = "auto",
+    block_size: int | None = None,
+    device: str | None = None,
+    find_max_batch: bool = False,
+    gpu_memory_utilization: float | None = None,
+    memory_budget: int | None = None,
+    with_weights: bool = False,
+    decode: bool = False,
+    repeats: int = 5,
+    gpu: str | None = None,
+) -> VerifyResult:
+    """Allocate ``engine``'s cache for ``batch`` sequences of ``context`` tokens on ``device`` and measure it.
+
+    ``device`` is 'cuda:N' (default cuda:0) or 'cpu'. ``find_max_batch`` searches the largest batch
+    that really allocates within ``memory_budget`` bytes (CPU: required; CUDA: default
+    ``gpu_memory_utilization`` x total less what is in use) and reports it as ``batch``. ``decode``
+    times one decode step of attention over the cache. Every tensor is freed before returning.
+    """
+    from kvplan import __version__
+    from kvplan.estimate import estimate
+    from kvplan.spec import ModelSpec
+    from kvplan.verify import allocate as al
+    from kvplan.verify.shapes import plan_cache, resolve_layout
+
+    spec = model if isinstance(model, ModelSpec) else _load(model)
+    if context <= 0:
+        raise VerifyError(f"--context {context} must be positive")
+    if batch is not None and batch <= 0:
+        raise VerifyError(f"--batch {batch} must be positive")
+    if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
+        raise VerifyError(f"--gpu-memory-utilization {gpu_memory_utilization} must be in (0, 1]")
+    layout = resolve_layout(spec, engine, engine_version, kv_dtype, block_size)
+    plan_cache(spec, layout, 1, context)  # refuse unsupported layouts before touching torch
+    torch = al.import_torch()
+    dev = al.resolve_device(device)
+    info = al.device_info(dev)
+    if find_max_batch and dev.type == "cpu" and memory_budget is None:
+        raise VerifyError("--find-max-batch on the CPU needs --memory-budget (e.g. 2GiB): the CPU has no "
+                          "GPU memory utilization rule")
+    notes: list[str] = list(layout.assumptions)
+    start = al.snapshot(dev)
+    weights: list[Any] = []
+    search = None
+    predicted_max = None
+    try:
+        if with_weights:
+            if spec.weights_bytes is None:
+                raise VerifyError(f"--with-weights: {spec.id} has no known weights size")
+            weights = al.allocate_weights(spec.weights_bytes, spec.num_layers, dev)
+            notes.append(f"--with-weights: {len(weights)} buffers of the checkpoint's {spec.weights_bytes:,} B "
+                         "allocated first")
+        if find_max_batch:
+            from kvplan.verify.search import find_max_batch as search_max
+
+            budget = _budget(torch, dev, memory_budget, gpu_memory_utilization, notes)
+            predicted_max, note = _predicted_max(spec, layout, context, budget, info.total_bytes, engine,
+                                                 engine_version, block_size)
+            if note:
+                notes.append(note)
+            search = search_max(spec, layout, context, dev, budget, predicted_max or 1)
+            if search.measured == 0:
+                raise VerifyError(f"--find-max-batch: not one sequence of {context:,} tokens fits in "
+                                  f"{_fmt(budget)}")
+            if batch is None:
+                batch = search.measured
+        batch = batch or 1
+        plan = plan_cache(spec, layout, batch, context)
+        predicted = estimate(spec, contexts=[context], batches=[batch], kv_dtypes=[kv_dtype], engine=engine,
+                             engine_version=engine_version, block_size=block_size).rows[0].kv_bytes
+        if predicted != plan.predicted_bytes:
+            raise VerifyError(f"internal: estimate says {predicted:,} B, the layout {plan.predicted_bytes:,} B")
+        notes.extend(plan.notes)
+        alloc = al.allocate(plan, dev, fill=decode)
+        try:
+            m = al.measure(alloc)
+            timing = None
+            if decode:
+                from kvplan.verify.decode import decode_step
+
+                timing = decode_step(alloc, spec, repeats)
+        finally:
+            alloc.release()
+            del alloc
+    finally:
+        weights.clear()
+        if dev.type == "cuda":
+            import gc
+
+            gc.collect()
+            torch.cuda.empty_cache()
+    end = al.snapshot(dev)
+    released = al.live_tensors() == 0 and (start.allocated is None or end.allocated == start.allocated)
+
+    components = []
+    for comp in plan.components:
+        components.append(ComponentCheck(comp.name, comp.kind, comp.layers, comp.predicted_bytes,
+                                         m.component_bytes.get(comp.name, 0)))
+    unused = m.storage_bytes - sum(m.component_bytes.values())
+    if unused:
+        components.append(ComponentCheck("pool padding", "padding", plan.padding_layers, 0, unused))
+    decode_check = None
+    if timing is not None:
+        decode_check = _decode_check(timing, dev, info.name, gpu, notes)
+    max_check = None
+    if search is not None:
+        from kvplan.verify.search import largest
+
+        budget_bytes = search.budget_bytes
+        steady = largest(lambda b: layout.total_bytes(context, b) <= budget_bytes, search.measured)
+        max_check = MaxBatchCheck(predicted_max, search.measured, budget_bytes,
+                                  tuple((p.batch, p.fits, p.bytes, p.allocated) for p in search.probes), steady)
+    if dev.type == "cpu":
+        notes.append("on the CPU torch keeps no allocator statistics: measured = the tensors' storage bytes; "
+                     "reserved and driver views exist on CUDA only")
+    return VerifyResult(
+        kvplan_version=__version__, model_id=spec.id, device=al._where(dev), device_name=info.name,
+        device_total_bytes=info.total_bytes, engine=layout.engine, engine_version=layout.engine_version,
+        block_size=layout.block_size, batch=batch, context=context, kv_dtype=layout.kv_dtype.name,
+        predicted_bytes=plan.predicted_bytes, measured_storage_bytes=m.storage_bytes,
+        allocated_bytes=m.allocated_bytes, reserved_bytes=m.reserved_bytes, driver_bytes=m.driver_bytes,
+        peak_allocated_bytes=m.peak_allocated_bytes, allocator_bytes=m.allocator_bytes,
+        segment_bytes=m.segment_bytes, buffers=len(plan.buffers), num_blocks=plan.num_blocks,
+        components=tuple(components), released=released, max_batch=max_check, decode=decode_check,
+        notes=tuple(dict.fromkeys(notes)),
+    )
+
+
+def _load(model: str) -> Any:
+    from kvplan.sources.resolve import load_model
+
+    return load_model(model)
+
+
+def _fmt(n: int) -> str:
+    from kvplan.units import format_bytes
+
+    return format_bytes(n)
+
+
+def _budget(torch: Any, dev: Any, memory_budget: int | None, util: float | None, notes: list[str]) -> int:
+    if dev.type == "cpu":
+        assert memory_budget is not None
+        notes.append(f"--find-max-batch budget: --memory-budget {memory_budget:,} B of tensor storage")
+        return memory_budget
+    torch.cuda.synchronize(dev)
+    free, total = torch.cuda.mem_get_info(dev)
+    in_use = int(total - free)
+    if memory_budget is not None:
+        notes.append(f"--find-max-batch budget: --memory-budget {memory_budget:,} B")
+        return memory_budget
+    share = util if util is not None else DEFAULT_UTILIZATION
+    budget = int(total * share) - in_use
+    notes.append(f"--find-max-batch budget: {share:g} x {int(total):,} B total - {in_use:,} B already in use "
+                 f"= {budget:,} B (reserved growth must stay within it)")
+    return budget
+
+
+def _predicted_max(spec: Any, layout: Any, context: int, budget: int, total: int | None, engine: str,
+                   engine_version: str | None, block_size: int | None) -> tuple[int | None, str]:
+    """kvplan.max_batch for the same budget, given as the KV memory (--kv-cache-memory)."""
+    from kvplan.budgets import Settings
+    from kvplan.errors import KvplanError
+    from kvplan.plan import max_batch
+
+    try:
+        plan = max_batch(spec, gpu_memory=str(max(budget, total or 0)), engine=engine,
+                         engine_version=engine_version, kv_dtype=layout.kv_dtype.name, max_model_len=context,
+                         context=context, block_size=block_size,
+                         settings=Settings(kv_cache_memory_bytes=budget, weights_bytes=spec.weights_bytes or 1))
+    except KvplanError as exc:
+        return None, f"max-batch could not predict for this budget: {exc}"
+    note = ""
+    if layout.engine == "vllm" and any(g.kind in ("sliding", "chunked") for g in layout.groups):
+        note = ("max-batch follows vLLM's admission rule (a sliding or chunked layer is admitted with the "
+                "window plus the tokens in flight, + 1 block); verify allocates what a sequence holds once "
+                "its context is computed, so it can fit more")
+    return plan.max_batch, note
+
+
+def _decode_check(timing: Any, dev: Any, device_name: str, gpu: str | None, notes: list[str]) -> DecodeCheck:
+    from kvplan.errors import KvplanError
+    from kvplan.hardware import find_gpu, load_catalog
+
+    hw = None
+    name = gpu or (device_name if dev.type == "cuda" else None)
+    if name is not None:
+        try:
+            hw = find_gpu(name, load_catalog())
+        except KvplanError:
+            if gpu is not None:
+                raise
+            notes.append(f"--decode: '{device_name}' is not in the GPU catalog: no bandwidth bound (pass --gpu)")
+    bound = timing.read_bytes / hw.bandwidth if hw is not None and hw.bandwidth else None
+    if bound is not None:
+        notes.append(f"--decode bound: {timing.read_bytes:,} B of cache read at {hw.bandwidth / 1e12:.2f} TB/s "
+                     f"({hw.name}): a lower bound on the step")
+    return DecodeCheck(timing.seconds, bound, timing.peak_workspace_bytes, timing.read_bytes, timing.repeats,
+                       hw.name if hw is not None else None)

@@ -1,0 +1,178 @@
+"""One decode step of attention over the allocated cache, timed.
+
+Per attention layer, one new query token per sequence attends to the tokens the layer holds:
+- GQA / MQA / MHA by grouping: the ``heads / kv_heads`` query heads of one KV head are the query
+  length of ``scaled_dot_product_attention`` (q ``[batch, kv_heads, group, head_dim]``), so K and V are
+  read once, never expanded;
+- MLA by absorbed latent attention: every query head attends to the one latent per token
+  (``[batch, 1, heads, 576]`` against ``[batch, 1, tokens, 576]``, values the first ``kv_lora_rank``
+  columns); transformers' split latent (keys ``[.., kv_lora_rank]``, rope ``[.., qk_rope]``) is scored
+  as ``q_latent K^T + q_rope R^T``; 4.x expanded per-head K and V is plain multi-head attention.
+vLLM's paged views are read in place (each sequence's blocks are consecutive). fp8 and
+``*_per_token_head`` caches are dequantised to the model dtype per layer (that workspace is in the
+peak). Recurrent layers are not stepped. Timed with CUDA events (``time.perf_counter`` on CPU) after
+one warm-up step; the median of ``repeats`` steps is reported.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.verify.allocate import Allocation, import_torch
+from kvplan.verify.errors import VerifyError
+from kvplan.verify.shapes import LayerInfo
+
+_NO_DECODE = {"int4_per_token_head", "nvfp4", "fp8_ds_mla"}
+
+
+@dataclass(frozen=True)
+class DecodeTiming:
+    seconds: float
+    """Median time of one step over all attention layers."""
+    repeats: int
+    read_bytes: int
+    """Cache bytes one step reads."""
+    peak_workspace_bytes: int | None
+    """max_memory_allocated during the step beyond the cache (CUDA only)."""
+    layers: int
+
+
+def decode_step(alloc: Allocation, spec: Any, repeats: int = 5) -> DecodeTiming:
+    torch = import_torch()
+    plan = alloc.plan
+    if plan.kv_dtype in _NO_DECODE:
+        raise VerifyError(f"--decode reads bf16/fp16/fp32, fp8 and int8/fp8 per-token-head caches; "
+                          f"'{plan.kv_dtype}' needs its engine's own kernels")
+    if repeats < 1:
+        raise VerifyError("--repeats must be at least 1")
+    device = alloc.device
+    compute = getattr(torch, plan.kv_dtype) if plan.kv_dtype in ("float32", "bfloat16", "float16") else \
+        getattr(torch, spec.dtype)
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    steps: list[Callable[[], Any]] = []
+    read = 0
+    for info in plan.layers:
+        if info.kind == "recurrent" or info.attend == 0:
+            continue
+        step, nbytes = _layer_step(torch, alloc, info, spec, compute, gen)
+        steps.append(step)
+        read += nbytes
+    if not steps:
+        raise VerifyError("--decode: the model has no attention layers to step")
+
+    def run() -> None:
+        for step in steps:
+            step()
+
+    cuda = device.type == "cuda"
+    run()  # warm-up (kernel selection, lazy init)
+    peak = None
+    if cuda:
+        torch.cuda.synchronize(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        run()
+        torch.cuda.synchronize(device)
+        peak = int(torch.cuda.max_memory_allocated(device) - base)
+    times = []
+    for _ in range(repeats):
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1000.0)
+        else:
+            t0 = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - t0)
+    steps.clear()
+    return DecodeTiming(statistics.median(times), repeats, read, peak, sum(1 for _ in plan.layers
+                                                                         if _.kind != "recurrent"))
+
+
+def _rand(torch: Any, shape: tuple[int, ...], dtype: Any, device: Any, gen: Any) -> Any:
+    return torch.randn(shape, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
+
+
+def _nbytes(*tensors: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _dequant(torch: Any, data: Any, scale: Any | None, compute: Any) -> Any:
+    if data.dtype == compute and scale is None:
+        return data
+    out = data.to(compute)
+    if scale is not None:
+        out = out * scale.unsqueeze(-1).to(compute)
+    return out
+
+
+def _layer_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compute: Any,
+                gen: Any) -> tuple[Callable[[], Any], int]:
+    F = torch.nn.functional
+    views = alloc.views
+    layer = info.layer
+    batch = alloc.plan.batch
+    device = alloc.device
+    i = info.index
+    if info.kind == "mla":
+        heads = layer.num_heads or spec.num_attention_heads or 1
+        qk = (layer.qk_nope_head_dim or layer.kv_lora_rank) + layer.qk_rope_head_dim
+        scale = 1.0 / math.sqrt(qk)
+        rank = layer.kv_lora_rank
+        if info.layout == "paged":
+            latent = views[(i, "latent")]
+            lat = latent.reshape(batch, -1, latent.shape[-1])[:, :info.attend].unsqueeze(1)  # [B,1,T,576]
+            q = _rand(torch, (batch, 1, heads, lat.shape[-1]), compute, device, gen)
+
+            def step() -> Any:
+                kv = _dequant(torch, lat, None, compute)
+                return F.scaled_dot_product_attention(q, kv, kv[..., :rank], scale=scale)
+
+            return step, _nbytes(lat)
+        k, v = views[(i, "K")], views[(i, "V")]
+        if k.shape[1] == 1 and k.shape[-1] == rank:  # transformers 5.x: split latent
+            q_lat = _rand(torch, (batch, 1, heads, rank), compute, device, gen)
+            q_rope = _rand(torch, (batch, 1, heads, v.shape[-1]), compute, device, gen)
+
+            def step() -> Any:
+                scores = (q_lat @ k.transpose(-1, -2) + q_rope @ v.transpose(-1, -2)) * scale
+                return torch.softmax(scores.float(), dim=-1).to(compute) @ k
+
+            return step, _nbytes(k, v)
+        q = _rand(torch, (batch, k.shape[1], 1, k.shape[-1]), compute, device, gen)  # 4.x expanded K/V
+
+        def step() -> Any:
+            return F.scaled_dot_product_attention(q, k, v)
+
+        return step, _nbytes(k, v)
+
+    kv_heads = layer.kv_heads
+    group = max(1, (spec.num_attention_heads or kv_heads) // kv_heads)
+    k, v = views[(i, "K")], views[(i, "V")]
+    ks, vs = views.get((i, "K scale")), views.get((i, "V scale"))
+    if info.layout == "paged":  # [blocks, block, heads, d] -> [B, heads, tokens, d], in place
+        def seq(t: Any) -> Any:
+            flat = t.reshape(batch, -1, *t.shape[2:])[:, :info.attend]
+            return flat.transpose(1, 2)
+
+        k, v = seq(k), seq(v)
+        ks = seq(ks) if ks is not None else None
+        vs = seq(vs) if vs is not None else None
+    head_dim = layer.head_dim
+    q = _rand(torch, (batch, kv_heads, group, head_dim), compute, device, gen)
+    nbytes = _nbytes(k, v, *(t for t in (ks, vs) if t is not None))
+
+    def step() -> Any:
+        kk = _dequant(torch, k, ks, compute)
+        vv = _dequant(torch, v, vs, compute)
+        return F.scaled_dot_product_attention(q, kk, vv)
+
+    return step, nbytes

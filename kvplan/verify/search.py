@@ -1,0 +1,98 @@
+"""``--find-max-batch``: the largest batch whose cache really allocates within a byte budget.
+
+Each probe plans the cache for a batch, allocates it for real, measures it, and frees it. A batch
+fits when the allocation succeeds and what it took stays within the budget: the caching allocator's
+reserved growth on CUDA (what the driver gave it), the tensors' storage bytes on CPU. The search
+starts at max-batch's prediction and gallops then bisects, so a right prediction costs two probes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.engines import CacheLayout
+from kvplan.spec import ModelSpec
+from kvplan.verify.allocate import allocate, measure, segment_bytes
+from kvplan.verify.errors import VerifyError
+from kvplan.verify.shapes import plan_cache
+
+LIMIT = 1 << 24
+
+
+@dataclass(frozen=True)
+class Probe:
+    batch: int
+    fits: bool
+    bytes: int
+    """Bytes it took (reserved on CUDA, storage on CPU), or would take when refused unallocated."""
+    allocated: bool
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    budget_bytes: int
+    measured: int
+    probes: tuple[Probe, ...]
+
+
+def largest(ok: Callable[[int], bool], guess: int, limit: int = LIMIT) -> int:
+    """The largest n in [0, limit] with ok(n), ok monotone (true then false), searched from ``guess``."""
+    guess = min(max(1, guess), limit)
+    if ok(guess):
+        lo, step = guess, 1
+        while lo + step <= limit and ok(lo + step):
+            lo, step = lo + step, step * 2
+        hi = min(lo + step, limit + 1)
+    else:
+        hi, step, lo = guess, 1, 0
+        while hi - step >= 1:
+            if ok(hi - step):
+                lo = hi - step
+                break
+            hi, step = hi - step, step * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def find_max_batch(spec: ModelSpec, layout: CacheLayout, context: int, device: Any, budget: int,
+                   guess: int) -> SearchResult:
+    if budget <= 0:
+        raise VerifyError(f"--find-max-batch: the budget is {budget:,} B: nothing can be allocated")
+    probes: list[Probe] = []
+    cache: dict[int, bool] = {}
+
+    def ok(batch: int) -> bool:
+        if batch in cache:
+            return cache[batch]
+        plan = plan_cache(spec, layout, batch, context)
+        sizes = [b.nbytes for b in plan.buffers]
+        need = segment_bytes(sizes) if device.type == "cuda" else plan.buffer_bytes
+        if need > budget:
+            probes.append(Probe(batch, False, need, False))
+            cache[batch] = False
+            return False
+        try:
+            alloc = allocate(plan, device)
+        except VerifyError:
+            probes.append(Probe(batch, False, need, False))
+            cache[batch] = False
+            return False
+        try:
+            m = measure(alloc)
+        finally:
+            alloc.release()
+        took = m.reserved_bytes if m.reserved_bytes is not None else m.storage_bytes
+        fits = took <= budget
+        probes.append(Probe(batch, fits, took, True))
+        cache[batch] = fits
+        return fits
+
+    best = largest(ok, guess)
+    return SearchResult(budget, best, tuple(probes))
