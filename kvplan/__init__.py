@@ -20,6 +20,8 @@ _LAZY = {
     "EstimateResult": ("kvplan.estimate", "EstimateResult"),
     "load_model": ("kvplan.sources.resolve", "load_model"),
     "max_batch": ("kvplan.plan", "max_batch"),
+    "verify": ("kvplan.verify", "verify"),
+    "check": ("kvplan.deploy", "check"),
     "CapacityPlan": ("kvplan.plan", "CapacityPlan"),
     "Settings": ("kvplan.budgets", "Settings"),
     "ModelSpec": ("kvplan.spec", "ModelSpec"),

@@ -40,7 +40,7 @@ def _root(
 
 
 def _register() -> None:
-    from kvplan.cli import estimate, gpus, max_batch, models, schema, spec
+    from kvplan.cli import check, estimate, gpus, max_batch, models, schema, spec, verify
 
     app.command("estimate")(estimate.typer_command())
     app.command("models")(models.models_command)
@@ -48,6 +48,8 @@ def _register() -> None:
     app.command("spec")(spec.spec_command)
     app.command("max-batch")(max_batch.max_batch_command)
     app.command("gpus")(gpus.gpus_command)
+    app.command("check")(check.check_command)
+    app.command("verify")(verify.verify_command)
 
 
 _register()

@@ -1,4 +1,4 @@
-"""``kvplan schema``: the JSON schema of kvplan's YAML model spec format."""
+"""``kvplan schema``: the JSON schemas of kvplan's YAML formats (model spec, deployment file)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import typer
 
 
 def schema_command(
-    what: str = typer.Argument("model", help="Which schema: model (the YAML model spec format)."),
+    what: str = typer.Argument("model", help="Which schema: model (the YAML model spec format) or deployment "
+                                             "(the `kvplan check` deployment file)."),
 ) -> None:
     """Print the JSON schema of a kvplan file format, for editors and validators."""
     import json
@@ -14,8 +15,13 @@ def schema_command(
 
     from kvplan.errors import UsageError
 
-    if what != "model":
-        raise UsageError(f"unknown schema '{what}' (known: model)")
+    if what not in ("model", "deployment"):
+        raise UsageError(f"unknown schema '{what}' (known: model, deployment)")
+    if what == "deployment":
+        from kvplan.deploy.kvplan_file import schema as deployment_schema
+
+        sys.stdout.write(json.dumps(deployment_schema(), indent=2) + "\n")
+        return
     from kvplan.sources.yaml_spec import spec_adapter
 
     schema = spec_adapter().json_schema()

@@ -1,0 +1,54 @@
+"""``kvplan check``: a CI gate that fails a deployment whose KV cache will not fit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def check_command(
+    paths: List[str] = typer.Argument(..., help="Files, directories or globs ('deploy/**/*.yaml'): kvplan "
+                                      "deployment files, Kubernetes manifests, compose files, production-stack "
+                                      "Helm values, shell scripts."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, json, junit, github or markdown."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="GPU type for deployments that name none "
+                                      "(a `kvplan gpus` name or a node label such as NVIDIA-L4)."),
+    gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="A YAML file adding GPUs to the catalog."),
+    specs: Optional[Path] = typer.Option(None, "--specs", help="A directory of pinned model specs (`kvplan spec` "
+                                         "output), found by model id."),
+    online: bool = typer.Option(False, "--online", help="Read models neither bundled nor pinned from the Hugging "
+                                "Face Hub (off by default: CI stays offline)."),
+    strict: bool = typer.Option(False, "--strict", help="Warnings fail too (exit 1)."),
+    ignore_unrecognized: bool = typer.Option(False, "--ignore-unrecognized", help="Skip files that hold no "
+                                             "deployment (for pre-commit, which passes every matching file)."),
+) -> None:
+    """Check that every deployment fits its GPUs and meets its requirements.
+
+    Examples:
+
+      kvplan check deploy/kvplan.yaml
+
+      kvplan check k8s/vllm-deployment.yaml --format github
+
+      kvplan check 'deploy/**/*.yaml' --format junit > kvplan.xml
+
+      kvplan check compose.yaml --format markdown >> "$GITHUB_STEP_SUMMARY"
+
+    Exit status 0 when every deployment fits and meets its requirements, 1 when one does not, 2 when an
+    input is invalid (other files are still checked).
+    """
+    import sys
+
+    from kvplan.deploy import check
+    from kvplan.errors import UsageError
+    from kvplan.render.check_out import FORMATS, render
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format: unknown format '{fmt}' (known: {', '.join(FORMATS)})")
+    report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
+                   ignore_unrecognized=ignore_unrecognized)
+    sys.stdout.write(render(report, fmt))
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)

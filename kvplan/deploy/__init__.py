@@ -1,0 +1,168 @@
+"""``kvplan check``: deployments read where they are, checked with ``kvplan.max_batch``.
+
+``check(paths_or_globs)`` reads every file (kvplan deployment files, Kubernetes manifests, docker
+compose files, vLLM production-stack Helm values, shell scripts), checks each deployment and returns a
+:class:`CheckReport` whose ``exit_code`` is 0 (all fit and meet their requirements), 1 (one does not)
+or 2 (an input is invalid). A bad file is reported and the others are still checked.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from kvplan.deploy.report import CheckReport, DeploymentResult, FileResult, Finding
+
+__all__ = ["check", "CheckReport", "DeploymentResult", "FileResult", "Finding", "expand_paths"]
+
+_SUFFIXES = (".yaml", ".yml", ".sh", ".bash")
+
+
+def expand_paths(paths_or_globs: Iterable[str | os.PathLike]) -> tuple[list[str], list[Finding]]:
+    """Files named by paths, directories (their YAML and shell files, recursively) and globs ('**' too)."""
+    files: list[str] = []
+    problems: list[Finding] = []
+    for item in paths_or_globs:
+        text = os.fspath(item)
+        if any(ch in text for ch in "*?["):
+            matched = sorted(p for p in glob.glob(text, recursive=True) if os.path.isfile(p))
+            if not matched:
+                problems.append(Finding("error", "no-files", f"'{text}' matches no file", text, invalid_input=True))
+            files += matched
+        elif os.path.isdir(text):
+            found = sorted(str(p) for p in Path(text).rglob("*") if p.is_file() and p.suffix in _SUFFIXES)
+            if not found:
+                problems.append(Finding("error", "no-files", f"{text}: no YAML or shell file in this directory",
+                                        text, invalid_input=True))
+            files += found
+        elif os.path.exists(text):
+            files.append(text)
+        else:
+            problems.append(Finding("error", "no-files", f"{text}: no such file", text, invalid_input=True))
+    return list(dict.fromkeys(files)), problems
+
+
+def load_specs(directory: str | os.PathLike | None) -> dict[str, Any]:
+    """Pinned model specs (``kvplan spec`` output) in a directory, by id and alias (lower case)."""
+    if directory is None:
+        return {}
+    from kvplan.errors import UsageError
+    from kvplan.sources.yaml_spec import load_user_spec
+
+    root = Path(directory)
+    if not root.is_dir():
+        raise UsageError(f"--specs {directory}: not a directory")
+    out: dict[str, Any] = {}
+    for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.yml")]):
+        spec = load_user_spec(path)
+        for key in (spec.id, *spec.aliases):
+            out.setdefault(key.lower(), spec)
+    return out
+
+
+def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None = None,
+          catalog: str | os.PathLike | None = None, specs: str | os.PathLike | None = None,
+          online: bool = False, strict: bool = False, ignore_unrecognized: bool = False) -> CheckReport:
+    """Check every deployment in the given files.
+
+    ``gpu``: the GPU type for deployments that name none. ``catalog``: a user GPU catalog file.
+    ``specs``: a directory of pinned model specs. ``online``: allow the Hugging Face Hub for models
+    neither bundled nor pinned (off: CI stays offline). ``strict``: warnings fail too.
+    ``ignore_unrecognized``: skip files that hold no deployment (for pre-commit, which passes every file).
+    """
+    from kvplan import __version__
+    from kvplan.deploy.checks import Context
+
+    if isinstance(paths_or_globs, (str, os.PathLike)):
+        paths_or_globs = [paths_or_globs]
+    files, problems = expand_paths(paths_or_globs)
+    ctx = Context(catalog_file=Path(catalog) if catalog else None, gpu=gpu, specs=load_specs(specs), online=online)
+    report = CheckReport(strict=strict, kvplan_version=__version__)
+    for problem in problems:
+        report.files.append(FileResult(path=problem.file, findings=[problem]))
+    for path in files:
+        report.files.append(check_file(path, ctx, ignore_unrecognized=ignore_unrecognized))
+    return report
+
+
+def check_file(path: str, ctx: Any, *, ignore_unrecognized: bool = False) -> FileResult:
+    from kvplan.deploy.checks import check_deployment
+
+    result = FileResult(path=path)
+    try:
+        fmt, deployments, findings = read_file(path)
+    except Exception as exc:  # noqa: BLE001 - a reader bug must not hide the other files
+        from kvplan.errors import KvplanError
+
+        line = getattr(exc, "line", None)
+        code = "malformed-yaml" if "malformed YAML" in str(exc) else "invalid-input"
+        message = str(exc) if isinstance(exc, KvplanError) else f"cannot read ({type(exc).__name__}: {exc})"
+        result.findings.append(Finding("error", code, message.removeprefix(f"{path}: "), path, line,
+                                       invalid_input=True))
+        return result
+    result.format = fmt
+    unrecognized = {"unknown-format", "no-serving-container", "unknown-kind"}
+    if ignore_unrecognized:
+        if not deployments and all(f.code in unrecognized for f in findings):
+            result.skipped = True
+            return result
+        findings = [f for f in findings if f.code != "unknown-kind"]
+    result.findings.extend(findings)
+    for dep in deployments:
+        result.deployments.extend(check_deployment(dep, ctx))
+    return result
+
+
+def read_file(path: str) -> tuple[str | None, list[Any], list[Finding]]:
+    """(format, deployments, findings) of one file."""
+    from kvplan.deploy import compose, helm, k8s, kvplan_file, shell
+    from kvplan.deploy.yaml_lines import load_all
+    from kvplan.errors import ConfigError
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    base_dir = Path(path).parent
+    if not path.endswith((".yaml", ".yml", ".json")) and shell.looks_like(text, path):
+        deployments, findings, _ = shell.read(text, path, base_dir)
+        if not deployments and not findings:
+            findings = [_none(path, "shell", 1)]
+        return "shell", deployments, findings
+    docs = load_all(text, path)
+    data = [d for d, _ in docs if d is not None]
+    if not data:
+        return None, [], [Finding("error", "unknown-format", "empty file: no deployment", path, 1, invalid_input=True)]
+    first = data[0]
+    if kvplan_file.looks_like(first):
+        deployments, findings = kvplan_file.read(first, path, base_dir)
+        return "kvplan", deployments, findings
+    if helm.looks_like(first):
+        deployments, findings, _ = helm.read(first, path, base_dir)
+        if not deployments and not findings:
+            findings = [_none(path, "helm", getattr(first, "line", 1))]
+        return "helm", deployments, findings
+    if compose.looks_like(first):
+        deployments, findings, _ = compose.read(first, path, base_dir)
+        if not deployments and not findings:
+            findings = [_none(path, "compose", getattr(first, "line", 1))]
+        return "compose", deployments, findings
+    if any(k8s.looks_like(d) for d in data):
+        deployments, findings, _ = k8s.read(docs, path, base_dir)
+        if not deployments and not any(f.invalid_input for f in findings):
+            findings.append(_none(path, "kubernetes", docs[0][1]))
+        return "kubernetes", deployments, findings
+    return None, [], [Finding("error", "unknown-format", "not a deployment kvplan reads (a kvplan deployment file, "
+                              "Kubernetes manifest, docker compose file, production-stack Helm values or shell "
+                              "script)", path, getattr(first, "line", 1), invalid_input=True)]
+
+
+def _none(path: str, fmt: str, line: int | None) -> Finding:
+    what = {"kubernetes": "no container", "compose": "no service", "helm": "no enabled modelSpec",
+            "shell": "no command"}[fmt]
+    return Finding("error", "no-serving-container", f"{what} runs an engine (vllm serve MODEL, python -m "
+                   "vllm.entrypoints.openai.api_server, python -m sglang.launch_server)", path, line,
+                   invalid_input=True)

@@ -1,0 +1,418 @@
+"""The checks of ``kvplan check``: every number comes from ``kvplan.max_batch``; this layer compares.
+
+Per deployment and GPU type:
+- fits: vLLM's own start-up check, one sequence of max_model_len (error, with the longest that fits);
+- max_num_seqs x max_model_len reachable at once (warning; error with ``max_num_seqs_reachable``);
+- requirements: min_context, min_concurrency at a context, the same again with headroom;
+- GPUs given vs tp x pp x dp; tp beyond the model's KV heads (warning);
+- a failing deployment that fp8 KV cache would make pass gets that as its suggestion.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from kvplan.budgets import Settings
+from kvplan.deploy.deployment import Deployment, Value
+from kvplan.deploy.report import DeploymentResult, Finding
+from kvplan.errors import KvplanError, UsageError
+from kvplan.spec import ModelSpec
+from kvplan.units import format_bytes
+
+
+@dataclass
+class Context:
+    catalog_file: Path | None = None
+    gpu: str | None = None
+    """--gpu: the GPU type where a deployment names none."""
+    specs: dict[str, ModelSpec] = field(default_factory=dict)
+    """Pinned specs (--specs DIR) by id and alias, lower case."""
+    online: bool = False
+    _catalog: Any = None
+    _models: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            from kvplan.hardware import load_catalog
+
+            self._catalog = load_catalog(self.catalog_file)
+        return self._catalog
+
+
+class _Invalid(Exception):
+    def __init__(self, finding: Finding) -> None:
+        self.finding = finding
+
+
+def check_deployment(dep: Deployment, ctx: Context) -> list[DeploymentResult]:
+    base = DeploymentResult(name=dep.name, file=dep.file, line=dep.line, source=dep.source, engine=dep.engine,
+                            engine_version=dep.engine_version.value if dep.engine_version else None)
+    early = _reading_findings(dep)
+    try:
+        spec = _model(dep, ctx)
+        gpus = _gpus(dep, ctx)
+        settings = _settings(dep)
+        requirements = _requirements(dep)
+    except _Invalid as exc:
+        base.findings = [*early, exc.finding]
+        base.model = _model_text(dep)
+        return [base]
+    results = []
+    for gpu_value, gpu in gpus:
+        name = dep.name if len(gpus) == 1 else f"{dep.name} [{gpu.name}]"
+        result = replace(base, name=name, findings=list(early), model=spec.id, gpu=gpu.name)
+        _check_one(dep, spec, gpu, gpu_value, settings, requirements, result)
+        results.append(result)
+    return results
+
+
+# ------------------------------------------------------------------------------------------- inputs
+
+def _finding(dep: Deployment, severity: str, code: str, message: str, line: int | None, **kw: Any) -> Finding:
+    return Finding(severity, code, message, dep.file, line, deployment=dep.name, **kw)  # type: ignore[arg-type]
+
+
+def _invalid(dep: Deployment, code: str, message: str, line: int | None) -> _Invalid:
+    return _Invalid(_finding(dep, "error", code, message, line, invalid_input=True))
+
+
+def _reading_findings(dep: Deployment) -> list[Finding]:
+    out = []
+    for u in dep.unknowns:
+        names = ", ".join(u.names)
+        default = "the model's limit" if u.spelled in ("--max-model-len", "--context-length") else "the engine's default"
+        out.append(_finding(dep, "warning", "unknown-value",
+                            f"{u.spelled} {u.raw}: {names} is not defined in this file; checked with {default} "
+                            "(give the value, or a default: ${VAR:-value})", u.line, value=u.raw))
+    for note in dep.notes:
+        out.append(_finding(dep, "note", "not-read", note, dep.line))
+    return out
+
+
+def _model_text(dep: Deployment) -> str | None:
+    if dep.model is None:
+        return None
+    return dep.model.value if isinstance(dep.model.value, str) else str(dep.model.value.get("id", "inline spec"))
+
+
+def _model(dep: Deployment, ctx: Context) -> ModelSpec:
+    if dep.model is None:
+        unknown = [u for u in dep.unknowns if u.spelled in ("--model", "--model-path", "MODEL (positional)")]
+        if unknown:
+            u = unknown[0]
+            raise _invalid(dep, "model-unresolved", f"the model is {u.raw}, an environment substitution kvplan "
+                           "cannot resolve: give it, or name it with a kvplan/model annotation", u.line)
+        raise _invalid(dep, "invalid-input", "no model: the command names none (give MODEL or --model)", dep.line)
+    value, line = dep.model.value, dep.model.line
+    if isinstance(value, dict):
+        from kvplan.sources.yaml_spec import validate_spec
+
+        try:
+            return validate_spec(value, f"{dep.name}: model.spec")
+        except KvplanError as exc:
+            raise _invalid(dep, "invalid-input", str(exc), line) from None
+    key = str(value)
+    if key in ctx._models:
+        cached = ctx._models[key]
+        if isinstance(cached, Finding):
+            raise _Invalid(replace(cached, file=dep.file, line=line, deployment=dep.name))
+        return cached
+    try:
+        spec = _resolve(key, dep.base_dir, ctx)
+    except _Unresolved as exc:
+        finding = _finding(dep, "error", "model-unresolved", str(exc), line, invalid_input=True)
+        ctx._models[key] = finding
+        raise _Invalid(finding) from None
+    ctx._models[key] = spec
+    return spec
+
+
+class _Unresolved(Exception):
+    pass
+
+
+def _resolve(name: str, base_dir: Path, ctx: Context) -> ModelSpec:
+    from kvplan.sources.resolve import _looks_like_path, load_model
+
+    pinned = ctx.specs.get(name.lower())
+    if pinned is not None:
+        return pinned
+    local = Path(name).expanduser()
+    if not local.is_absolute():
+        local = base_dir / local
+    try:
+        if local.exists():
+            return load_model(str(local))
+        if _looks_like_path(name) or name.startswith("/"):
+            raise _Unresolved(f"model '{name}' is a path that does not exist here (a path inside the container?): "
+                              "name the model with a kvplan/model annotation, or pin it with `kvplan spec`")
+        from kvplan.sources.bundled import load_bundled
+
+        spec = load_bundled(name)
+        if spec is not None:
+            return spec
+        if ctx.online or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+            return load_model(name)
+    except KvplanError as exc:
+        raise _Unresolved(f"model '{name}' cannot be resolved: {exc}") from None
+    raise _Unresolved(f"model '{name}' is not bundled and not pinned, and kvplan check does not reach the network: "
+                      f"pin it with `kvplan spec {name} > specs/{name.split('/')[-1]}.yaml` and pass --specs specs/ "
+                      "(or run with --online)")
+
+
+def _gpus(dep: Deployment, ctx: Context) -> list[tuple[Value, Any]]:
+    from kvplan.deploy.gpus import gpu_for_label
+    from kvplan.hardware import gpu_from_memory
+
+    values = dep.gpus or ([Value(ctx.gpu, None, "--gpu")] if ctx.gpu else [])
+    if not values:
+        hint = {"kubernetes": "a nodeSelector on nvidia.com/gpu.product, a kvplan/gpu annotation",
+                "compose": "a kvplan/gpu label", "helm": "nodeSelectorTerms on nvidia.com/gpu.product",
+                "shell": "a '# kvplan/gpu: H100' comment", "kvplan": "gpu:"}.get(dep.source, "")
+        raise _invalid(dep, "unknown-gpu", f"no GPU type: add {hint} or pass --gpu", dep.line)
+    out = []
+    for v in values:
+        try:
+            if isinstance(v.value, dict):
+                gpu = gpu_from_memory(str(v.value["memory"]))
+            else:
+                gpu = gpu_for_label(str(v.value), ctx.catalog)
+        except KvplanError as exc:
+            raise _invalid(dep, "unknown-gpu", f"{v.spelled}: {exc}", v.line) from None
+        out.append((v, gpu))
+    return out
+
+
+def _settings(dep: Deployment) -> Settings:
+    from kvplan.hardware import parse_bytes
+
+    kw: dict[str, Any] = {}
+    for key in ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "enforce_eager",
+                "mem_fraction_static", "free_gpu_memory_fraction"):
+        if key in dep.settings:
+            kw[key] = dep.settings[key].value
+    try:
+        for key, target in (("kv_cache_memory", "kv_cache_memory_bytes"), ("weights_bytes", "weights_bytes")):
+            if key in dep.settings:
+                v = dep.settings[key].value
+                kw[target] = v if isinstance(v, int) else parse_bytes(str(v), key.replace("_", "-"))
+        return Settings(**kw)
+    except UsageError as exc:
+        bad = next((k for k in kw if k.replace("_bytes", "").replace("_", "-") in str(exc)), "")
+        raise _invalid(dep, "invalid-input", f"{exc}", dep.line_of(bad.removesuffix("_bytes") if bad else "")) from None
+
+
+def _requirements(dep: Deployment) -> dict[str, Any]:
+    """Requirement values (annotations arrive as text: parse them here)."""
+    from kvplan.units import parse_count
+
+    out: dict[str, Any] = {}
+    for key, v in dep.requirements.items():
+        value = v.value
+        try:
+            if key in ("at_context", "min_context") and isinstance(value, str):
+                value = parse_count(value, key.replace("_", "-"))
+            elif key == "min_concurrency" and isinstance(value, str):
+                count, _, at = value.partition("@")  # "32@8k"
+                value = int(count)
+                if at:
+                    out["at_context"] = parse_count(at, "at-context")
+            elif key == "headroom" and isinstance(value, str):
+                text = value.strip()
+                value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+                if not 0 <= value < 1:
+                    raise ValueError
+            elif key == "max_num_seqs_reachable" and isinstance(value, str):
+                value = value.strip().lower() in ("true", "yes", "1", "on")
+        except (ValueError, KvplanError):
+            raise _invalid(dep, "invalid-input", f"{v.spelled}: '{v.raw if v.raw is not None else v.value}' is "
+                           "not a valid value", v.line) from None
+        out.setdefault(key, value)
+    return out
+
+
+# ------------------------------------------------------------------------------------------- checks
+
+def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, settings: Settings,
+               req: dict[str, Any], result: DeploymentResult) -> None:
+    from kvplan.plan import max_batch
+    from kvplan.parallel import tp_notes
+
+    add = result.findings.append
+    tp, pp, dp = (int(dep.setting(k, 1)) for k in ("tp", "pp", "dp"))
+    result.tp, result.pp, result.dp = tp, pp, dp
+    mml_setting = dep.setting("max_model_len")
+    auto = mml_setting == "auto"
+    kv_dtype = str(dep.setting("kv_cache_dtype", "auto"))
+    kwargs: dict[str, Any] = dict(
+        gpu=None if gpu.origin == "command line" else gpu.name,
+        gpu_memory=str(gpu.memory_bytes) if gpu.origin == "command line" else None,
+        tp=tp, pp=pp, dp=dp, engine=dep.engine,
+        engine_version=dep.engine_version.value if dep.engine_version else None, kv_dtype=kv_dtype,
+        max_model_len=None if auto else mml_setting, block_size=dep.setting("block_size"), settings=settings)
+    if kwargs["gpu"] is not None:
+        from kvplan.hardware import find_gpu, load_catalog
+
+        try:
+            find_gpu(gpu.name, load_catalog())
+        except KvplanError:  # a GPU of a user catalog: hand max_batch its memory
+            kwargs.update(gpu=None, gpu_memory=str(gpu.memory_bytes))
+
+    def run(**over: Any) -> Any:
+        return max_batch(spec, **{**kwargs, **over})
+
+    # GPUs given vs used
+    needed = tp * pp * dp
+    if dep.gpu_count is not None:
+        have = dep.gpu_count.value
+        result.gpu_count = have
+        if have < needed:
+            add(_finding(dep, "error", "gpu-count", f"tp {tp} x pp {pp} x dp {dp} needs {needed} GPUs; "
+                         f"{dep.gpu_count.spelled} gives {have}", dep.gpu_count.line, value=have, fits=needed))
+        elif have > needed:
+            add(_finding(dep, "warning", "gpu-count", f"{dep.gpu_count.spelled} gives {have} GPUs; tp {tp} x pp {pp} "
+                         f"x dp {dp} uses {needed} (the others sit idle)", dep.gpu_count.line, value=have,
+                         fits=needed))
+    else:
+        result.gpu_count = needed
+    for note in tp_notes(spec, tp):
+        if "exceeds" in note:
+            add(_finding(dep, "warning", "tp-exceeds-kv-heads", note, dep.line_of("tp"), value=tp))
+    try:
+        plan = run()
+        if auto and not plan.fits and plan.max_model_len_fit > 0:
+            plan = run(max_model_len=plan.max_model_len_fit)
+    except KvplanError as exc:
+        invalid = "weights size unknown" in str(exc)
+        add(_finding(dep, "error", "invalid-input" if invalid else "engine-refuses", str(exc),
+                     dep.line_of("tp") if "--tp" in str(exc) else dep.line, invalid_input=invalid))
+        return
+    if auto:
+        add(_finding(dep, "note", "max-model-len-auto", f"{dep.spelled('max_model_len')} auto: the engine picks "
+                     f"{plan.max_model_len:,}", dep.line_of("max_model_len"), value="auto", fits=plan.max_model_len))
+    _fill(result, plan)
+    fp8 = _fp8_suggester(dep, plan, run)
+
+    # 1. vLLM's start-up check: one sequence of max_model_len
+    if not plan.fits:
+        default = "" if "max_model_len" in dep.settings else " (the model's limit: no max-model-len is set)"
+        add(_finding(dep, "error", "does-not-fit", plan.message + default, dep.line_of("max_model_len"),
+                     value=plan.max_model_len, fits=plan.max_model_len_fit,
+                     suggestion=fp8(lambda p: p.fits, lambda p: f"{p.max_model_len_fit:,} fits with fp8")))
+        return
+    # 2. max_num_seqs sequences of max_model_len at once
+    if "max_num_seqs" in dep.settings:
+        seqs = dep.setting("max_num_seqs")
+        if seqs > plan.max_batch:
+            strict = bool(req.get("max_num_seqs_reachable"))
+            add(_finding(dep, "error" if strict else "warning", "max-num-seqs-unreachable",
+                         f"{dep.spelled('max_num_seqs')} {seqs} sequences of {plan.max_model_len:,} tokens need "
+                         f"{seqs} x {format_bytes(plan.request_kv_bytes)} of KV per GPU; "
+                         f"{format_bytes(max(plan.per_gpu.kv_cache_bytes, 0))} available; {plan.max_batch} fit",
+                         dep.line_of("max_num_seqs"), value=seqs, fits=plan.max_batch,
+                         suggestion=fp8(lambda p: p.max_batch >= seqs, lambda p: f"{p.max_batch} fit with fp8")
+                         if strict else None))
+    # 3. requirements
+    failed = _requirement_checks(dep, plan, req, run, fp8, add, label="")
+    headroom = req.get("headroom")
+    if headroom and not failed:
+        kv_left = int(plan.per_gpu.kv_cache_bytes * (1 - headroom))
+        label = f"with {headroom:.0%} headroom ({format_bytes(max(kv_left, 0))} of KV per GPU): "
+        if kv_left <= 0:
+            add(_finding(dep, "error", "headroom", label + "no KV memory is left", dep.line_of("headroom"),
+                         value=headroom))
+            return
+        tight_settings = replace(settings, kv_cache_memory_bytes=kv_left)
+
+        def run_tight(**over: Any) -> Any:
+            return run(**{"settings": tight_settings, **over})
+
+        tight = run_tight()
+        if not tight.fits:
+            add(_finding(dep, "error", "headroom", label + tight.message, dep.line_of("headroom"),
+                         value=tight.max_model_len, fits=tight.max_model_len_fit))
+        else:
+            _requirement_checks(dep, tight, req, run_tight, lambda *a: None, add, label=label, code="headroom")
+
+
+def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Callable[..., Any],
+                        fp8: Callable[..., Any], add: Callable[[Finding], None], *, label: str,
+                        code: str | None = None) -> bool:
+    failed = False
+    min_context = req.get("min_context")
+    if min_context is not None and not label:
+        if plan.max_model_len < min_context:
+            failed = True
+            add(_finding(dep, "error", "min-context", f"{dep.spelled('max_model_len')} {plan.max_model_len:,} is "
+                         f"below the required min-context {min_context:,}; {plan.max_model_len_fit:,} fits",
+                         dep.line_of("max_model_len"), value=plan.max_model_len, fits=plan.max_model_len_fit))
+    elif min_context is not None and plan.max_model_len_fit < min_context:
+        failed = True
+        add(_finding(dep, "error", code or "min-context", f"{label}min-context {min_context:,} does not fit; "
+                     f"{plan.max_model_len_fit:,} fits", dep.line_of("min_context"), value=min_context,
+                     fits=plan.max_model_len_fit))
+    want = req.get("min_concurrency")
+    if want is not None:
+        at = req.get("at_context") or plan.max_model_len
+        if at > plan.max_model_len and not label:
+            failed = True
+            add(_finding(dep, "error", "min-concurrency", f"at-context {at:,} is longer than "
+                         f"{dep.spelled('max_model_len')} {plan.max_model_len:,}: the engine rejects such requests",
+                         dep.line_of("at_context"), value=at, fits=plan.max_model_len))
+            return failed
+        at_plan = run(context=at) if at != plan.context else plan
+        if at_plan.max_batch < want:
+            failed = True
+            add(_finding(dep, "error", code or "min-concurrency",
+                         f"{label}min-concurrency {want} sequences of {at:,} tokens: the KV cache holds "
+                         f"{at_plan.max_batch} ({format_bytes(max(at_plan.per_gpu.kv_cache_bytes, 0))} of KV per GPU)",
+                         dep.line_of("min_concurrency"), value=want, fits=at_plan.max_batch,
+                         suggestion=fp8(lambda p: p.max_batch >= want, lambda p: f"{p.max_batch} fit with fp8",
+                                        context=at)))
+        seqs = dep.setting("max_num_seqs") or plan.engine_defaults.get("max_num_seqs")
+        if seqs is not None and seqs < want and not label:
+            failed = True
+            where = dep.spelled("max_num_seqs") if "max_num_seqs" in dep.settings else "the engine's default max-num-seqs"
+            add(_finding(dep, "error", "min-concurrency", f"{where} {int(seqs)} caps concurrency below the "
+                         f"required min-concurrency {want}", dep.line_of("max_num_seqs"), value=int(seqs), fits=want))
+    return failed
+
+
+def _fp8_suggester(dep: Deployment, plan: Any, run: Callable[..., Any]) -> Callable[..., str | None]:
+    """suggest(test, describe, **over): the fp8 suggestion where the fp8 plan passes ``test``."""
+    def suggest(test: Callable[[Any], bool], describe: Callable[[Any], str], **over: Any) -> str | None:
+        if dep.engine not in ("vllm", "sglang") or plan.kv_dtype.startswith(("fp8", "int", "nvfp4", "q")):
+            return None
+        try:
+            p8 = run(kv_dtype="fp8", **over)
+        except KvplanError:
+            return None
+        if not test(p8):
+            return None
+        if dep.source == "kvplan":
+            how = "engine.kv_cache_dtype: fp8"
+        elif dep.source == "helm":
+            how = "extraArgs --kv-cache-dtype fp8"
+        else:
+            how = "--kv-cache-dtype " + ("fp8_e4m3" if dep.engine == "sglang" else "fp8")
+        return f"{how} would pass: {describe(p8)}"
+
+    return suggest
+
+
+def _fill(result: DeploymentResult, plan: Any) -> None:
+    result.engine = plan.engine
+    result.engine_version = plan.engine_version
+    result.kv_dtype = plan.kv_dtype
+    result.max_model_len = plan.max_model_len
+    result.max_num_seqs = int(plan.engine_defaults["max_num_seqs"]) if "max_num_seqs" in plan.engine_defaults else None
+    result.kv_cache_bytes_per_gpu = plan.per_gpu.kv_cache_bytes
+    result.request_kv_bytes = plan.request_kv_bytes
+    result.max_model_len_fit = plan.max_model_len_fit
+    result.max_concurrency = plan.max_concurrency
+    result.kv_cache_tokens = plan.kv_cache_tokens
+    result.assumptions = list(plan.assumptions)

@@ -1,0 +1,113 @@
+"""docker compose files: services whose command (or image entrypoint) runs an engine.
+
+The GPU count comes from ``deploy.resources.reservations.devices`` (``count``, or the number of
+``device_ids``); compose has no GPU type, so it comes from a ``kvplan/gpu`` label (or ``x-kvplan``
+extension field, or ``--gpu``). ``${VAR}`` / ``${VAR:-default}`` are interpolated from the ``.env`` file
+beside the compose file, as compose does; anything else stays unknown and is reported.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
+from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation
+from kvplan.deploy.k8s import _apply_annotations, image_version, implicit_launcher
+from kvplan.deploy.report import Finding
+from kvplan.deploy.yaml_lines import dig, line_at
+
+
+def looks_like(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("services"), dict) and "apiVersion" not in data
+
+
+def dotenv(base_dir: Path) -> dict[str, str]:
+    env: dict[str, str] = {}
+    try:
+        text = (base_dir / ".env").read_text(encoding="utf-8")
+    except OSError:
+        return env
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        env[key.strip()] = value
+    return env
+
+
+def _tokens(value: Any, line: int | None, lines: Any) -> list[Token]:
+    if isinstance(value, str):
+        try:
+            return [Token(w, line) for w in shlex.split(value)]
+        except ValueError:
+            raise FlagError(f"cannot split the command '{value}' (unbalanced quotes)", line) from None
+    if isinstance(value, list):
+        ls = list(getattr(value, "lines", [line] * len(value)))
+        return [Token(str(v), ls[i]) for i, v in enumerate(value)]
+    return []
+
+
+def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+    env = dotenv(base_dir)
+    deployments: list[Deployment] = []
+    findings: list[Finding] = []
+    services = data["services"]
+    for name, svc in services.items():
+        if not isinstance(svc, dict):
+            continue
+        entry = _tokens(svc.get("entrypoint"), line_at(svc, "entrypoint"), None)
+        command = _tokens(svc.get("command"), line_at(svc, "command"), None)
+        # compose interpolates ${VAR} in the whole file before anything runs
+        from kvplan.deploy.flags import substitute
+
+        argv = []
+        for t in [*entry, *command]:
+            text, _ = substitute(t.text.replace("$$", "\0"), env)
+            argv.append(Token(text.replace("\0", "$"), t.line))
+        implicit = implicit_launcher(svc.get("image")) if not entry else None
+        try:
+            inv = find_invocation(argv, env, implicit=implicit)
+        except FlagError as exc:
+            findings.append(Finding("error", "invalid-input", f"service {name}: {exc}", path, exc.line,
+                                    deployment=str(name), invalid_input=True))
+            continue
+        if inv is None:
+            continue
+        dep = Deployment(name=str(name), file=path, line=line_at(services, name), source="compose", base_dir=base_dir)
+        apply_invocation(dep, inv)
+        version = image_version(svc.get("image"), inv.engine)
+        if version:
+            dep.engine_version = Value(version, line_at(svc, "image"), "image tag")
+        count, count_line = _gpu_count(svc)
+        if count is not None:
+            dep.gpu_count = Value(count, count_line, "GPU device reservation")
+        notes = kvplan_annotations(svc.get("labels"))
+        ext = svc.get("x-kvplan")
+        if isinstance(ext, dict):
+            notes.update(kvplan_annotations({f"kvplan/{str(k).replace('_', '-')}": v for k, v in ext.items()}))
+            notes = {k: (v[0], v[1] if v[1] is not None else line_at(svc, "x-kvplan"), v[2]) for k, v in notes.items()}
+        _apply_annotations(dep, notes)
+        deployments.append(dep)
+    return deployments, findings, len(services)
+
+
+def _gpu_count(svc: Any) -> tuple[int | None, int | None]:
+    devices = dig(svc, "deploy", "resources", "reservations", "devices")
+    for i, d in enumerate(devices if isinstance(devices, list) else []):
+        if not isinstance(d, dict):
+            continue
+        caps = d.get("capabilities") or []
+        if d.get("driver") not in (None, "nvidia") and "gpu" not in caps:
+            continue
+        if isinstance(d.get("count"), int):
+            return d["count"], line_at(devices, i, "count")
+        if isinstance(d.get("device_ids"), list):
+            return len(d["device_ids"]), line_at(devices, i, "device_ids")
+        return None, line_at(devices, i)
+    return None, None

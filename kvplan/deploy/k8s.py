@@ -1,0 +1,247 @@
+"""Kubernetes manifests: Deployment, StatefulSet, Pod, Job, CronJob, ReplicaSet, DaemonSet and
+LeaderWorkerSet (multi-document files and ``kind: List`` too) whose containers run an engine.
+
+The GPU count is the container's ``nvidia.com/gpu`` limit (request when no limit; times the group size
+for a LeaderWorkerSet); the GPU type comes from the pod's node selector or required node affinity on
+``nvidia.com/gpu.product`` (or GKE / Karpenter labels), else a ``kvplan/gpu`` annotation, else ``--gpu``.
+``$(VAR)`` in command and args is expanded from the container's literal ``env`` values, as the kubelet does.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
+from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, substitute
+from kvplan.deploy.gpus import GPU_LABEL_KEYS
+from kvplan.deploy.report import Finding
+from kvplan.deploy.yaml_lines import LDict, dig, line_at
+
+WORKLOADS = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+#: Kinds that run no container: skipped without a word.
+OTHER_KINDS = {
+    "Service", "ConfigMap", "Secret", "Ingress", "IngressClass", "PersistentVolumeClaim", "PersistentVolume",
+    "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Namespace",
+    "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "StorageClass", "PriorityClass",
+    "LimitRange", "ResourceQuota", "Endpoints", "EndpointSlice", "ServiceMonitor", "PodMonitor",
+    "PrometheusRule", "Gateway", "HTTPRoute", "GRPCRoute", "ReferenceGrant", "ScaledObject", "VerticalPodAutoscaler",
+    "CustomResourceDefinition", "InferencePool", "InferenceModel", "InferenceObjective", "RuntimeClass",
+    "Certificate", "Issuer", "ClusterIssuer", "VirtualService", "DestinationRule",
+}
+_IMPLICIT = (
+    (re.compile(r"(^|/)vllm-openai(:|@|$)|(^|/)vllm/vllm-openai|(^|/)vllm-tpu(:|$)"), "vllm serve"),
+)
+_VERSION_TAG = re.compile(r":v?(\d+\.\d+(?:\.\d+)?)")
+
+
+def looks_like(data: Any) -> bool:
+    return isinstance(data, dict) and "kind" in data and ("apiVersion" in data or "metadata" in data)
+
+
+def implicit_launcher(image: Any) -> str | None:
+    if not isinstance(image, str):
+        return None
+    for pattern, launcher in _IMPLICIT:
+        if pattern.search(image):
+            return launcher
+    return None
+
+
+def image_version(image: Any, engine: str) -> str | None:
+    """``vllm/vllm-openai:v0.10.2`` -> 0.10.2 (engine images only; 'latest' and digests give None)."""
+    if not isinstance(image, str) or engine not in image.lower():
+        return None
+    m = _VERSION_TAG.search(image.rsplit("/", 1)[-1])
+    return m.group(1) if m else None
+
+
+def read(docs: list[tuple[Any, int]], path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+    """Deployments of all documents; findings for documents kvplan cannot read; the number of workloads."""
+    deployments: list[Deployment] = []
+    findings: list[Finding] = []
+    workloads = 0
+    stack = [(doc, line) for doc, line in docs]
+    while stack:
+        doc, line = stack.pop(0)
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            findings.append(Finding("error", "invalid-input", "a Kubernetes document is a mapping (apiVersion, "
+                                    "kind, ...)", path, line, invalid_input=True))
+            continue
+        kind = doc.get("kind")
+        if kind == "List" and isinstance(doc.get("items"), list):
+            items = doc["items"]
+            stack[:0] = [(item, items.lines[i] if hasattr(items, "lines") else line) for i, item in enumerate(items)]
+            continue
+        if kind in OTHER_KINDS:
+            continue
+        if kind == "LeaderWorkerSet":
+            workloads += 1
+            deployments += _lws(doc, path, base_dir, findings)
+            continue
+        if kind not in WORKLOADS:
+            findings.append(Finding("error", "unknown-kind",
+                                    f"unknown kind '{kind}': kvplan reads {', '.join(sorted([*WORKLOADS, 'LeaderWorkerSet']))}",
+                                    path, line_at(doc, "kind"), invalid_input=True))
+            continue
+        workloads += 1
+        pod = dig(doc, *WORKLOADS[kind])
+        if not isinstance(pod, dict):
+            findings.append(Finding("error", "invalid-input", f"{kind}: no pod spec at {'.'.join(WORKLOADS[kind])}",
+                                    path, line_at(doc, *WORKLOADS[kind]), invalid_input=True))
+            continue
+        template_meta = dig(doc, *WORKLOADS[kind][:-1], "metadata") if kind != "Pod" else None
+        deployments += _pod(doc, pod, [doc.get("metadata"), template_meta], path, base_dir, findings, group=1)
+    return deployments, findings, workloads
+
+
+def _lws(doc: LDict, path: str, base_dir: Path, findings: list[Finding]) -> list[Deployment]:
+    template = dig(doc, "spec", "leaderWorkerTemplate")
+    if not isinstance(template, dict):
+        findings.append(Finding("error", "invalid-input", "LeaderWorkerSet: no spec.leaderWorkerTemplate", path,
+                                line_at(doc, "spec"), invalid_input=True))
+        return []
+    size = template.get("size", 1)
+    leader = dig(template, "leaderTemplate", "spec") or dig(template, "workerTemplate", "spec")
+    worker = dig(template, "workerTemplate", "spec")
+    if not isinstance(leader, dict):
+        findings.append(Finding("error", "invalid-input", "LeaderWorkerSet: no leaderTemplate or workerTemplate "
+                                "pod spec", path, line_at(template), invalid_input=True))
+        return []
+    metas = [doc.get("metadata"), dig(template, "leaderTemplate", "metadata"), dig(template, "workerTemplate", "metadata")]
+    deps = _pod(doc, leader, metas, path, base_dir, findings, group=size if isinstance(size, int) else 1,
+                worker=worker if isinstance(worker, dict) else None, size_line=line_at(template, "size"))
+    return deps
+
+
+def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, findings: list[Finding], *,
+         group: int, worker: LDict | None = None, size_line: int | None = None) -> list[Deployment]:
+    name = str(dig(doc, "metadata", "name") or doc.get("kind"))
+    notes: dict[str, tuple[str, int | None, str]] = {}
+    for meta in metas:
+        if isinstance(meta, dict):
+            notes.update(kvplan_annotations(meta.get("annotations")))
+    gpus = _gpu_labels(pod)
+    containers = pod.get("containers")
+    out: list[Deployment] = []
+    if not isinstance(containers, list):
+        return out
+    serving = []
+    for i, c in enumerate(containers):
+        if not isinstance(c, dict):
+            continue
+        try:
+            inv = _invocation(c)
+        except FlagError as exc:
+            findings.append(Finding("error", "invalid-input", f"container {c.get('name', i)}: {exc}", path,
+                                    exc.line, deployment=name, invalid_input=True))
+            continue
+        if inv is not None:
+            serving.append((c, inv))
+    for c, inv in serving:
+        dep_name = name if len(serving) == 1 else f"{name}/{c.get('name')}"
+        dep = Deployment(name=dep_name, file=path, line=line_at(c), source="kubernetes", base_dir=base_dir)
+        apply_invocation(dep, inv)
+        version = image_version(c.get("image"), inv.engine)
+        if version:
+            dep.engine_version = Value(version, line_at(c, "image"), "image tag")
+        dep.gpus = [Value(v, line, key) for v, line, key in gpus]
+        count, count_line = _gpu_count(c)
+        if count is not None:
+            total, spelled = count, "nvidia.com/gpu limit"
+            if group > 1:
+                worker_count = count
+                if worker is not None:
+                    wc = [_gpu_count(w)[0] for w in worker.get("containers") or [] if isinstance(w, dict)]
+                    worker_count = sum(x for x in wc if x) if any(wc) else count
+                total = count + worker_count * (group - 1)
+                spelled = f"nvidia.com/gpu x {group} pods (LeaderWorkerSet size)"
+            dep.gpu_count = Value(total, count_line, spelled)
+        _apply_annotations(dep, notes)
+        out.append(dep)
+    return out
+
+
+def _apply_annotations(dep: Deployment, notes: dict[str, tuple[str, int | None, str]]) -> None:
+    for key, (text, line, spelled) in notes.items():
+        if key == "gpu" and not dep.gpus:
+            dep.gpus = [Value(g.strip(), line, spelled) for g in text.split(",") if g.strip()]
+        elif key == "model":
+            model = text
+            dep.model = Value(model, line, spelled)
+        elif key == "engine_version":
+            dep.engine_version = Value(text, line, spelled)
+        elif key in ("min_concurrency", "at_context", "min_context", "headroom", "max_num_seqs_reachable"):
+            dep.requirements[key] = Value(text, line, spelled, text)
+
+
+def _invocation(c: LDict) -> Any:
+    env = {}
+    for e in c.get("env") or []:
+        if isinstance(e, dict) and isinstance(e.get("name"), str) and "value" in e and e["value"] is not None:
+            env[e["name"]] = str(e["value"])
+    argv: list[Token] = []
+    for key in ("command", "args"):
+        items = c.get(key)
+        if isinstance(items, str):  # not valid Kubernetes, but common in hand-written files
+            items_list, lines = [items], [line_at(c, key)]
+        elif isinstance(items, list):
+            items_list, lines = items, list(getattr(items, "lines", [None] * len(items)))
+        else:
+            continue
+        for item, line in zip(items_list, lines):
+            argv.append(Token(str(item), line))
+    implicit = implicit_launcher(c.get("image")) if c.get("command") is None else None
+    # the kubelet expands $(VAR) from the container's env before anything runs
+    expanded = []
+    for t in argv:
+        text, _ = substitute(t.text, {k: v for k, v in env.items()}, k8s=True)
+        expanded.append(Token(text, t.line))
+    return find_invocation(expanded, env, k8s=True, implicit=implicit)
+
+
+def _gpu_count(c: Any) -> tuple[int | None, int | None]:
+    for section in ("limits", "requests"):
+        res = dig(c, "resources", section)
+        if isinstance(res, dict) and "nvidia.com/gpu" in res:
+            value = res["nvidia.com/gpu"]
+            try:
+                return int(str(value)), line_at(c, "resources", section, "nvidia.com/gpu")
+            except ValueError:
+                return None, line_at(c, "resources", section, "nvidia.com/gpu")
+    return None, None
+
+
+def _gpu_labels(pod: LDict) -> list[tuple[str, int | None, str]]:
+    """GPU products the pod may be scheduled on: node selector first, then required node affinity."""
+    selector = pod.get("nodeSelector")
+    if isinstance(selector, dict):
+        for key in GPU_LABEL_KEYS:
+            if key in selector and selector[key] is not None:
+                return [(str(selector[key]), line_at(pod, "nodeSelector", key), f"nodeSelector {key}")]
+    terms = dig(pod, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+    return labels_from_terms(terms)
+
+
+def labels_from_terms(terms: Any) -> list[tuple[str, int | None, str]]:
+    """GPU products named by ``In`` expressions of node selector terms."""
+    found: list[tuple[str, int | None, str]] = []
+    for term in terms if isinstance(terms, list) else []:
+        for expr in (term.get("matchExpressions") or []) if isinstance(term, dict) else []:
+            if isinstance(expr, dict) and expr.get("key") in GPU_LABEL_KEYS and expr.get("operator") == "In":
+                values = expr.get("values") or []
+                for i, v in enumerate(values):
+                    line = values.lines[i] if hasattr(values, "lines") else None
+                    found.append((str(v), line, f"node affinity {expr['key']}"))
+    return list({v[0]: v for v in found}.values())

@@ -1,0 +1,196 @@
+"""kvplan's own deployment file: one or more deployments with their requirements.
+
+```yaml
+version: 1
+deployments:
+  - name: chat
+    model: meta-llama/Llama-3.1-8B        # a bundled id, a Hub id, or {path: spec.yaml} / {spec: {...}}
+    gpu: {type: L4, count: 1}              # or gpu: L4 (one GPU); or {memory: 47.5GiB, count: 2}
+    engine: {name: vllm, version: "0.11", tp: 1, max_model_len: 32k, max_num_seqs: 64}
+    requirements: {min_concurrency: 16, at_context: 8k, min_context: 32k, headroom: 10%}
+```
+
+Validated by pydantic (``kvplan schema deployment`` prints the JSON schema); each problem becomes one
+finding with its line. Counts take ``32k`` (k = 1024, as kvplan's command line does).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from kvplan.deploy.deployment import Deployment, Value
+from kvplan.deploy.report import Finding
+from kvplan.deploy.yaml_lines import line_at
+
+
+def _count(value: Any) -> Any:
+    if isinstance(value, str):
+        from kvplan.units import parse_count
+
+        return parse_count(value, "count")
+    return value
+
+
+def _fraction(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            raise ValueError(f"'{value}' is not a fraction (0.1 or 10%)") from None
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_count), Field(ge=1, description="A token count: 32768 or 32k (k = 1024).")]
+Fraction = Annotated[float, BeforeValidator(_fraction), Field(ge=0, lt=1, description="0.1 or 10%.")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelRef(_Strict):
+    """Exactly one of id, path, spec."""
+
+    id: Optional[str] = Field(None, description="A bundled model id or a Hugging Face Hub id.")
+    path: Optional[str] = Field(None, description="A YAML spec (`kvplan spec` output) or config.json, relative to this file.")
+    spec: Optional[dict[str, Any]] = Field(None, description="An inline model spec (the `kvplan schema model` format).")
+
+    @model_validator(mode="after")
+    def _one(self) -> "ModelRef":
+        if sum(x is not None for x in (self.id, self.path, self.spec)) != 1:
+            raise ValueError("give exactly one of id, path, spec")
+        return self
+
+
+class GpuSpec(_Strict):
+    type: Optional[str] = Field(None, description="A GPU from `kvplan gpus`, or a node label such as NVIDIA-H100-80GB-HBM3.")
+    memory: Optional[str] = Field(None, description="Any other GPU: its total memory, e.g. 47.5GiB.")
+    count: int = Field(1, ge=1, description="GPUs the deployment gets (tp x pp x dp uses them).")
+
+    @model_validator(mode="after")
+    def _one(self) -> "GpuSpec":
+        if (self.type is None) == (self.memory is None):
+            raise ValueError("give exactly one of type, memory")
+        return self
+
+
+class EngineSpec(_Strict):
+    name: Literal["vllm", "sglang", "trtllm", "llamacpp", "hf"] = "vllm"
+    version: Optional[str] = Field(None, description="Which release's accounting (default: the newest kvplan knows).")
+    tp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+    dp: int = Field(1, ge=1)
+    max_model_len: Optional[Count] = None
+    max_num_seqs: Optional[int] = Field(None, ge=1)
+    gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
+    kv_cache_dtype: str = "auto"
+    max_num_batched_tokens: Optional[Count] = None
+    block_size: Optional[int] = Field(None, ge=1)
+    enforce_eager: bool = False
+    mem_fraction_static: Optional[float] = Field(None, gt=0, le=1)
+    free_gpu_memory_fraction: Optional[float] = Field(None, gt=0, le=1)
+    kv_cache_memory: Optional[str] = Field(None, description="KV memory per GPU as the engine logged it, e.g. 30.5GiB.")
+    weights_bytes: Optional[str] = Field(None, description="Weights per GPU, e.g. 14.99GiB.")
+
+
+class Requirements(_Strict):
+    min_concurrency: Optional[int] = Field(None, ge=1, description="Sequences of at_context tokens served at once.")
+    at_context: Optional[Count] = Field(None, description="Context of min_concurrency (default: max_model_len).")
+    min_context: Optional[Count] = Field(None, description="The longest request the deployment must take.")
+    headroom: Optional[Fraction] = Field(None, description="Requirements must hold with this much less KV memory (0.1 or 10%).")
+    max_num_seqs_reachable: bool = Field(False, description="max_num_seqs sequences of max_model_len must fit at once (an error, not a warning).")
+
+
+class DeploymentSpec(_Strict):
+    name: str = Field(..., min_length=1)
+    model: Union[str, ModelRef]
+    gpu: Union[str, GpuSpec]
+    engine: Union[Literal["vllm", "sglang", "trtllm", "llamacpp", "hf"], EngineSpec] = "vllm"
+    requirements: Requirements = Field(default_factory=Requirements)
+
+
+class DeploymentFile(_Strict):
+    """kvplan deployment file (kvplan check)."""
+
+    version: Literal[1] = 1
+    deployments: list[DeploymentSpec] = Field(..., min_length=1)
+
+
+def schema() -> dict[str, Any]:
+    data = DeploymentFile.model_json_schema()
+    data["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    data["title"] = "kvplan deployment file"
+    return data
+
+
+def _clean_loc(loc: Any) -> list[Any]:
+    return [p for p in loc if not (isinstance(p, str) and (p in ("str", "ModelRef", "GpuSpec", "EngineSpec")
+                                                           or p.startswith(("literal[", "function-"))))]
+
+
+def looks_like(data: Any) -> bool:
+    return isinstance(data, dict) and "deployments" in data and "apiVersion" not in data
+
+
+def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+    from pydantic import ValidationError
+
+    try:
+        parsed = DeploymentFile.model_validate(data)
+    except ValidationError as exc:
+        findings = []
+        cleaned = [(err, tuple(_clean_loc(err["loc"]))) for err in exc.errors()]
+        # a union reports every branch: keep the deepest errors (the branch the input meant)
+        kept = [(e, loc) for e, loc in cleaned
+                if not any(o[:len(loc)] == loc and len(o) > len(loc) for _, o in cleaned)]
+        for err, loc in kept:
+            where = ".".join(str(p) for p in loc) or "file"
+            msg = err["msg"].removeprefix("Value error, ")
+            findings.append(Finding("error", "invalid-input", f"{where}: {msg}", path, line_at(data, *loc),
+                                    invalid_input=True))
+        # a union reports each branch: keep one finding per line and location
+        unique = {(f.line, f.message.split(":")[0]): f for f in reversed(findings)}
+        return [], list(reversed(list(unique.values())))
+    out = []
+    for i, d in enumerate(parsed.deployments):
+        at = ("deployments", i)
+        dep = Deployment(name=d.name, file=path, line=line_at(data, *at), source="kvplan", base_dir=base_dir)
+        if isinstance(d.model, str):
+            dep.model = Value(d.model, line_at(data, *at, "model"), "model")
+        elif d.model.spec is not None:
+            dep.model = Value(d.model.spec, line_at(data, *at, "model", "spec"), "model.spec")
+        else:
+            ref = d.model.id if d.model.id is not None else d.model.path
+            key = "id" if d.model.id is not None else "path"
+            dep.model = Value(ref, line_at(data, *at, "model", key),
+                              f"model.{key}")
+        gpu = GpuSpec(type=d.gpu) if isinstance(d.gpu, str) else d.gpu
+        gpu_line = line_at(data, *at, "gpu")
+        if gpu.type is not None:
+            dep.gpus.append(Value(gpu.type, line_at(data, *at, "gpu", "type") if not isinstance(d.gpu, str)
+                                  else gpu_line, "gpu.type"))
+        else:
+            dep.gpus.append(Value({"memory": gpu.memory}, line_at(data, *at, "gpu", "memory"), "gpu.memory"))
+        dep.gpu_count = Value(gpu.count, line_at(data, *at, "gpu", "count") if not isinstance(d.gpu, str)
+                              else gpu_line, "gpu.count")
+        engine = EngineSpec(name=d.engine) if isinstance(d.engine, str) else d.engine
+        dep.engine = engine.name
+        if engine.version is not None:
+            dep.engine_version = Value(engine.version, line_at(data, *at, "engine", "version"), "engine.version")
+        given = engine.model_fields_set if not isinstance(d.engine, str) else set()
+        for key in ("tp", "pp", "dp", "max_model_len", "max_num_seqs", "gpu_memory_utilization", "kv_cache_dtype",
+                    "max_num_batched_tokens", "block_size", "enforce_eager", "mem_fraction_static",
+                    "free_gpu_memory_fraction", "kv_cache_memory", "weights_bytes"):
+            if key in given and getattr(engine, key) is not None:
+                dep.settings[key] = Value(getattr(engine, key), line_at(data, *at, "engine", key), f"engine.{key}")
+        req = d.requirements
+        for key in req.model_fields_set:
+            value = getattr(req, key)
+            if value is not None:
+                dep.requirements[key] = Value(value, line_at(data, *at, "requirements", key), f"requirements.{key}")
+        out.append(dep)
+    return out, []

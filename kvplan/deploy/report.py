@@ -1,0 +1,158 @@
+"""Findings and the report of ``kvplan check``; ``CheckReport.to_dict`` is the stable JSON form.
+
+Exit status: 2 when any input is invalid (a finding with ``invalid_input``), else 1 when any finding
+is an error (or, with ``strict``, a warning), else 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "note"]
+JSON_VERSION = 1
+
+
+@dataclass
+class Finding:
+    severity: Severity
+    code: str
+    """Stable identifier: does-not-fit, max-num-seqs-unreachable, min-concurrency, min-context, headroom,
+    gpu-count, tp-exceeds-kv-heads, engine-refuses, unknown-value, model-unresolved, unknown-gpu,
+    invalid-input, malformed-yaml, unknown-kind, no-serving-container, unknown-format, no-files."""
+    message: str
+    file: str
+    line: int | None = None
+    deployment: str | None = None
+    value: Any = None
+    """The number that fails (as given)."""
+    fits: Any = None
+    """The value that would fit / pass, where there is one."""
+    suggestion: str | None = None
+    invalid_input: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"severity": self.severity, "code": self.code, "file": self.file, "line": self.line,
+                "deployment": self.deployment, "message": self.message, "value": self.value,
+                "fits": self.fits, "suggestion": self.suggestion, "invalid_input": self.invalid_input}
+
+    def text(self) -> str:
+        """One line: the message, then the suggestion."""
+        return self.message + (f" ({self.suggestion})" if self.suggestion else "")
+
+
+@dataclass
+class DeploymentResult:
+    name: str
+    file: str
+    line: int | None
+    source: str
+    model: str | None = None
+    gpu: str | None = None
+    gpu_count: int | None = None
+    engine: str = "vllm"
+    engine_version: str | None = None
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    kv_dtype: str | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    kv_cache_bytes_per_gpu: int | None = None
+    request_kv_bytes: int | None = None
+    max_model_len_fit: int | None = None
+    max_concurrency: float | None = None
+    kv_cache_tokens: int | None = None
+    findings: list[Finding] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """pass, warn, fail or invalid."""
+        if any(f.invalid_input for f in self.findings):
+            return "invalid"
+        if any(f.severity == "error" for f in self.findings):
+            return "fail"
+        if any(f.severity == "warning" for f in self.findings):
+            return "warn"
+        return "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "file": self.file, "line": self.line, "source": self.source,
+            "status": self.status, "model": self.model, "engine": self.engine,
+            "engine_version": self.engine_version,
+            "gpu": {"name": self.gpu, "count": self.gpu_count},
+            "parallel": {"tp": self.tp, "pp": self.pp, "dp": self.dp},
+            "kv_dtype": self.kv_dtype, "max_model_len": self.max_model_len, "max_num_seqs": self.max_num_seqs,
+            "kv_cache_bytes_per_gpu": self.kv_cache_bytes_per_gpu, "request_kv_bytes": self.request_kv_bytes,
+            "max_model_len_fit": self.max_model_len_fit,
+            "max_concurrency": None if self.max_concurrency is None else round(self.max_concurrency, 4),
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "findings": [f.to_dict() for f in self.findings],
+            "assumptions": list(self.assumptions),
+        }
+
+
+@dataclass
+class FileResult:
+    path: str
+    format: str | None = None
+    """kvplan, kubernetes, compose, helm, shell; None when unreadable or unrecognized."""
+    findings: list[Finding] = field(default_factory=list)
+    """Problems with the file itself (not one deployment's)."""
+    deployments: list[DeploymentResult] = field(default_factory=list)
+    skipped: bool = False
+
+    def all_findings(self) -> list[Finding]:
+        return [*self.findings, *(f for d in self.deployments for f in d.findings)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "format": self.format, "skipped": self.skipped,
+                "findings": [f.to_dict() for f in self.findings],
+                "deployments": [d.name for d in self.deployments]}
+
+
+@dataclass
+class CheckReport:
+    files: list[FileResult] = field(default_factory=list)
+    strict: bool = False
+    kvplan_version: str = ""
+
+    @property
+    def deployments(self) -> list[DeploymentResult]:
+        return [d for f in self.files for d in f.deployments]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [x for f in self.files for x in f.all_findings()]
+
+    @property
+    def exit_code(self) -> int:
+        found = self.findings
+        if any(f.invalid_input for f in found):
+            return 2
+        if any(f.severity == "error" or (self.strict and f.severity == "warning") for f in found):
+            return 1
+        return 0
+
+    def counts(self) -> dict[str, int]:
+        found = self.findings
+        statuses = [d.status for d in self.deployments]
+        return {"files": len(self.files), "deployments": len(statuses),
+                "passed": statuses.count("pass") + statuses.count("warn"), "failed": statuses.count("fail"),
+                "invalid": statuses.count("invalid") + sum(1 for f in self.files if f.findings and
+                                                          any(x.invalid_input for x in f.findings)),
+                "errors": sum(f.severity == "error" for f in found),
+                "warnings": sum(f.severity == "warning" for f in found),
+                "notes": sum(f.severity == "note" for f in found)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON form (docs/ci.md): fields are added over time, never renamed."""
+        return {
+            "kvplan_version": self.kvplan_version, "json_version": JSON_VERSION, "exit_code": self.exit_code,
+            "strict": self.strict, "summary": self.counts(),
+            "files": [f.to_dict() for f in self.files],
+            "deployments": [d.to_dict() for d in self.deployments],
+            "findings": [f.to_dict() for f in self.findings],
+        }

@@ -1,0 +1,59 @@
+"""Plain shell scripts: every ``vllm serve`` / ``python -m ...`` command in them is a deployment.
+
+Variables assigned in the script (``MODEL=...``, ``export MAX_LEN=${MAX_LEN:-32768}``) are followed;
+the GPU type comes from a ``# kvplan/gpu: H100`` comment or ``--gpu``, the GPU count from
+``CUDA_VISIBLE_DEVICES=0,1`` when set (else tp x pp x dp).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kvplan.deploy.deployment import Deployment, Value
+from kvplan.deploy.flags import FlagError, apply_invocation, find_invocation, shell_assignments, shell_commands
+from kvplan.deploy.k8s import _apply_annotations
+from kvplan.deploy.report import Finding
+
+_COMMENT = re.compile(r"^\s*#\s*(kvplan[./a-z]*/)([a-z-]+)\s*[:=]\s*(.+?)\s*$")
+
+
+def looks_like(text: str, path: str) -> bool:
+    return path.endswith((".sh", ".bash")) or text.startswith("#!") or bool(
+        re.search(r"(^|\s)(vllm\s+serve|-m\s+(vllm|sglang)\.)", text))
+
+
+def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+    from kvplan.deploy.deployment import kvplan_annotations
+
+    notes = {}
+    for i, raw in enumerate(text.splitlines(), start=1):
+        m = _COMMENT.match(raw)
+        if m:
+            found = kvplan_annotations({f"kvplan/{m.group(2)}": m.group(3)})
+            notes.update({k: (v[0], i, f"# {m.group(1)}{m.group(2)}") for k, v in found.items()})
+    env: dict[str, str] = {}
+    deployments: list[Deployment] = []
+    findings: list[Finding] = []
+    stem = Path(path).stem
+    for command in shell_commands(text, 1):
+        if shell_assignments(command, env):
+            continue
+        try:
+            inv = find_invocation(command, env)
+        except FlagError as exc:
+            findings.append(Finding("error", "invalid-input", str(exc), path, exc.line, invalid_input=True))
+            continue
+        if inv is None:
+            continue
+        name = stem if not deployments else f"{stem}#{len(deployments) + 1}"
+        dep = Deployment(name=name, file=path, line=inv.line, source="shell", base_dir=base_dir)
+        apply_invocation(dep, inv)
+        visible = [t for t in command if t.text.startswith("CUDA_VISIBLE_DEVICES=")]
+        devices = visible[0].text.partition("=")[2] if visible else env.get("CUDA_VISIBLE_DEVICES")
+        if devices and re.fullmatch(r"[0-9]+(,[0-9]+)*", devices):
+            dep.gpu_count = Value(len(devices.split(",")), visible[0].line if visible else None,
+                                  "CUDA_VISIBLE_DEVICES")
+        _apply_annotations(dep, notes)
+        deployments.append(dep)
+    return deployments, findings, len(deployments)

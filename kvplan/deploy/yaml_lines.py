@@ -1,0 +1,126 @@
+"""YAML loading that keeps line numbers, for findings that point into the file.
+
+Mappings load as :class:`LDict` and sequences as :class:`LList`: plain ``dict`` / ``list`` with a
+``line`` (where the node starts) and ``lines`` (where each value starts: ``lines[key]`` for a mapping,
+``lines[i]`` for a sequence). Scalars load as PyYAML's safe loader makes them. Lines are 1-based; a
+block scalar's line is the line of its first content line, not of its ``|`` indicator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvplan.errors import ConfigError
+
+
+class LDict(dict):
+    line: int = 0
+    lines: dict
+
+    def line_of(self, key: Any, default: int | None = None) -> int:
+        return self.lines.get(key, default if default is not None else self.line)
+
+
+class LList(list):
+    line: int = 0
+    lines: list
+
+    def line_of(self, index: int, default: int | None = None) -> int:
+        if 0 <= index < len(self.lines):
+            return self.lines[index]
+        return default if default is not None else self.line
+
+
+class YamlInputError(ConfigError):
+    """Malformed YAML: carries the 1-based line of the problem."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def node_line(node: Any) -> int:
+    line = node.start_mark.line + 1
+    if getattr(node, "style", None) in ("|", ">"):
+        line += 1
+    return line
+
+
+def _convert(node: Any, loader: Any) -> Any:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)  # merge keys (<<: *anchor)
+        out = LDict()
+        out.line, out.lines = node.start_mark.line + 1, {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                key = str(key)
+            out[key] = _convert(value_node, loader)
+            out.lines[key] = node_line(value_node) if isinstance(value_node, yaml.ScalarNode) \
+                else value_node.start_mark.line + 1
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        seq = LList()
+        seq.line, seq.lines = node.start_mark.line + 1, []
+        for item in node.value:
+            seq.append(_convert(item, loader))
+            seq.lines.append(node_line(item) if isinstance(item, yaml.ScalarNode) else item.start_mark.line + 1)
+        return seq
+    return loader.construct_object(node, deep=True)
+
+
+def load_all(text: str, where: str) -> list[tuple[Any, int]]:
+    """Every document of ``text`` as (data, first line); malformed YAML raises YamlInputError."""
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_cls(text)
+    docs: list[tuple[Any, int]] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:  # pragma: no cover - check_node says there is one
+                continue
+            docs.append((_convert(node, loader), node.start_mark.line + 1))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        at = f" line {line}, column {mark.column + 1}" if mark is not None else ""
+        raise YamlInputError(f"{where}:{at}: malformed YAML: {problem}", line) from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def dig(data: Any, *path: Any) -> Any:
+    """data[path0][path1]... or None where a step is missing or of the wrong type."""
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(data, list) or not -len(data) <= key < len(data):
+                return None
+        elif not isinstance(data, dict):
+            return None
+        data = data[key] if isinstance(key, int) else data.get(key)
+        if data is None:
+            return None
+    return data
+
+
+def line_at(data: Any, *path: Any) -> int | None:
+    """The line of the value at ``path`` (the deepest node that exists)."""
+    line = getattr(data, "line", None)
+    for key in path:
+        if isinstance(data, LDict) and key in data:
+            line = data.lines.get(key, line)
+            data = data[key]
+        elif isinstance(data, LList) and isinstance(key, int) and 0 <= key < len(data):
+            line = data.lines[key]
+            data = data[key]
+        else:
+            break
+    return line

@@ -1,0 +1,149 @@
+"""Renderers of ``kvplan check``: table, json, junit, github (workflow commands), markdown."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from kvplan.deploy.report import CheckReport, DeploymentResult, Finding
+from kvplan.units import format_bytes
+
+FORMATS = ("table", "json", "junit", "github", "markdown")
+_STATUS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "invalid": "INVALID"}
+
+
+def render(report: CheckReport, fmt: str) -> str:
+    return {"table": table, "json": as_json, "junit": junit, "github": github, "markdown": markdown}[fmt](report)
+
+
+def _where(f: Finding) -> str:
+    return f"{f.file}:{f.line}" if f.line else f.file
+
+
+def _gpu(d: DeploymentResult) -> str:
+    if d.gpu is None:
+        return "-"
+    return f"{d.gpu_count} x {d.gpu}" if d.gpu_count else d.gpu
+
+
+def _kv(d: DeploymentResult) -> str:
+    return format_bytes(max(d.kv_cache_bytes_per_gpu, 0)) if d.kv_cache_bytes_per_gpu is not None else "-"
+
+
+def _num(v: Any) -> str:
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else ("-" if v is None else str(v))
+
+
+def _summary(report: CheckReport) -> str:
+    c = report.counts()
+    verdict = {0: "all deployments fit", 1: "a deployment does not fit or misses a requirement",
+               2: "an input is invalid"}[report.exit_code]
+    return (f"{c['deployments']} deployment(s) in {c['files']} file(s): {c['passed']} pass, {c['failed']} fail, "
+            f"{c['invalid']} invalid; {c['errors']} error(s), {c['warnings']} warning(s): {verdict}")
+
+
+def table(report: CheckReport) -> str:
+    """Plain text (no colour): one row per deployment, then one line per finding."""
+    rows = [("status", "deployment", "where", "model", "GPUs", "engine", "max-model-len", "KV/GPU", "fits", "conc.")]
+    for d in report.deployments:
+        rows.append((_STATUS[d.status], d.name, f"{d.file}:{d.line}" if d.line else d.file, d.model or "-", _gpu(d),
+                     d.engine + (f" tp{d.tp}" if d.tp > 1 else "") + (f" pp{d.pp}" if d.pp > 1 else ""),
+                     _num(d.max_model_len), _kv(d), _num(d.max_model_len_fit),
+                     "-" if d.max_concurrency is None else f"{d.max_concurrency:.2f}x"))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows] if len(rows) > 1 else []
+    found = report.findings
+    if found:
+        lines += [""] + [f"{_where(f)}: {f.severity}: {f.deployment + ': ' if f.deployment else ''}{f.text()} [{f.code}]"
+                         for f in found]
+    lines += ["", _summary(report)]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(report: CheckReport) -> str:
+    return json.dumps(report.to_dict(), indent=2) + "\n"
+
+
+def junit(report: CheckReport) -> str:
+    """JUnit XML: a testsuite per file, a testcase per deployment (a file that cannot be read is one
+    testcase with an <error>); errors are <failure>s, invalid input <error>s, warnings in <system-out>."""
+    c = report.counts()
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuites name="kvplan check" tests="{sum(max(len(f.deployments), 1) for f in report.files)}" '
+           f'failures="{c["failed"]}" errors="{c["invalid"]}">']
+    for f in report.files:
+        cases = []
+        if f.findings or not f.deployments:
+            cases.append((f.path, f.findings, "file"))
+        cases += [(d.name, d.findings, d.source) for d in f.deployments]
+        fails = sum(1 for _, fs, _ in cases if any(x.severity == "error" and not x.invalid_input for x in fs))
+        errors = sum(1 for _, fs, _ in cases if any(x.invalid_input for x in fs))
+        out.append(f'  <testsuite name={quoteattr(f.path)} tests="{len(cases)}" failures="{fails}" errors="{errors}"'
+                   f'{" skipped=" + chr(34) + "1" + chr(34) if f.skipped else ""}>')
+        for name, findings, kind in cases:
+            out.append(f'    <testcase classname={quoteattr(f.path)} name={quoteattr(name)}>')
+            if f.skipped:
+                out.append('      <skipped message="no deployment in this file"/>')
+            for x in findings:
+                text = escape(f"{_where(x)}: {x.text()}")
+                if x.invalid_input:
+                    out.append(f'      <error type={quoteattr(x.code)} message={quoteattr(x.text())}>{text}</error>')
+                elif x.severity == "error":
+                    out.append(f'      <failure type={quoteattr(x.code)} message={quoteattr(x.text())}>{text}</failure>')
+            others = [x for x in findings if x.severity != "error"]
+            if others:
+                body = "\n".join(f"{_where(x)}: {x.severity}: {x.text()} [{x.code}]" for x in others)
+                out.append(f"      <system-out>{escape(body)}</system-out>")
+            out.append("    </testcase>")
+        out.append("  </testsuite>")
+    out.append("</testsuites>")
+    return "\n".join(out) + "\n"
+
+
+def _gh_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(text: str) -> str:
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(report: CheckReport) -> str:
+    """GitHub Actions workflow commands: an annotation per finding on its file and line."""
+    level = {"error": "error", "warning": "warning", "note": "notice"}
+    lines = []
+    for f in report.findings:
+        props = [f"file={_gh_prop(f.file)}"]
+        if f.line:
+            props.append(f"line={f.line}")
+        title = f"kvplan: {f.deployment}" if f.deployment else "kvplan"
+        props.append(f"title={_gh_prop(title + ' (' + f.code + ')')}")
+        lines.append(f"::{level[f.severity]} {','.join(props)}::{_gh_data(f.text())}")
+    lines.append(_summary(report))
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(report: CheckReport) -> str:
+    """For a PR comment or $GITHUB_STEP_SUMMARY."""
+    icon = {"pass": "✅", "warn": "⚠️", "fail": "❌", "invalid": "⛔"}
+    lines = ["### kvplan check", "", _summary(report), ""]
+    if report.deployments:
+        lines += ["| | deployment | file | model | GPUs | max-model-len | KV / GPU | longest that fits | concurrency |",
+                  "|---|---|---|---|---|---:|---:|---:|---:|"]
+        for d in report.deployments:
+            lines.append(f"| {icon[d.status]} | {_md(d.name)} | `{_md(d.file)}:{d.line or ''}` | {_md(d.model or '-')} | "
+                         f"{_md(_gpu(d))} | {_num(d.max_model_len)} | {_kv(d)} | {_num(d.max_model_len_fit)} | "
+                         f"{'-' if d.max_concurrency is None else f'{d.max_concurrency:.2f}x'} |")
+        lines.append("")
+    found = report.findings
+    if found:
+        lines += ["**Findings**", ""]
+        for f in found:
+            who = f" **{_md(f.deployment)}**:" if f.deployment else ""
+            lines.append(f"- {f.severity} `{_md(_where(f))}`{who} {_md(f.text())} (`{f.code}`)")
+    return "\n".join(lines) + "\n"
