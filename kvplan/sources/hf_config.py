@@ -81,12 +81,19 @@ def read_config_file(path: Path) -> dict:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return parse_json_object(text, str(path))
+
+
+def parse_json_object(text: str, where: str) -> dict:
+    """A JSON object from ``text``; malformed or truncated JSON is a one-line error naming line:column."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        ends_early = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")
+        more = " (the file ends early: truncated?)" if ends_early else ""
+        raise ConfigError(f"{where}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}{more}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object, got {_json_kind(data)}")
+        raise ConfigError(f"{where}: expected a JSON object, got {_json_kind(data)}")
     return data
 
 

@@ -235,15 +235,9 @@ class _HubSession:
             raise ConfigError(f"{where}: not UTF-8 text") from None
         except OSError as exc:
             raise ConfigError(f"{where}: cannot read the cached file ({exc.strerror or exc})") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            ends_early = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")
-            more = " (the file ends early: truncated?)" if ends_early else ""
-            raise ConfigError(f"{where}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}{more}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{where}: expected a JSON object")
-        return data
+        from kvplan.sources.hf_config import parse_json_object
+
+        return parse_json_object(text, where)
 
     def _summarize(self, sha: str, files: list[str], config: dict) -> dict[str, Any]:
         """Read every weight file's header (two range requests each) and summarize it."""
