@@ -4,11 +4,10 @@ The per-rank cache layout comes from ``kvplan.engines``; this module turns a byt
 numbers an engine reports at start-up.
 
 vLLM (``vllm/v1/core/kv_cache_utils.py``):
-- Layers of one kind and size share one block table. A model with one layer type is one group whose
-  block holds every layer's page. Hybrid models (sliding + full, attention + Mamba) are cut into
-  groups of ``group_size`` layers, the smallest type's layer count (or the largest's when it is under
-  1.5x the smallest), padding short groups with unused layers; every group draws from one pool of
-  ``available // page // group_size`` blocks.
+- A model with one layer type is one group whose block holds every layer's page. Hybrid models
+  (sliding + full, attention + Mamba) are cut into groups of ``group_size`` slots by
+  ``kvplan.engines.vllm.pool_grouping`` (pages unified, short groups padded); every group draws from
+  one pool of ``available // page // group_size`` blocks.
 - A request of ``max_model_len`` tokens is admitted with ``ceil(len / block)`` blocks per full group,
   ``ceil(min(window - 1 + in_flight, len) / block) + 1`` per sliding group,
   ``ceil(min(chunk + in_flight, len) / block)`` per chunked group and one state block per Mamba group
@@ -24,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.base import CacheLayout, GroupRule, Version
+from kvplan.engines.base import CacheLayout, Version
+from kvplan.engines.vllm import pool_grouping
 
 ASYNC_IN_FLIGHT_SINCE = (0, 23)
 CONCURRENCY_LOG_SINCE = (0, 24)
@@ -41,6 +41,8 @@ class LayerType:
     layers: int
     page_bytes: int
     """One block of one layer (or one state of one recurrent layer)."""
+    block_size: int
+    """Tokens per block of this type (page unification may give a type larger blocks)."""
 
 
 @dataclass(frozen=True)
@@ -63,19 +65,12 @@ class PoolShape:
     def blocks_per_request(self, length: int, in_flight: int) -> int:
         total = 0
         for layer_type, groups in zip(self.types, self.groups_per_type):
-            total += groups * _admission_blocks(layer_type, length, self.block_size, in_flight)
+            total += groups * _admission_blocks(layer_type, length, in_flight)
         return total
 
-    def request_bytes(self, length: int, in_flight: int) -> int:
-        return self.blocks_per_request(length, in_flight) * self.bytes_per_block // max(1, self._blocks_per_index())
 
-    def _blocks_per_index(self) -> int:
-        # In a single-group pool one block index holds one page of every layer; in a hybrid pool one
-        # block index is one page in each of group_size tensors, used by one group at a time.
-        return 1
-
-
-def _admission_blocks(layer_type: LayerType, length: int, block: int, in_flight: int) -> int:
+def _admission_blocks(layer_type: LayerType, length: int, in_flight: int) -> int:
+    block = layer_type.block_size
     if layer_type.kind == "recurrent":
         return 1
     if layer_type.kind == "sliding" and layer_type.span is not None:
@@ -86,35 +81,18 @@ def _admission_blocks(layer_type: LayerType, length: int, block: int, in_flight:
 
 
 def vllm_pool(layout: CacheLayout) -> PoolShape:
-    """The block pool vLLM builds for one rank's layers."""
+    """The block pool vLLM builds for one rank's layers (grouping by ``kvplan.engines.vllm``)."""
+    grouping = pool_grouping(layout.groups)
     block = layout.block_size or 16
-    counts: dict[tuple, list] = {}
-    for group in layout.groups:
-        if group.kind in ("shared", "none"):
-            continue
-        key = _type_key(group)
-        page = group.state.bytes if group.kind == "recurrent" and group.state else group.token.bytes * block
-        entry = counts.setdefault(key, [0, 0])
-        entry[0] += group.count
-        entry[1] += page * group.count
-    types = tuple(LayerType(kind, span, n, total // n) for (kind, span), (n, total) in counts.items())
-    if len(types) == 1:
-        only = types[0]
-        return PoolShape(block, types, only.layers, (1,), 0, sum(t.page_bytes * t.layers for t in types))
-    smallest = min(t.layers for t in types)
-    largest = max(t.layers for t in types)
-    group_size = largest if largest < 1.5 * smallest else smallest
-    groups = tuple(-(-t.layers // group_size) for t in types)
-    padding = sum(g * group_size for g in groups) - sum(t.layers for t in types)
-    page = max(t.page_bytes for t in types)  # vLLM unifies page sizes before grouping
-    return PoolShape(block, types, group_size, groups, padding, page * group_size)
-
-
-def _type_key(group: GroupRule) -> tuple:
-    layer = group.layer
-    span = layer.window if layer.kind == "sliding" else layer.chunk if layer.kind == "chunked" else None
-    kind = "full" if layer.kind == "mla" else layer.kind
-    return (kind, span)
+    types = tuple(LayerType(t.kind, t.span, t.layers, t.page_bytes, t.block_size) for t in grouping.types)
+    if not grouping.hybrid:
+        # one group: a block index holds one page of every layer
+        per_block = sum(t.page_bytes * t.layers for t in types)
+        return PoolShape(block, types, grouping.group_size, (1,), 0, per_block)
+    padding = sum(grouping.padding_per_type)
+    page = max(t.page_bytes for t in types)  # unified by the engine layout (unify_kv_cache_spec_page_size)
+    return PoolShape(block, types, grouping.group_size, grouping.groups_per_type, padding,
+                     page * grouping.group_size)
 
 
 @dataclass(frozen=True)
@@ -140,13 +118,7 @@ def vllm_capacity(pool: PoolShape, available_bytes: int, max_model_len: int, ver
         tokens = blocks // pool.num_groups * pool.block_size
     else:
         tokens = blocks * pool.block_size
-    return VLLMCapacity(blocks, tokens, concurrency, per_request, per_request * _bytes_per_request_block(pool))
-
-
-def _bytes_per_request_block(pool: PoolShape) -> int:
-    """Memory one block of a request costs: a whole pool block for single-group pools, one
-    group's share (a page in each of its layers) for hybrid pools."""
-    return pool.bytes_per_block
+    return VLLMCapacity(blocks, tokens, concurrency, per_request, per_request * pool.bytes_per_block)
 
 
 def vllm_max_model_len(pool: PoolShape, available_bytes: int, version: Version, max_num_batched_tokens: int,

@@ -174,8 +174,7 @@ def estimate(
         whose = "the model's dtype" if auto_dtype == spec.dtype else f"{eng.title}'s default cache type"
         assumptions.append(f"kv dtype 'auto' is {whose}, {auto_dtype}")
     assumptions.extend(_context_notes(spec, contexts))
-    if eng.name == "vllm":
-        assumptions.extend(_vllm_padding_notes(layouts))
+    assumptions.extend(_padding_notes(layouts[0][1]))
     if tp > 1:
         from kvplan.parallel import tp_notes
 
@@ -233,8 +232,9 @@ def _layer_rows(layout: CacheLayout, context: int, batch: int) -> tuple[LayerRow
     for g in layout.groups:
         tokens = g.tokens_for(context, batch)
         nbytes = g.layer_bytes(context, batch)
+        kind = "padding" if g.padding else g.kind
         for offset in range(g.count):
-            rows.append(LayerRow(g.first_layer + offset, g.kind, tokens, nbytes))
+            rows.append(LayerRow(g.first_layer + offset, kind, tokens, nbytes))
     return tuple(rows)
 
 
@@ -243,7 +243,7 @@ def _formulas(dtype_name: str, layout: CacheLayout) -> Iterable[GroupFormula]:
     merged: dict[tuple, list[Any]] = {}
     for g in layout.groups:
         state = g.state.formula if g.state is not None else None
-        key = (g.kind, g.token.formula, g.held_formula, state)
+        key = (g.padding, g.kind, g.token.formula, g.held_formula, state)
         span = f"{g.first_layer}" if g.count == 1 else f"{g.first_layer}-{g.first_layer + g.count - 1}"
         if key in merged:
             merged[key][0].append(span)
@@ -252,7 +252,7 @@ def _formulas(dtype_name: str, layout: CacheLayout) -> Iterable[GroupFormula]:
             merged[key] = [[span], g.count, g]
     for spans, count, g in merged.values():
         yield GroupFormula(
-            kv_dtype=dtype_name, layers=",".join(spans), count=count, kind=g.kind,
+            kv_dtype=dtype_name, layers=",".join(spans), count=count, kind="padding" if g.padding else g.kind,
             bytes_per_token=g.token.bytes, token_formula=g.token.formula,
             tokens_held_formula=g.held_formula,
             state_bytes=g.state.bytes if g.state is not None else 0,
@@ -260,16 +260,17 @@ def _formulas(dtype_name: str, layout: CacheLayout) -> Iterable[GroupFormula]:
         )
 
 
-def _vllm_padding_notes(layouts: list[tuple[str, CacheLayout]]) -> list[str]:
-    """vLLM's hybrid pools pad short groups with unused layer slots that still take memory per block."""
-    from kvplan.capacity import vllm_pool
-
-    pool = vllm_pool(layouts[0][1])
-    if not pool.padding_layers:
+def _padding_notes(layout: CacheLayout) -> list[str]:
+    """Unused slots the engine allocates (vLLM's hybrid pool padding) are part of kv_bytes: say so."""
+    slots = [g for g in layout.groups if g.padding]
+    if not slots:
         return []
-    return [f"vLLM pads its hybrid groups with {pool.padding_layers} unused layer slot(s); every block also "
-            "allocates their share, which these rows (the layers' own bytes) leave out and max-batch and "
-            "verify count"]
+    first = slots[0].first_layer
+    last = slots[-1].first_layer + slots[-1].count - 1
+    kinds = ", ".join(f"{g.count} {g.kind}" for g in slots)
+    return [f"{layout.engine} pads its hybrid KV-cache groups with unused layer slots ({kinds}; rows "
+            f"'padding', numbered {first}-{last}): each is allocated like a layer of its kind and counted "
+            "in kv_bytes"]
 
 
 def _context_notes(spec: ModelSpec, contexts: list[int]) -> list[str]:

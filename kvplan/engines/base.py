@@ -54,6 +54,14 @@ class GroupRule:
     batch_held: Callable[[int, int], int] | None = None
     """Tokens a whole batch occupies in one layer, where that is not batch x held(context)
     (llama.cpp sizes its sliding-window cache per cache, not per sequence)."""
+    block_size: int | None = None
+    """Tokens per page of this group, for paged engines (vLLM may page layer types differently)."""
+    cache_kind: str | None = None
+    """The kind of cache the engine gives these layers where it differs from theirs (vLLM 0.10-0.12
+    holds chunked layers as full attention)."""
+    padding: bool = False
+    """Unused layer slots the engine allocates like ``layer`` but no layer reads (vLLM pads the groups
+    of hybrid models): counted in the bytes, shown apart from the model's layers."""
 
     @property
     def count(self) -> int:

@@ -19,6 +19,14 @@ Rules and where they come from (vllm-project/vllm):
   ``conv_kernel - 1`` columns (``MambaStateShapeCalculator`` in
   ``vllm/model_executor/layers/mamba/mamba_utils.py``); in hybrid models the state page is padded
   up to one attention page of the raised block size.
+- Hybrid models (``get_kv_cache_groups`` in ``vllm/v1/core/kv_cache_utils.py``): when the layers are
+  not all of one spec type, ``unify_kv_cache_spec_page_size`` first makes every page the largest:
+  an attention layer with a smaller page that divides it gets a proportionally larger block, one that
+  does not divide it keeps its block and pads the page (backends that index by block stride; older
+  releases refuse), and Mamba state pages are padded. ``_get_kv_cache_groups_uniform_page_size`` then
+  cuts each spec type's layers into groups of ``group_size`` (the smallest type's layer count, or the
+  largest's when that is under 1.5x the smallest); a type whose count is not a multiple gets padding
+  slots: its groups still take ``group_size`` pages per block, so the empty slots cost memory.
 - Llama 4's chunked layers: ``VllmConfig.__post_init__`` turned the hybrid KV-cache manager off for
   ``attention_chunk_size`` models while ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``
   defaulted to false (about v0.10 to v0.12): every layer then holds the whole sequence.
@@ -26,7 +34,8 @@ Rules and where they come from (vllm-project/vllm):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.base import (
@@ -95,7 +104,6 @@ class VLLMEngine:
             id(layer): self._state_cost(layer, spec) for layer in spec.layers if layer.kind == "recurrent"
         }
         block = self._block_size(spec, kv_dtype, options, state_costs, assumptions)
-        state_costs = {key: self._padded_state(cost, spec, kv_dtype, block) for key, cost in state_costs.items()}
         chunked_as_full = _CHUNKED_AS_FULL[0] <= version < _CHUNKED_AS_FULL[1]
         if chunked_as_full and "chunked" in spec.layer_kind_counts():
             assumptions.append(
@@ -104,6 +112,8 @@ class VLLMEngine:
             )
         groups = build_groups(
             spec, lambda layer, first: self._group(layer, first, kv_dtype, block, state_costs.get(id(layer)), chunked_as_full))
+        groups = _unify_pages(groups, assumptions)
+        groups = groups + _padding_groups(groups, spec.num_layers)
         if state_costs:
             assumptions.append(
                 "vLLM holds one recurrent state per sequence (prefix caching in 'align' mode keeps up to 2 more)"
@@ -115,17 +125,6 @@ class VLLMEngine:
         elem = spec.dtype_bytes
         return recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
                                     conv_elem_bytes=elem, ssm_elem_bytes=elem)
-
-    @staticmethod
-    def _padded_state(cost: TokenCost, spec: ModelSpec, dtype: KVDType, block: int) -> TokenCost:
-        """Hybrid models pad each state page to one attention page (block x bytes per token)."""
-        attention = [layer for layer in spec.layers if layer.kind in ("full", "sliding", "chunked")]
-        if not attention:
-            return cost
-        page = block * max(full.token_cost(layer, dtype).bytes for layer in attention)
-        if page <= cost.bytes:
-            return cost
-        return TokenCost(page, f"{cost.formula}, padded to one attention page ({block} tokens) = {page:,} B")
 
     def _block_size(self, spec: ModelSpec, dtype: KVDType, options: EngineOptions,
                     state_costs: dict[int, TokenCost], assumptions: list[str]) -> int:
@@ -154,29 +153,161 @@ class VLLMEngine:
     def _group(self, layer: LayerSpec, first: int, dtype: KVDType, block: int,
                state: TokenCost | None, chunked_as_full: bool) -> GroupRule:
         kind = layer.kind
-        if kind == "full" or (kind == "chunked" and chunked_as_full):
-            return GroupRule(layer, first, full.token_cost(layer, dtype),
-                             lambda c, b=block: full_blocks_tokens(c, b), f"ceil(context / {block}) x {block}")
+        if kind == "chunked" and chunked_as_full:
+            # the hybrid manager is off: vLLM gives these layers a FullAttentionSpec
+            return _paged(layer, first, full.token_cost(layer, dtype), block, cache_kind="full")
+        if kind == "full":
+            return _paged(layer, first, full.token_cost(layer, dtype), block)
         if kind == "sliding":
-            window = layer.window
-            assert window is not None
-            return GroupRule(layer, first, full.token_cost(layer, dtype),
-                             lambda c, b=block, w=window: window_blocks_tokens(c, b, w),
-                             f"blocks of {block} covering the last {window} - 1 tokens")
+            return _paged(layer, first, full.token_cost(layer, dtype), block)
         if kind == "chunked":
-            chunk = layer.chunk
-            assert chunk is not None
-            return GroupRule(layer, first, full.token_cost(layer, dtype),
-                             lambda c, b=block, k=chunk: chunk_blocks_tokens(c, b, k),
-                             f"blocks of {block} from the start of the current {chunk}-token chunk")
+            return _paged(layer, first, full.token_cost(layer, dtype), block)
         if kind == "mla":
             if dtype.name in _NO_MLA_LAYOUT:
                 raise UsageError(f"vLLM's MLA cache has no '{dtype.name}' layout (MLA takes auto, fp8 or fp8_ds_mla)")
-            return GroupRule(layer, first, mla.latent_cost(layer, dtype),
-                             lambda c, b=block: full_blocks_tokens(c, b), f"ceil(context / {block}) x {block}")
+            return _paged(layer, first, mla.latent_cost(layer, dtype), block)
         if kind == "recurrent":
-            return cacheless_group(layer, first, state)
+            return replace(cacheless_group(layer, first, state), block_size=block)
         return cacheless_group(layer, first)
+
+
+def _paged(layer: LayerSpec, first: int, token: TokenCost, block: int, cache_kind: str | None = None) -> GroupRule:
+    """An attention group holding whole blocks of ``block`` tokens, by its (cache) kind's rule."""
+    kind = cache_kind or layer.kind
+    if kind == "sliding":
+        window = layer.window
+        assert window is not None
+        held, text = (lambda c, b=block, w=window: window_blocks_tokens(c, b, w)), \
+            f"blocks of {block} covering the last {window} - 1 tokens"
+    elif kind == "chunked":
+        chunk = layer.chunk
+        assert chunk is not None
+        held, text = (lambda c, b=block, k=chunk: chunk_blocks_tokens(c, b, k)), \
+            f"blocks of {block} from the start of the current {chunk}-token chunk"
+    else:
+        held, text = (lambda c, b=block: full_blocks_tokens(c, b)), f"ceil(context / {block}) x {block}"
+    return GroupRule(layer, first, token, held, text, block_size=block, cache_kind=cache_kind)
+
+
+# ------------------------------------------------------------------------------------ hybrid pools
+
+@dataclass(frozen=True)
+class PoolType:
+    """Layers of one KV-cache spec: vLLM groups them together and pads their last groups."""
+
+    kind: str
+    """'full', 'mla', 'sliding', 'chunked' or 'recurrent'."""
+    span: int | None
+    """window (sliding) or chunk (chunked)."""
+    block_size: int
+    page_bytes: int
+    """One block of one layer (one state of a recurrent layer)."""
+    layers: int
+    rule: GroupRule
+    """One of the type's groups: its token rule."""
+
+
+@dataclass(frozen=True)
+class PoolGrouping:
+    """How vLLM cuts one rank's layers into KV-cache groups sharing one block pool."""
+
+    types: tuple[PoolType, ...]
+    group_size: int
+    """Layer slots per group (hybrid), or every layer (one spec type: one group)."""
+    groups_per_type: tuple[int, ...]
+    hybrid: bool
+
+    @property
+    def padding_per_type(self) -> tuple[int, ...]:
+        if not self.hybrid:
+            return tuple(0 for _ in self.types)
+        return tuple(g * self.group_size - t.layers for t, g in zip(self.types, self.groups_per_type))
+
+
+def pool_type_key(group: GroupRule) -> tuple:
+    """Layers with equal keys have equal vLLM KV-cache specs (kind, window or chunk, sizes, block)."""
+    layer, kind = group.layer, group.cache_kind or group.kind
+    span = layer.window if kind == "sliding" else layer.chunk if kind == "chunked" else None
+    state = group.state.bytes if group.state is not None else 0
+    return (kind, span, group.token.bytes, state, group.block_size)
+
+
+def page_bytes(group: GroupRule) -> int:
+    if group.kind == "recurrent":
+        return group.state.bytes if group.state is not None else 0
+    return group.token.bytes * (group.block_size or DEFAULT_BLOCK_SIZE)
+
+
+def pool_grouping(groups: Iterable[GroupRule]) -> PoolGrouping:
+    """vLLM's ``get_kv_cache_groups`` for one rank: one group when every layer has one spec type,
+    else groups of ``group_size`` layer slots (``_get_kv_cache_groups_uniform_page_size``)."""
+    counts: dict[tuple, list] = {}
+    for group in groups:
+        if group.padding or group.kind in ("shared", "none"):
+            continue
+        entry = counts.setdefault(pool_type_key(group), [0, group])
+        entry[0] += group.count
+    types = tuple(PoolType(key[0], key[1], key[4] or DEFAULT_BLOCK_SIZE, page_bytes(rule), n, rule)
+                  for key, (n, rule) in counts.items())
+    # UniformTypeKVCacheSpecs: one spec class (and window / chunk) for all layers, sizes may differ
+    if len({(t.kind, t.span) for t in types}) <= 1:
+        return PoolGrouping(types, sum(t.layers for t in types), tuple(1 for _ in types), False)
+    smallest = min(t.layers for t in types)
+    largest = max(t.layers for t in types)
+    size = largest if largest < 1.5 * smallest else smallest
+    return PoolGrouping(types, size, tuple(-(-t.layers // size) for t in types), True)
+
+
+def _unify_pages(groups: tuple[GroupRule, ...], assumptions: list[str]) -> tuple[GroupRule, ...]:
+    """``unify_kv_cache_spec_page_size``: make every page of a hybrid model the largest one."""
+    grouping = pool_grouping(groups)
+    if not grouping.hybrid or len({t.page_bytes for t in grouping.types}) <= 1:
+        return groups
+    largest = max(t.page_bytes for t in grouping.types)
+    out = []
+    raised, padded = set(), set()
+    for group in groups:
+        if group.kind in ("shared", "none"):
+            out.append(group)
+            continue
+        page = page_bytes(group)
+        block = group.block_size or DEFAULT_BLOCK_SIZE
+        if page == largest:
+            out.append(group)
+        elif group.kind == "recurrent":
+            assert group.state is not None
+            state = TokenCost(largest, f"{group.state.formula}, padded to one {largest:,} B page")
+            out.append(replace(group, state=state))
+            padded.add(f"recurrent state pages ({page:,} B)")
+        elif largest % page == 0:
+            bigger = block * (largest // page)
+            out.append(_paged(group.layer, group.first_layer, group.token, bigger, group.cache_kind))
+            raised.add(f"{group.kind} layers of {group.token.bytes:,} B per token: blocks of {bigger}")
+        elif largest % block == 0:
+            token = TokenCost(largest // block, f"{group.token.formula}, page padded to {largest:,} B")
+            out.append(replace(group, token=token))
+            padded.add(f"{group.kind} pages of {page:,} B (needs an attention backend that indexes KV by "
+                       "block stride; older vLLM refuses the model)")
+        else:
+            raise UsageError(f"vLLM cannot unify the page sizes of this model ({page:,} B and {largest:,} B)")
+    if raised:
+        assumptions.append(f"vLLM unifies page sizes to {largest:,} B: " + "; ".join(sorted(raised)))
+    if padded:
+        assumptions.append(f"vLLM pads smaller pages to {largest:,} B: " + "; ".join(sorted(padded)))
+    return tuple(out)
+
+
+def _padding_groups(groups: tuple[GroupRule, ...], num_layers: int) -> tuple[GroupRule, ...]:
+    """The unused layer slots of each type's last groups: allocated like the type's layers, read by none.
+    They are numbered after the model's layers."""
+    grouping = pool_grouping(groups)
+    out, index = [], num_layers
+    for layer_type, padding in zip(grouping.types, grouping.padding_per_type):
+        if padding:
+            rule = layer_type.rule
+            out.append(replace(rule, layer=replace(rule.layer, count=padding), first_layer=index, padding=True))
+            index += padding
+    return tuple(out)
 
 
 VLLM = VLLMEngine()

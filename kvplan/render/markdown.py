@@ -24,7 +24,8 @@ def estimate_markdown(result: EstimateResult, by_layer: bool, explain: bool) -> 
         lines += ["", "**Formulas**", ""]
         for f in result.formulas:
             state = f"; state {f.state_bytes:,} B = {f.state_formula}" if f.state_formula else ""
-            lines.append(f"- `{f.kv_dtype}` {f.count} {f.kind} layers ({f.layers}): "
+            what = "unused pool slots" if f.kind == "padding" else f"{f.kind} layers"
+            lines.append(f"- `{f.kv_dtype}` {f.count} {what} ({f.layers}): "
                          f"{f.bytes_per_token:,} B/token = {f.token_formula}; tokens held = {f.tokens_held_formula}{state}")
     if result.assumptions:
         lines += ["", "**Assumptions**", ""] + [f"- {a}" for a in result.assumptions]

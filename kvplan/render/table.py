@@ -44,7 +44,9 @@ def print_formulas(console: Console, result: EstimateResult) -> None:
     console.print("  kv_bytes = Σ layers × tokens held × bytes per token, + layers × batch × state bytes "
                   "for recurrent layers", highlight=False)
     for f in result.formulas:
-        head = f"  [{f.kv_dtype}] {f.count} {f.kind} layer{'s' if f.count > 1 else ''} ({f.layers}): "
+        what = f"unused pool slot{'s' if f.count > 1 else ''}" if f.kind == "padding" else \
+            f"{f.kind} layer{'s' if f.count > 1 else ''}"
+        head = f"  [{f.kv_dtype}] {f.count} {what} ({f.layers}): "
         if f.state_formula:
             console.print(head + f"state {f.state_bytes:,} B per sequence = {f.state_formula}", highlight=False)
         else:

@@ -56,9 +56,8 @@ def decode_step(alloc: Allocation, spec: Any, repeats: int = 5) -> DecodeTiming:
     gen = torch.Generator(device="cpu").manual_seed(0)
     steps: list[Callable[[], Any]] = []
     read = 0
-    for info in plan.layers:
-        if info.kind == "recurrent" or info.attend == 0:
-            continue
+    steps_layers = [info for info in plan.layers if info.kind not in ("recurrent", "padding") and info.attend]
+    for info in steps_layers:
         step, nbytes = _layer_step(torch, alloc, info, spec, compute, gen)
         steps.append(step)
         read += nbytes
@@ -93,8 +92,7 @@ def decode_step(alloc: Allocation, spec: Any, repeats: int = 5) -> DecodeTiming:
             run()
             times.append(time.perf_counter() - t0)
     steps.clear()
-    return DecodeTiming(statistics.median(times), repeats, read, peak, sum(1 for _ in plan.layers
-                                                                         if _.kind != "recurrent"))
+    return DecodeTiming(statistics.median(times), repeats, read, peak, len(steps_layers))
 
 
 def _rand(torch: Any, shape: tuple[int, ...], dtype: Any, device: Any, gen: Any) -> Any:

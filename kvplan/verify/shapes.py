@@ -15,9 +15,10 @@ model dtype (4.x).
 vLLM: ``KVCacheTensor``s as ``vllm/v1/worker/gpu_model_runner.py`` allocates them: raw int8 buffers
 of ``num_blocks x page`` bytes, viewed per layer in the attention backend's shape. With one layer type
 (every layer full, or every layer MLA) each layer owns one buffer. Hybrid models (sliding + full,
-attention + Mamba) share buffers: ``kvplan.capacity.vllm_pool`` cuts the layers into groups of
-``group_size``; buffer ``j`` is shared by the ``j``-th layer of every group, and each group uses its own
-blocks of the pool. Attention layers view their buffer as K and V planes ``[num_blocks, block_size,
+attention + Mamba) share buffers: ``kvplan.engines.vllm.pool_grouping`` cuts the layers into groups of
+``group_size`` slots (strided, as vLLM does); buffer ``j`` is shared by the ``j``-th slot of every group,
+each group uses its own blocks of the pool, and slots a group cannot fill (the layout's ``padding``
+groups) get an unused view of their pages. Pages padded to the unified size are laid out block-major. Attention layers view their buffer as K and V planes ``[num_blocks, block_size,
 kv_heads, head_dim]`` (then fp32 scale planes ``[num_blocks, block_size, kv_heads]`` for the
 ``*_per_token_head`` modes, fp8 scale planes for nvfp4); MLA as ``[num_blocks, block_size, 576]``
 (``fp8_ds_mla``: 656 uint8 per token); Mamba layers as one state page per block (conv
@@ -185,10 +186,13 @@ def plan_cache(spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -
 def _component_names(layout: CacheLayout) -> dict[int, str]:
     """Group position -> component name; groups with the same rule and sizes share a component."""
     by_key: dict[tuple, str] = {}
-    used: set[str] = set()
+    used: set[str] = {"pool padding"}
     out: dict[int, str] = {}
     for i, g in enumerate(layout.groups):
         if g.kind in ("shared", "none"):
+            continue
+        if g.padding:  # every unused slot of a vLLM hybrid pool, whatever its type, is one row
+            out[i] = "pool padding"
             continue
         state = g.state.bytes if g.state is not None else 0
         key = (g.kind, g.held_formula, g.token.bytes, state)
@@ -209,7 +213,7 @@ def _components(layout: CacheLayout, names: dict[int, str], batch: int, context:
     for i, g in enumerate(layout.groups):
         if i not in names:
             continue
-        entry = acc.setdefault(names[i], [g.kind, 0, 0, g])
+        entry = acc.setdefault(names[i], ["padding" if g.padding else g.kind, 0, 0, g])
         entry[1] += g.count
         entry[2] += g.count * g.layer_bytes(context, batch)
     out = []
@@ -217,6 +221,8 @@ def _components(layout: CacheLayout, names: dict[int, str], batch: int, context:
         formula = f"{g.token.formula} per token; tokens {g.held_formula}"
         if g.state is not None:
             formula = f"state {g.state.formula} per sequence"
+        if g.padding:
+            formula = f"unused layer slots, each a {g.kind} layer's pages: {formula}"
         out.append(Component(name, kind, count, nbytes, formula))
     return tuple(out)
 
@@ -338,65 +344,89 @@ def _mla_row(dtype: KVDType, layer: LayerSpec) -> tuple[str, int]:
 
 
 def _plan_vllm(spec: ModelSpec, layout: CacheLayout, names: dict[int, str], batch: int, context: int) -> dict:
-    from kvplan.capacity import _type_key, vllm_pool
+    from kvplan.engines.vllm import page_bytes, pool_grouping, pool_type_key
 
-    block = layout.block_size or 16
-    pool = vllm_pool(layout)
-    # layers of each type, in model order: (layer index, group position, rule)
-    by_type: dict[tuple, list[tuple[int, int, GroupRule]]] = {}
+    grouping = pool_grouping(layout.groups)
+    # layers of each spec type, in model order, and the type's padding slots: (index, group position, rule)
+    members: dict[tuple, list[tuple[int, int, GroupRule]]] = {}
+    padding: dict[tuple, list[tuple[int, int, GroupRule]]] = {}
     for gi, g in enumerate(layout.groups):
         if gi not in names:
             continue
+        into = padding if g.padding else members
         for index in range(g.first_layer, g.first_layer + g.count):
-            by_type.setdefault(_type_key(g), []).append((index, gi, g))
-    size = pool.group_size
-    slot_page = pool.bytes_per_block // size
-    # block regions: every vLLM group (size layers of one type) holds batch x per-sequence blocks
-    regions: list[tuple[list[tuple[int, int, GroupRule]], int, int]] = []  # (layers, first block, blocks)
-    offset = 0
-    for members in by_type.values():
-        rule = members[0][2]
-        per_seq = _blocks_per_sequence(rule, context, block)
-        for start in range(0, len(members), size):
-            regions.append((members[start:start + size], offset, batch * per_seq))
-            offset += batch * per_seq
+            into.setdefault(pool_type_key(g), []).append((index, gi, g))
+    # vLLM groups: one per type chunk; buffer `slot` is shared by the slot-th layer of every group and
+    # each group uses its own blocks (block regions). Without hybrid grouping, one group of every layer.
+    groups: list[list[tuple[int, int, GroupRule]]] = []  # per group: the layer (or padding slot) of each slot
+    per_seq_blocks: list[int] = []
+    if grouping.hybrid:
+        for key, layers in members.items():
+            n = -(-len(layers) // grouping.group_size)
+            pads = iter(padding.get(key, []))
+            for i in range(n):
+                chunk = layers[i::n]  # _get_kv_cache_groups_uniform_page_size strides the type's layers
+                chunk += [next(pads) for _ in range(grouping.group_size - len(chunk))]
+                groups.append(chunk)
+                per_seq_blocks.append(_blocks_per_sequence(layers[0][2], context))
+        size = grouping.group_size
+        slot_pages = [max(t.page_bytes for t in grouping.types)] * size
+    else:
+        only = [m for layers in members.values() for m in layers]
+        only.sort(key=lambda m: m[0])
+        groups.append(only)
+        per_seq_blocks.append(_blocks_per_sequence(only[0][2], context))
+        size = len(only)
+        slot_pages = [page_bytes(rule) for _, _, rule in only]
+    regions, offset = [], 0
+    for chunk, per_seq in zip(groups, per_seq_blocks):
+        regions.append((chunk, offset, batch * per_seq))
+        offset += batch * per_seq
     num_blocks = offset
     views: list[list[ViewSpec]] = [[] for _ in range(size)]
     infos: list[LayerInfo] = []
-    for members, first, count in regions:
-        for slot, (index, gi, rule) in enumerate(members):
-            views[slot].extend(_vllm_views(spec, layout.kv_dtype, rule, index, block, num_blocks, slot_page,
-                                           first, count, batch))
+    for chunk, first, count in regions:
+        for slot, (index, gi, rule) in enumerate(chunk):
+            if rule.padding:
+                views[slot].append(ViewSpec(index, "unused slot", "uint8", (count, slot_pages[slot]),
+                                            first * slot_pages[slot]))
+                infos.append(LayerInfo(index, "padding", names[gi], rule.layer, 0, "paged"))
+                continue
+            views[slot].extend(_vllm_views(spec, layout.kv_dtype, rule, index, num_blocks, slot_pages[slot],
+                                           first, count))
             attend = 0
             if rule.kind != "recurrent":
-                held = rule.held(context)
-                attend = held - (-(-context // block) * block - context)
+                block = rule.block_size or 16
+                attend = rule.held(context) - (-(-context // block) * block - context)
             infos.append(LayerInfo(index, rule.kind, names[gi], rule.layer, attend, "paged"))
     buffers = tuple(
-        BufferSpec(f"kv_cache_tensor {slot}", "int8", (num_blocks * slot_page,), tuple(views[slot]))
+        BufferSpec(f"kv_cache_tensor {slot}", "int8", (num_blocks * slot_pages[slot],), tuple(views[slot]))
         for slot in range(size)
     )
+    pad = sum(len(v) for v in padding.values())
     notes = []
-    if pool.padding_layers:
-        notes.append(f"vLLM pads its hybrid groups with {pool.padding_layers} unused layer slot(s): their share "
-                     "of every block is allocated and never read (the 'pool padding' row)")
+    if pad:
+        notes.append(f"vLLM pads its hybrid groups with {pad} unused layer slot(s): their share of every block "
+                     "is allocated and never read (the 'pool padding' row, counted in the prediction)")
     infos.sort(key=lambda info: info.index)
     return {"buffers": buffers, "layers": tuple(infos), "num_blocks": num_blocks, "group_size": size,
-            "padding_layers": pool.padding_layers, "notes": tuple(notes)}
+            "padding_layers": pad, "notes": tuple(notes)}
 
 
-def _blocks_per_sequence(rule: GroupRule, context: int, block: int) -> int:
+def _blocks_per_sequence(rule: GroupRule, context: int) -> int:
     if rule.kind == "recurrent":
         return 1
+    block = rule.block_size or 16
     held = rule.held(context)
     if held % block:
         raise VerifyError(f"internal: vLLM {rule.kind} layers hold {held} tokens, not whole blocks of {block}")
     return held // block
 
 
-def _vllm_views(spec: ModelSpec, dtype: KVDType, rule: GroupRule, index: int, block: int, num_blocks: int,
-                slot_page: int, first: int, count: int, batch: int) -> list[ViewSpec]:
+def _vllm_views(spec: ModelSpec, dtype: KVDType, rule: GroupRule, index: int, num_blocks: int,
+                slot_page: int, first: int, count: int) -> list[ViewSpec]:
     layer = rule.layer
+    block = rule.block_size or 16
     if rule.kind in ("full", "sliding", "chunked"):
         assert layer.kv_heads and layer.head_dim
         heads = layer.kv_heads
@@ -405,14 +435,25 @@ def _vllm_views(spec: ModelSpec, dtype: KVDType, rule: GroupRule, index: int, bl
         planes = [("K", k[0], k[1]), ("V", v[0], v[1])]
         if k[2] is not None:
             planes += [("K scale", k[2], k[3]), ("V scale", v[2], v[3])]  # type: ignore[list-item]
-        out, plane_start = [], 0
-        for role, dt, elems in planes:
-            per_block = block * heads * elems * DTYPE_BYTES[dt]
-            shape = (count, block, heads, elems) if elems != 1 or role in ("K", "V") else (count, block, heads)
-            out.append(ViewSpec(index, role, dt, shape, plane_start + first * per_block))
-            plane_start += num_blocks * per_block
-        if plane_start > num_blocks * slot_page:
+        shapes = [(role, dt, (count, block, heads, elems) if elems != 1 or role in ("K", "V") else (count, block, heads),
+                   block * heads * elems * DTYPE_BYTES[dt]) for role, dt, elems in planes]
+        natural = sum(per_block for *_, per_block in shapes)
+        out = []
+        if natural == slot_page:
+            # plane-major, as FlashAttention views it: [2, num_blocks, block, heads, dim]
+            plane_start = 0
+            for role, dt, shape, per_block in shapes:
+                out.append(ViewSpec(index, role, dt, shape, plane_start + first * per_block))
+                plane_start += num_blocks * per_block
+            return out
+        if natural > slot_page:
             raise VerifyError(f"internal: layer {index}'s planes exceed its buffer")
+        # a page padded to the unified size: block-major, read with a stride of one page
+        start = first * slot_page
+        for role, dt, shape, per_block in shapes:
+            out.append(ViewSpec(index, role, dt, shape, start, slot_page))
+            start += per_block
+        out.append(ViewSpec(index, "page padding", "uint8", (count, slot_page - natural), start, slot_page))
         return out
     if rule.kind == "mla":
         dt, width = _mla_row(dtype, layer)
