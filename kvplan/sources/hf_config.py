@@ -380,6 +380,10 @@ def _rope_scaling(reader: ConfigReader, max_positions: int | None) -> RopeScalin
         return None
     if not isinstance(kind, str):
         raise ConfigError(f"{name}.rope_type={kind!r} is not a name")
+    if kind == "proportional" and params.get("factor") in (None, 1, 1.0):
+        # Gemma 4 global layers: partial-rotary ("p-RoPE") frequencies, factor defaulting to 1.0
+        # (transformers modeling_rope_utils._compute_proportional_rope_parameters): no extension.
+        return None
     if kind == "su":  # Phi-3's early name for longrope (transformers Phi3Config)
         kind = "longrope"
     factor = params.get("factor")

@@ -475,3 +475,163 @@ def _gemma3n(reader: ConfigReader) -> list[LayerSpec]:
         out.append(LayerSpec(kind="shared", shares_with=owners[-1]))
     reader.note(f"the last {shared} layers reuse earlier layers' KV cache (num_kv_shared_layers)")
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Gemma 4
+
+
+_GEMMA4_DEFAULTS = {
+    # transformers Gemma4TextConfig defaults (configuration_gemma4.py, huggingface/transformers
+    # @ 351f643ab9f582c01026b6d75aab3e2c5a8338cd); every released google/gemma-4-* config sets these.
+    "num_hidden_layers": (30, "transformers Gemma4TextConfig"),
+    "num_attention_heads": (8, "transformers Gemma4TextConfig"),
+    "num_key_value_heads": (4, "transformers Gemma4TextConfig"),
+    "head_dim": (256, "transformers Gemma4TextConfig"),
+    "sliding_window": (512, "transformers Gemma4TextConfig"),
+    "max_position_embeddings": (131072, "transformers Gemma4TextConfig"),
+}
+_GEMMA4_GLOBAL_HEAD_DIM = 512  # Gemma4TextConfig.global_head_dim default
+_GEMMA4_TYPES = ("sliding_attention", "full_attention")
+
+
+@register("gemma4_text", "gemma4", defaults=_GEMMA4_DEFAULTS)
+def _gemma4(reader: ConfigReader) -> list[LayerSpec]:
+    """Gemma 4 (google/gemma-4-31B, -26B-A4B, -E4B, -E2B): sliding and global layers differ in shape.
+
+    Rules, identical in both engines:
+    - layer_types: default sliding unless (i + 1) % 6 == 0, and the last layer is forced to
+      full_attention (Gemma4TextConfig.__post_init__, configuration_gemma4.py @ 351f643a).
+    - sliding layers: head_dim, num_key_value_heads, window sliding_window. Full (global) layers:
+      global_head_dim (default 512; null falls back to head_dim), and num_global_key_value_heads only
+      when attention_k_eq_v, otherwise num_key_value_heads. transformers modeling_gemma4.py
+      Gemma4TextAttention.__init__ (@ 0246b4f3335464614ef1de66531f9131a44ec801); vLLM
+      vllm/model_executor/models/gemma4.py Gemma4DecoderLayer.__init__ (@ 001cabc1be16a59a70d720ed61a13b678c060a18).
+    - attention_k_eq_v (global layers have no v_proj): both engines still cache a separate V tensor.
+      transformers computes value_states = v_norm(k_proj(x)) and passes both K and V to
+      past_key_values.update; vLLM loads the K weights into the V slot of qkv_proj and uses a plain
+      Attention layer, i.e. a FullAttentionSpec holding K and V. So a global layer costs
+      2 x kv_heads x global_head_dim elements per token, which LayerSpec expresses as is.
+    - num_kv_shared_layers: the last N layers compute no K/V and read the cache of the last earlier
+      non-shared layer of their own type (transformers: is_kv_shared_layer / store_full_length_kv and
+      no past_key_values.update; vLLM: kv_sharing_target_layer_name, so no KV cache of their own).
+    - newer transformers (configuration_gemma4.py @ 008e574391258935f3ecc3035c882e73bbcac419) turn
+      global_head_dim / num_global_key_value_heads into per_layer_config overrides and, when a config
+      already carries per_layer_config, use that instead; such configs are read the same way.
+    """
+    n = reader.num_layers()
+    types = reader.layer_types()
+    if types is None:
+        types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n)]
+        reader.note("layer_types absent: transformers Gemma4 default, every 6th layer global (5 local : 1 global)")
+    types = list(types)
+    for index, layer_type in enumerate(types):
+        if layer_type not in _GEMMA4_TYPES:
+            raise ConfigError(f"layer_types[{index}]='{layer_type}' is not a layer type gemma4 uses")
+    if types[-1] != "full_attention":
+        types[-1] = "full_attention"
+        reader.note("layer_types ends with a sliding layer: transformers Gemma4 forces the last layer to full_attention")
+
+    heads = reader.num_heads()
+    kv = reader.kv_heads()
+    head_dim = reader.head_dim()
+    window = reader.sliding_window()
+    if window is None:  # use_sliding_window: false is not a Gemma 4 field; only an odd config gets here
+        raise ConfigError("gemma4 config disables sliding_window, which Gemma 4 does not support")
+    if reader.cfg.get("use_bidirectional_attention") == "all":
+        window = window // 2 + 1
+        reader.note(f"use_bidirectional_attention='all': transformers Gemma4 narrows the window to "
+                    f"sliding_window // 2 + 1 = {window}")
+
+    per_layer = reader.cfg.get("per_layer_config")
+    if per_layer is not None:
+        overrides = _gemma4_per_layer(reader, per_layer, n)
+        global_kv, global_head_dim = kv, head_dim  # only the overrides widen a layer
+    else:
+        overrides = {}
+        global_head_dim = _gemma4_global_head_dim(reader, head_dim)
+        global_kv = _gemma4_global_kv_heads(reader, heads, kv)
+
+    def attention(index: int, layer_type: str) -> LayerSpec:
+        if layer_type == "sliding_attention":
+            layer_kv, layer_dim = kv, head_dim
+        else:
+            layer_kv, layer_dim = global_kv, global_head_dim
+        if index in overrides:
+            layer_kv = overrides[index].get("num_key_value_heads", layer_kv)
+            layer_dim = overrides[index].get("head_dim", layer_dim)
+            if heads % layer_kv:
+                raise ConfigError(f"per_layer_config[{index}]: num_attention_heads={heads} is not a multiple "
+                                  f"of num_key_value_heads={layer_kv}")
+        if layer_type == "sliding_attention":
+            return LayerSpec(kind="sliding", kv_heads=layer_kv, head_dim=layer_dim, window=window)
+        return LayerSpec(kind="full", kv_heads=layer_kv, head_dim=layer_dim)
+
+    layers = [attention(i, t) for i, t in enumerate(types)]
+
+    found = reader.raw("num_kv_shared_layers")
+    shared = reader.int_of("num_kv_shared_layers", found[1], minimum=0, maximum=n) if found else 0
+    if shared == 0:
+        return layers
+    first_shared = n - shared
+    out = layers[:first_shared]
+    for index in range(first_shared, n):
+        owners = [j for j in range(first_shared) if types[j] == types[index]]
+        if not owners:
+            raise ConfigError(f"num_kv_shared_layers={shared}: layer {index} ({types[index]}) has no earlier "
+                              "non-shared layer of its type to share with")
+        out.append(LayerSpec(kind="shared", shares_with=owners[-1]))
+    reader.note(f"the last {shared} layers reuse earlier layers' KV cache (num_kv_shared_layers)")
+    return out
+
+
+def _gemma4_global_head_dim(reader: ConfigReader, head_dim: int) -> int:
+    if "global_head_dim" not in reader.cfg:
+        reader.note(f"global_head_dim absent: transformers Gemma4TextConfig default {_GEMMA4_GLOBAL_HEAD_DIM}")
+        return _GEMMA4_GLOBAL_HEAD_DIM
+    value = reader.cfg["global_head_dim"]
+    if value is None or value == 0:
+        # modeling_gemma4.py: `config.global_head_dim if not self.is_sliding and config.global_head_dim
+        # else config.head_dim`
+        reader.note(f"global_head_dim is {value!r}: global layers use head_dim={head_dim}")
+        return head_dim
+    return reader.int_of("global_head_dim", value)
+
+
+def _gemma4_global_kv_heads(reader: ConfigReader, heads: int, kv: int) -> int:
+    found = reader.raw("num_global_key_value_heads")
+    if not reader.bool_field("attention_k_eq_v", False):
+        # Only attention_k_eq_v models switch the global layers' KV-head count (both engines).
+        if found is not None and found[1] != kv:
+            reader.note(f"num_global_key_value_heads={found[1]} ignored: attention_k_eq_v is false, so global "
+                        f"layers use num_key_value_heads={kv} (transformers and vLLM)")
+        return kv
+    if found is None:
+        reader.note(f"attention_k_eq_v without num_global_key_value_heads: global layers assumed to use "
+                    f"num_key_value_heads={kv}")
+        return kv
+    global_kv = reader.int_of(found[0], found[1])
+    if heads % global_kv:
+        raise ConfigError(f"num_attention_heads={heads} is not a multiple of num_global_key_value_heads={global_kv}")
+    return global_kv
+
+
+def _gemma4_per_layer(reader: ConfigReader, per_layer: Any, n: int) -> dict[int, dict[str, int]]:
+    """per_layer_config {layer index: {head_dim, num_key_value_heads}} (transformers HeterogeneousConfigMixin)."""
+    if not isinstance(per_layer, dict):
+        raise ConfigError(f"per_layer_config={_short_list(per_layer)} is not an object keyed by layer index")
+    out: dict[int, dict[str, int]] = {}
+    for key, entry in per_layer.items():
+        try:
+            index = int(key)
+        except (TypeError, ValueError):
+            raise ConfigError(f"per_layer_config key {key!r} is not a layer index") from None
+        if not 0 <= index < n:
+            raise ConfigError(f"per_layer_config key {key!r} is outside layers 0..{n - 1}")
+        if not isinstance(entry, dict):
+            raise ConfigError(f"per_layer_config[{key!r}]={_short_list(entry)} is not an object")
+        out[index] = {name: reader.int_of(f"per_layer_config[{key!r}].{name}", entry[name])
+                      for name in ("head_dim", "num_key_value_heads") if entry.get(name) is not None}
+    reader.note("per_layer_config present: per-layer head_dim / num_key_value_heads read from it "
+                "(global_head_dim and num_global_key_value_heads are not consulted)")
+    return out
