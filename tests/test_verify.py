@@ -362,3 +362,25 @@ def test_cuda_allocated_matches_and_returns_to_start():
     assert r.exact and r.allocated_bytes == r.allocator_bytes
     assert r.reserved_bytes is not None and r.reserved_bytes >= r.allocated_bytes
     assert torch.cuda.memory_allocated(0) == start and r.released
+
+
+@needs_torch
+def test_verify_matrix_script_writes_every_point(tmp_path):
+    # benchmarks/verify_matrix.py is what a GPU session runs; its CPU quick pass must work end to end
+    import importlib.util as iu
+    import json as _json
+
+    spec = iu.spec_from_file_location("verify_matrix", os.path.join(REPO, "benchmarks", "verify_matrix.py"))
+    module = iu.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out, js = tmp_path / "m.md", tmp_path / "m.json"
+    code = module.main(["--device", "cpu", "--quick", "--models", "openai-community/gpt2",
+                        "--memory-budget", str(256 << 20), "--out", str(out), "--json", str(js)])
+    report = _json.loads(js.read_text())
+    assert code == 0 and len(report["runs"]) == 6 and len(report["find_max_batch"]) == 2
+    assert all(r["result"]["exact"] for r in report["runs"])
+    text = out.read_text()
+    assert "kvplan verify openai-community/gpt2 --device cpu --engine vllm --kv-dtype fp8 --batch 2" in text
+    for entry in report["find_max_batch"]:
+        mb = entry["result"]["max_batch"]
+        assert mb["measured"] == mb["predicted"] == mb["from_estimate"] > 0
