@@ -60,6 +60,8 @@ class PoolShape:
         return sum(self.groups_per_type)
 
     def num_blocks(self, available_bytes: int) -> int:
+        if self.bytes_per_block == 0:  # a rank without cache layers never limits the pool
+            return 1 << 62
         return max(0, available_bytes // self.bytes_per_block)
 
     def blocks_per_request(self, length: int, in_flight: int) -> int:
@@ -82,7 +84,7 @@ def _admission_blocks(layer_type: LayerType, length: int, in_flight: int) -> int
 
 def vllm_pool(layout: CacheLayout) -> PoolShape:
     """The block pool vLLM builds for one rank's layers (grouping by ``kvplan.engines.vllm``)."""
-    grouping = pool_grouping(layout.groups)
+    grouping = layout.pool or pool_grouping(layout.groups)
     block = layout.block_size or 16
     types = tuple(LayerType(t.kind, t.span, t.layers, t.page_bytes, t.block_size) for t in grouping.types)
     if not grouping.hybrid:

@@ -18,7 +18,7 @@ from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import CacheLayout, EngineOptions, get_engine, parse_version
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
-from kvplan.parallel import stage_specs, tp_notes
+from kvplan.parallel import pp_partitions, stage_specs, tp_notes
 from kvplan.spec import ModelSpec
 
 Solve = Literal["batch", "context", "gpus"]
@@ -164,7 +164,12 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     version = parse_version(version_text)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     options = EngineOptions(block_size=block_size, tp=tp)
-    layouts = [eng.layout(stage, dtype, version, options) for stage in stage_specs(spec, pp)]
+    if eng.name == "vllm" and pp > 1:
+        from kvplan.engines.vllm import VLLM
+
+        layouts = VLLM.stage_layouts(spec, dtype, version, options, pp_partitions(spec.num_layers, pp))
+    else:
+        layouts = [eng.layout(stage, dtype, version, options) for stage in stage_specs(spec, pp)]
     budget = _budget(eng.name, spec, hw.memory_bytes, tp, pp, version, max_model_len, batch, settings)
     kv = budget.kv_cache_bytes
     assumptions = list(dict.fromkeys([*spec.assumptions, *budget.assumptions,

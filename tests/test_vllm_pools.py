@@ -133,3 +133,53 @@ def test_max_batch_blocks_cost_every_slot():
     blocks = 20 * gib // (10 * 16 * 8192)
     assert plan.num_blocks == blocks
     assert plan.max_concurrency == pytest.approx(blocks / (6 * 129 + 128))
+
+
+def _vllm_stages_by_hand(spec: ModelSpec, pp: int, page: int) -> list[tuple[int, int]]:
+    """(bytes per pool block, padding slots) per stage, simulated from vLLM's description: groups of the
+    whole model (each type's layers strided over its groups), projected on each stage's layers."""
+    from kvplan.parallel import pp_partitions
+
+    kinds: dict[tuple, list[int]] = {}
+    for i, layer in enumerate(spec.expanded_layers()):
+        if layer.kind not in ("shared", "none"):
+            kinds.setdefault((layer.kind, layer.window), []).append(i)
+    counts = [len(v) for v in kinds.values()]
+    size = max(counts) if max(counts) < 1.5 * min(counts) else min(counts)
+    groups = [layers[k::-(-len(layers) // size)] for layers in kinds.values() for k in range(-(-len(layers) // size))]
+    out, start = [], 0
+    for n in pp_partitions(spec.num_layers, pp):
+        projected = [sum(1 for i in g if start <= i < start + n) for g in groups]
+        width = max(projected)
+        out.append((width * page, sum(width - p for p in projected)))
+        start += n
+    return out
+
+
+@pytest.mark.parametrize("model", ["google/gemma-3-27b-it", "google/gemma-3-1b-it", "openai/gpt-oss-20b",
+                                   "google/gemma-3-12b-it"])
+@pytest.mark.parametrize("pp", [2, 3, 4])
+def test_pipeline_stages_project_the_whole_models_groups(model, pp):
+    from kvplan.engines.vllm import VLLM
+    from kvplan.parallel import pp_partitions
+
+    spec = kvplan.load_model(model)
+    dtype = resolve_kv_dtype("auto", spec.dtype)
+    stages = VLLM.stage_layouts(spec, dtype, parse_version("0.33"), EngineOptions(), pp_partitions(spec.num_layers, pp))
+    page = max(g.token.bytes for g in stages[0].groups) * 16
+    got = [(vllm_pool(s).bytes_per_block, vllm_pool(s).padding_layers) for s in stages]
+    assert got == _vllm_stages_by_hand(spec, pp, page)
+    # every stage keeps all of the whole model's groups, so a request needs the same blocks on each
+    whole = vllm_pool(_layout(spec))
+    assert {vllm_pool(s).blocks_per_request(4096, 16384) for s in stages} == {whole.blocks_per_request(4096, 16384)}
+    # and the stage's layers are exactly its share of the model
+    assert sum(g.count for s in stages for g in s.groups if not g.padding) == spec.num_layers
+
+
+def test_gemma_3_27b_on_four_stages():
+    # 62 layers on PP4: 15, 16, 16, 15 (vllm get_pp_indices). Stage 0 (layers 0-14) has 13 sliding and 2
+    # full layers; the model's 6 sliding groups (sliding layers strided by 6) and 1 full group keep
+    # 3, 2, 2, 2, 2, 2 and 2 of them: 3 slots per block, 7 x 3 - 15 = 6 of them padding.
+    plan = kvplan.max_batch("google/gemma-3-27b-it", gpu="H100-80GB", max_model_len=2048, pp=4,
+                            settings=kvplan.Settings(kv_cache_memory_bytes=2**30))
+    assert plan.num_blocks == 2**30 // (3 * 16 * 8192)

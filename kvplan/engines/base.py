@@ -84,6 +84,39 @@ class GroupRule:
 
 
 @dataclass(frozen=True)
+class PoolType:
+    """Layers of one KV-cache spec: vLLM groups them together and pads their last groups."""
+
+    kind: str
+    """'full', 'mla', 'sliding', 'chunked' or 'recurrent'."""
+    span: int | None
+    """window (sliding) or chunk (chunked)."""
+    block_size: int
+    page_bytes: int
+    """One block of one layer (one state of a recurrent layer)."""
+    layers: int
+    rule: GroupRule
+    """One of the type's groups: its token rule."""
+
+
+@dataclass(frozen=True)
+class PoolGrouping:
+    """How vLLM cuts one rank's layers into KV-cache groups sharing one block pool."""
+
+    types: tuple[PoolType, ...]
+    group_size: int
+    """Layer slots per group (hybrid), or every layer (one spec type: one group)."""
+    groups_per_type: tuple[int, ...]
+    hybrid: bool
+
+    @property
+    def padding_per_type(self) -> tuple[int, ...]:
+        if not self.hybrid:
+            return tuple(0 for _ in self.types)
+        return tuple(g * self.group_size - t.layers for t, g in zip(self.types, self.groups_per_type))
+
+
+@dataclass(frozen=True)
 class CacheLayout:
     engine: str
     engine_version: str
@@ -92,6 +125,8 @@ class CacheLayout:
     """Tokens per page for paged engines; None where the engine does not page."""
     groups: tuple[GroupRule, ...]
     assumptions: tuple[str, ...] = field(default=())
+    pool: PoolGrouping | None = None
+    """How a paged engine groups these layers in its block pool (vLLM), where the engine built it."""
 
     def total_bytes(self, context: int, batch: int) -> int:
         """Bytes the engine holds for ``batch`` sequences of ``context`` tokens, all layers."""

@@ -42,6 +42,8 @@ from kvplan.engines.base import (
     CacheLayout,
     EngineOptions,
     GroupRule,
+    PoolGrouping,
+    PoolType,
     Version,
     build_groups,
     cacheless_group,
@@ -113,12 +115,45 @@ class VLLMEngine:
         groups = build_groups(
             spec, lambda layer, first: self._group(layer, first, kv_dtype, block, state_costs.get(id(layer)), chunked_as_full))
         groups = _unify_pages(groups, assumptions)
-        groups = groups + _padding_groups(groups, spec.num_layers)
+        pool = pool_grouping(groups)
+        groups = groups + _padding_groups(pool, spec.num_layers)
         if state_costs:
             assumptions.append(
                 "vLLM holds one recurrent state per sequence (prefix caching in 'align' mode keeps up to 2 more)"
             )
-        return CacheLayout(self.name, ".".join(map(str, version)), kv_dtype, block, groups, tuple(assumptions))
+        return CacheLayout(self.name, ".".join(map(str, version)), kv_dtype, block, groups, tuple(assumptions), pool)
+
+    def stage_layouts(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions,
+                      partitions: list[int]) -> list[CacheLayout]:
+        """What each pipeline stage holds (``get_kv_cache_configs``): the KV-cache groups are made once
+        for the whole model, then every stage keeps each group's layers it owns
+        (``_project_kv_cache_groups_to_worker``): the same number of groups on every stage, each
+        ``group_size`` = the longest projected group, the rest of every group padding."""
+        whole = self.layout(spec, kv_dtype, version, options)
+        real = tuple(g for g in whole.groups if not g.padding)
+        assert whole.pool is not None
+        members: dict[tuple, list[int]] = {}
+        for g in real:
+            if g.kind not in ("shared", "none"):
+                members.setdefault(pool_type_key(g), []).extend(range(g.first_layer, g.first_layer + g.count))
+        out, start = [], 0
+        for size in partitions:
+            end = start + size
+            groups = tuple(_slice(g, start, end) for g in real if g.first_layer < end and g.first_layer + g.count > start)
+            types, lengths = [], []
+            for t, n in zip(whole.pool.types, whole.pool.groups_per_type):
+                layers = members[pool_type_key(t.rule)]
+                # _get_kv_cache_groups_uniform_page_size strides each type's layers over its n groups
+                projected = [sum(1 for i in layers[k::n] if start <= i < end) for k in range(n)]
+                lengths += projected
+                types.append(replace(t, layers=sum(projected)))
+            if whole.pool.hybrid:
+                pool = PoolGrouping(tuple(types), max(lengths), whole.pool.groups_per_type, True)
+            else:
+                pool = PoolGrouping(tuple(types), sum(t.layers for t in types), whole.pool.groups_per_type, False)
+            out.append(replace(whole, groups=groups + _padding_groups(pool, spec.num_layers), pool=pool))
+            start = end
+        return out
 
     @staticmethod
     def _state_cost(layer: LayerSpec, spec: ModelSpec) -> TokenCost:
@@ -190,39 +225,6 @@ def _paged(layer: LayerSpec, first: int, token: TokenCost, block: int, cache_kin
 
 
 # ------------------------------------------------------------------------------------ hybrid pools
-
-@dataclass(frozen=True)
-class PoolType:
-    """Layers of one KV-cache spec: vLLM groups them together and pads their last groups."""
-
-    kind: str
-    """'full', 'mla', 'sliding', 'chunked' or 'recurrent'."""
-    span: int | None
-    """window (sliding) or chunk (chunked)."""
-    block_size: int
-    page_bytes: int
-    """One block of one layer (one state of a recurrent layer)."""
-    layers: int
-    rule: GroupRule
-    """One of the type's groups: its token rule."""
-
-
-@dataclass(frozen=True)
-class PoolGrouping:
-    """How vLLM cuts one rank's layers into KV-cache groups sharing one block pool."""
-
-    types: tuple[PoolType, ...]
-    group_size: int
-    """Layer slots per group (hybrid), or every layer (one spec type: one group)."""
-    groups_per_type: tuple[int, ...]
-    hybrid: bool
-
-    @property
-    def padding_per_type(self) -> tuple[int, ...]:
-        if not self.hybrid:
-            return tuple(0 for _ in self.types)
-        return tuple(g * self.group_size - t.layers for t, g in zip(self.types, self.groups_per_type))
-
 
 def pool_type_key(group: GroupRule) -> tuple:
     """Layers with equal keys have equal vLLM KV-cache specs (kind, window or chunk, sizes, block)."""
@@ -297,10 +299,16 @@ def _unify_pages(groups: tuple[GroupRule, ...], assumptions: list[str]) -> tuple
     return tuple(out)
 
 
-def _padding_groups(groups: tuple[GroupRule, ...], num_layers: int) -> tuple[GroupRule, ...]:
-    """The unused layer slots of each type's last groups: allocated like the type's layers, read by none.
+def _slice(group: GroupRule, start: int, end: int) -> GroupRule:
+    """The part of a run of identical layers inside layers [start, end)."""
+    first = max(group.first_layer, start)
+    last = min(group.first_layer + group.count, end)
+    return replace(group, layer=replace(group.layer, count=last - first), first_layer=first)
+
+
+def _padding_groups(grouping: PoolGrouping, num_layers: int) -> tuple[GroupRule, ...]:
+    """The unused layer slots of each type's groups: allocated like the type's layers, read by none.
     They are numbered after the model's layers."""
-    grouping = pool_grouping(groups)
     out, index = [], num_layers
     for layer_type, padding in zip(grouping.types, grouping.padding_per_type):
         if padding:

@@ -346,7 +346,7 @@ def _mla_row(dtype: KVDType, layer: LayerSpec) -> tuple[str, int]:
 def _plan_vllm(spec: ModelSpec, layout: CacheLayout, names: dict[int, str], batch: int, context: int) -> dict:
     from kvplan.engines.vllm import page_bytes, pool_grouping, pool_type_key
 
-    grouping = pool_grouping(layout.groups)
+    grouping = layout.pool or pool_grouping(layout.groups)
     # layers of each spec type, in model order, and the type's padding slots: (index, group position, rule)
     members: dict[tuple, list[tuple[int, int, GroupRule]]] = {}
     padding: dict[tuple, list[tuple[int, int, GroupRule]]] = {}
