@@ -9,28 +9,40 @@ lookup parses one JSON file and never imports yaml (a fifth of kvplan's start-up
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvplan.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BUNDLE_NAME = "bundle.json"
 
 
 def specs_dir() -> Path:
     """``kvplan/model_specs`` in an installed wheel, ``model_specs/`` at the top of a checkout."""
-    here = Path(__file__).resolve().parent.parent
-    packaged = here / "model_specs"
-    if packaged.is_dir():
+    from pathlib import Path
+
+    return Path(_specs_dir())
+
+
+@lru_cache(maxsize=1)
+def _specs_dir() -> str:
+    # os.path rather than pathlib: this runs on every start and pathlib's import costs ~10 ms
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    packaged = os.path.join(here, "model_specs")
+    if os.path.isdir(packaged):
         return packaged
-    return here.parent / "model_specs"
+    return os.path.join(os.path.dirname(here), "model_specs")
 
 
 @lru_cache(maxsize=1)
 def _bundle() -> dict:
-    path = specs_dir() / BUNDLE_NAME
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open(os.path.join(_specs_dir(), BUNDLE_NAME), encoding="utf-8") as f:
+            return json.load(f)
     except FileNotFoundError:
         return {"index": {}, "specs": {}}
 
@@ -47,7 +59,7 @@ def load_bundled(name: str) -> ModelSpec | None:
     file, display = found
     from kvplan.sources.yaml_spec import spec_from_trusted_dict
 
-    spec = spec_from_trusted_dict(_bundle()["specs"][file], str(specs_dir() / file))
+    spec = spec_from_trusted_dict(_bundle()["specs"][file], os.path.join(_specs_dir(), file))
     if display != spec.id:
         from dataclasses import replace
 
@@ -75,13 +87,13 @@ def build_index(specs: dict[str, dict]) -> dict[str, list[str]]:
     keys: dict[str, list[str]] = {}
     bare: dict[str, list[list[str]]] = {}
     for file, data in specs.items():
-        path = Path(file)
+        base = os.path.basename(file)
         for name in [data["id"], *data.get("aliases", [])]:
             key = name.lower()
-            if key in keys and keys[key][0] != path.name:
-                raise ValueError(f"{name} is claimed by {keys[key][0]} and {path.name}")
-            keys[key] = [path.name, name]
-            bare.setdefault(key.rsplit("/", 1)[-1], []).append([path.name, name])
+            if key in keys and keys[key][0] != base:
+                raise ValueError(f"{name} is claimed by {keys[key][0]} and {base}")
+            keys[key] = [base, name]
+            bare.setdefault(key.rsplit("/", 1)[-1], []).append([base, name])
     for short, targets in bare.items():
         if len(targets) == 1 and short not in keys:
             keys[short] = targets[0]

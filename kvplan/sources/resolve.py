@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+from typing import TYPE_CHECKING
 
 from kvplan.errors import NotFoundError, UsageError
 from kvplan.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -15,11 +19,13 @@ def load_model(name: str, *, revision: str | None = None, hub: bool = False) -> 
     a model on the Hugging Face Hub (``org/name``). ``hub`` skips the bundled specs; a ``revision``
     (or ``org/name@rev``) implies the Hub. The Hub code (and huggingface_hub) is imported only then.
     """
-    path = Path(name).expanduser()
-    if path.exists():
+    expanded = os.path.expanduser(name)
+    if os.path.exists(expanded):  # os.path, not pathlib: a bundled lookup must not pay for pathlib's import
         if hub or revision is not None:
             raise UsageError(f"{name} is a local path: --hub and --revision apply to Hub model ids")
-        return load_path(path)
+        from pathlib import Path
+
+        return load_path(Path(expanded))
     repo, at_rev = name, None
     if "@" in name and not _looks_like_path(name):
         from kvplan.sources.hub import split_revision

@@ -7,11 +7,13 @@ files are validated by the test suite, so loading them skips pydantic and starts
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import ConfigError, KvplanError
 from kvplan.spec import LayerSpec, ModelSpec, RopeScaling
+
+if TYPE_CHECKING:  # bundled specs come through here on every start: no pathlib import at run time
+    from pathlib import Path
 
 
 def _yaml_load(text: str, where: str) -> Any:
