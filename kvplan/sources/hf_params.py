@@ -11,9 +11,9 @@ file named in each builder's docstring), so that the FP8 block-scale and MXFP4 r
 - :func:`weights_bytes` -> ``(bytes, description)``: checkpoint bytes in the dtype the config names.
 
 Families with their own rules: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-qwen3_next, gemma, gemma2, gemma3(_text), phi3, cohere, olmo2, glm4_moe, deepseek_v2, deepseek_v3,
-kimi_k2, llama4, gpt_oss, gpt2, gptj, falcon, mamba, mamba2, jamba. Anything else is counted with the
-llama-like rule and says so in ``assumptions``.
+qwen3_next, gemma, gemma2, gemma3(_text), gemma4(_text), phi3, cohere, olmo2, glm4_moe, deepseek_v2,
+deepseek_v3, kimi_k2, llama4, gpt_oss, gpt2, gptj, falcon, mamba, mamba2, jamba. Anything else is counted
+with the llama-like rule and says so in ``assumptions``.
 
 Only the standard library is imported (no torch, no pydantic).
 """
@@ -30,11 +30,11 @@ from kvplan.errors import ConfigError
 
 COMPONENTS = (
     "embed", "attention", "ssm", "mlp", "experts", "shared_experts", "router", "norms", "lm_head",
-    "mtp", "vision", "other",
+    "mtp", "vision", "audio", "other",
 )
 """Keys of ``ParamCount.by_component`` (always all present). ``ssm``: Mamba / linear-attention
 mixers; ``mtp``: multi-token-prediction layers a checkpoint ships beside the main model; ``vision``:
-vision tower and multimodal projector."""
+vision tower and multimodal projector; ``audio``: audio tower and its projector (gemma4)."""
 
 _DTYPE_BYTES = {
     "float32": 4, "fp32": 4, "float": 4,
@@ -781,6 +781,271 @@ def _qwen3_next(b: _Builder) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
+# Gemma 4
+
+
+_GEMMA4_GLOBAL_HEAD_DIM = 512  # Gemma4TextConfig global_head_dim default
+
+
+def _gemma4(b: _Builder) -> None:
+    """gemma4 / gemma4_text: transformers ``modeling_gemma4.py`` (``Gemma4ForConditionalGeneration``).
+
+    Counted as the published checkpoints store it (names ``model.language_model.*``; every tensor,
+    persistent buffers included, since ``total_size`` counts them):
+    - layer geometry as kvplan's config reader (``hf_families._gemma4``): ``layer_types`` (default
+      every 6th layer global, last layer forced global); global layers use ``global_head_dim``
+      (default 512, null -> ``head_dim``) and, only with ``attention_k_eq_v``,
+      ``num_global_key_value_heads``; ``per_layer_config`` overrides both.
+    - attention: q_proj, k_proj, v_proj (none on global layers when ``attention_k_eq_v``), o_proj
+      (biases iff ``attention_bias``), q_norm / k_norm of the layer's head_dim (v_norm has no weight).
+      The last ``num_kv_shared_layers`` layers compute no K/V, yet the checkpoints still store their
+      k_proj / v_proj / k_norm (transformers skips them on load; vLLM's qkv_proj loads them).
+    - per layer: input / post-attention / pre- and post-feedforward RMSNorms, a ``layer_scalar``
+      buffer (1 value), a GeGLU MLP of ``intermediate_size`` (twice that on kv-shared layers when
+      ``use_double_wide_mlp``).
+    - ``enable_moe_block`` (26B-A4B): beside the dense MLP, router (proj Linear(h, E), ``scale`` (h),
+      ``per_expert_scale`` (E)), experts ``gate_up_proj`` (E x 2I x h) and ``down_proj`` (E x h x I)
+      with I = ``moe_intermediate_size``, and 3 more RMSNorms.
+    - per-layer embeddings when ``hidden_size_per_layer_input`` > 0 (E2B / E4B): the table
+      ``embed_tokens_per_layer`` (``vocab_size_per_layer_input`` x layers x that width),
+      ``per_layer_model_projection`` (h -> layers x width) and its norm; in each layer
+      ``per_layer_input_gate`` (h -> width), ``per_layer_projection`` (width -> h) and
+      ``post_per_layer_input_norm``.
+    - embed_tokens, final norm, lm_head only if not tied; the vision tower (``_gemma4_vision``) and
+      the audio tower (``_gemma4_audio``) with their ``embed_vision`` / ``embed_audio`` projections.
+    """
+    h, n_layers, nh, hd = b.hidden, b.layers, b.heads, b.head_dim
+    nkv = b.kv_heads
+    top = "model.language_model" if b.cfg is not b.top else "model"
+    bias = b.flag("attention_bias", False)
+    k_eq_v = b.flag("attention_k_eq_v", False)
+
+    types = b.get("layer_types")
+    if types is None:
+        types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n_layers)]
+        b.note("layer_types absent: transformers Gemma4 default, every 6th layer global")
+    types = list(types)
+    if len(types) != n_layers or any(t not in ("sliding_attention", "full_attention") for t in types):
+        raise ConfigError(f"gemma4 layer_types does not list {n_layers} sliding/full attention layers")
+    if types[-1] != "full_attention":
+        types[-1] = "full_attention"  # Gemma4TextConfig.__post_init__ forces the last layer global
+
+    per_layer = b.get("per_layer_config")
+    overrides: dict[int, dict] = {}
+    if per_layer is not None:
+        if not isinstance(per_layer, dict):
+            raise ConfigError("gemma4 per_layer_config is not an object keyed by layer index")
+        overrides = {int(k): v for k, v in per_layer.items() if isinstance(v, dict)}
+        global_hd, global_kv = hd, nkv
+    else:
+        if "global_head_dim" not in b.cfg:
+            global_hd = _GEMMA4_GLOBAL_HEAD_DIM
+            b.note(f"global_head_dim absent: transformers Gemma4TextConfig default {global_hd}")
+        else:
+            global_hd = b.int("global_head_dim") if b.cfg["global_head_dim"] else hd
+        global_kv = nkv
+        if k_eq_v:
+            global_kv = b.int("num_global_key_value_heads", default=nkv,
+                              why="attention_k_eq_v without it: global layers use num_key_value_heads")
+
+    shared = b.int("num_kv_shared_layers", default=0)
+    first_shared = n_layers - shared
+    double_wide = b.flag("use_double_wide_mlp", False)
+    inter = b.int("intermediate_size")
+    ple = b.int("hidden_size_per_layer_input", default=256,
+                why="transformers Gemma4TextConfig default; released configs set it")
+    moe = b.flag("enable_moe_block", False)
+    if moe:
+        experts = b.int("num_experts")
+        moe_inter = b.int("moe_intermediate_size", "expert_intermediate_size")
+
+    b.embed(f"{top}.embed_tokens")
+    if ple:
+        ple_vocab = b.int("vocab_size_per_layer_input", default=262_144,
+                          why="transformers Gemma4TextConfig default")
+        b.add("embed", f"{top}.embed_tokens_per_layer", ple_vocab, n_layers * ple)
+        b.linear("other", f"{top}.per_layer_model_projection", h, n_layers * ple, quantizable=False)
+        b.add("norms", f"{top}.per_layer_projection_norm", ple)
+    shared_kv = 0
+    for i, layer_type in enumerate(types):
+        p = f"{top}.layers.{i}"
+        full = layer_type == "full_attention"
+        layer_hd, layer_kv = (global_hd, global_kv) if full else (hd, nkv)
+        if i in overrides:
+            layer_hd = int(overrides[i].get("head_dim") or layer_hd)
+            layer_kv = int(overrides[i].get("num_key_value_heads") or layer_kv)
+        a = f"{p}.self_attn"
+        b.linear("attention", f"{a}.q_proj", h, nh * layer_hd, bias=bias)
+        b.linear("attention", f"{a}.k_proj", h, layer_kv * layer_hd, bias=bias)
+        if not (k_eq_v and full):
+            b.linear("attention", f"{a}.v_proj", h, layer_kv * layer_hd, bias=bias)
+        b.linear("attention", f"{a}.o_proj", nh * layer_hd, h, bias=bias)
+        b.add("norms", f"{a}.q_norm", layer_hd)
+        b.add("norms", f"{a}.k_norm", layer_hd)
+        if i >= first_shared:
+            shared_kv += layer_kv * layer_hd * h * (1 if k_eq_v and full else 2) + layer_hd
+        for name in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm"):
+            b.norm(f"{p}.{name}", h)
+        b.add("other", f"{p}.layer_scalar", 1)
+        _gated_mlp(b, f"{p}.mlp", inter * (2 if double_wide and i >= first_shared else 1))
+        if ple:
+            b.linear("other", f"{p}.per_layer_input_gate", h, ple)
+            b.linear("other", f"{p}.per_layer_projection", ple, h)
+            b.norm(f"{p}.post_per_layer_input_norm", h)
+        if moe:
+            b.linear("router", f"{p}.router.proj", h, experts, quantizable=False)
+            b.add("router", f"{p}.router.scale", h)
+            b.add("router", f"{p}.router.per_expert_scale", experts)
+            b.linear("experts", f"{p}.experts.gate_up_proj", h, 2 * moe_inter, count=experts)
+            b.linear("experts", f"{p}.experts.down_proj", moe_inter, h, count=experts)
+            for name in ("post_feedforward_layernorm_1", "post_feedforward_layernorm_2",
+                         "pre_feedforward_layernorm_2"):
+                b.norm(f"{p}.{name}", h)
+    b.norm(f"{top}.norm", h)
+    b.lm_head()
+    if shared_kv:
+        b.note(f"the {shared} kv-shared layers' k_proj/v_proj/k_norm ({shared_kv:,} parameters) are counted: "
+               "the published checkpoints store them, though transformers does not load them")
+    _gemma4_vision(b)
+    _gemma4_audio(b)
+
+
+def _tower_config(b: _Builder, key: str, model_type: str, ints: tuple[str, ...],
+                  what: str) -> dict | None:
+    """The ``vision_config`` / ``audio_config`` of a gemma4 config if its tower can be counted exactly."""
+    tc = b.top.get(key)
+    if tc is None:
+        if b.cfg is not b.top and key not in b.top:
+            b.note(f"gemma4 config without {key}: {what} not counted")
+        return None
+    if not isinstance(tc, dict):
+        raise ConfigError(f"gemma4 {key} is not an object")
+    if tc.get("model_type", model_type) != model_type:
+        b.note(f"{key} model_type {tc.get('model_type')!r} is not {model_type}: {what} not counted")
+        return None
+    missing = [name for name in ints if not isinstance(tc.get(name), int) or isinstance(tc.get(name), bool)]
+    if missing:
+        b.note(f"{key} lacks {', '.join(missing)}: {what} not counted")
+        return None
+    return tc
+
+
+def _tower_flag(b: _Builder, tc: dict, key: str, name: str, default: bool) -> bool:
+    value = tc.get(name)
+    if value is None:
+        b.note(f"{key}.{name} absent: transformers default {default}")
+        return default
+    return bool(value)
+
+
+def _clippable(b: _Builder, component: str, module: str, n_in: int, n_out: int, clipped: bool) -> None:
+    """``Gemma4ClippableLinear``: a bias-free Linear plus, with ``use_clipped_linears``, four scalar
+    buffers (input_min/max, output_min/max) that the checkpoints store."""
+    b.add(component, f"{module}.linear", n_out, n_in)
+    if clipped:
+        b.add(component, f"{module}.clip_bounds", 4)
+
+
+def _gemma4_vision(b: _Builder) -> None:
+    """``Gemma4VisionModel`` + ``embed_vision`` (modeling_gemma4.py).
+
+    patch_embedder.input_proj (3 x patch^2 -> h), position_embedding_table (2 x
+    ``position_embedding_size`` x h); per encoder layer q/k/v/o (``Gemma4ClippableLinear``, heads x
+    head_dim), q_norm / k_norm (head_dim), 4 RMSNorms, GeGLU MLP gate/up/down (clippable);
+    ``std_bias`` / ``std_scale`` (h each) when ``standardize``; the pooler has no weights;
+    embed_vision.embedding_projection (h -> text h, no bias; its pre-projection norm has no weight).
+    """
+    tc = _tower_config(b, "vision_config", "gemma4_vision",
+                       ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads",
+                        "num_key_value_heads", "head_dim", "patch_size", "position_embedding_size"),
+                       "vision tower")
+    if tc is None:
+        return
+    vh, vl, vi = tc["hidden_size"], tc["num_hidden_layers"], tc["intermediate_size"]
+    vnh, vkv, vhd = tc["num_attention_heads"], tc["num_key_value_heads"], tc["head_dim"]
+    patch = tc["patch_size"]
+    clipped = _tower_flag(b, tc, "vision_config", "use_clipped_linears", False)
+    standardize = _tower_flag(b, tc, "vision_config", "standardize", False)
+    v = "model.vision_tower"
+    b.add("vision", f"{v}.patch_embedder.input_proj", vh, 3 * patch * patch)
+    b.add("vision", f"{v}.patch_embedder.position_embedding_table", 2, tc["position_embedding_size"], vh)
+    for i in range(vl):
+        p = f"{v}.encoder.layers.{i}"
+        for name, n_in, n_out in (("q_proj", vh, vnh * vhd), ("k_proj", vh, vkv * vhd),
+                                  ("v_proj", vh, vkv * vhd), ("o_proj", vnh * vhd, vh)):
+            _clippable(b, "vision", f"{p}.self_attn.{name}", n_in, n_out, clipped)
+        b.add("vision", f"{p}.self_attn.q_norm", vhd)
+        b.add("vision", f"{p}.self_attn.k_norm", vhd)
+        for name in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm"):
+            b.add("vision", f"{p}.{name}", vh)
+        for name, n_in, n_out in (("gate_proj", vh, vi), ("up_proj", vh, vi), ("down_proj", vi, vh)):
+            _clippable(b, "vision", f"{p}.mlp.{name}", n_in, n_out, clipped)
+    if standardize:
+        b.add("vision", f"{v}.std_bias", vh)
+        b.add("vision", f"{v}.std_scale", vh)
+    b.add("vision", "model.embed_vision.embedding_projection", b.hidden, vh)
+
+
+def _gemma4_audio(b: _Builder) -> None:
+    """``Gemma4AudioModel`` + ``embed_audio`` (modeling_gemma4.py), a conformer on 128-bin mel frames.
+
+    subsample_conv_projection: two bias-free 3x3 Conv2d (1 -> c0 -> c1 channels,
+    c = ``subsampling_conv_channels``) each with a bias-free LayerNorm, input_proj_linear
+    ((c0 // 4) x c1 -> h); per layer two feed-forward blocks (pre/post RMSNorm, h -> 4h -> h
+    clippable linears), self-attention (q/k/v/post clippable h x h, relative_k_proj h x h,
+    per_dim_scale of h / heads), a light conv block (pre RMSNorm, linear_start h -> 2h, depthwise
+    conv1d h x 1 x ``conv_kernel_size``, conv RMSNorm, linear_end h -> h) and 3 RMSNorms;
+    output_proj (h -> ``output_proj_dims``, with bias); embed_audio.embedding_projection
+    (``output_proj_dims`` -> text h, no bias).
+    """
+    tc = _tower_config(b, "audio_config", "gemma4_audio",
+                       ("hidden_size", "num_hidden_layers", "num_attention_heads", "conv_kernel_size",
+                        "output_proj_dims"),
+                       "audio tower")
+    if tc is None:
+        return
+    channels = tc.get("subsampling_conv_channels")
+    if not (isinstance(channels, (list, tuple)) and len(channels) == 2
+            and all(isinstance(c, int) and not isinstance(c, bool) for c in channels)):
+        b.note("audio_config lacks subsampling_conv_channels [c0, c1]: audio tower not counted")
+        return
+    ah, al, anh = tc["hidden_size"], tc["num_hidden_layers"], tc["num_attention_heads"]
+    kernel, out_dims = tc["conv_kernel_size"], tc["output_proj_dims"]
+    c0, c1 = channels
+    clipped = _tower_flag(b, tc, "audio_config", "use_clipped_linears", True)
+    a = "model.audio_tower"
+    s = f"{a}.subsample_conv_projection"
+    b.add("audio", f"{s}.layer0.conv", c0, 1, 3, 3)
+    b.add("audio", f"{s}.layer0.norm", c0)
+    b.add("audio", f"{s}.layer1.conv", c1, c0, 3, 3)
+    b.add("audio", f"{s}.layer1.norm", c1)
+    b.add("audio", f"{s}.input_proj_linear", ah, (c0 // 4) * c1)
+    for i in range(al):
+        p = f"{a}.layers.{i}"
+        for ff in ("feed_forward1", "feed_forward2"):
+            b.add("audio", f"{p}.{ff}.pre_layer_norm", ah)
+            _clippable(b, "audio", f"{p}.{ff}.ffw_layer_1", ah, 4 * ah, clipped)
+            _clippable(b, "audio", f"{p}.{ff}.ffw_layer_2", 4 * ah, ah, clipped)
+            b.add("audio", f"{p}.{ff}.post_layer_norm", ah)
+        for name in ("q_proj", "k_proj", "v_proj", "post"):
+            _clippable(b, "audio", f"{p}.self_attn.{name}", ah, ah, clipped)
+        b.add("audio", f"{p}.self_attn.relative_k_proj", ah, ah)
+        b.add("audio", f"{p}.self_attn.per_dim_scale", ah // anh)
+        b.add("audio", f"{p}.lconv1d.pre_layer_norm", ah)
+        _clippable(b, "audio", f"{p}.lconv1d.linear_start", ah, 2 * ah, clipped)
+        b.add("audio", f"{p}.lconv1d.depthwise_conv1d", ah, 1, kernel)
+        b.add("audio", f"{p}.lconv1d.conv_norm", ah)
+        _clippable(b, "audio", f"{p}.lconv1d.linear_end", ah, ah, clipped)
+        for name in ("norm_pre_attn", "norm_post_attn", "norm_out"):
+            b.add("audio", f"{p}.{name}", ah)
+    b.add("audio", f"{a}.output_proj", out_dims, ah)
+    b.add("audio", f"{a}.output_proj.bias", out_dims)
+    b.add("audio", "model.embed_audio.embedding_projection", b.hidden, out_dims)
+
+
+# ------------------------------------------------------------------------------------------------
 # Vision towers of multimodal configs
 
 
@@ -860,6 +1125,7 @@ _FAMILIES: dict[str, Callable[[_Builder], None]] = {
     "gpt2": _gpt2, "gptj": _gptj, "falcon": _falcon,
     "mamba": _mamba, "mamba2": _mamba2, "jamba": _jamba,
     "qwen3_next": _qwen3_next,
+    "gemma4": _gemma4, "gemma4_text": _gemma4,
 }
 
 
@@ -876,7 +1142,7 @@ def _build(config: dict) -> _Builder:
         raise
     except (TypeError, ValueError, KeyError, ZeroDivisionError) as exc:
         raise ConfigError(f"cannot count parameters of this {b.model_type or 'unknown'} config: {exc}") from exc
-    if fn is not _llama4 and b.cfg is not b.top:
+    if fn not in (_llama4, _gemma4) and b.cfg is not b.top:
         _vision(b)
     return b
 
