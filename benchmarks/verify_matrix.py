@@ -75,35 +75,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for batch in batches:
                     for context in contexts:
                         done += 1
-                        kw = dict(engine=engine, kv_dtype=dtype, batch=batch, context=context, decode=args.decode)
-                        cmd = _command(model, args.device, **kw)
-                        print(f"[{done}/{total}] {cmd}", file=sys.stderr, flush=True)
-                        entry: dict[str, Any] = {"command": cmd, "model": model, **kw}
-                        try:
-                            entry["result"] = verify(model, device=args.device, repeats=args.repeats, **kw).to_dict()
-                        except VerifyError as exc:
-                            entry["refused"] = str(exc)
-                        runs.append(entry)
+                        kw = dict(engine=engine, kv_dtype=dtype, batch=batch, context=context, decode=args.decode,
+                                  repeats=args.repeats)
+                        runs.append(_point(model, args.device, f"[{done}/{total}]", kw))
         for engine in ENGINES:
             kw = dict(engine=engine, context=fmb_context, find_max_batch=True)
             if args.device == "cpu":
                 kw["memory_budget"] = args.memory_budget
             else:
                 kw["gpu_memory_utilization"] = args.gpu_memory_utilization
-            cmd = _command(model, args.device, **kw)
-            print(f"[find-max-batch] {cmd}", file=sys.stderr, flush=True)
-            entry = {"command": cmd, "model": model, **kw}
-            try:
-                entry["result"] = verify(model, device=args.device, **kw).to_dict()
-            except VerifyError as exc:
-                entry["refused"] = str(exc)
-            searches.append(entry)
+            searches.append(_point(model, args.device, "[find-max-batch]", kw))
     first = next((r["result"] for r in runs + searches if "result" in r), None)
     return {
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "device": first["device"] if first else {"device": args.device},
         "python": platform.python_version(), "torch": _torch_version(), "runs": runs, "find_max_batch": searches,
     }
+
+
+def _point(model: str, device: str, label: str, kw: dict[str, Any]) -> dict[str, Any]:
+    """One verify call with its reproduce command; a refusal is recorded, not raised."""
+    cmd = _command(model, device, **{k: v for k, v in kw.items() if k != "repeats"})
+    print(f"{label} {cmd}", file=sys.stderr, flush=True)
+    entry: dict[str, Any] = {"command": cmd, "model": model, **kw}
+    try:
+        entry["result"] = verify(model, device=device, **kw).to_dict()
+    except VerifyError as exc:
+        entry["refused"] = str(exc)
+    return entry
 
 
 def _torch_version() -> str:

@@ -15,9 +15,10 @@ from kvplan import __version__
 from kvplan.budgets import GpuBudget, MemoryItem, Settings
 from kvplan.capacity import vllm_capacity, vllm_max_model_len, vllm_pool
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
-from kvplan.engines import CacheLayout, EngineOptions, get_engine, parse_version
+from kvplan.engines import EngineOptions, get_engine, parse_version
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
+from kvplan.monotone import largest
 from kvplan.parallel import pp_partitions, stage_specs, tp_notes
 from kvplan.spec import ModelSpec
 
@@ -189,7 +190,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         max_b = cap.num_blocks // per_request if per_request else 0
         longest = min(vllm_max_model_len(p, kv, version, mnbt, 1 << 26) for p in pools)
         max_ctx = longest if batch == 1 else \
-            _search(lambda c: all(batch * p.blocks_per_request(c, in_flight) <= p.num_blocks(kv) for p in pools))
+            largest(lambda c: all(batch * p.blocks_per_request(c, in_flight) <= p.num_blocks(kv) for p in pools))
         if pool.padding_layers:
             assumptions.append(f"vLLM pads its hybrid groups with {pool.padding_layers} unused layer(s) per rank")
         tokens, concurrency, blocks = cap.kv_cache_tokens, cap.max_concurrency, cap.num_blocks
@@ -200,11 +201,11 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         def needed(c: int, b: int) -> int:
             return max(layout.total_bytes(c, b) for layout in layouts)
 
-        max_b = _search(lambda b: needed(context, b) <= kv)
-        max_ctx = _search(lambda c: needed(c, batch) <= kv)
-        longest = max_ctx if batch == 1 else _search(lambda c: needed(c, 1) <= kv)
+        max_b = largest(lambda b: needed(context, b) <= kv)
+        max_ctx = largest(lambda c: needed(c, batch) <= kv)
+        longest = max_ctx if batch == 1 else largest(lambda c: needed(c, 1) <= kv)
         request_bytes = needed(max_model_len, 1)
-        tokens = _search(lambda n: needed(n, 1) <= kv)
+        tokens = largest(lambda n: needed(n, 1) <= kv)
         concurrency = (kv / request_bytes) if request_bytes else 0.0
         if eng.name in ("sglang", "trtllm"):
             concurrency = tokens / max_model_len
@@ -263,24 +264,6 @@ def _budget(engine: str, spec: ModelSpec, total: int, tp: int, pp: int, version:
     from kvplan.budgets import hf
 
     return hf.budget(spec, total, tp, pp, max_model_len, batch, settings)
-
-
-def _search(ok: Any, upper: int = 1 << 26) -> int:
-    """The largest n in [0, upper] with ok(n) true, for ok monotone (true then false)."""
-    if not ok(1):
-        return 0
-    lo, hi = 1, 2
-    while hi < upper and ok(hi):
-        lo, hi = hi, min(hi * 2, upper)
-    if ok(hi):
-        return hi
-    while lo + 1 < hi:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | None, kv_dtype: str, mml: int,

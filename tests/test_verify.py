@@ -17,7 +17,7 @@ import pytest
 import kvplan
 from kvplan.sources.resolve import load_model
 from kvplan.verify.errors import VerifyError
-from kvplan.verify.search import largest
+from kvplan.monotone import largest
 from kvplan.verify.shapes import plan_cache, resolve_layout
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None

@@ -277,7 +277,7 @@ def verify(
         decode_check = _decode_check(timing, dev, info.name, gpu, notes)
     max_check = None
     if search is not None:
-        from kvplan.verify.search import largest
+        from kvplan.monotone import largest
 
         budget_bytes = search.budget_bytes
         steady = largest(lambda b: layout.total_bytes(context, b) <= budget_bytes, search.measured)

@@ -8,11 +8,11 @@ starts at max-batch's prediction and gallops then bisects, so a right prediction
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kvplan.engines import CacheLayout
+from kvplan.monotone import largest
 from kvplan.spec import ModelSpec
 from kvplan.verify.allocate import allocate, measure, segment_bytes
 from kvplan.verify.errors import VerifyError
@@ -35,30 +35,6 @@ class SearchResult:
     budget_bytes: int
     measured: int
     probes: tuple[Probe, ...]
-
-
-def largest(ok: Callable[[int], bool], guess: int, limit: int = LIMIT) -> int:
-    """The largest n in [0, limit] with ok(n), ok monotone (true then false), searched from ``guess``."""
-    guess = min(max(1, guess), limit)
-    if ok(guess):
-        lo, step = guess, 1
-        while lo + step <= limit and ok(lo + step):
-            lo, step = lo + step, step * 2
-        hi = min(lo + step, limit + 1)
-    else:
-        hi, step, lo = guess, 1, 0
-        while hi - step >= 1:
-            if ok(hi - step):
-                lo = hi - step
-                break
-            hi, step = hi - step, step * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def find_max_batch(spec: ModelSpec, layout: CacheLayout, context: int, device: Any, budget: int,
@@ -94,5 +70,5 @@ def find_max_batch(spec: ModelSpec, layout: CacheLayout, context: int, device: A
         cache[batch] = fits
         return fits
 
-    best = largest(ok, guess)
+    best = largest(ok, guess, LIMIT)
     return SearchResult(budget, best, tuple(probes))
