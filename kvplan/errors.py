@@ -7,7 +7,13 @@ class KvplanError(ValueError):
     """A problem with what the user asked for or gave kvplan: reported as one line, exit 2.
 
     It is a ValueError so that pydantic, validating a spec, turns it into a field error.
+    ``field`` names the library parameter at fault ("tp", "max_model_len", ...), for a caller (the
+    CLI) to name its own spelling of it.
     """
+
+    def __init__(self, message: str = "", *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class SpecError(KvplanError):

@@ -167,7 +167,7 @@ def estimate(
         kv_dtype = resolve_kv_dtype(name, auto_dtype)
         layouts.append((name, eng.layout(spec, kv_dtype, version, options)))
 
-    assumptions = list(spec.assumptions)
+    assumptions = [*spec.assumptions, *eng.version_notes(version)]
     for _, layout in layouts:
         assumptions.extend(layout.assumptions)
     if "auto" in dtype_names:
@@ -201,18 +201,17 @@ def estimate(
 
 def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int],
           by_layer: bool) -> Iterable[EstimateRow]:
-    # Groups with the same token rule and sizes add up: merge them so a sweep point costs a few
+    # Groups with equal token rules and sizes add up: merge them so a sweep point costs a few
     # function calls, not one per group (Gemma 3 has 21 groups but two distinct rules).
-    merged: dict[tuple[str, int, int, bool], list[Any]] = {}
+    merged: dict[tuple, list[Any]] = {}
     for g in layout.groups:
-        state = g.state.bytes if g.state is not None else 0
-        key = (g.held_formula, g.token.bytes, state, g.batch_held is not None)
+        key = g.cost_key
         if key in merged:
             merged[key][0] += g.count
         else:
             merged[key] = [g.count, g]
     classes = [(count, g) for count, g in merged.values()]
-    plain = all(g.batch_held is None for _, g in classes)
+    plain = all(g.tokens.per_sequence for _, g in classes)
     for context in contexts:
         per_seq = 0
         if plain:
@@ -243,7 +242,7 @@ def _formulas(dtype_name: str, layout: CacheLayout) -> Iterable[GroupFormula]:
     merged: dict[tuple, list[Any]] = {}
     for g in layout.groups:
         state = g.state.formula if g.state is not None else None
-        key = (g.padding, g.kind, g.token.formula, g.held_formula, state)
+        key = (g.padding, g.kind, g.token.formula, g.tokens, state)
         span = f"{g.first_layer}" if g.count == 1 else f"{g.first_layer}-{g.first_layer + g.count - 1}"
         if key in merged:
             merged[key][0].append(span)

@@ -1,9 +1,10 @@
 """``kvplan.max_batch``: what a deployment can serve, per the chosen engine's memory rules.
 
-Flow: the model is cut into pipeline stages (``kvplan.parallel``), each stage's cache laid out for one
-tensor-parallel rank (``kvplan.engines``), one GPU's memory divided by the engine's budget rules
-(``kvplan.budgets``), and the KV memory turned into blocks, tokens and sequences
-(``kvplan.capacity``). The stage with the least room decides, as engines take the minimum over ranks.
+Flow: the engine lays out each pipeline stage's cache for one tensor-parallel rank
+(``Engine.stage_layouts``), divides one GPU's memory by its budget rules (``Engine.budget``) and
+turns the KV memory into blocks, tokens and sequences by its pool and admission rules
+(``Engine.capacity``). The stage with the least room decides, as engines take the minimum over ranks.
+Nothing here depends on which engine it is.
 """
 
 from __future__ import annotations
@@ -12,14 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kvplan import __version__
-from kvplan.budgets import GpuBudget, MemoryItem, Settings
-from kvplan.capacity import vllm_capacity, vllm_max_model_len, vllm_pool
+from kvplan.budgets import MemoryItem, Settings
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
-from kvplan.engines import EngineOptions, get_engine, parse_version
+from kvplan.engines import Demand, EngineOptions, get_engine, parse_version
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
-from kvplan.monotone import largest
-from kvplan.parallel import pp_partitions, stage_specs, tp_notes
+from kvplan.parallel import tp_notes
 from kvplan.spec import ModelSpec
 
 Solve = Literal["batch", "context", "gpus"]
@@ -69,6 +68,8 @@ class CapacityPlan:
     decode_tokens_per_second_max: float | None
     engine_defaults: dict[str, float | int] = field(default_factory=dict)
     assumptions: tuple[str, ...] = ()
+    admission_note: str = ""
+    """Where the engine admits a request with more than a computed sequence holds (vLLM's windows)."""
 
     @property
     def message(self) -> str:
@@ -158,64 +159,22 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
          kv_dtype: str, max_model_len: int, context: int, batch: int, block_size: int | None,
          settings: Settings) -> CapacityPlan:
     eng = get_engine(engine)
-    heads = spec.num_attention_heads
-    if eng.name in ("vllm", "sglang") and heads and heads % tp:
-        raise UsageError(f"{eng.title} refuses --tp {tp}: the model's {heads} attention heads do not divide by it")
+    eng.check_parallel(spec, tp)
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
-    options = EngineOptions(block_size=block_size, tp=tp)
-    if eng.name == "vllm" and pp > 1:
-        from kvplan.engines.vllm import VLLM
-
-        layouts = VLLM.stage_layouts(spec, dtype, version, options, pp_partitions(spec.num_layers, pp))
-    else:
-        layouts = [eng.layout(stage, dtype, version, options) for stage in stage_specs(spec, pp)]
-    budget = _budget(eng.name, spec, hw.memory_bytes, tp, pp, version, max_model_len, batch, settings)
+    layouts = eng.stage_layouts(spec, dtype, version, EngineOptions(block_size=block_size, tp=tp), pp)
+    demand = Demand(max_model_len=max_model_len, context=context, batch=batch)
+    budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
-    assumptions = list(dict.fromkeys([*spec.assumptions, *budget.assumptions,
+    cap = eng.capacity(layouts, kv, version, budget, demand)
+    assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version), *budget.assumptions,
                                       *(a for lay in layouts for a in lay.assumptions), *tp_notes(spec, tp)]))
     if hw.estimate or hw.memory_precision != "exact":
         assumptions.append(f"{hw.name}: total memory {hw.memory_bytes / 2**30:.2f} GiB is "
                            f"{'an estimate' if hw.estimate else 'rounded'} ({hw.memory_precision})")
-
-    if eng.name == "vllm":
-        mnbt = int(budget.defaults.get("max_num_batched_tokens", 8192))
-        pools = [vllm_pool(layout) for layout in layouts]
-        caps = [vllm_capacity(pool, kv, max_model_len, version, mnbt) for pool in pools]
-        worst = min(range(len(pools)), key=lambda i: caps[i].num_blocks / max(caps[i].blocks_per_request, 1))
-        pool, cap = pools[worst], caps[worst]
-        in_flight = mnbt * (2 if version >= (0, 23) else 1)
-        per_request = pool.blocks_per_request(context, in_flight)
-        max_b = cap.num_blocks // per_request if per_request else 0
-        longest = min(vllm_max_model_len(p, kv, version, mnbt, 1 << 26) for p in pools)
-        max_ctx = longest if batch == 1 else \
-            largest(lambda c: all(batch * p.blocks_per_request(c, in_flight) <= p.num_blocks(kv) for p in pools))
-        if pool.padding_layers:
-            assumptions.append(f"vLLM pads its hybrid groups with {pool.padding_layers} unused layer(s) per rank")
-        tokens, concurrency, blocks = cap.kv_cache_tokens, cap.max_concurrency, cap.num_blocks
-        request_bytes = cap.request_bytes
-        fits = cap.num_blocks >= cap.blocks_per_request and kv > 0
-        block = pool.block_size
-    else:
-        def needed(c: int, b: int) -> int:
-            return max(layout.total_bytes(c, b) for layout in layouts)
-
-        max_b = largest(lambda b: needed(context, b) <= kv)
-        max_ctx = largest(lambda c: needed(c, batch) <= kv)
-        longest = max_ctx if batch == 1 else largest(lambda c: needed(c, 1) <= kv)
-        request_bytes = needed(max_model_len, 1)
-        tokens = largest(lambda n: needed(n, 1) <= kv)
-        concurrency = (kv / request_bytes) if request_bytes else 0.0
-        if eng.name in ("sglang", "trtllm"):
-            concurrency = tokens / max_model_len
-        fits = request_bytes <= kv
-        blocks, block = None, layouts[0].block_size
-        if eng.name == "sglang" and any(g.kind in ("sliding", "chunked") and g.held_formula.startswith("min")
-                                        for lay in layouts for g in lay.groups):
-            assumptions.append("SGLang splits full and sliding-window pools by swa_full_tokens_ratio (0.8); kvplan "
-                               "treats the KV memory as one pool, which is optimistic when the load does not "
-                               "match that split")
+    assumptions.extend(cap.assumptions)
+    max_b = cap.max_batch
 
     decode_seconds = decode_tps = None
     decode_batch = max(1, min(batch if batch > 1 else max_b, max_b)) if max_b else 0
@@ -231,39 +190,19 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         weights_bytes=budget.item("weights"), activation_bytes=budget.item("activation"),
         cudagraph_bytes=budget.item("cudagraph"), non_torch_bytes=budget.item("non_torch"), kv_cache_bytes=kv,
     )
+    concurrency = cap.max_concurrency if cap.concurrency_per_replica else cap.max_concurrency * dp
     return CapacityPlan(
         kvplan_version=__version__, engine=eng.name, engine_version=version_text, model_id=spec.id,
         gpu_name=hw.name, gpu_total_bytes=hw.memory_bytes, gpu_count=tp * pp * dp, tp=tp, pp=pp, dp=dp,
-        kv_dtype=dtype.name, per_gpu=per_gpu, items=budget.items, block_size=block, num_blocks=blocks,
-        kv_cache_tokens=tokens, max_model_len=max_model_len, context=context, batch=batch,
-        max_concurrency=concurrency * dp if eng.name != "vllm" else concurrency, max_batch=max_b * dp,
-        max_context=max_ctx, fits=fits, request_kv_bytes=request_bytes, max_model_len_fit=longest,
+        kv_dtype=dtype.name, per_gpu=per_gpu, items=budget.items, block_size=cap.block_size,
+        num_blocks=cap.num_blocks, kv_cache_tokens=cap.kv_cache_tokens, max_model_len=max_model_len,
+        context=context, batch=batch, max_concurrency=concurrency, max_batch=max_b * dp,
+        max_context=cap.max_context, fits=cap.fits, request_kv_bytes=cap.request_bytes,
+        max_model_len_fit=cap.max_model_len_fit,
         decode_step_seconds_min=decode_seconds, decode_tokens_per_second_max=decode_tps,
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
+        admission_note=cap.admission_note,
     )
-
-
-def _budget(engine: str, spec: ModelSpec, total: int, tp: int, pp: int, version: tuple, max_model_len: int,
-            batch: int, settings: Settings) -> GpuBudget:
-    if engine == "vllm":
-        from kvplan.budgets import vllm
-
-        return vllm.budget(spec, total, tp, pp, version, max_model_len, settings)
-    if engine == "sglang":
-        from kvplan.budgets import sglang
-
-        return sglang.budget(spec, total, tp, pp, version, settings)
-    if engine == "trtllm":
-        from kvplan.budgets import trtllm
-
-        return trtllm.budget(spec, total, tp, pp, settings)
-    if engine == "llamacpp":
-        from kvplan.budgets import llamacpp
-
-        return llamacpp.budget(spec, total, tp, pp, settings)
-    from kvplan.budgets import hf
-
-    return hf.budget(spec, total, tp, pp, max_model_len, batch, settings)
 
 
 def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | None, kv_dtype: str, mml: int,

@@ -2,7 +2,8 @@
 
 Calibration (a) of the max-batch issue: from the KV memory an engine logged as available, kvplan must
 give the token count it logged within 0.5 % (logs print GiB with two decimals, hence the tolerance).
-Cases: tests/data/engine_logs_dev.yaml.
+Cases: tests/data/engine_logs_dev.yaml. Every case runs through ``kvplan.max_batch`` with the logged KV
+memory given (``--kv-cache-memory``): the same code path as the command.
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ import pytest
 import yaml
 
 import kvplan
-from kvplan.capacity import pool_tokens, vllm_capacity, vllm_pool
-from kvplan.dtypes import resolve_kv_dtype
-from kvplan.engines import EngineOptions, get_engine, parse_version
+from kvplan.budgets import Settings
 from kvplan.errors import UsageError
 from kvplan.parallel import pp_partitions, stage_specs
 from kvplan.sources.resolve import load_model
@@ -45,15 +44,21 @@ def test_tensor_parallel_replicates_kv_heads_past_their_count():
     # MLA is replicated on every rank
     ds = load_model("deepseek-ai/DeepSeek-V3")
     assert kvplan.estimate(ds, contexts=[8192], tp=8).rows[0].kv_bytes == kvplan.estimate(ds, contexts=[8192]).rows[0].kv_bytes
-    with pytest.raises(UsageError, match="--pp"):
+    with pytest.raises(UsageError, match="pipeline parallelism") as refused:
         kvplan.estimate(spec, contexts=[8192], engine="llamacpp", tp=2)
+    assert refused.value.field == "tp"
+
+
+def planned(model, engine: str, kv_bytes: int, version: str | None, max_model_len: int, tp: int = 1,
+            kv_dtype: str = "auto"):
+    """max-batch with the KV memory the engine logged (80 GiB GPU: vLLM's 8,192 batched tokens)."""
+    return kvplan.max_batch(model, gpu_memory="80GiB", engine=engine, engine_version=version, kv_dtype=kv_dtype,
+                            max_model_len=max_model_len, tp=tp,
+                            settings=Settings(kv_cache_memory_bytes=kv_bytes, weights_bytes=1))
 
 
 def vllm_tokens(model: str, kv_dtype: str, available_gib: float, version: str, max_model_len: int, tp: int = 1):
-    spec = load_model(model)
-    v = parse_version(version)
-    layout = get_engine("vllm").layout(spec, resolve_kv_dtype(kv_dtype, spec.dtype), v, EngineOptions(tp=tp))
-    return vllm_capacity(vllm_pool(layout), int(available_gib * GIB), max_model_len, v, 8192)
+    return planned(model, "vllm", int(available_gib * GIB), version, max_model_len, tp, kv_dtype)
 
 
 @pytest.mark.parametrize("case_id,model,kv_dtype,version,logged_key", [
@@ -81,10 +86,8 @@ def test_vllm_blocks_from_logged_memory_aphrodite_pixtral():
 def test_sglang_tokens_from_logged_k_size():
     # vllm#21348 (SGLang, Qwen3-235B-A22B-FP8, TP4): K size 8.23 GB (GiB) -> 367,404 tokens
     case = CASES["vllm-21348-qwen3-235b-fp8-4xh100-sglang"]["reported"]
-    spec = load_model("Qwen/Qwen3-235B-A22B-FP8")
-    per_token = kvplan.estimate(spec, contexts=[1], engine="sglang", tp=4).rows[0].kv_bytes
-    tokens = pool_tokens(int(2 * case["k_size_gib"] * GIB), per_token, 1)
-    assert abs(tokens - case["kv_cache_tokens"]) / case["kv_cache_tokens"] < 0.005
+    plan = planned("Qwen/Qwen3-235B-A22B-FP8", "sglang", int(2 * case["k_size_gib"] * GIB), None, 32768, tp=4)
+    assert abs(plan.kv_cache_tokens - case["kv_cache_tokens"]) / case["kv_cache_tokens"] < 0.005
 
 
 def test_trtllm_tokens_from_logged_kv_memory():
@@ -93,6 +96,6 @@ def test_trtllm_tokens_from_logged_kv_memory():
     case = CASES["trtllm-1188-qwen25-coder-05b-a4000"]["reported"]
     spec = ModelSpec(id="Qwen/Qwen2.5-Coder-0.5B-Instruct", model_type="qwen2", layers=(
         LayerSpec(kind="full", count=24, kv_heads=2, head_dim=64),))
-    per_token = kvplan.estimate(spec, contexts=[32], engine="trtllm").rows[0].kv_bytes // 32
-    tokens = pool_tokens(int(case["kv_gib"] * GIB), per_token, 32)
-    assert abs(tokens - case["kv_cache_tokens"]) / case["kv_cache_tokens"] < 0.005
+    plan = planned(spec, "trtllm", int(case["kv_gib"] * GIB), None, 32768)
+    assert plan.kv_cache_tokens % 32 == 0
+    assert abs(plan.kv_cache_tokens - case["kv_cache_tokens"]) / case["kv_cache_tokens"] < 0.005

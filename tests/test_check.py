@@ -12,7 +12,8 @@ import yaml
 
 import kvplan
 from kvplan.deploy import check
-from kvplan.deploy.flags import FlagError, Token, find_invocation, shell_commands, substitute, vllm_int
+from kvplan.deploy.flags import FlagError, Token, find_invocation, shell_commands, substitute
+from kvplan.engines.vllm.flags import vllm_int
 from kvplan.deploy.gpus import gpu_for_label
 from kvplan.deploy.yaml_lines import YamlInputError, load_all
 from kvplan.errors import UsageError

@@ -73,7 +73,7 @@ def test_default_contexts_are_a_sweep_to_the_model_limit(capsys):
     (["estimate", LLAMA, "--engine", "tgi"], "unknown engine 'tgi'"),
     (["estimate", LLAMA, "--engine", "hf", "--kv-dtype", "fp8"], "fp8"),
     (["estimate", LLAMA, "--format", "xml"], "--format"),
-    (["estimate", LLAMA, "--engine-version", "x.y"], "engine version"),
+    (["estimate", LLAMA, "--engine-version", "x.y"], "--engine-version: 'x.y' is not a version"),
     (["schema", "nothing"], "unknown schema"),
 ])
 def test_user_mistakes_are_one_line_and_exit_2(capsys, args, needle):

@@ -85,7 +85,7 @@ def test_json_schema_and_exit_codes(capsys):
     (["--gpu", "H1OO"], "unknown GPU"),
     (["--gpu", "H100", "--gpu-memory-utilization", "1.5"], "(0, 1]"),
     (["--gpu", "H100", "--pp", "99"], "exceeds"),
-    (["--gpu", "H100", "--tp", "3"], "refuses --tp 3"),
+    (["--gpu", "H100", "--tp", "3"], "--tp: vLLM refuses tensor parallelism 3"),
     (["--gpu", "H100", "--gpu-memory", "80GB"], "not both"),
     (["--gpu", "H100", "--solve", "gpus"], "--concurrency"),
     (["--gpu-memory", "lots"], "gpu-memory"),

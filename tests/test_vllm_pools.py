@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kvplan
-from kvplan.capacity import vllm_pool
+from kvplan.engines.vllm.admission import vllm_pool
 from kvplan.dtypes import resolve_kv_dtype
 from kvplan.engines import EngineOptions, get_engine, parse_version
-from kvplan.engines.vllm import pool_grouping
+from kvplan.engines.vllm.pool import pool_grouping
 from kvplan.spec import LayerSpec, ModelSpec, group_layers
 from kvplan.verify.shapes import plan_cache
 
@@ -165,7 +165,7 @@ def test_pipeline_stages_project_the_whole_models_groups(model, pp):
 
     spec = kvplan.load_model(model)
     dtype = resolve_kv_dtype("auto", spec.dtype)
-    stages = VLLM.stage_layouts(spec, dtype, parse_version("0.33"), EngineOptions(), pp_partitions(spec.num_layers, pp))
+    stages = VLLM.stage_layouts(spec, dtype, parse_version("0.33"), EngineOptions(), pp)
     page = max(g.token.bytes for g in stages[0].groups) * 16
     got = [(vllm_pool(s).bytes_per_block, vllm_pool(s).padding_layers) for s in stages]
     assert got == _vllm_stages_by_hand(spec, pp, page)

@@ -30,7 +30,9 @@ def guarded(action: Callable[[], object]) -> int:
     try:
         action()
     except KvplanError as exc:
-        sys.stderr.write(f"kvplan: error: {exc}\n")
+        field = getattr(exc, "field", None)
+        where = f"--{field.replace('_', '-')}: " if field else ""
+        sys.stderr.write(f"kvplan: error: {where}{exc}\n")
         return 2
     except BrokenPipeError:
         return 0

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from kvplan.budgets import Settings
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.report import DeploymentResult, Finding
+from kvplan.engines.serve import serve_flags
 from kvplan.errors import KvplanError, UsageError
 from kvplan.spec import ModelSpec
 from kvplan.units import format_bytes
@@ -385,7 +386,8 @@ def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Ca
 def _fp8_suggester(dep: Deployment, plan: Any, run: Callable[..., Any]) -> Callable[..., str | None]:
     """suggest(test, describe, **over): the fp8 suggestion where the fp8 plan passes ``test``."""
     def suggest(test: Callable[[Any], bool], describe: Callable[[Any], str], **over: Any) -> str | None:
-        if dep.engine not in ("vllm", "sglang") or plan.kv_dtype.startswith(("fp8", "int", "nvfp4", "q")):
+        serve = serve_flags(dep.engine)
+        if serve is None or plan.kv_dtype.startswith(("fp8", "int", "nvfp4", "q")):
             return None
         try:
             p8 = run(kv_dtype="fp8", **over)
@@ -398,7 +400,7 @@ def _fp8_suggester(dep: Deployment, plan: Any, run: Callable[..., Any]) -> Calla
         elif dep.source == "helm":
             how = "extraArgs --kv-cache-dtype fp8"
         else:
-            how = "--kv-cache-dtype " + ("fp8_e4m3" if dep.engine == "sglang" else "fp8")
+            how = serve.fp8_kv_flag
         return f"{how} would pass: {describe(p8)}"
 
     return suggest

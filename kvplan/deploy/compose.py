@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
-from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation
-from kvplan.deploy.k8s import _apply_annotations, image_version, implicit_launcher
+from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, image_server
+from kvplan.deploy.k8s import _apply_annotations, image_version
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
 
@@ -70,7 +70,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         for t in [*entry, *command]:
             text, _ = substitute(t.text.replace("$$", "\0"), env)
             argv.append(Token(text.replace("\0", "$"), t.line))
-        implicit = implicit_launcher(svc.get("image")) if not entry else None
+        implicit = image_server(svc.get("image")) if not entry else None
         try:
             inv = find_invocation(argv, env, implicit=implicit)
         except FlagError as exc:

@@ -14,6 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from kvplan.engines.serve import ServeFlags, serve_flags, serving_engines
 from kvplan.errors import ConfigError
 
 
@@ -53,23 +54,6 @@ class Invocation:
     """Flags kvplan does not use (kept for the report)."""
 
 
-VLLM_FLAGS = {
-    "--model": "model", "--tensor-parallel-size": "tp", "-tp": "tp", "--pipeline-parallel-size": "pp",
-    "-pp": "pp", "--data-parallel-size": "dp", "-dp": "dp", "--max-model-len": "max_model_len",
-    "--max-num-seqs": "max_num_seqs", "--gpu-memory-utilization": "gpu_memory_utilization",
-    "--kv-cache-dtype": "kv_cache_dtype", "--max-num-batched-tokens": "max_num_batched_tokens",
-    "--block-size": "block_size", "--enforce-eager": "enforce_eager",
-    "--kv-cache-memory-bytes": "kv_cache_memory", "--kv-cache-memory": "kv_cache_memory",
-    "--config": "config",
-}
-SGLANG_FLAGS = {
-    "--model-path": "model", "--model": "model", "--tp-size": "tp", "--tp": "tp",
-    "--tensor-parallel-size": "tp", "--pp-size": "pp", "--pipeline-parallel-size": "pp",
-    "--dp-size": "dp", "--dp": "dp", "--data-parallel-size": "dp", "--context-length": "max_model_len",
-    "--max-running-requests": "max_num_seqs", "--mem-fraction-static": "mem_fraction_static",
-    "--kv-cache-dtype": "kv_cache_dtype", "--chunked-prefill-size": "max_num_batched_tokens",
-    "--page-size": "block_size", "--disable-cuda-graph": "enforce_eager", "--config": "config",
-}
 _BOOLEAN_KEYS = {"enforce_eager"}
 _BOOLEAN_FLAGS = {
     "--trust-remote-code", "--enforce-eager", "--disable-log-requests", "--disable-log-stats",
@@ -81,8 +65,6 @@ _BOOLEAN_FLAGS = {
 _BOOLEAN_PREFIXES = ("--enable-", "--disable-", "--no-")
 
 _PYTHON = re.compile(r"^(.*/)?python[0-9.]*$")
-_VLLM_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
-_SGLANG_MODULES = ("sglang.launch_server",)
 
 
 # ----------------------------------------------------------------------------- substitutions
@@ -203,10 +185,10 @@ def shell_assignments(command: list[Token], env: dict[str, str]) -> bool:
 # ----------------------------------------------------------------------------- invocations
 
 def find_invocation(argv: list[Token], env: dict[str, str] | None = None, *, k8s: bool = False,
-                    implicit: str | None = None) -> Invocation | None:
+                    implicit: ServeFlags | None = None) -> Invocation | None:
     """The engine invocation in ``argv`` (a container's command + args, or one shell command), or None.
 
-    ``implicit``: the launcher an image runs when argv holds only arguments (``vllm serve`` for
+    ``implicit``: the server an image runs when argv holds only arguments (``vllm serve`` for
     vllm/vllm-openai). ``sh -c SCRIPT`` is searched inside its script.
     """
     env = dict(env or {})
@@ -227,16 +209,22 @@ def find_invocation(argv: list[Token], env: dict[str, str] | None = None, *, k8s
     start = _launcher(words)
     if start is None:
         if implicit is not None and (not words or words[0].startswith("-") or "/" in words[0]):
-            engine = "sglang" if implicit.startswith("python -m sglang") else "vllm"
             line = argv[0].line if argv else None
-            return _parse(engine, implicit, [], argv, env, k8s, line)
+            return _parse(implicit, implicit.default_launcher, [], argv, env, k8s, line)
         return None
-    engine, launcher, index = start
+    serve, launcher, index = start
     line = argv[index - 1].line if index > 0 else (argv[0].line if argv else None)
-    return _parse(engine, launcher, argv[:index], argv[index:], env, k8s, line)
+    return _parse(serve, launcher, argv[:index], argv[index:], env, k8s, line)
 
 
-def _launcher(words: list[str]) -> tuple[str, str, int] | None:
+def image_server(image: object) -> ServeFlags | None:
+    """The server a container image runs by default (vllm/vllm-openai: ``vllm serve``), if kvplan knows it."""
+    if not isinstance(image, str):
+        return None
+    return next((serve for serve in serving_engines() if serve.runs_image(image)), None)
+
+
+def _launcher(words: list[str]) -> tuple[ServeFlags, str, int] | None:
     i = 0
     while i < len(words):  # exec / env / VAR=value / nohup prefixes
         w = words[i]
@@ -246,27 +234,29 @@ def _launcher(words: list[str]) -> tuple[str, str, int] | None:
             continue
         break
     rest = words[i:]
-    if len(rest) >= 2 and re.match(r"^(.*/)?vllm$", rest[0]) and rest[1] == "serve":
-        return "vllm", "vllm serve", i + 2
+    servers = serving_engines()
+    if len(rest) >= 2 and rest[1] == "serve":
+        for serve in servers:
+            for command in serve.commands:
+                if re.match(rf"^(.*/)?{re.escape(command)}$", rest[0]):
+                    return serve, f"{command} serve", i + 2
     if rest and _PYTHON.match(rest[0]):
         for j in range(1, len(rest) - 1):
             if rest[j] == "-m":
                 module = rest[j + 1]
-                if module in _VLLM_MODULES:
-                    return "vllm", f"python -m {module}", i + j + 2
-                if module in _SGLANG_MODULES:
-                    return "sglang", f"python -m {module}", i + j + 2
+                for serve in servers:
+                    if module in serve.modules:
+                        return serve, f"python -m {module}", i + j + 2
                 return None
             if not rest[j].startswith("-"):
                 return None
     return None
 
 
-def _parse(engine: str, launcher: str, head: list[Token], args: list[Token], env: dict[str, str], k8s: bool,
+def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token], env: dict[str, str], k8s: bool,
            line: int | None) -> Invocation:
-    table = VLLM_FLAGS if engine == "vllm" else SGLANG_FLAGS
-    inv = Invocation(engine=engine, launcher=launcher, line=line)
-    positional_model = launcher == "vllm serve"
+    inv = Invocation(engine=serve.engine, launcher=launcher, line=line)
+    positional_model = launcher.endswith(" serve")
     i = 0
     while i < len(args):
         tok = args[i]
@@ -281,9 +271,8 @@ def _parse(engine: str, launcher: str, head: list[Token], args: list[Token], env
             i += 1
             continue
         flag, has_eq, inline = text.partition("=")
-        if flag.startswith("--") and engine == "vllm":
-            flag = "--" + flag[2:].replace("_", "-")
-        key = table.get(flag)
+        flag = serve.normal_flag(flag)
+        key = serve.setting(flag)
         boolean = key in _BOOLEAN_KEYS or flag in _BOOLEAN_FLAGS or (key is None and flag.startswith(_BOOLEAN_PREFIXES))
         if boolean:
             if key is not None:
@@ -327,22 +316,6 @@ def _is_number(text: str) -> bool:
 
 # ----------------------------------------------------------------------------- values
 
-_HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
-
-
-def vllm_int(text: str) -> int:
-    """vLLM's human-readable integers: '32768', '32k' (10^3), '32K' (2^10), '1M'."""
-    m = _HUMAN.match(text.strip())
-    if m:
-        number, suffix = m.groups()
-        if suffix.islower():
-            return int(float(number) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suffix])
-        if "." in number:
-            raise ValueError(text)
-        return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
-    return int(text.strip())
-
-
 _INT_KEYS = ("tp", "pp", "dp", "max_num_seqs", "max_num_batched_tokens", "block_size")
 _FLOAT_KEYS = ("gpu_memory_utilization", "mem_fraction_static")
 
@@ -372,21 +345,23 @@ def convert(key: str, raw: str, flag: str, line: int | None, engine: str = "vllm
     from kvplan.errors import KvplanError
     from kvplan.hardware import parse_bytes
 
+    serve = serve_flags(engine)
+    parse_int = serve.parse_int if serve is not None else int
     text = str(raw).strip()
     try:
         if key == "max_model_len":
             if text.lower() == "auto" or text == "-1":
                 return "auto"
-            return vllm_int(text) if engine == "vllm" else int(text)
+            return parse_int(text)
         if key in _INT_KEYS:
-            return vllm_int(text) if engine == "vllm" else int(text)
+            return parse_int(text)
         if key in _FLOAT_KEYS:
             return float(text)
         if key == "enforce_eager":
             return text.lower() not in ("false", "0", "no")
         if key == "kv_cache_memory":
             try:
-                return vllm_int(text)
+                return parse_int(text)
             except ValueError:
                 return parse_bytes(text, flag.lstrip("-"))
         return text

@@ -17,6 +17,7 @@ from kvplan.deploy.flags import FlagError, Token, _parse, apply_invocation, conv
 from kvplan.deploy.k8s import _apply_annotations, labels_from_terms
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
+from kvplan.engines.serve import serve_flags
 
 _CONFIG = {"maxModelLen": "max_model_len", "tensorParallelSize": "tp", "pipelineParallelSize": "pp",
            "maxNumSeqs": "max_num_seqs", "gpuMemoryUtilization": "gpu_memory_utilization",
@@ -63,8 +64,11 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
             extra = config.get("extraArgs")
             if isinstance(extra, list):
                 lines = list(getattr(extra, "lines", [None] * len(extra)))
-                inv = _parse("vllm", "vllm serve", [], [Token(str(a), lines[j]) for j, a in enumerate(extra)], {},
-                             False, line_at(config, "extraArgs"))
+                # the production-stack chart runs vllm serve with these extra arguments
+                serve = serve_flags("vllm")
+                assert serve is not None
+                inv = _parse(serve, serve.default_launcher, [], [Token(str(a), lines[j]) for j, a in enumerate(extra)],
+                             {}, False, line_at(config, "extraArgs"))
                 model = dep.model
                 apply_invocation(dep, inv)
                 dep.model = dep.model or model

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
-from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, substitute
+from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, image_server, substitute
 from kvplan.deploy.gpus import GPU_LABEL_KEYS
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
@@ -38,23 +38,11 @@ OTHER_KINDS = {
     "CustomResourceDefinition", "InferencePool", "InferenceModel", "InferenceObjective", "RuntimeClass",
     "Certificate", "Issuer", "ClusterIssuer", "VirtualService", "DestinationRule",
 }
-_IMPLICIT = (
-    (re.compile(r"(^|/)vllm-openai(:|@|$)|(^|/)vllm/vllm-openai|(^|/)vllm-tpu(:|$)"), "vllm serve"),
-)
 _VERSION_TAG = re.compile(r":v?(\d+\.\d+(?:\.\d+)?)")
 
 
 def looks_like(data: Any) -> bool:
     return isinstance(data, dict) and "kind" in data and ("apiVersion" in data or "metadata" in data)
-
-
-def implicit_launcher(image: Any) -> str | None:
-    if not isinstance(image, str):
-        return None
-    for pattern, launcher in _IMPLICIT:
-        if pattern.search(image):
-            return launcher
-    return None
 
 
 def image_version(image: Any, engine: str) -> str | None:
@@ -202,7 +190,7 @@ def _invocation(c: LDict) -> Any:
             continue
         for item, line in zip(items_list, lines):
             argv.append(Token(str(item), line))
-    implicit = implicit_launcher(c.get("image")) if c.get("command") is None else None
+    implicit = image_server(c.get("image")) if c.get("command") is None else None
     # the kubelet expands $(VAR) from the container's env before anything runs
     expanded = []
     for t in argv:

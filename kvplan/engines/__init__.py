@@ -1,13 +1,19 @@
-"""Engine profiles: one module per serving engine's cache rules; this module only looks them up."""
+"""Serving engines: one package each (``kvplan/engines/<engine>/``) behind the ``Engine`` protocol.
+
+This module only looks engines up by name; what each engine does lives in its package.
+"""
 
 from __future__ import annotations
 
-from kvplan.engines.base import CacheLayout, Engine, EngineOptions, GroupRule, parse_version
+from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule
+from kvplan.engines.protocol import Demand, Engine, KvCapacity
+from kvplan.engines.version import LATEST, Version, parse_version
 from kvplan.errors import UsageError
 
-__all__ = ["CacheLayout", "Engine", "EngineOptions", "GroupRule", "ENGINE_NAMES", "get_engine", "parse_version"]
+__all__ = ["CacheLayout", "Demand", "Engine", "EngineOptions", "GroupRule", "KvCapacity", "LATEST", "Version",
+           "ENGINE_NAMES", "DEFAULT_ENGINE", "get_engine", "all_engines", "parse_version"]
 
-# name -> (module, attribute); modules are imported on first use.
+# name -> (module, attribute); packages are imported on first use.
 _REGISTRY: dict[str, tuple[str, str]] = {
     "vllm": ("kvplan.engines.vllm", "VLLM"),
     "sglang": ("kvplan.engines.sglang", "SGLANG"),
@@ -29,6 +35,10 @@ def get_engine(name: str) -> Engine:
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in _REGISTRY:
-        raise UsageError(f"unknown engine '{name}' (known: {', '.join(ENGINE_NAMES)})")
+        raise UsageError(f"unknown engine '{name}' (known: {', '.join(ENGINE_NAMES)})", field="engine")
     module, attr = _REGISTRY[key]
     return getattr(importlib.import_module(module), attr)
+
+
+def all_engines() -> list[Engine]:
+    return [get_engine(name) for name in ENGINE_NAMES]

@@ -344,10 +344,9 @@ def _predicted_max(spec: Any, layout: Any, context: int, budget: int, total: int
     except KvplanError as exc:
         return None, f"max-batch could not predict for this budget: {exc}"
     note = ""
-    if layout.engine == "vllm" and any(g.kind in ("sliding", "chunked") for g in layout.groups):
-        note = ("max-batch follows vLLM's admission rule (a sliding or chunked layer is admitted with the "
-                "window plus the tokens in flight, + 1 block); verify allocates what a sequence holds once "
-                "its context is computed, so it can fit more")
+    if plan.admission_note:
+        note = f"max-batch follows the engine's admission rule ({plan.admission_note}); verify allocates " \
+               "what a sequence holds once its context is computed"
     return plan.max_batch, note
 
 

@@ -1,9 +1,9 @@
-"""The one error ``kvplan verify`` reports (one line, exit status 2, like every kvplan error)."""
+"""The one error ``kvplan verify`` reports (one line, exit status 2, like every kvplan error).
+
+It is defined beside the engines' tensor plans, which raise it too."""
 
 from __future__ import annotations
 
-from kvplan.errors import KvplanError
+from kvplan.engines.tensors import VerifyError
 
-
-class VerifyError(KvplanError):
-    """verify cannot run here (no torch, no CUDA, not enough memory) or refuses what was asked."""
+__all__ = ["VerifyError"]

@@ -1,13 +1,9 @@
-"""From KV-cache memory to what an engine can serve: blocks, logged tokens, concurrency, longest fit.
+"""vLLM's block pool: from KV memory to blocks, logged tokens, concurrency and the longest fit.
 
-The per-rank cache layout comes from ``kvplan.engines``; this module turns a byte budget into the
-numbers an engine reports at start-up.
-
-vLLM (``vllm/v1/core/kv_cache_utils.py``):
+(``vllm/v1/core/kv_cache_utils.py``, ``kv_cache_planning.py``)
 - A model with one layer type is one group whose block holds every layer's page. Hybrid models
-  (sliding + full, attention + Mamba) are cut into groups of ``group_size`` slots by
-  ``kvplan.engines.vllm.pool_grouping`` (pages unified, short groups padded); every group draws from
-  one pool of ``available // page // group_size`` blocks.
+  (sliding + full, attention + Mamba) are cut into groups of ``group_size`` slots (``pool.py``);
+  every group draws from one pool of ``available // page // group_size`` blocks.
 - A request of ``max_model_len`` tokens is admitted with ``ceil(len / block)`` blocks per full group,
   ``ceil(min(window - 1 + in_flight, len) / block) + 1`` per sliding group,
   ``ceil(min(chunk + in_flight, len) / block)`` per chunked group and one state block per Mamba group
@@ -16,39 +12,35 @@ vLLM (``vllm/v1/core/kv_cache_utils.py``):
 - Maximum concurrency = blocks / blocks per request. The logged "GPU KV cache size: N tokens" has
   meant ``blocks x block_size`` (to v0.9), ``blocks // groups x block_size`` (v0.10 to v0.23) and
   ``int(concurrency x max_model_len)`` (v0.24 on).
-- Other engines keep one token pool: ``budget // bytes per token``, rounded down to the page.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvplan.engines.base import CacheLayout, Version
-from kvplan.engines.vllm import pool_grouping
+from kvplan.engines.layout import CacheLayout
+from kvplan.engines.protocol import Demand, KvCapacity
+from kvplan.engines.version import Version
+from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, PoolGrouping, PoolType, pool_grouping
+from kvplan.monotone import largest
 
 ASYNC_IN_FLIGHT_SINCE = (0, 23)
 CONCURRENCY_LOG_SINCE = (0, 24)
 GROUPED_LOG_SINCE = (0, 10)
+DEFAULT_BATCHED_TOKENS = 8192
+_UNLIMITED = 1 << 62
 
 
-@dataclass(frozen=True)
-class LayerType:
-    """Layers one rank holds that vLLM would put in the same kind of group."""
-
-    kind: str
-    span: int | None
-    """window (sliding) or chunk (chunked)."""
-    layers: int
-    page_bytes: int
-    """One block of one layer (or one state of one recurrent layer)."""
-    block_size: int
-    """Tokens per block of this type (page unification may give a type larger blocks)."""
+def in_flight_tokens(version: Version, max_num_batched_tokens: int) -> int:
+    """Tokens scheduled but not yet computed: two batches with async scheduling (from v0.23)."""
+    return max_num_batched_tokens * (2 if version >= ASYNC_IN_FLIGHT_SINCE else 1)
 
 
 @dataclass(frozen=True)
 class PoolShape:
     block_size: int
-    types: tuple[LayerType, ...]
+    types: tuple[PoolType, ...]
     group_size: int
     groups_per_type: tuple[int, ...]
     padding_layers: int
@@ -61,17 +53,15 @@ class PoolShape:
 
     def num_blocks(self, available_bytes: int) -> int:
         if self.bytes_per_block == 0:  # a rank without cache layers never limits the pool
-            return 1 << 62
+            return _UNLIMITED
         return max(0, available_bytes // self.bytes_per_block)
 
     def blocks_per_request(self, length: int, in_flight: int) -> int:
-        total = 0
-        for layer_type, groups in zip(self.types, self.groups_per_type):
-            total += groups * _admission_blocks(layer_type, length, in_flight)
-        return total
+        return sum(groups * _admission_blocks(t, length, in_flight)
+                   for t, groups in zip(self.types, self.groups_per_type))
 
 
-def _admission_blocks(layer_type: LayerType, length: int, in_flight: int) -> int:
+def _admission_blocks(layer_type: PoolType, length: int, in_flight: int) -> int:
     block = layer_type.block_size
     if layer_type.kind == "recurrent":
         return 1
@@ -83,16 +73,16 @@ def _admission_blocks(layer_type: LayerType, length: int, in_flight: int) -> int
 
 
 def vllm_pool(layout: CacheLayout) -> PoolShape:
-    """The block pool vLLM builds for one rank's layers (grouping by ``kvplan.engines.vllm``)."""
-    grouping = layout.pool or pool_grouping(layout.groups)
-    block = layout.block_size or 16
-    types = tuple(LayerType(t.kind, t.span, t.layers, t.page_bytes, t.block_size) for t in grouping.types)
+    """The block pool vLLM builds for one rank's layers."""
+    grouping = layout.pool if isinstance(layout.pool, PoolGrouping) else pool_grouping(layout.groups)
+    block = layout.block_size or DEFAULT_BLOCK_SIZE
+    types = grouping.types
     if not grouping.hybrid:
         # one group: a block index holds one page of every layer
         per_block = sum(t.page_bytes * t.layers for t in types)
         return PoolShape(block, types, grouping.group_size, (1,), 0, per_block)
     padding = sum(grouping.padding_per_type)
-    page = max(t.page_bytes for t in types)  # unified by the engine layout (unify_kv_cache_spec_page_size)
+    page = max(t.page_bytes for t in types)  # unified by the layout (unify_kv_cache_spec_page_size)
     return PoolShape(block, types, grouping.group_size, grouping.groups_per_type, padding,
                      page * grouping.group_size)
 
@@ -110,7 +100,7 @@ class VLLMCapacity:
 
 def vllm_capacity(pool: PoolShape, available_bytes: int, max_model_len: int, version: Version,
                   max_num_batched_tokens: int) -> VLLMCapacity:
-    in_flight = max_num_batched_tokens * (2 if version >= ASYNC_IN_FLIGHT_SINCE else 1)
+    in_flight = in_flight_tokens(version, max_num_batched_tokens)
     blocks = pool.num_blocks(available_bytes)
     per_request = pool.blocks_per_request(max_model_len, in_flight)
     concurrency = blocks / per_request if per_request else 0.0
@@ -126,7 +116,7 @@ def vllm_capacity(pool: PoolShape, available_bytes: int, max_model_len: int, ver
 def vllm_max_model_len(pool: PoolShape, available_bytes: int, version: Version, max_num_batched_tokens: int,
                        upper: int) -> int:
     """The longest request that fits (vLLM's ``estimate_max_model_len``: a binary search)."""
-    in_flight = max_num_batched_tokens * (2 if version >= ASYNC_IN_FLIGHT_SINCE else 1)
+    in_flight = in_flight_tokens(version, max_num_batched_tokens)
     blocks = pool.num_blocks(available_bytes)
     lo, hi = 0, upper
     while lo < hi:
@@ -138,8 +128,33 @@ def vllm_max_model_len(pool: PoolShape, available_bytes: int, version: Version, 
     return lo
 
 
-def pool_tokens(budget_bytes: int, bytes_per_token: int, page: int) -> int:
-    """A token-slot pool (SGLang, TensorRT-LLM): whole pages of ``page`` tokens."""
-    if bytes_per_token <= 0:
-        return 0
-    return max(0, budget_bytes // bytes_per_token) // page * page
+def capacity(layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, batched_tokens: int,
+             demand: Demand) -> KvCapacity:
+    """What one replica serves: the stage with the fewest requests' worth of blocks decides."""
+    pools = [vllm_pool(layout) for layout in layouts]
+    caps = [vllm_capacity(pool, kv_bytes, demand.max_model_len, version, batched_tokens) for pool in pools]
+    worst = min(range(len(pools)), key=lambda i: caps[i].num_blocks / max(caps[i].blocks_per_request, 1))
+    pool, cap = pools[worst], caps[worst]
+    in_flight = in_flight_tokens(version, batched_tokens)
+    per_request = pool.blocks_per_request(demand.context, in_flight)
+    max_b = cap.num_blocks // per_request if per_request else 0
+    longest = min(vllm_max_model_len(p, kv_bytes, version, batched_tokens, 1 << 26) for p in pools)
+    if demand.batch == 1:
+        max_ctx = longest
+    else:
+        max_ctx = largest(lambda c: all(demand.batch * p.blocks_per_request(c, in_flight) <= p.num_blocks(kv_bytes)
+                                        for p in pools))
+    notes: tuple[str, ...] = ()
+    admission = ""
+    if any(t.kind in ("sliding", "chunked") for p in pools for t in p.types):
+        admission = ("vLLM admits a sliding or chunked layer with the window plus the tokens in flight, + 1 block; "
+                     "a sequence whose context is computed holds fewer blocks, so more can fit once running")
+    if pool.padding_layers:
+        notes = (f"vLLM pads its hybrid groups with {pool.padding_layers} unused layer(s) per rank",)
+    return KvCapacity(
+        block_size=pool.block_size, num_blocks=cap.num_blocks, kv_cache_tokens=cap.kv_cache_tokens,
+        max_concurrency=cap.max_concurrency, concurrency_per_replica=True, max_batch=max_b, max_context=max_ctx,
+        max_model_len_fit=longest, request_bytes=cap.request_bytes,
+        fits=cap.num_blocks >= cap.blocks_per_request and kv_bytes > 0, assumptions=notes,
+        admission_note=admission,
+    )

@@ -7,13 +7,16 @@ compute buffer (sized for ``n_ubatch`` tokens by the graph reservation in ``llam
 from __future__ import annotations
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
+from kvplan.engines.protocol import Demand
+from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 N_UBATCH = 512
 CONTEXT_BYTES = int(0.4 * GIB)
 
 
-def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, settings: Settings) -> GpuBudget:
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
+           settings: Settings) -> GpuBudget:
     weights = weights_per_gpu(spec, tp * pp, settings)
     act, how = activation_bytes(spec, N_UBATCH, 1, N_UBATCH)
     items = [weights, MemoryItem("activation", act, "assumed", f"compute buffer: {how}"),

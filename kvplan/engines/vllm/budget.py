@@ -1,4 +1,4 @@
-"""vLLM: the KV memory a V1 engine finds at start-up.
+"""vLLM's GPU budget: the KV memory a V1 engine finds at start-up.
 
 ``vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory`` and ``vllm/utils/mem_utils.py``:
 available = ceil(total x gpu_memory_utilization) - (weights + activation peak + non-torch memory)
@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
-from kvplan.engines.base import Version
+from kvplan.engines.protocol import Demand
+from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 UTIL_092_SINCE = (0, 21)
@@ -40,8 +41,9 @@ def default_max_num_seqs(total_bytes: int, version: Version) -> int:
     return 1024 if version >= V1_SINCE and total_bytes >= 70 * GIB else 256
 
 
-def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, max_model_len: int,
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
+    max_model_len = demand.max_model_len
     util = settings.gpu_memory_utilization or default_util(version)
     tokens = settings.max_num_batched_tokens or default_batched_tokens(total_bytes, version, max_model_len)
     seqs = settings.max_num_seqs or default_max_num_seqs(total_bytes, version)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
+from kvplan.engines.protocol import Demand
+from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 CONTEXT_BYTES = int(0.4 * GIB)
 
 
-def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, max_model_len: int, batch: int,
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
+    max_model_len, batch = demand.max_model_len, demand.batch
     weights = weights_per_gpu(spec, tp * pp, settings)
     # the prefill of one sequence is the widest pass; logits are kept for the last position only
     act, how = activation_bytes(spec, max_model_len, 1, batch)

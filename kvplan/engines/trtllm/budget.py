@@ -7,6 +7,8 @@ the KV cache takes ``fraction x (total - peak memory after a warm-up of max_num_
 from __future__ import annotations
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
+from kvplan.engines.protocol import Demand
+from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 DEFAULT_FRACTION = 0.9
@@ -14,7 +16,8 @@ DEFAULT_MAX_NUM_TOKENS = 8192
 CONTEXT_BYTES = int(0.6 * GIB)
 
 
-def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, settings: Settings) -> GpuBudget:
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
+           settings: Settings) -> GpuBudget:
     fraction = settings.free_gpu_memory_fraction or DEFAULT_FRACTION
     tokens = settings.max_num_batched_tokens or DEFAULT_MAX_NUM_TOKENS
     weights = weights_per_gpu(spec, tp * pp, settings)

@@ -13,7 +13,8 @@ about v0.5.3; the boundary is approximate) the default depended on tp alone: 0.8
 from __future__ import annotations
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, kv_item, weights_per_gpu
-from kvplan.engines.base import Version
+from kvplan.engines.protocol import Demand
+from kvplan.engines.version import LATEST, Version
 from kvplan.spec import ModelSpec
 
 GPU_SIZE_RULE_SINCE = (0, 5, 3)
@@ -36,7 +37,7 @@ def _gpu_bucket(gpu_mib: float, tp: int) -> tuple[int, int]:
     return 16384, 512
 
 
-def default_mem_fraction_static(total_bytes: int, tp: int, pp: int, version: Version = (1_000_000,)) -> float:
+def default_mem_fraction_static(total_bytes: int, tp: int, pp: int, version: Version = LATEST) -> float:
     if version < GPU_SIZE_RULE_SINCE:
         return 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
     gpu_mib = total_bytes / (1 << 20)
@@ -47,7 +48,8 @@ def default_mem_fraction_static(total_bytes: int, tp: int, pp: int, version: Ver
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
-def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, settings: Settings) -> GpuBudget:
+def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
+           settings: Settings) -> GpuBudget:
     mfs = settings.mem_fraction_static or default_mem_fraction_static(total_bytes, tp, pp, version)
     weights = weights_per_gpu(spec, tp * pp, settings)
     items = [MemoryItem("static", int(total_bytes * mfs), "given" if settings.mem_fraction_static else "computed",

@@ -1,0 +1,55 @@
+"""Hugging Face transformers (``hf``: DynamicCache, ``hf-static``: StaticCache): layout rules
+(``layout``), the GPU budget of ``generate`` (``budget``) and the tensors ``verify`` allocates
+(``tensors``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.layout import CacheLayout, EngineOptions
+from kvplan.engines.protocol import Demand, EngineDefaults
+from kvplan.engines.version import Version
+from kvplan.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from kvplan.budgets.base import GpuBudget, Settings
+
+
+@dataclass(frozen=True)
+class TransformersEngine(EngineDefaults):
+    name: str = "hf"
+    title: str = "transformers (DynamicCache)"
+    default_version: str = "5.23"
+    newest_rules: Version = (5, 23)
+    static: bool = False
+
+    @property
+    def kv_dtypes(self) -> frozenset[str]:
+        from kvplan.engines.hf.layout import KV_DTYPES
+
+        return KV_DTYPES
+
+    def auto_kv_dtype(self, spec: ModelSpec) -> str:
+        return spec.dtype
+
+    def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+        from kvplan.engines.hf import layout
+
+        return layout.layout(spec, kv_dtype, version, options, static=self.static, name=self.name, title=self.title)
+
+    def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
+               settings: Settings) -> GpuBudget:
+        from kvplan.engines.hf import budget
+
+        return budget.budget(spec, total_bytes, tp, pp, version, demand, settings)
+
+    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
+        from kvplan.engines.hf.tensors import plan_tensors
+
+        return plan_tensors(spec, layout, batch, context)
+
+
+HF = TransformersEngine()
+HF_STATIC = TransformersEngine(name="hf-static", title="transformers (StaticCache)", static=True)

@@ -1,0 +1,134 @@
+"""What an engine's layout rules produce: how it holds each group of layers for one model and dtype.
+
+An engine turns a ModelSpec and a KV dtype into a ``CacheLayout``: per group of identical layers,
+the bytes per held token, the fixed bytes per sequence (recurrent state) and the ``TokenRule`` for how
+many tokens a sequence of ``context`` tokens occupies. Everything downstream (estimate sweeps,
+by-layer tables, pools, verify's tensor shapes) reads this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.rules import NO_TOKENS, TokenRule
+from kvplan.errors import UsageError
+from kvplan.layouts.base import TokenCost
+from kvplan.spec import LayerSpec, ModelSpec
+
+
+@dataclass(frozen=True)
+class GroupRule:
+    """How the engine holds ``count`` consecutive identical layers, per sequence."""
+
+    layer: LayerSpec
+    first_layer: int
+    """Index of the group's first layer in the model."""
+    token: TokenCost
+    """Bytes per held token per layer (zero for recurrent and cache-less layers)."""
+    tokens: TokenRule = NO_TOKENS
+    """Tokens a sequence occupies in one layer of this group."""
+    state: TokenCost | None = None
+    """Fixed bytes per sequence per layer (recurrent state)."""
+    block_size: int | None = None
+    """Tokens per page of this group, for paged engines (vLLM may page layer types differently)."""
+    cache_kind: str | None = None
+    """The kind of cache the engine gives these layers where it differs from theirs (vLLM 0.10-0.12
+    holds chunked layers as full attention)."""
+    padding: bool = False
+    """Unused layer slots the engine allocates like ``layer`` but no layer reads (vLLM pads the groups
+    of hybrid models): counted in the bytes, shown apart from the model's layers."""
+
+    @property
+    def count(self) -> int:
+        return self.layer.count
+
+    @property
+    def kind(self) -> str:
+        return self.layer.kind
+
+    @property
+    def held_formula(self) -> str:
+        """The token rule as text, for display only."""
+        return self.tokens.formula()
+
+    def held(self, context: int) -> int:
+        return self.tokens.held(context)
+
+    def tokens_for(self, context: int, batch: int) -> int:
+        """Tokens ``batch`` sequences of ``context`` tokens occupy in one layer of this group."""
+        return self.tokens.batch_tokens(context, batch)
+
+    def layer_bytes(self, context: int, batch: int) -> int:
+        """Bytes ``batch`` sequences of ``context`` tokens hold in one layer of this group."""
+        state = batch * self.state.bytes if self.state is not None else 0
+        return self.token.bytes * self.tokens_for(context, batch) + state
+
+    @property
+    def cost_key(self) -> tuple[TokenRule, int, int]:
+        """Groups with equal keys hold equal bytes per layer at every (context, batch)."""
+        return (self.tokens, self.token.bytes, self.state.bytes if self.state is not None else 0)
+
+
+@dataclass(frozen=True)
+class CacheLayout:
+    engine: str
+    engine_version: str
+    kv_dtype: KVDType
+    block_size: int | None
+    """Tokens per page for paged engines; None where the engine does not page."""
+    groups: tuple[GroupRule, ...]
+    assumptions: tuple[str, ...] = field(default=())
+    pool: Any = None
+    """The engine's own pool structure for these layers (vLLM's KV-cache groups), where it has one."""
+
+    def total_bytes(self, context: int, batch: int) -> int:
+        """Bytes the engine holds for ``batch`` sequences of ``context`` tokens, all layers."""
+        return sum(g.count * g.layer_bytes(context, batch) for g in self.groups)
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Per-run knobs an engine's rules depend on."""
+
+    block_size: int | None = None
+    """Override the engine's page size in tokens (vLLM --block-size, SGLang --page-size, ...)."""
+    tp: int = 1
+    """Tensor-parallel ranks: the layout is then what one rank holds."""
+    swa_full: bool = False
+    """Give sliding-window layers a full-size cache (llama.cpp --swa-full)."""
+
+
+def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None) -> GroupRule:
+    """A group that holds no tokens: recurrent layers (a fixed ``state`` per sequence), shared or none."""
+    from kvplan.layouts import shared
+
+    return GroupRule(layer, first, shared.token_cost(layer), NO_TOKENS, state=state)
+
+
+def build_groups(spec: ModelSpec, make: Callable[[LayerSpec, int], GroupRule]) -> tuple[GroupRule, ...]:
+    """``make(layer, first_layer_index)`` for every group of the model, in order."""
+    return tuple(make(layer, first) for layer, first in zip(spec.layers, layer_index_ranges(spec)))
+
+
+def layer_index_ranges(spec: ModelSpec) -> list[int]:
+    """First layer index of every group."""
+    firsts, index = [], 0
+    for group in spec.layers:
+        firsts.append(index)
+        index += group.count
+    return firsts
+
+
+def check_kv_dtype(title: str, accepted: frozenset[str], kv_dtype: KVDType) -> None:
+    if kv_dtype.name not in accepted:
+        known = ", ".join(["auto", *sorted(accepted)])
+        raise UsageError(f"{title} has no '{kv_dtype.name}' KV cache (it accepts: {known})", field="kv_dtype")
+
+
+def no_tensor_parallel(title: str, options: EngineOptions) -> None:
+    if options.tp != 1:
+        raise UsageError(f"{title} does not split the KV cache by tensor parallelism here "
+                         "(it places whole layers per GPU): use pipeline parallelism", field="tp")

@@ -1,0 +1,46 @@
+"""llama.cpp: its layout rules (``layout``) and GPU budget (``budget``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.layout import CacheLayout, EngineOptions
+from kvplan.engines.protocol import Demand, EngineDefaults
+from kvplan.engines.version import LATEST, Version
+from kvplan.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from kvplan.budgets.base import GpuBudget, Settings
+
+
+@dataclass(frozen=True)
+class LlamaCppEngine(EngineDefaults):
+    name: str = "llamacpp"
+    title: str = "llama.cpp"
+    default_version: str = "current"
+    newest_rules: Version = LATEST
+
+    @property
+    def kv_dtypes(self) -> frozenset[str]:
+        from kvplan.engines.llamacpp.layout import KV_DTYPES
+
+        return KV_DTYPES
+
+    def auto_kv_dtype(self, spec: ModelSpec) -> str:
+        return "float16"  # --cache-type-k / -v default
+
+    def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+        from kvplan.engines.llamacpp import layout
+
+        return layout.layout(spec, kv_dtype, version, options)
+
+    def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
+               settings: Settings) -> GpuBudget:
+        from kvplan.engines.llamacpp import budget
+
+        return budget.budget(spec, total_bytes, tp, pp, version, demand, settings)
+
+
+LLAMACPP = LlamaCppEngine()

@@ -1,0 +1,85 @@
+"""llama.cpp layout rules: a cache of ``n_ctx`` cells sized up front, shared by the parallel sequences.
+
+Rules (ggml-org/llama.cpp, current rules only; see docs/engines.md for their history):
+- Cells: ``llama_context`` pads ``n_ctx`` to a multiple of 256 (PR #17046); with the unified KV
+  cache (llama-server's default) ``batch`` sequences of ``context`` tokens need
+  ``n_ctx = batch x context`` cells. Per layer ``K [n_embd_k_gqa, cells]`` and ``V [n_embd_v_gqa, cells]``
+  in ``--cache-type-k`` / ``--cache-type-v`` (default f16) (``src/llama-kv-cache.cpp``).
+- Sliding-window layers (``src/llama-kv-cache-iswa.cpp``) get a second cache of
+  ``pad256(min(n_ctx, n_swa x n_seq + n_ubatch))`` cells, n_ubatch 512 by default; Llama 4's chunked
+  layers use the same cache with n_swa = chunk. Only architectures llama.cpp implements SWA for
+  have one (gemma2/3/3n, cohere2, gpt-oss, llama4, ...); Mistral's window is ignored.
+- MLA (DeepSeek; PR #19067): one 576-wide K row per cell and no V tensor (V is a view of K).
+- Recurrent layers (``llama_memory_recurrent``): one slot per sequence, conv ``(d_conv - 1) x conv_dim``
+  and SSM state, both float32.
+"""
+
+from __future__ import annotations
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.layout import (
+    CacheLayout,
+    EngineOptions,
+    GroupRule,
+    build_groups,
+    cacheless_group,
+    check_kv_dtype,
+    no_tensor_parallel,
+)
+from kvplan.engines.rules import SlidingCells, UnifiedCells
+from kvplan.engines.version import LATEST, Version
+from kvplan.errors import UsageError
+from kvplan.layouts import full, recurrent
+from kvplan.layouts.base import TokenCost
+from kvplan.spec import LayerSpec, ModelSpec
+
+CELL_PAD = 256
+DEFAULT_N_UBATCH = 512
+# model_types whose llama.cpp architecture has an interleaved sliding-window cache.
+SWA_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma3n", "cohere2", "gpt_oss", "llama4",
+                             "exaone4", "olmo3", "phi3"})
+KV_DTYPES = frozenset({"float32", "float16", "bfloat16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl"})
+_CELLS = UnifiedCells(CELL_PAD)
+
+
+def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+    check_kv_dtype("llama.cpp", KV_DTYPES, kv_dtype)
+    no_tensor_parallel("llama.cpp", options)
+    if version != LATEST:
+        raise UsageError("kvplan models llama.cpp's current rules only: leave out the engine version",
+                         field="engine_version")
+    if options.block_size is not None:
+        raise UsageError("llama.cpp has no block size: its cache is n_ctx cells (padded to 256)", field="block_size")
+    assumptions = [
+        "llama.cpp unified KV cache (llama-server's default): n_ctx = batch x context cells, padded to 256"
+    ]
+    has_swa = spec.model_type in SWA_MODEL_TYPES
+    kinds = spec.layer_kind_counts()
+    if "sliding" in kinds or "chunked" in kinds:
+        if has_swa:
+            assumptions.append(f"llama.cpp sliding-window cache: n_swa x batch + n_ubatch ({DEFAULT_N_UBATCH}) cells")
+        else:
+            assumptions.append(f"llama.cpp implements no sliding window for {spec.model_type}: every layer is full")
+    groups = build_groups(spec, lambda layer, first: _group(layer, first, kv_dtype, has_swa))
+    return CacheLayout("llamacpp", "current", kv_dtype, None, groups, tuple(assumptions))
+
+
+def _group(layer: LayerSpec, first: int, dtype: KVDType, has_swa: bool) -> GroupRule:
+    kind = layer.kind
+    if kind in ("full", "sliding", "chunked"):
+        cost = full.token_cost(layer, dtype)
+        span = layer.window if kind == "sliding" else layer.chunk
+        if kind != "full" and has_swa and span is not None:
+            return GroupRule(layer, first, cost, SlidingCells(span, DEFAULT_N_UBATCH, CELL_PAD))
+        return GroupRule(layer, first, cost, _CELLS)
+    if kind == "mla":
+        assert layer.kv_lora_rank and layer.qk_rope_head_dim
+        width = layer.kv_lora_rank + layer.qk_rope_head_dim
+        nbytes = dtype.vector_bytes(width)
+        cost = TokenCost(nbytes, f"K row of {width} ({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) = {nbytes} B, no V")
+        return GroupRule(layer, first, cost, _CELLS)
+    if kind == "recurrent":
+        state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
+                                     conv_elem_bytes=4, ssm_elem_bytes=4)
+        return cacheless_group(layer, first, state)
+    return cacheless_group(layer, first)

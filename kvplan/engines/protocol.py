@@ -1,0 +1,132 @@
+"""The one interface every engine package implements, and the defaults most engines share.
+
+``estimate``, ``max_batch``, ``verify`` and ``check`` reach an engine only through this protocol:
+its layout rules (``layout``, ``stage_layouts``), its GPU budget (``budget``), its pool and admission
+(``capacity``), the serve flags it parses (``serve``) and the tensors ``verify`` allocates
+(``tensor_plan``). Nothing outside ``kvplan/engines/<engine>/`` tests an engine's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.layout import CacheLayout, EngineOptions
+from kvplan.engines.version import Version, newer_than_known
+from kvplan.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.engines.serve import ServeFlags
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What a deployment asks of the KV cache."""
+
+    max_model_len: int
+    context: int
+    batch: int
+
+
+@dataclass(frozen=True)
+class KvCapacity:
+    """What one replica's KV memory serves, by the engine's pool and admission rules."""
+
+    block_size: int | None
+    num_blocks: int | None
+    """Pool blocks, for engines that report them (vLLM)."""
+    kv_cache_tokens: int
+    """The token count the engine logs at start-up."""
+    max_concurrency: float
+    concurrency_per_replica: bool
+    """True where the figure is the engine's own (logged per engine instance, not times dp)."""
+    max_batch: int
+    """Sequences of ``context`` tokens one replica holds at once."""
+    max_context: int
+    """The longest context ``batch`` sequences can each have."""
+    max_model_len_fit: int
+    """The longest request one sequence can have (what an engine suggests when it refuses to start)."""
+    request_bytes: int
+    """KV bytes one request of max_model_len needs on one GPU."""
+    fits: bool
+    assumptions: tuple[str, ...] = ()
+    admission_note: str = ""
+    """Where admission counts more than a computed sequence holds (what verify's search can fit)."""
+
+
+class Engine(Protocol):
+    name: str
+    title: str
+    default_version: str
+    newest_rules: Version
+    kv_dtypes: frozenset[str]
+    """KV dtype names this engine accepts (canonical names; 'auto' is always accepted)."""
+    serve: ServeFlags | None
+    """How ``kvplan check`` reads this engine's launch command, where it has one kvplan reads."""
+
+    def auto_kv_dtype(self, spec: ModelSpec) -> str: ...
+
+    def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout: ...
+
+    def stage_layouts(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions,
+                      pp: int) -> list[CacheLayout]: ...
+
+    def check_parallel(self, spec: ModelSpec, tp: int) -> None: ...
+
+    def version_notes(self, version: Version) -> list[str]: ...
+
+    def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
+               settings: Settings) -> GpuBudget: ...
+
+    def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
+                 demand: Demand) -> KvCapacity: ...
+
+    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any: ...
+
+
+class EngineDefaults:
+    """Behaviour most engines share; an engine package overrides what its engine does differently."""
+
+    title: str
+    newest_rules: Version
+    serve: ServeFlags | None = None
+
+    def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version,
+               options: EngineOptions) -> CacheLayout:  # pragma: no cover - every engine defines it
+        raise NotImplementedError
+
+    def stage_layouts(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions,
+                      pp: int) -> list[CacheLayout]:
+        """Each pipeline stage laid out on its own (vLLM overrides: it groups the whole model first)."""
+        from kvplan.parallel import stage_specs
+
+        return [self.layout(stage, kv_dtype, version, options) for stage in stage_specs(spec, pp)]
+
+    def check_parallel(self, spec: ModelSpec, tp: int) -> None:
+        return None
+
+    def version_notes(self, version: Version) -> list[str]:
+        return newer_than_known(self.title, version, self.newest_rules)
+
+    def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
+                 demand: Demand) -> KvCapacity:
+        from kvplan.engines.token_pool import byte_pool_capacity
+
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=False)
+
+    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
+        """The tensors ``verify`` allocates; None where kvplan has no tensor layout for the engine."""
+        return None
+
+
+def refuse_uneven_heads(title: str, spec: ModelSpec, tp: int) -> None:
+    """Engines that shard attention heads evenly refuse a tp that does not divide them."""
+    from kvplan.errors import UsageError
+
+    heads = spec.num_attention_heads
+    if heads and heads % tp:
+        raise UsageError(f"{title} refuses tensor parallelism {tp}: the model's {heads} attention heads "
+                         "do not divide by it", field="tp")

@@ -1,0 +1,183 @@
+"""How many tokens a layer holds: one small frozen class per rule.
+
+An engine gives every group of layers a ``TokenRule``: the tokens one sequence of ``context`` tokens
+occupies in one layer (whole blocks, a window, a chunk, n_ctx cells ...). Rules are values: two
+groups with equal rules hold the same tokens at every context, so ``estimate`` merges them and
+``verify`` names them by equality, never by their text. The text (``formula``) is rendered from the
+fields for ``--explain``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def ceil_to(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+@dataclass(frozen=True)
+class TokenRule:
+    """Base class: a rule that holds nothing (recurrent state, shared and cache-less layers)."""
+
+    def held(self, context: int) -> int:
+        """Tokens one sequence of ``context`` tokens occupies in one layer."""
+        return 0
+
+    def batch_tokens(self, context: int, batch: int) -> int:
+        """Tokens ``batch`` sequences occupy in one layer (``batch x held`` unless the cache is shared)."""
+        return batch * self.held(context)
+
+    @property
+    def per_sequence(self) -> bool:
+        """False where a whole batch shares one cache (llama.cpp's cells), so bytes are not batch-linear."""
+        return True
+
+    @property
+    def windowed(self) -> bool:
+        """True where the rule keeps a bounded part of a long sequence (windows, chunks)."""
+        return False
+
+    def formula(self) -> str:
+        return "0"
+
+    def __str__(self) -> str:
+        return self.formula()
+
+
+NO_TOKENS = TokenRule()
+
+
+@dataclass(frozen=True)
+class AllTokens(TokenRule):
+    """Every token of the sequence (transformers' DynamicCache, full attention)."""
+
+    def held(self, context: int) -> int:
+        return context
+
+    def formula(self) -> str:
+        return "context"
+
+
+@dataclass(frozen=True)
+class KeepLast(TokenRule):
+    """At most ``window - less`` tokens: a sliding window kept exactly (transformers, static caches)."""
+
+    window: int
+    less: int = 0
+
+    def held(self, context: int) -> int:
+        keep = self.window - self.less
+        return context if context < keep else keep
+
+    @property
+    def windowed(self) -> bool:
+        return True
+
+    def formula(self) -> str:
+        return f"min(context, {self.window} - {self.less})" if self.less else f"min(context, {self.window})"
+
+
+@dataclass(frozen=True)
+class WholePages(TokenRule):
+    """``inner``'s tokens rounded up to whole pages of ``page`` tokens (token pools, paged caches)."""
+
+    inner: TokenRule
+    page: int
+
+    def held(self, context: int) -> int:
+        return ceil_to(self.inner.held(context), self.page)
+
+    @property
+    def windowed(self) -> bool:
+        return self.inner.windowed
+
+    def formula(self) -> str:
+        inner = self.inner.formula()
+        return inner if self.page == 1 else f"ceil({inner} / {self.page}) x {self.page}"
+
+
+@dataclass(frozen=True)
+class WindowBlocks(TokenRule):
+    """vLLM sliding layers: the blocks from the one holding token ``context - window + 1`` to the last
+    (``SlidingWindowManager``: blocks made only of skipped tokens are freed)."""
+
+    block: int
+    window: int
+
+    def held(self, context: int) -> int:
+        skipped = context - self.window + 1
+        freed = skipped // self.block if skipped > 0 else 0
+        return (-(-context // self.block) - freed) * self.block
+
+    @property
+    def windowed(self) -> bool:
+        return True
+
+    def formula(self) -> str:
+        return f"blocks of {self.block} covering the last {self.window} - 1 tokens"
+
+
+@dataclass(frozen=True)
+class ChunkBlocks(TokenRule):
+    """vLLM chunked local attention: the blocks from the current chunk's start to the last."""
+
+    block: int
+    chunk: int
+
+    def held(self, context: int) -> int:
+        freed = (context // self.chunk * self.chunk) // self.block
+        return (-(-context // self.block) - freed) * self.block
+
+    @property
+    def windowed(self) -> bool:
+        return True
+
+    def formula(self) -> str:
+        return f"blocks of {self.block} from the start of the current {self.chunk}-token chunk"
+
+
+@dataclass(frozen=True)
+class UnifiedCells(TokenRule):
+    """llama.cpp's unified cache: ``batch x context`` cells for the whole batch, padded to ``pad``."""
+
+    pad: int
+
+    def held(self, context: int) -> int:
+        return ceil_to(context, self.pad)
+
+    def batch_tokens(self, context: int, batch: int) -> int:
+        return ceil_to(context * batch, self.pad)
+
+    @property
+    def per_sequence(self) -> bool:
+        return False
+
+    def formula(self) -> str:
+        return f"pad{self.pad}(batch x context)"
+
+
+@dataclass(frozen=True)
+class SlidingCells(TokenRule):
+    """llama.cpp's sliding-window cache: ``min(n_ctx, window x n_seq + n_ubatch)`` cells, padded."""
+
+    window: int
+    ubatch: int
+    pad: int
+
+    def held(self, context: int) -> int:
+        return self.batch_tokens(context, 1)
+
+    def batch_tokens(self, context: int, batch: int) -> int:
+        return ceil_to(min(context * batch, self.window * batch + self.ubatch), self.pad)
+
+    @property
+    def per_sequence(self) -> bool:
+        return False
+
+    @property
+    def windowed(self) -> bool:
+        return True
+
+    def formula(self) -> str:
+        return f"pad{self.pad}(min(batch x context, {self.window} x batch + {self.ubatch}))"

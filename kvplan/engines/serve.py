@@ -1,0 +1,68 @@
+"""How an engine is launched and how its serve command line reads, for ``kvplan check``.
+
+Each engine package with a server kvplan reads defines one ``ServeFlags``; ``kvplan.deploy.flags``
+finds launchers and parses flags through these objects only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+def plain_int(text: str) -> int:
+    return int(text.strip())
+
+
+@dataclass(frozen=True)
+class ServeFlags:
+    engine: str
+    """The kvplan engine name these flags configure."""
+    commands: tuple[str, ...] = ()
+    """Executables whose ``serve`` subcommand starts the server, model positional (``vllm serve MODEL``)."""
+    modules: tuple[str, ...] = ()
+    """``python -m`` modules that start the server."""
+    flags: tuple[tuple[str, str], ...] = ()
+    """(flag, kvplan setting) pairs: ``--max-model-len`` -> ``max_model_len``."""
+    underscores: bool = False
+    """Whether ``--max_model_len`` is read as ``--max-model-len`` (vLLM's argparse does)."""
+    images: tuple[str, ...] = ()
+    """Container images (regular expressions) whose entry point is this server when no command is given."""
+    fp8_kv_flag: str = "--kv-cache-dtype fp8"
+    """The flag that asks for an fp8 KV cache, for suggestions."""
+    parse_int: Callable[[str], int] = field(default=plain_int, compare=False)
+    """How the engine reads an integer flag (vLLM accepts '32k')."""
+
+    def setting(self, flag: str) -> str | None:
+        return dict(self.flags).get(self.normal_flag(flag))
+
+    def normal_flag(self, flag: str) -> str:
+        if self.underscores and flag.startswith("--"):
+            return "--" + flag[2:].replace("_", "-")
+        return flag
+
+    @property
+    def default_launcher(self) -> str:
+        return f"{self.commands[0]} serve" if self.commands else f"python -m {self.modules[0]}"
+
+    def runs_image(self, image: str) -> bool:
+        return any(re.search(pattern, image) for pattern in self.images)
+
+
+def serving_engines() -> list[ServeFlags]:
+    """Every engine's serve flags, for launcher detection."""
+    from kvplan.engines import all_engines
+
+    found: list[ServeFlags] = []
+    for engine in all_engines():
+        serve = engine.serve
+        if serve is not None and serve not in found:
+            found.append(serve)
+    return found
+
+
+def serve_flags(engine: str) -> ServeFlags | None:
+    from kvplan.engines import get_engine
+
+    return get_engine(engine).serve

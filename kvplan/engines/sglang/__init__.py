@@ -1,0 +1,67 @@
+"""SGLang: its layout rules (``layout``), GPU budget (``budget``) and serve flags (``flags``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.layout import CacheLayout, EngineOptions
+from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, refuse_uneven_heads
+from kvplan.engines.version import Version
+from kvplan.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from kvplan.budgets.base import GpuBudget, Settings
+
+_SPLIT_POOL_NOTE = ("SGLang splits full and sliding-window pools by swa_full_tokens_ratio (0.8); kvplan treats the "
+                    "KV memory as one pool, which is optimistic when the load does not match that split")
+
+
+@dataclass(frozen=True)
+class SGLangEngine(EngineDefaults):
+    name: str = "sglang"
+    title: str = "SGLang"
+    default_version: str = "latest"
+    newest_rules: Version = (0, 5, 3)
+
+    @property
+    def kv_dtypes(self) -> frozenset[str]:
+        from kvplan.engines.sglang.layout import KV_DTYPES
+
+        return KV_DTYPES
+
+    @property
+    def serve(self) -> Any:
+        from kvplan.engines.sglang.flags import SERVE
+
+        return SERVE
+
+    def auto_kv_dtype(self, spec: ModelSpec) -> str:
+        return spec.dtype
+
+    def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+        from kvplan.engines.sglang import layout
+
+        return layout.layout(spec, kv_dtype, version, options)
+
+    def check_parallel(self, spec: ModelSpec, tp: int) -> None:
+        refuse_uneven_heads(self.title, spec, tp)
+
+    def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
+               settings: Settings) -> GpuBudget:
+        from kvplan.engines.sglang import budget
+
+        return budget.budget(spec, total_bytes, tp, pp, version, demand, settings)
+
+    def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
+                 demand: Demand) -> KvCapacity:
+        from kvplan.engines.token_pool import byte_pool_capacity
+
+        windowed = any(g.tokens.windowed for layout in layouts for g in layout.groups)
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True,
+                                  assumptions=(_SPLIT_POOL_NOTE,) if windowed else ())
+
+
+SGLANG = SGLangEngine()

@@ -1,0 +1,64 @@
+"""SGLang layout rules: a token-slot KV pool (``page_size`` tokens per page, 1 by default).
+
+Rules (sgl-project/sglang):
+- Cell size per token, ``ModelRunnerKVCacheMixin.get_cell_size_per_token``
+  (``python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py``): K/V layers
+  ``kv_heads x (head_dim + v_head_dim) x bytes``; MLA ``(kv_lora_rank + qk_rope_head_dim) x bytes``.
+- Sliding layers: the hybrid SWA pool (``set_num_tokens_hybrid_swa``) frees tokens that left the
+  window, but ``_handle_model_specific_adjustments`` sets ``disable_hybrid_swa_memory`` for Gemma 2/3
+  (every layer then holds the whole sequence), and SGLang's Llama/Mistral models have no window.
+- Recurrent state (``python/sglang/srt/configs/mamba_utils.py``): conv ``(conv_kernel - 1) x conv_dim``
+  fixed in bf16, SSM state in ``--mamba-ssm-dtype`` (default float32).
+"""
+
+from __future__ import annotations
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype
+from kvplan.engines.rules import AllTokens, KeepLast, WholePages
+from kvplan.engines.version import Version, render_version
+from kvplan.layouts import full, mla, recurrent
+from kvplan.parallel import shard_spec
+from kvplan.spec import LayerSpec, ModelSpec
+
+DEFAULT_PAGE_SIZE = 1
+# Models whose sliding / chunked layers SGLang serves from the hybrid SWA pool (window-bounded).
+HYBRID_SWA_MODEL_TYPES = frozenset({"llama4", "gpt_oss", "mimo_v2_flash", "step3p5"})
+KV_DTYPES = frozenset({"float32", "bfloat16", "float16", "fp8_e4m3", "fp8_e5m2", "nvfp4"})
+
+
+def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+    check_kv_dtype("SGLang", KV_DTYPES, kv_dtype)
+    spec = shard_spec(spec, options.tp)
+    page = options.block_size or DEFAULT_PAGE_SIZE
+    assumptions: list[str] = []
+    if options.block_size is None:
+        assumptions.append("SGLang page size 1 (FlashInfer / FA3 / Triton backends; FlashMLA uses 64)")
+    windowed = spec.model_type in HYBRID_SWA_MODEL_TYPES
+    kinds = spec.layer_kind_counts()
+    if ("sliding" in kinds or "chunked" in kinds) and not windowed:
+        assumptions.append(
+            f"SGLang serves {spec.model_type}'s sliding layers without its hybrid SWA pool: "
+            "they hold the whole sequence"
+        )
+    groups = build_groups(spec, lambda layer, first: _group(layer, first, kv_dtype, page, windowed))
+    if "recurrent" in kinds:
+        assumptions.append("SGLang keeps the conv state in bf16 and the SSM state in float32 (--mamba-ssm-dtype)")
+    return CacheLayout("sglang", render_version(version), kv_dtype, page, groups, tuple(assumptions))
+
+
+def _group(layer: LayerSpec, first: int, dtype: KVDType, page: int, windowed: bool) -> GroupRule:
+    kind = layer.kind
+    if kind in ("full", "sliding", "chunked"):
+        cost = full.token_cost(layer, dtype)
+        span = layer.window if kind == "sliding" else layer.chunk
+        if kind == "full" or not windowed or span is None:
+            return GroupRule(layer, first, cost, WholePages(AllTokens(), page))
+        return GroupRule(layer, first, cost, WholePages(KeepLast(span), page))
+    if kind == "mla":
+        return GroupRule(layer, first, mla.latent_cost(layer, dtype), WholePages(AllTokens(), page))
+    if kind == "recurrent":
+        state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
+                                     conv_elem_bytes=2, ssm_elem_bytes=4)
+        return cacheless_group(layer, first, state)
+    return cacheless_group(layer, first)

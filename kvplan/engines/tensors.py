@@ -1,0 +1,121 @@
+"""The tensors an engine allocates for its KV cache, described without torch.
+
+A ``TensorPlan`` names every buffer (shape, dtype) and every typed view a layer reads; each engine
+package that ``verify`` supports builds one from its ``CacheLayout`` (``Engine.tensor_plan``), and
+``kvplan.verify.allocate`` only executes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from kvplan.engines.layout import CacheLayout
+from kvplan.errors import KvplanError
+from kvplan.spec import LayerSpec
+
+
+class VerifyError(KvplanError):
+    """verify cannot run here (no torch, no CUDA, not enough memory) or refuses what was asked."""
+
+
+#: Storage dtypes verify allocates (torch attribute names) and their element size in bytes.
+DTYPE_BYTES: dict[str, int] = {
+    "float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "int8": 1, "uint8": 1,
+}
+PLAIN = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+FP8 = {"fp8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_inc": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """A typed tensor one layer reads, inside a buffer: ``shape`` of ``dtype`` at byte ``offset``.
+
+    With ``pitch`` the rows (``shape[0]``) are ``pitch`` bytes apart (a field of each state page);
+    without, the view is contiguous."""
+
+    layer: int
+    role: str
+    """K, V, K scale, V scale, latent, conv, ssm, page padding."""
+    dtype: str
+    shape: tuple[int, ...]
+    offset: int = 0
+    pitch: int | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * DTYPE_BYTES[self.dtype]
+
+    @property
+    def end(self) -> int:
+        """One past the last byte the view touches."""
+        if self.pitch is None or not self.shape or self.shape[0] == 0:
+            return self.offset + self.nbytes
+        row = prod(self.shape[1:]) * DTYPE_BYTES[self.dtype]
+        return self.offset + (self.shape[0] - 1) * self.pitch + row
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """One allocation: a typed tensor (transformers) or a raw int8 buffer (vLLM)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    views: tuple[ViewSpec, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    """One layer with a cache: what the decode step reads."""
+
+    index: int
+    kind: str
+    component: str
+    layer: LayerSpec
+    attend: int
+    """Tokens per sequence the decode step attends to (0 for recurrent layers)."""
+    layout: str
+    """'bhtd' (transformers: [batch, heads, tokens, dim]) or 'paged' (vLLM: [blocks, block, heads, dim])."""
+
+
+@dataclass(frozen=True)
+class TensorPlan:
+    """What an engine allocates for ``batch`` sequences of ``context`` tokens."""
+
+    buffers: tuple[BufferSpec, ...]
+    layers: tuple[LayerInfo, ...]
+    num_blocks: int | None = None
+    group_size: int | None = None
+    padding_layers: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+
+def component_names(layout: CacheLayout) -> dict[int, str]:
+    """Group position -> component name; groups with the same rule and sizes share a component."""
+    by_key: dict[tuple, str] = {}
+    used: set[str] = {"pool padding"}
+    out: dict[int, str] = {}
+    for i, g in enumerate(layout.groups):
+        if g.kind in ("shared", "none"):
+            continue
+        if g.padding:  # every unused slot of a vLLM hybrid pool, whatever its type, is one row
+            out[i] = "pool padding"
+            continue
+        key = (g.kind, *g.cost_key)
+        if key not in by_key:
+            layer = g.layer
+            base = {"sliding": f"sliding {layer.window}", "chunked": f"chunked {layer.chunk}"}.get(g.kind, g.kind)
+            name, n = base, 2
+            while name in used:
+                name, n = f"{base} #{n}", n + 1
+            used.add(name)
+            by_key[key] = name
+        out[i] = by_key[key]
+    return out
+
+

@@ -1,0 +1,37 @@
+"""Engines that keep one pool of token slots sized in bytes (SGLang, TensorRT-LLM, llama.cpp,
+transformers): what fits is what the layout's bytes say, searched exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kvplan.engines.layout import CacheLayout
+from kvplan.engines.protocol import Demand, KvCapacity
+from kvplan.monotone import largest
+
+
+def byte_pool_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, demand: Demand, *,
+                       concurrency_from_tokens: bool, assumptions: tuple[str, ...] = ()) -> KvCapacity:
+    """The most sequences / longest context whose bytes fit ``kv_bytes`` on every stage.
+
+    ``concurrency_from_tokens``: the engine reports concurrency as pool tokens / max_model_len
+    (SGLang, TensorRT-LLM); otherwise it is KV bytes / one request's bytes."""
+
+    def needed(context: int, batch: int) -> int:
+        return max(layout.total_bytes(context, batch) for layout in layouts)
+
+    max_b = largest(lambda b: needed(demand.context, b) <= kv_bytes)
+    max_ctx = largest(lambda c: needed(c, demand.batch) <= kv_bytes)
+    longest = max_ctx if demand.batch == 1 else largest(lambda c: needed(c, 1) <= kv_bytes)
+    request_bytes = needed(demand.max_model_len, 1)
+    tokens = largest(lambda n: needed(n, 1) <= kv_bytes)
+    if concurrency_from_tokens:
+        concurrency = tokens / demand.max_model_len
+    else:
+        concurrency = (kv_bytes / request_bytes) if request_bytes else 0.0
+    return KvCapacity(
+        block_size=layouts[0].block_size, num_blocks=None, kv_cache_tokens=tokens, max_concurrency=concurrency,
+        concurrency_per_replica=False, max_batch=max_b, max_context=max_ctx, max_model_len_fit=longest,
+        request_bytes=request_bytes, fits=request_bytes <= kv_bytes, assumptions=assumptions,
+    )
+

@@ -1,0 +1,54 @@
+"""TensorRT-LLM: its layout rules (``layout``) and GPU budget (``budget``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.layout import CacheLayout, EngineOptions
+from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity
+from kvplan.engines.version import Version
+from kvplan.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from kvplan.budgets.base import GpuBudget, Settings
+
+
+@dataclass(frozen=True)
+class TRTLLMEngine(EngineDefaults):
+    name: str = "trtllm"
+    title: str = "TensorRT-LLM"
+    default_version: str = "latest"
+    newest_rules: Version = (1, 2)
+
+    @property
+    def kv_dtypes(self) -> frozenset[str]:
+        from kvplan.engines.trtllm.layout import KV_DTYPES
+
+        return KV_DTYPES
+
+    def auto_kv_dtype(self, spec: ModelSpec) -> str:
+        return spec.dtype
+
+    def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+        from kvplan.engines.trtllm import layout
+
+        return layout.layout(spec, kv_dtype, version, options)
+
+    def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
+               settings: Settings) -> GpuBudget:
+        from kvplan.engines.trtllm import budget
+
+        return budget.budget(spec, total_bytes, tp, pp, version, demand, settings)
+
+    def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
+                 demand: Demand) -> KvCapacity:
+        from kvplan.engines.token_pool import byte_pool_capacity
+
+        # "Allocated ... for max tokens in paged KV cache (N)": concurrency is N / max_seq_len
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True)
+
+
+TRTLLM = TRTLLMEngine()

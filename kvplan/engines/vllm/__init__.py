@@ -1,0 +1,87 @@
+"""vLLM (V1 engine): every rule kvplan knows about vLLM, one module each.
+
+- ``layout``: block sizes and the tokens each layer kind holds;
+- ``pool``: the KV-cache groups of hybrid models, page unification, padding slots, PP stages;
+- ``admission``: blocks, the logged token count, concurrency and the longest request that fits;
+- ``budget``: how a V1 worker divides a GPU's memory before the KV cache;
+- ``flags``: ``vllm serve`` flags as vLLM parses them (read by ``kvplan check``);
+- ``tensors``: the buffers and views ``verify`` allocates, as the model runner does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.layout import CacheLayout, EngineOptions
+from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, refuse_uneven_heads
+from kvplan.engines.version import Version
+from kvplan.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from kvplan.budgets.base import GpuBudget, Settings
+
+
+@dataclass(frozen=True)
+class VLLMEngine(EngineDefaults):
+    name: str = "vllm"
+    title: str = "vLLM"
+    default_version: str = "0.33"
+    newest_rules: Version = (0, 33)
+
+    @property
+    def kv_dtypes(self) -> frozenset[str]:
+        from kvplan.engines.vllm.layout import KV_DTYPES
+
+        return KV_DTYPES
+
+    @property
+    def serve(self) -> Any:
+        from kvplan.engines.vllm.flags import SERVE
+
+        return SERVE
+
+    def auto_kv_dtype(self, spec: ModelSpec) -> str:
+        return spec.dtype
+
+    def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+        from kvplan.engines.vllm import layout
+
+        return layout.layout(spec, kv_dtype, version, options)
+
+    def stage_layouts(self, spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions,
+                      pp: int) -> list[CacheLayout]:
+        """vLLM groups the whole model's layers first, then projects the groups on each stage."""
+        if pp == 1:
+            return [self.layout(spec, kv_dtype, version, options)]
+        from kvplan.engines.vllm.pool import project_stages
+        from kvplan.parallel import pp_partitions
+
+        whole = self.layout(spec, kv_dtype, version, options)
+        return project_stages(whole, spec.num_layers, pp_partitions(spec.num_layers, pp))
+
+    def check_parallel(self, spec: ModelSpec, tp: int) -> None:
+        refuse_uneven_heads(self.title, spec, tp)
+
+    def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
+               settings: Settings) -> GpuBudget:
+        from kvplan.engines.vllm import budget
+
+        return budget.budget(spec, total_bytes, tp, pp, version, demand, settings)
+
+    def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
+                 demand: Demand) -> KvCapacity:
+        from kvplan.engines.vllm import admission
+
+        batched = int(budget.defaults.get("max_num_batched_tokens", admission.DEFAULT_BATCHED_TOKENS))
+        return admission.capacity(layouts, kv_bytes, version, batched, demand)
+
+    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
+        from kvplan.engines.vllm.tensors import plan_tensors
+
+        return plan_tensors(spec, layout, batch, context)
+
+
+VLLM = VLLMEngine()

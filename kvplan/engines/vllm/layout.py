@@ -1,0 +1,126 @@
+"""vLLM (V1 engine) layout rules: paged KV cache, one page per block of ``block_size`` tokens per layer.
+
+Rules and where they come from (vllm-project/vllm):
+- Page sizes: ``vllm/v1/kv_cache_interface.py``. Full / sliding / chunked layers store
+  ``block_size x kv_heads x (head_size + head_size_v)`` elements per page (plus fp32 scales for the
+  per-token-head modes); ``MLAAttentionSpec`` stores one ``kv_lora_rank + qk_rope_head_dim`` (576)
+  latent per token, no factor 2; ``MambaSpec`` pages hold one sequence's conv + SSM state.
+- A sequence holds whole blocks: ``ceil(context / block_size)`` per full-attention layer.
+- Sliding-window layers (``SlidingWindowManager.get_num_skipped_tokens`` in
+  ``vllm/v1/core/single_type_kv_cache_manager.py``): tokens before ``context - window + 1`` are
+  skipped and the blocks made only of skipped tokens are freed.
+- Chunked local attention (``ChunkedLocalAttentionManager``): tokens before the current chunk's
+  start are skipped likewise.
+- Block size: ``CacheConfig`` default 16; ``vllm/platforms/cuda.py`` forces 64 for the FlashMLA
+  backend (the MLA default on Hopper); hybrid attention + Mamba models raise the attention block
+  so one attention page is at least one Mamba page (``HybridAttentionMambaModelConfig``).
+- Recurrent state in the model dtype (``mamba_ssm_cache_dtype='auto'``) with a conv window of
+  ``conv_kernel - 1`` columns (``MambaStateShapeCalculator`` in
+  ``vllm/model_executor/layers/mamba/mamba_utils.py``); in hybrid models the state page is padded
+  up to one attention page of the raised block size.
+- Hybrid models: pages unified and layers cut into KV-cache groups (``pool.py``).
+- Llama 4's chunked layers: ``VllmConfig.__post_init__`` turned the hybrid KV-cache manager off for
+  ``attention_chunk_size`` models while ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``
+  defaulted to false (about v0.10 to v0.12): every layer then holds the whole sequence.
+"""
+
+from __future__ import annotations
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype
+from kvplan.engines.version import Version, render_version
+from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, padding_groups, paged, pool_grouping, unify_pages
+from kvplan.errors import UsageError
+from kvplan.layouts import full, mla, recurrent
+from kvplan.layouts.base import TokenCost
+from kvplan.parallel import shard_spec
+from kvplan.spec import LayerSpec, ModelSpec
+from dataclasses import replace
+
+FLASHMLA_BLOCK_SIZE = 64
+# Attention block sizes for hybrid Mamba models are multiples of this (kernel alignment).
+_HYBRID_BLOCK_ALIGN = 16
+# Quantised layouts vLLM defines for K/V heads only (kv_cache_interface.py), not for the MLA latent.
+_NO_MLA_LAYOUT = frozenset({"int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4"})
+# Releases in which chunked local attention fell back to full attention by default (approximate
+# bounds: the env default flipped to true after 0.12).
+_CHUNKED_AS_FULL = ((0, 10), (0, 13))
+
+KV_DTYPES = frozenset({
+    "float32", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
+    "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4",
+})
+
+
+def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+    """One tensor-parallel rank's cache for the whole model, groups padded as vLLM pads them."""
+    check_kv_dtype("vLLM", KV_DTYPES, kv_dtype)
+    spec = shard_spec(spec, options.tp)
+    assumptions: list[str] = []
+    state_costs = {id(layer): _state_cost(layer, spec) for layer in spec.layers if layer.kind == "recurrent"}
+    block = _block_size(spec, kv_dtype, options, state_costs, assumptions)
+    chunked_as_full = _CHUNKED_AS_FULL[0] <= version < _CHUNKED_AS_FULL[1]
+    if chunked_as_full and "chunked" in spec.layer_kind_counts():
+        assumptions.append(
+            f"vLLM {render_version(version)} turns the hybrid KV-cache manager off for chunked "
+            "local attention by default: chunked layers hold the whole sequence"
+        )
+    groups = build_groups(
+        spec, lambda layer, first: _group(layer, first, kv_dtype, block, state_costs.get(id(layer)), chunked_as_full))
+    groups = unify_pages(groups, assumptions)
+    pool = pool_grouping(groups)
+    groups = groups + padding_groups(pool, spec.num_layers)
+    if state_costs:
+        assumptions.append(
+            "vLLM holds one recurrent state per sequence (prefix caching in 'align' mode keeps up to 2 more)"
+        )
+    return CacheLayout("vllm", render_version(version), kv_dtype, block, groups, tuple(assumptions), pool)
+
+
+def _state_cost(layer: LayerSpec, spec: ModelSpec) -> TokenCost:
+    elem = spec.dtype_bytes
+    return recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
+                                conv_elem_bytes=elem, ssm_elem_bytes=elem)
+
+
+def _block_size(spec: ModelSpec, dtype: KVDType, options: EngineOptions,
+                state_costs: dict[int, TokenCost], assumptions: list[str]) -> int:
+    if options.block_size is not None:
+        return options.block_size
+    kinds = spec.layer_kind_counts()
+    if "mla" in kinds:
+        assumptions.append(
+            "vLLM block size 64: FlashMLA, the MLA backend on Hopper GPUs (Ampere: 16, Blackwell "
+            "CUTLASS MLA: 128; pass a block size to change)"
+        )
+        return FLASHMLA_BLOCK_SIZE
+    attention = [layer for layer in spec.layers if layer.kind in ("full", "sliding", "chunked")]
+    if state_costs and attention:
+        mamba_page = max(cost.bytes for cost in state_costs.values())
+        attn_per_token = max(full.token_cost(layer, dtype).bytes for layer in attention)
+        align = _HYBRID_BLOCK_ALIGN
+        block = align * -(-mamba_page // (align * attn_per_token))
+        assumptions.append(
+            f"vLLM raises the attention block to {block} tokens so one attention page holds a "
+            f"recurrent state page ({mamba_page:,} B)"
+        )
+        return max(block, DEFAULT_BLOCK_SIZE)
+    return DEFAULT_BLOCK_SIZE
+
+
+def _group(layer: LayerSpec, first: int, dtype: KVDType, block: int, state: TokenCost | None,
+           chunked_as_full: bool) -> GroupRule:
+    kind = layer.kind
+    if kind == "chunked" and chunked_as_full:
+        # the hybrid manager is off: vLLM gives these layers a FullAttentionSpec
+        return paged(layer, first, full.token_cost(layer, dtype), block, cache_kind="full")
+    if kind in ("full", "sliding", "chunked"):
+        return paged(layer, first, full.token_cost(layer, dtype), block)
+    if kind == "mla":
+        if dtype.name in _NO_MLA_LAYOUT:
+            raise UsageError(f"vLLM's MLA cache has no '{dtype.name}' layout (MLA takes auto, fp8 or fp8_ds_mla)",
+                             field="kv_dtype")
+        return paged(layer, first, mla.latent_cost(layer, dtype), block)
+    if kind == "recurrent":
+        return replace(cacheless_group(layer, first, state), block_size=block)
+    return cacheless_group(layer, first)

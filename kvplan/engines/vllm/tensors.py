@@ -1,0 +1,205 @@
+"""The buffers vLLM allocates for its KV cache, as ``vllm/v1/worker/gpu_model_runner.py`` does.
+
+``KVCacheTensor``s are raw int8 buffers of ``num_blocks x page`` bytes, viewed per layer in the
+attention backend's shape. With one layer type (every layer full, or every layer MLA) each layer owns
+one buffer. Hybrid models (sliding + full, attention + Mamba) share buffers: the KV-cache groups
+(``pool.py``, strided as vLLM strides them) put buffer ``j`` under the ``j``-th slot of every group,
+each group uses its own blocks of the pool, and slots a group cannot fill (the layout's ``padding``
+groups) get an unused view of their pages. Pages padded to the unified size are laid out block-major.
+Attention layers view their buffer as K and V planes ``[num_blocks, block_size, kv_heads, head_dim]``
+(then fp32 scale planes ``[num_blocks, block_size, kv_heads]`` for the ``*_per_token_head`` modes, fp8
+scale planes for nvfp4); MLA as ``[num_blocks, block_size, 576]`` (``fp8_ds_mla``: 656 uint8 per
+token); Mamba layers as one state page per block (conv ``[conv_kernel - 1, conv_dim]``, SSM
+``ssm_state``, both in the model dtype, then the page padding). A batch of ``B`` sequences of ``C``
+tokens gets ``num_blocks = B x sum over groups of the blocks one sequence holds``; sequence ``s``
+holds consecutive blocks, so a layer's K for the whole batch is one contiguous view.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from kvplan.dtypes import KVDType
+from kvplan.engines.layout import CacheLayout, GroupRule
+from kvplan.engines.tensors import (
+    DTYPE_BYTES,
+    FP8,
+    PLAIN,
+    BufferSpec,
+    LayerInfo,
+    TensorPlan,
+    VerifyError,
+    ViewSpec,
+    component_names,
+)
+from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, PoolGrouping, page_bytes, pool_grouping, pool_type_key
+from kvplan.spec import LayerSpec, ModelSpec
+
+
+def _vector_layout(dtype: KVDType, n: int) -> tuple[str, int, str | None, int]:
+    """How vLLM stores one n-element K or V vector: (data dtype, data elems, scale dtype, scale elems)."""
+    name = dtype.name
+    if name in PLAIN:
+        out: tuple[str, int, str | None, int] = (PLAIN[name], n, None, 0)
+    elif name in FP8:
+        out = (FP8[name], n, None, 0)
+    elif name == "int8_per_token_head":
+        out = ("int8", n, "float32", 1)
+    elif name == "fp8_per_token_head":
+        out = ("float8_e4m3fn", n, "float32", 1)
+    elif name == "int4_per_token_head":
+        out = ("uint8", -(-n // 2), "float32", 1)
+    elif name == "nvfp4":
+        out = ("uint8", -(-n // 16) * 8, "float8_e4m3fn", -(-n // 16))
+    else:
+        raise VerifyError(f"verify has no tensor layout for vLLM kv dtype '{name}'")
+    data_dtype, data, scale_dtype, scale = out
+    size = data * DTYPE_BYTES[data_dtype] + (scale * DTYPE_BYTES[scale_dtype] if scale_dtype else 0)
+    if size != dtype.vector_bytes(n):
+        raise VerifyError(f"internal: {name} vector of {n} stored in {size} B, the rule says {dtype.vector_bytes(n)} B")
+    return out
+
+
+def _mla_row(dtype: KVDType, layer: LayerSpec) -> tuple[str, int]:
+    assert layer.kv_lora_rank and layer.qk_rope_head_dim
+    width = layer.kv_lora_rank + layer.qk_rope_head_dim
+    if dtype.name == "fp8_ds_mla":
+        return "uint8", dtype.mla_latent_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim)
+    if dtype.name in PLAIN:
+        return PLAIN[dtype.name], width
+    if dtype.name in FP8:
+        return FP8[dtype.name], width
+    raise VerifyError(f"vLLM's MLA cache has no '{dtype.name}' layout")
+
+
+def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> TensorPlan:
+    names = component_names(layout)
+    grouping = layout.pool if isinstance(layout.pool, PoolGrouping) else pool_grouping(layout.groups)
+    # layers of each spec type, in model order, and the type's padding slots: (index, group position, rule)
+    members: dict[tuple, list[tuple[int, int, GroupRule]]] = {}
+    padding: dict[tuple, list[tuple[int, int, GroupRule]]] = {}
+    for gi, g in enumerate(layout.groups):
+        if gi not in names:
+            continue
+        into = padding if g.padding else members
+        for index in range(g.first_layer, g.first_layer + g.count):
+            into.setdefault(pool_type_key(g), []).append((index, gi, g))
+    # vLLM groups: one per type chunk; buffer `slot` is shared by the slot-th layer of every group and
+    # each group uses its own blocks (block regions). Without hybrid grouping, one group of every layer.
+    groups: list[list[tuple[int, int, GroupRule]]] = []  # per group: the layer (or padding slot) of each slot
+    per_seq_blocks: list[int] = []
+    if grouping.hybrid:
+        for key, layers in members.items():
+            n = -(-len(layers) // grouping.group_size)
+            pads = iter(padding.get(key, []))
+            for i in range(n):
+                chunk = layers[i::n]  # _get_kv_cache_groups_uniform_page_size strides the type's layers
+                chunk += [next(pads) for _ in range(grouping.group_size - len(chunk))]
+                groups.append(chunk)
+                per_seq_blocks.append(_blocks_per_sequence(layers[0][2], context))
+        size = grouping.group_size
+        slot_pages = [max(t.page_bytes for t in grouping.types)] * size
+    else:
+        only = [m for layers in members.values() for m in layers]
+        only.sort(key=lambda m: m[0])
+        groups.append(only)
+        per_seq_blocks.append(_blocks_per_sequence(only[0][2], context))
+        size = len(only)
+        slot_pages = [page_bytes(rule) for _, _, rule in only]
+    regions, offset = [], 0
+    for chunk, per_seq in zip(groups, per_seq_blocks):
+        regions.append((chunk, offset, batch * per_seq))
+        offset += batch * per_seq
+    num_blocks = offset
+    views: list[list[ViewSpec]] = [[] for _ in range(size)]
+    infos: list[LayerInfo] = []
+    for chunk, first, count in regions:
+        for slot, (index, gi, rule) in enumerate(chunk):
+            if rule.padding:
+                views[slot].append(ViewSpec(index, "unused slot", "uint8", (count, slot_pages[slot]),
+                                            first * slot_pages[slot]))
+                infos.append(LayerInfo(index, "padding", names[gi], rule.layer, 0, "paged"))
+                continue
+            views[slot].extend(_vllm_views(spec, layout.kv_dtype, rule, index, num_blocks, slot_pages[slot],
+                                           first, count))
+            attend = 0
+            if rule.kind != "recurrent":
+                block = rule.block_size or DEFAULT_BLOCK_SIZE
+                attend = rule.held(context) - (-(-context // block) * block - context)
+            infos.append(LayerInfo(index, rule.kind, names[gi], rule.layer, attend, "paged"))
+    buffers = tuple(
+        BufferSpec(f"kv_cache_tensor {slot}", "int8", (num_blocks * slot_pages[slot],), tuple(views[slot]))
+        for slot in range(size)
+    )
+    pad = sum(len(v) for v in padding.values())
+    notes = []
+    if pad:
+        notes.append(f"vLLM pads its hybrid groups with {pad} unused layer slot(s): their share of every block "
+                     "is allocated and never read (the 'pool padding' row, counted in the prediction)")
+    infos.sort(key=lambda info: info.index)
+    return TensorPlan(buffers, tuple(infos), num_blocks, size, pad, tuple(notes))
+
+
+def _blocks_per_sequence(rule: GroupRule, context: int) -> int:
+    if rule.kind == "recurrent":
+        return 1
+    block = rule.block_size or DEFAULT_BLOCK_SIZE
+    held = rule.held(context)
+    if held % block:
+        raise VerifyError(f"internal: vLLM {rule.kind} layers hold {held} tokens, not whole blocks of {block}")
+    return held // block
+
+
+def _vllm_views(spec: ModelSpec, dtype: KVDType, rule: GroupRule, index: int, num_blocks: int,
+                slot_page: int, first: int, count: int) -> list[ViewSpec]:
+    layer = rule.layer
+    block = rule.block_size or DEFAULT_BLOCK_SIZE
+    if rule.kind in ("full", "sliding", "chunked"):
+        assert layer.kv_heads and layer.head_dim
+        heads = layer.kv_heads
+        k = _vector_layout(dtype, layer.head_dim)
+        v = _vector_layout(dtype, layer.v_dim)
+        planes = [("K", k[0], k[1]), ("V", v[0], v[1])]
+        if k[2] is not None:
+            planes += [("K scale", k[2], k[3]), ("V scale", v[2], v[3])]  # type: ignore[list-item]
+        shapes = [(role, dt, (count, block, heads, elems) if elems != 1 or role in ("K", "V") else (count, block, heads),
+                   block * heads * elems * DTYPE_BYTES[dt]) for role, dt, elems in planes]
+        natural = sum(per_block for *_, per_block in shapes)
+        out = []
+        if natural == slot_page:
+            # plane-major, as FlashAttention views it: [2, num_blocks, block, heads, dim]
+            plane_start = 0
+            for role, dt, shape, per_block in shapes:
+                out.append(ViewSpec(index, role, dt, shape, plane_start + first * per_block))
+                plane_start += num_blocks * per_block
+            return out
+        if natural > slot_page:
+            raise VerifyError(f"internal: layer {index}'s planes exceed its buffer")
+        # a page padded to the unified size: block-major, read with a stride of one page
+        start = first * slot_page
+        for role, dt, shape, per_block in shapes:
+            out.append(ViewSpec(index, role, dt, shape, start, slot_page))
+            start += per_block
+        out.append(ViewSpec(index, "page padding", "uint8", (count, slot_page - natural), start, slot_page))
+        return out
+    if rule.kind == "mla":
+        dt, width = _mla_row(dtype, layer)
+        per_block = block * width * DTYPE_BYTES[dt]
+        return [ViewSpec(index, "latent", dt, (count, block, width), first * per_block)]
+    if rule.kind == "recurrent":
+        assert rule.state is not None and layer.conv_dim and layer.conv_kernel and layer.ssm_state
+        dt = spec.dtype
+        conv = (layer.conv_kernel - 1, layer.conv_dim)
+        conv_bytes = prod(conv) * DTYPE_BYTES[dt]
+        ssm_bytes = prod(layer.ssm_state) * DTYPE_BYTES[dt]
+        padding = rule.state.bytes - conv_bytes - ssm_bytes
+        if padding < 0 or rule.state.bytes > slot_page:
+            raise VerifyError(f"internal: vLLM state of layer {index} does not fit its {rule.state.bytes} B page")
+        base = first * slot_page
+        out = [ViewSpec(index, "conv", dt, (count, *conv), base, slot_page),
+               ViewSpec(index, "ssm", dt, (count, *layer.ssm_state), base + conv_bytes, slot_page)]
+        if padding:
+            out.append(ViewSpec(index, "page padding", "uint8", (count, padding), base + conv_bytes + ssm_bytes,
+                                slot_page))
+        return out
+    raise VerifyError(f"internal: no vLLM tensors for '{rule.kind}' layers")
