@@ -13,6 +13,7 @@ from typing import Any
 from kvplan import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine, parse_version
+from kvplan.engines.protocol import check_options
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
@@ -133,6 +134,7 @@ def estimate(
     block_size: int | None = None,
     by_layer: bool = False,
     tp: int = 1,
+    swa_full: bool = False,
 ) -> EstimateResult:
     """KV-cache footprint of ``model`` for every (batch, context, kv dtype) combination.
 
@@ -159,7 +161,8 @@ def estimate(
     eng = get_engine(engine)
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
-    options = EngineOptions(block_size=block_size, tp=tp)
+    options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full)
+    check_options(eng, options)
 
     auto_dtype = eng.auto_kv_dtype(spec)
     layouts: list[tuple[str, CacheLayout]] = []

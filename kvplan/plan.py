@@ -16,6 +16,7 @@ from kvplan import __version__
 from kvplan.budgets import MemoryItem, Settings
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import Demand, EngineOptions, get_engine, parse_version
+from kvplan.engines.protocol import check_options
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
 from kvplan.parallel import tp_notes
@@ -130,6 +131,7 @@ def max_batch(
     settings: Settings | None = None,
     solve: Solve = "batch",
     concurrency: int | None = None,
+    swa_full: bool = False,
 ) -> CapacityPlan:
     """How many sequences (or how long a context, or how many GPUs) a deployment serves."""
     if isinstance(model, str):
@@ -148,22 +150,25 @@ def max_batch(
             raise UsageError(f"--{name} {value} must be at least 1")
     if solve == "gpus":
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
-                           concurrency)
+                           concurrency, swa_full)
     if solve not in ("batch", "context"):
         raise UsageError(f"--solve {solve}: choose batch, context or gpus")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
-                max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings)
+                max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
+                swa_full=swa_full)
 
 
 def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, engine_version: str | None,
          kv_dtype: str, max_model_len: int, context: int, batch: int, block_size: int | None,
-         settings: Settings) -> CapacityPlan:
+         settings: Settings, swa_full: bool = False) -> CapacityPlan:
     eng = get_engine(engine)
+    options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full)
+    check_options(eng, options)
     eng.check_parallel(spec, tp)
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
-    layouts = eng.stage_layouts(spec, dtype, version, EngineOptions(block_size=block_size, tp=tp), pp)
+    layouts = eng.stage_layouts(spec, dtype, version, options, pp)
     demand = Demand(max_model_len=max_model_len, context=context, batch=batch)
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
@@ -207,7 +212,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
 
 def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | None, kv_dtype: str, mml: int,
                 context: int | None, block_size: int | None, settings: Settings,
-                concurrency: int | None) -> CapacityPlan:
+                concurrency: int | None, swa_full: bool = False) -> CapacityPlan:
     """The fewest GPUs of this type (tp and pp powers of two, any dp) reaching ``concurrency``."""
     if concurrency is None or concurrency < 1:
         raise UsageError("--solve gpus needs --concurrency N (sequences of --max-model-len to serve at once)")
@@ -220,7 +225,7 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
             try:
                 one = plan(spec, hw, tp=tp, pp=pp, dp=1, engine=engine, engine_version=engine_version,
                            kv_dtype=kv_dtype, max_model_len=mml, context=context or mml, batch=1,
-                           block_size=block_size, settings=settings)
+                           block_size=block_size, settings=settings, swa_full=swa_full)
             except UsageError:
                 continue
             if one.max_batch < 1:
@@ -233,7 +238,8 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
                          f"sequences of {mml:,} tokens")
     count, _, pp, dp, tp = min(candidates)
     best = plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
-                max_model_len=mml, context=context or mml, batch=1, block_size=block_size, settings=settings)
+                max_model_len=mml, context=context or mml, batch=1, block_size=block_size, settings=settings,
+                swa_full=swa_full)
     note = (f"fewest {hw.name} GPUs for {concurrency} concurrent sequences of {mml:,} tokens: {count} "
             f"(tp {tp} x pp {pp} x dp {dp}; tp and pp searched over powers of two)")
     from dataclasses import replace

@@ -151,3 +151,17 @@ def test_context_beyond_the_model_limit_is_computed_and_flagged():
     result = kvplan.estimate(LLAMA_31_8B, contexts=[262144])
     assert result.rows[0].kv_bytes == 262144 * 131072
     assert any("exceeds max_position_embeddings" in a for a in result.assumptions)
+
+
+def test_llamacpp_swa_full_gives_sliding_layers_n_ctx_cells():
+    # llama.cpp src/llama-kv-cache-iswa.cpp: size_swa = swa_full ? size_base : pad256(min(size_base,
+    # n_swa x n_seq + n_ubatch)); llama-server's default (common_params::swa_full) is off.
+    # gemma-3-27b: 62 layers (52 sliding of window 1024, 10 full), 16 KV heads x 128, f16: 8,192 B/token/layer.
+    spec = kvplan.load_model("google/gemma-3-27b-it")
+    default = kvplan.estimate(spec, contexts=[32768], batches=[4], engine="llamacpp").rows[0].kv_bytes
+    full = kvplan.estimate(spec, contexts=[32768], batches=[4], engine="llamacpp", swa_full=True).rows[0].kv_bytes
+    assert default == 10 * 131072 * 8192 + 52 * 4608 * 8192 == 12_700_352_512
+    assert full == 62 * 131072 * 8192 == 66_571_993_088
+    with pytest.raises(UsageError) as refused:
+        kvplan.estimate(spec, engine="vllm", swa_full=True)
+    assert refused.value.field == "swa_full"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
 from kvplan.engines.version import Version, newer_than_known
+from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ class Engine(Protocol):
     """KV dtype names this engine accepts (canonical names; 'auto' is always accepted)."""
     serve: ServeFlags | None
     """How ``kvplan check`` reads this engine's launch command, where it has one kvplan reads."""
+    extra_options: frozenset[str]
+    """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str: ...
 
@@ -93,6 +96,7 @@ class EngineDefaults:
     title: str
     newest_rules: Version
     serve: ServeFlags | None = None
+    extra_options: frozenset[str] = frozenset()
 
     def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version,
                options: EngineOptions) -> CacheLayout:  # pragma: no cover - every engine defines it
@@ -122,10 +126,15 @@ class EngineDefaults:
         return None
 
 
+def check_options(engine: Engine, options: EngineOptions) -> None:
+    """Refuse an option the engine does not have, naming it (never silently ignore it)."""
+    for name in ("swa_full",):
+        if getattr(options, name) and name not in engine.extra_options:
+            raise UsageError(f"{engine.title} has no {name.replace('_', '-')} option", field=name)
+
+
 def refuse_uneven_heads(title: str, spec: ModelSpec, tp: int) -> None:
     """Engines that shard attention heads evenly refuse a tp that does not divide them."""
-    from kvplan.errors import UsageError
-
     heads = spec.num_attention_heads
     if heads and heads % tp:
         raise UsageError(f"{title} refuses tensor parallelism {tp}: the model's {heads} attention heads "

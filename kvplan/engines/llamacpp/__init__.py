@@ -21,6 +21,7 @@ class LlamaCppEngine(EngineDefaults):
     title: str = "llama.cpp"
     default_version: str = "current"
     newest_rules: Version = LATEST
+    extra_options: frozenset[str] = frozenset({"swa_full"})
 
     @property
     def kv_dtypes(self) -> frozenset[str]:

@@ -7,7 +7,9 @@ Rules (ggml-org/llama.cpp, current rules only; see docs/engines.md for their his
   in ``--cache-type-k`` / ``--cache-type-v`` (default f16) (``src/llama-kv-cache.cpp``).
 - Sliding-window layers (``src/llama-kv-cache-iswa.cpp``) get a second cache of
   ``pad256(min(n_ctx, n_swa x n_seq + n_ubatch))`` cells, n_ubatch 512 by default; Llama 4's chunked
-  layers use the same cache with n_swa = chunk. Only architectures llama.cpp implements SWA for
+  layers use the same cache with n_swa = chunk. With ``--swa-full`` that cache is as large as the
+  base one (``size_swa = swa_full ? size_base : ...``); llama-server's default is off
+  (``common_params::swa_full``), the C API's ``llama_context_default_params`` turns it on. Only architectures llama.cpp implements SWA for
   have one (gemma2/3/3n, cohere2, gpt-oss, llama4, ...); Mistral's window is ignored.
 - MLA (DeepSeek; PR #19067): one 576-wide K row per cell and no V tensor (V is a view of K).
 - Recurrent layers (``llama_memory_recurrent``): one slot per sequence, conv ``(d_conv - 1) x conv_dim``
@@ -56,11 +58,15 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     has_swa = spec.model_type in SWA_MODEL_TYPES
     kinds = spec.layer_kind_counts()
     if "sliding" in kinds or "chunked" in kinds:
-        if has_swa:
-            assumptions.append(f"llama.cpp sliding-window cache: n_swa x batch + n_ubatch ({DEFAULT_N_UBATCH}) cells")
+        if has_swa and options.swa_full:
+            assumptions.append("llama.cpp --swa-full: the sliding-window cache has n_ctx cells, like the base cache")
+        elif has_swa:
+            assumptions.append(f"llama.cpp sliding-window cache: n_swa x batch + n_ubatch ({DEFAULT_N_UBATCH}) cells "
+                               "(llama-server's default; --swa-full makes it n_ctx)")
         else:
             assumptions.append(f"llama.cpp implements no sliding window for {spec.model_type}: every layer is full")
-    groups = build_groups(spec, lambda layer, first: _group(layer, first, kv_dtype, has_swa))
+    windowed = has_swa and not options.swa_full
+    groups = build_groups(spec, lambda layer, first: _group(layer, first, kv_dtype, windowed))
     return CacheLayout("llamacpp", "current", kv_dtype, None, groups, tuple(assumptions))
 
 
