@@ -102,21 +102,24 @@ class CapacityPlan:
         }
 
 
-def resolve_gpu(gpu: str | None, gpu_memory: str | None, catalog_file: Any = None) -> GPU:
+def resolve_gpu(gpu: str | GPU | None, gpu_memory: str | int | None, catalog_file: Any = None) -> GPU:
+    """A catalog GPU by name, a ``GPU`` as given, or an ad-hoc GPU of ``gpu_memory`` bytes ('80GiB' or an int)."""
     if gpu_memory is not None:
         if gpu is not None:
-            raise UsageError("give --gpu or --gpu-memory, not both")
-        return gpu_from_memory(gpu_memory)
+            raise UsageError("give a GPU or a GPU memory size, not both", field="gpu_memory")
+        return gpu_from_memory(str(gpu_memory))
     if gpu is None:
-        raise UsageError("name a GPU with --gpu (see `kvplan gpus`) or give --gpu-memory")
+        raise UsageError("name a GPU (see `kvplan gpus`) or give a GPU memory size", field="gpu")
+    if isinstance(gpu, GPU):
+        return gpu
     return find_gpu(gpu, load_catalog(catalog_file))
 
 
 def max_batch(
     model: str | ModelSpec,
     *,
-    gpu: str | None = None,
-    gpu_memory: str | None = None,
+    gpu: str | GPU | None = None,
+    gpu_memory: str | int | None = None,
     catalog: Any = None,
     tp: int = 1,
     pp: int = 1,

@@ -73,7 +73,7 @@ def weights_per_gpu(spec: ModelSpec, ranks: int, settings: Settings) -> MemoryIt
     if settings.weights_bytes is not None:
         return MemoryItem("weights", settings.weights_bytes, "given", "--weights-bytes")
     if spec.weights_bytes is None:
-        raise UsageError(f"{spec.id}: weights size unknown; pass --weights-bytes (bytes per GPU)")
+        raise UsageError(f"{spec.id}: weights size unknown; give the weights' bytes per GPU", field="weights_bytes")
     share = -(-spec.weights_bytes // ranks)
     note = f"{spec.weights_bytes:,} B checkpoint" + (f" / {ranks} ranks, split evenly" if ranks > 1 else "")
     return MemoryItem("weights", share, "computed", note)

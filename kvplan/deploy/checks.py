@@ -34,6 +34,8 @@ class Context:
     online: bool = False
     _catalog: Any = None
     _models: dict[str, Any] = field(default_factory=dict)
+    _plans: dict[Any, Any] = field(default_factory=dict)
+    """Plans are pure functions of (model, GPU, engine, settings): each is computed once per run."""
 
     @property
     def catalog(self) -> Any:
@@ -66,7 +68,7 @@ def check_deployment(dep: Deployment, ctx: Context) -> list[DeploymentResult]:
     for gpu_value, gpu in gpus:
         name = dep.name if len(gpus) == 1 else f"{dep.name} [{gpu.name}]"
         result = replace(base, name=name, findings=list(early), model=spec.id, gpu=gpu.name)
-        _check_one(dep, spec, gpu, gpu_value, settings, requirements, result)
+        _check_one(dep, spec, gpu, gpu_value, settings, requirements, result, ctx._plans)
         results.append(result)
     return results
 
@@ -239,7 +241,7 @@ def _requirements(dep: Deployment) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------- checks
 
 def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, settings: Settings,
-               req: dict[str, Any], result: DeploymentResult) -> None:
+               req: dict[str, Any], result: DeploymentResult, plans: dict[Any, Any]) -> None:
     from kvplan.plan import max_batch
     from kvplan.parallel import tp_notes
 
@@ -250,21 +252,24 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
     auto = mml_setting == "auto"
     kv_dtype = str(dep.setting("kv_cache_dtype", "auto"))
     kwargs: dict[str, Any] = dict(
-        gpu=None if gpu.origin == "command line" else gpu.name,
-        gpu_memory=str(gpu.memory_bytes) if gpu.origin == "command line" else None,
+        gpu=None if gpu.origin == "command line" else gpu,
+        gpu_memory=gpu.memory_bytes if gpu.origin == "command line" else None,
         tp=tp, pp=pp, dp=dp, engine=dep.engine,
         engine_version=dep.engine_version.value if dep.engine_version else None, kv_dtype=kv_dtype,
         max_model_len=None if auto else mml_setting, block_size=dep.setting("block_size"), settings=settings)
-    if kwargs["gpu"] is not None:
-        from kvplan.hardware import find_gpu, load_catalog
-
-        try:
-            find_gpu(gpu.name, load_catalog())
-        except KvplanError:  # a GPU of a user catalog: hand max_batch its memory
-            kwargs.update(gpu=None, gpu_memory=str(gpu.memory_bytes))
 
     def run(**over: Any) -> Any:
-        return max_batch(spec, **{**kwargs, **over})
+        args = {**kwargs, **over}
+        key = (spec, tuple(sorted(args.items())))
+        if key not in plans:
+            try:
+                plans[key] = max_batch(spec, **args)
+            except KvplanError as exc:
+                plans[key] = exc
+        found = plans[key]
+        if isinstance(found, KvplanError):
+            raise found
+        return found
 
     # GPUs given vs used
     needed = tp * pp * dp
@@ -288,9 +293,9 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         if auto and not plan.fits and plan.max_model_len_fit > 0:
             plan = run(max_model_len=plan.max_model_len_fit)
     except KvplanError as exc:
-        invalid = "weights size unknown" in str(exc)
+        invalid = exc.field == "weights_bytes"
         add(_finding(dep, "error", "invalid-input" if invalid else "engine-refuses", str(exc),
-                     dep.line_of("tp") if "--tp" in str(exc) else dep.line, invalid_input=invalid))
+                     dep.line_of("tp") if exc.field == "tp" else dep.line, invalid_input=invalid))
         return
     if auto:
         add(_finding(dep, "note", "max-model-len-auto", f"{dep.spelled('max_model_len')} auto: the engine picks "
