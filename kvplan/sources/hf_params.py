@@ -94,9 +94,9 @@ def weights_bytes(config: dict, count: ParamCount | None = None) -> tuple[int, s
     - any other ``quant_method`` with a ``bits`` field: quantized weights at ``bits``/8 bytes (scales and
       zero points not counted, an underestimate); without ``bits``: checkpoint dtype.
     """
-    b, counted = _count(config)
     if count is None:
-        count = counted
+        count = _count(config)[1]
+    tensors = count.tensors or _count(config)[1].tensors  # a ParamCount made elsewhere lists none
     q = config.get("quantization_config")
     if not isinstance(q, dict):
         q = (config.get("text_config") or {}).get("quantization_config") if isinstance(
@@ -106,7 +106,7 @@ def weights_bytes(config: dict, count: ParamCount | None = None) -> tuple[int, s
     suffix = f" ({dnote})" if dnote else ""
     # e_score_correction_bias is float32 in DeepSeek-V3's checkpoint: the Hub's safetensors metadata
     # gives F32 41,555,600 = 41,540,496 block scales + 256 x 59 biases (assumed alike for glm4_moe).
-    fp32_el = sum(t.numel for t in b.tensors if t.fp32)
+    fp32_el = sum(t.numel for t in tensors if t.fp32)
     fp32_extra = fp32_el * max(4 - dbytes, 0)
     if not quantized:
         extra = f" + {fp32_el:,} float32 router biases" if fp32_extra else ""
@@ -117,14 +117,14 @@ def weights_bytes(config: dict, count: ParamCount | None = None) -> tuple[int, s
     method = str(q.get("quant_method")).lower()
     skip = [p for p in (q.get("modules_to_not_convert") or q.get("ignore") or []) if isinstance(p, str)]
     # Parameters the config does not describe tensor by tensor (none today) stay in the checkpoint dtype.
-    listed = sum(t.numel for t in b.tensors)
+    listed = sum(t.numel for t in tensors)
     rest = max(count.total - listed, 0) * dbytes
 
     if method == "fp8":
         block = q.get("weight_block_size")
         quant_el = 0
         scales = 0
-        for t in b.tensors:
+        for t in tensors:
             if t.linear and not _excluded(t.module, skip):
                 quant_el += t.numel
                 if block and len(block) == 2:
@@ -139,12 +139,12 @@ def weights_bytes(config: dict, count: ParamCount | None = None) -> tuple[int, s
                        f"{other:,} other parameters x {dbytes} B ({dname}){suffix}")
 
     if method == "mxfp4":
-        quant_el = sum(t.numel for t in b.tensors
+        quant_el = sum(t.numel for t in tensors
                        if t.linear and t.component == "experts" and not _excluded(t.module, skip))
         other = listed - quant_el
         # 4-bit values (n/2 bytes) + one e8m0 scale byte per 32 values along the input dimension.
         q_bytes = sum(t.count * t.shape[0] * (math.ceil(t.shape[1] / 32) * 17)
-                      for t in b.tensors if t.linear and t.component == "experts"
+                      for t in tensors if t.linear and t.component == "experts"
                       and not _excluded(t.module, skip))
         total = q_bytes + other * dbytes + rest + fp32_extra
         return total, (f"mxfp4: {quant_el:,} expert weights x 4.25 bits (e2m1 + e8m0 scale per 32); "
@@ -152,7 +152,7 @@ def weights_bytes(config: dict, count: ParamCount | None = None) -> tuple[int, s
 
     bits = q.get("bits") or q.get("w_bit")
     if isinstance(bits, (int, float)) and not isinstance(bits, bool) and 0 < bits <= 16:
-        quant_el = sum(t.numel for t in b.tensors if t.linear and not _excluded(t.module, skip))
+        quant_el = sum(t.numel for t in tensors if t.linear and not _excluded(t.module, skip))
         other = listed - quant_el
         total = math.ceil(quant_el * bits / 8) + other * dbytes + rest + fp32_extra
         return total, (f"{method}: {quant_el:,} linear weights x {bits} bits (scales/zeros not counted); "

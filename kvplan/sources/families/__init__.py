@@ -103,7 +103,7 @@ def param_count(counter: Counter, extra_notes: list[str] | None = None) -> Param
     if total <= 0:
         raise ConfigError("config describes a model with no parameters")
     notes = dict.fromkeys([*counter.notes, *(extra_notes or ())])
-    return ParamCount(total=total, by_component=by, assumptions=tuple(notes))
+    return ParamCount(total=total, by_component=by, assumptions=tuple(notes), tensors=tuple(counter.tensors))
 
 
 def count(config: dict) -> tuple[Counter, ParamCount]:

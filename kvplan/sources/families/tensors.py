@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +32,6 @@ mixers; ``mtp``: multi-token-prediction layers a checkpoint ships beside the mai
 vision tower and multimodal projector; ``audio``: audio tower and its projector (gemma4)."""
 
 
-@dataclass(frozen=True)
-class ParamCount:
-    total: int
-    by_component: dict[str, int]
-    assumptions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +53,15 @@ class Tensor:
     @property
     def numel(self) -> int:
         return math.prod(self.shape) * self.count
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    total: int
+    by_component: dict[str, int]
+    assumptions: tuple[str, ...] = ()
+    tensors: tuple[Tensor, ...] = field(default=(), compare=False, repr=False)
+    """The tensors counted (for the per-matrix quantization rules of ``weights_bytes``)."""
 
 
 class Counter:
