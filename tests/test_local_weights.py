@@ -182,3 +182,20 @@ def test_quantized_checkpoint_counts_packed_values(tmp_path):
     assert spec.weights_bytes == nbytes
     assert spec.params == 128 * 16 * 8 + 10 * 128
     assert spec.weights_dtype == "int4"
+
+
+@pytest.mark.parametrize("quantization", [
+    {"quant_method": "fp8", "weight_block_size": ["a", 0]},
+    {"quant_method": "fp8", "weight_block_size": [0, 128]},
+    {"quant_method": "fp8", "modules_to_not_convert": 5},
+])
+def test_a_malformed_quantization_config_is_one_line_not_a_traceback(tmp_path, quantization):
+    config = json.loads(QWEN3.read_text())
+    config["quantization_config"] = quantization
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    spec = load_model(str(tmp_path))  # the cache is still described; the weights say why not
+    if "weight_block_size" in quantization:
+        assert spec.weights_bytes is None
+        assert any("weight_block_size" in a and "weights unknown" in a for a in spec.assumptions)
+    else:  # a list it cannot use is ignored: the fp8 rule applies to every linear weight
+        assert spec.weights_bytes is not None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import math
 
+from kvplan.errors import ConfigError
 from kvplan.sources.families import count as _count
 from kvplan.sources.families.tensors import COMPONENTS, ParamCount, Tensor
 
@@ -115,13 +116,17 @@ def weights_bytes(config: dict, count: ParamCount | None = None) -> tuple[int, s
     assert isinstance(q, dict)
 
     method = str(q.get("quant_method")).lower()
-    skip = [p for p in (q.get("modules_to_not_convert") or q.get("ignore") or []) if isinstance(p, str)]
+    listed_skip = q.get("modules_to_not_convert") or q.get("ignore") or []
+    skip = [p for p in listed_skip if isinstance(p, str)] if isinstance(listed_skip, list) else []
     # Parameters the config does not describe tensor by tensor (none today) stay in the checkpoint dtype.
     listed = sum(t.numel for t in tensors)
     rest = max(count.total - listed, 0) * dbytes
 
     if method == "fp8":
         block = q.get("weight_block_size")
+        if block is not None and not (isinstance(block, list) and len(block) == 2 and all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in block)):
+            raise ConfigError(f"quantization_config.weight_block_size={block!r} is not two positive integers")
         quant_el = 0
         scales = 0
         for t in tensors:

@@ -11,6 +11,8 @@ from kvplan.spec import ModelSpec
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from kvplan.errors import ConfigError
+
     from kvplan.sources.families.tensors import ParamCount
 
 _YAML_SUFFIXES = (".yaml", ".yml")
@@ -71,7 +73,7 @@ def load_path(path: Path) -> ModelSpec:
     return with_local_weights(spec, config, count, count_error, str(directory), config_file)
 
 
-def with_local_weights(spec: ModelSpec, config: dict, count: ParamCount | None, count_error: Exception | None,
+def with_local_weights(spec: ModelSpec, config: dict, count: ParamCount | None, count_error: ConfigError | None,
                        directory: str, config_file: str) -> ModelSpec:
     """``spec`` with the weights of its model directory: exact bytes and parameters from the
     safetensors headers there (the files ``model.safetensors.index.json`` lists, else the
@@ -96,11 +98,14 @@ def with_local_weights(spec: ModelSpec, config: dict, count: ParamCount | None, 
                                       f"{weights.tensors:,} tensors)",
                        assumptions=tuple(dict.fromkeys([*notes, *weights.notes])))
     why = why or "the safetensors files hold no tensors"
-    if count is None:
-        notes.append(f"weights: {why} in {directory}, and the config cannot be counted ({count_error}): "
+    try:
+        if count is None:
+            raise count_error or ConfigError("no parameter count")
+        nbytes, how = weights_bytes(config, count)
+    except ConfigError as exc:  # as for the Hub: the cache is still described, the weights are not
+        notes.append(f"weights: {why} in {directory}, and the config cannot be counted ({exc}): "
                      "weights unknown")
         return replace(spec, assumptions=tuple(dict.fromkeys(notes)))
-    nbytes, how = weights_bytes(config, count)
     notes.append(f"weights: {why} in {directory}: params and weights_bytes are an analytic count from "
                  f"{config_file}, not read from the checkpoint")
     notes += [f"weights: {a}" for a in count.assumptions]
