@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvplan.errors import ConfigError
 from kvplan.sources import families, hf_families
@@ -158,3 +160,50 @@ def test_an_assumption_is_said_once_on_the_side_that_made_it():
     note = "linear_conv_kernel_dim absent: transformers Qwen3NextConfig default 4"
     assert note in spec.assumptions and note not in count.assumptions
     assert note not in count_params(config).assumptions
+
+
+# --------------------------------------------------------------------------------------------
+# Invariant over generated configs: the cache and the count read the same geometry.
+
+_ATTENTION_TYPES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
+                    "phi3", "cohere", "cohere2", "olmo2", "granite", "gpt_oss", "something_new"]
+
+
+@st.composite
+def attention_configs(draw: st.DrawFn) -> dict:
+    kv = draw(st.integers(1, 4))
+    config: dict = {
+        "model_type": draw(st.sampled_from(_ATTENTION_TYPES)),
+        "num_hidden_layers": draw(st.integers(1, 8)),
+        "num_attention_heads": kv * draw(st.integers(1, 4)),
+        "hidden_size": 8 * draw(st.integers(1, 16)),
+        "intermediate_size": draw(st.integers(1, 64)),
+        "vocab_size": draw(st.integers(1, 100)),
+        "num_local_experts": 2, "num_experts_per_tok": 1,  # gpt_oss needs experts; others ignore them
+    }
+    if draw(st.booleans()):
+        config["num_key_value_heads"] = kv
+    if draw(st.booleans()):
+        config["head_dim"] = draw(st.integers(1, 64))
+    if draw(st.booleans()):
+        config["sliding_window"] = draw(st.integers(1, 4096))
+    if config["model_type"] != "gpt_oss":
+        del config["num_local_experts"], config["num_experts_per_tok"]
+    return config
+
+
+@settings(max_examples=150, deadline=None)
+@given(attention_configs())
+def test_generated_configs_read_the_same_geometry_for_cache_and_count(config: dict):
+    try:
+        spec = spec_from_config(config, model_id="m")
+    except ConfigError:
+        with pytest.raises(ConfigError):  # what the cache cannot read, the count cannot either
+            count_params(config)
+        return
+    layers = list(spec.expanded_layers())
+    widths = _k_proj_widths(config)
+    assert sorted(widths) == list(range(len(layers)))
+    for index, layer in enumerate(layers):
+        assert layer.kv_heads is not None and layer.head_dim is not None
+        assert widths[index] == layer.kv_heads * layer.head_dim

@@ -93,13 +93,13 @@ def falcon_params(b: Counter) -> None:
     input_layernorm, plus post_attention_layernorm unless ``parallel_attn``. lm_head tied by default.
     """
     h, n_layers, nh = b.hidden, b.layers, b.heads
-    hd = h // nh
+    cached = falcon_layers(b.reader)[0]  # the KV heads and head size the cache rule reads
+    nkv, hd = cached.kv_heads, cached.head_dim
+    assert nkv is not None and hd is not None
     bias = b.flag("bias", False)
     new_arch = b.flag("new_decoder_architecture", False)
     ffn = b.int("ffn_hidden_size", default=4 * h)
     if new_arch:
-        nkv = falcon_layers(b.reader)[0].kv_heads  # the KV heads the cache holds
-        assert nkv is not None
         qkv_out = (nh + 2 * nkv) * hd
     elif b.flag("multi_query", True):
         qkv_out = h + 2 * hd
