@@ -207,3 +207,20 @@ def test_generated_configs_read_the_same_geometry_for_cache_and_count(config: di
     for index, layer in enumerate(layers):
         assert layer.kv_heads is not None and layer.head_dim is not None
         assert widths[index] == layer.kv_heads * layer.head_dim
+
+
+@pytest.mark.parametrize("where, field, value", [
+    ("top", "num_nextn_predict_layers", 10**9),  # DeepSeek-style MTP layers: a loop per layer
+    ("vision_config", "num_hidden_layers", 10**9),  # Gemma 4 tower layers: a loop per layer
+    ("audio_config", "num_hidden_layers", 10**9),
+    ("top", "intermediate_size", 10**40),
+])
+def test_hostile_sizes_are_refused_not_looped_over(where: str, field: str, value: int):
+    name = "deepseek-ai__DeepSeek-V3" if field == "num_nextn_predict_layers" else "google__gemma-4-E2B-it"
+    config = load(DATA / "hf_configs" / f"{name}.json")
+    target = config if where == "top" else config[where]
+    if where == "top" and "text_config" in config:
+        target = config["text_config"]
+    target[field] = value
+    with pytest.raises(ConfigError, match=field):
+        count_params(config)

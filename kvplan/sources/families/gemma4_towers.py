@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kvplan.errors import ConfigError
+from kvplan.sources.families.reader import MAX_DIM, MAX_LAYERS
 from kvplan.sources.families.tensors import Counter
 
 
@@ -23,6 +24,10 @@ def _tower_config(b: Counter, key: str, model_type: str, ints: tuple[str, ...],
     if missing:
         b.note(f"{key} lacks {', '.join(missing)}: {what} not counted")
         return None
+    for name in ints:  # every size of a tower bounds work below (a loop over its layers)
+        limit = MAX_LAYERS if name == "num_hidden_layers" else MAX_DIM
+        if not 0 < tc[name] <= limit:
+            raise ConfigError(f"{key}.{name}={tc[name]} is not a size of a real model (1 to {limit})")
     return tc
 
 

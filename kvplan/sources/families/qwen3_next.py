@@ -9,7 +9,7 @@ the DeltaNet sizes. ``linear_conv_kernel_dim`` defaults to 4 as in transformers'
 from __future__ import annotations
 
 from kvplan.errors import ConfigError
-from kvplan.sources.families.reader import ConfigReader
+from kvplan.sources.families.reader import MAX_LAYERS, ConfigReader
 from kvplan.sources.families.registry import register
 from kvplan.sources.families.tensors import Counter, gated_mlp, gqa_attention, intermediate
 from kvplan.spec import LayerSpec
@@ -120,7 +120,7 @@ def qwen3_next_params(b: Counter) -> None:
     # lm_head are shared with the main model. Qwen3-Next configs do not state the count; vLLM reads
     # num_nextn_predict_layers and the Qwen3-Next-80B-A3B checkpoints ship one such layer.
     if "num_nextn_predict_layers" in b.cfg:
-        n_mtp = b.int("num_nextn_predict_layers", default=0)
+        n_mtp = b.int("num_nextn_predict_layers", default=0, maximum=MAX_LAYERS)
     else:
         n_mtp = 1
         b.note("qwen3_next: num_nextn_predict_layers absent: 1 MTP layer (mtp.*) assumed, as the "

@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import ConfigError
-from kvplan.sources.families.reader import MAX_VOCAB, VOCAB_ALIASES, ConfigReader
+from kvplan.sources.families.reader import MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, VOCAB_ALIASES, ConfigReader
 
 if TYPE_CHECKING:
     from kvplan.sources.families.registry import Family
@@ -84,7 +84,9 @@ class Counter:
                 return self.cfg[name]
         return default
 
-    def int(self, *names: str, default: int | None = None, why: str | None = None) -> int:
+    def int(self, *names: str, default: int | None = None, why: str | None = None,
+            maximum: int = MAX_POSITIONS) -> int:
+        """A non-negative integer field (``maximum`` bounds the work a hostile value can cause)."""
         value = self.get(*names)
         if value is None:
             if default is None:
@@ -95,6 +97,8 @@ class Counter:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                 or value != int(value) or value < 0:
             raise ConfigError(f"{names[0]}={value!r} is not a non-negative integer")
+        if value > maximum:
+            raise ConfigError(f"{names[0]}={int(value)} is larger than any real model (limit {maximum})")
         return int(value)
 
     def flag(self, name: str, default: bool) -> bool:
@@ -202,7 +206,7 @@ def mtp_layers(b: Counter, first_index: int, layer: Callable[[str, int], None]) 
     ``model_executor/models/deepseek_mtp.py``). glm4_moe checkpoints follow the same layout
     (vLLM ``glm4_moe_mtp.py``).
     """
-    n = b.int("num_nextn_predict_layers", default=0)
+    n = b.int("num_nextn_predict_layers", default=0, maximum=MAX_LAYERS)
     if not n:
         return
     h, v = b.hidden, b.vocab
