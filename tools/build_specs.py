@@ -19,8 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from kvplan.sources.bundled import BUNDLE_NAME, build_bundle  # noqa: E402
-from kvplan.sources.hf_config import read_config_file, spec_from_config  # noqa: E402
-from kvplan.sources.hf_params import count_params, weights_bytes  # noqa: E402
+from kvplan.sources.hf_config import read_config_file, spec_and_count  # noqa: E402
+from kvplan.sources.hf_params import weights_bytes  # noqa: E402
 from kvplan.sources.yaml_spec import dump_spec_yaml  # noqa: E402
 
 DATA = REPO / "tests" / "data"
@@ -47,8 +47,9 @@ def build_entry(entry: dict[str, Any]) -> str:
         config = {**config, "quantization_config": donor["quantization_config"]}
         notes.append(f"quantization_config taken from {Path(entry['quantization_config_from']).stem.replace('__', '/')} "
                      "(the same FP8 recipe)")
-    spec = spec_from_config(config, model_id=entry["id"], source=entry["id"])
-    count = count_params(config)
+    spec, count, error = spec_and_count(config, model_id=entry["id"], source=entry["id"])  # one reading
+    if count is None:
+        raise SystemExit(f"{entry['id']}: the config cannot be counted: {error}")
     if "weights_bytes" in entry:
         w_bytes, w_source = int(entry["weights_bytes"]), entry["weights_source"]
     else:

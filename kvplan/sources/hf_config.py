@@ -1,10 +1,13 @@
 """Read a Hugging Face ``config.json`` into a :class:`~kvplan.spec.ModelSpec`.
 
-Generic rules first (the field names transformers' config classes and their ``attribute_map``s
-accept), then a small adapter per family whose config really differs (``kvplan.sources.hf_families``,
-registered by ``model_type``). Every rule of thumb the reader had to apply is recorded in
-``ModelSpec.assumptions``; every config it cannot make sense of raises a one-line ``ConfigError``
-naming the field and the value.
+The layers come from the family registry (``kvplan.sources.families``: one module per family, the
+same reader for the layers and the parameter count); this module adds the model-wide fields (dtype,
+positions, RoPE scaling, MLP width) and reads files. Every rule of thumb the reader had to apply is
+recorded in ``ModelSpec.assumptions``; every config it cannot make sense of raises a one-line
+``ConfigError`` naming the field and the value.
+
+Entry points: :func:`spec_from_config`, :func:`spec_and_count` (one reader, both results),
+:func:`read_config_file`, :func:`parse_json_object`, :func:`spec_from_file`.
 
 Generic rules:
 
@@ -25,41 +28,32 @@ Generic rules:
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kvplan.errors import ConfigError, NotFoundError
+from kvplan.sources.families.reader import (  # noqa: F401  (some re-exported: the reader used to live here)
+    DTYPE_ALIASES,
+    HEAD_ALIASES,
+    HEAD_DIM_ALIASES,
+    HIDDEN_ALIASES,
+    KV_HEAD_ALIASES,
+    LAYER_ALIASES,
+    MAX_DIM,
+    MAX_LAYERS,
+    MAX_POSITIONS,
+    MAX_VOCAB,
+    MODEL_DTYPES,
+    POSITION_ALIASES,
+    VOCAB_ALIASES,
+    ConfigReader,
+    json_kind,
+    short,
+)
 from kvplan.spec import LayerSpec, ModelSpec, RopeScaling, group_layers
 
-# Same ceilings as kvplan.spec: far above any real model, low enough to catch typos.
-MAX_LAYERS = 100_000
-MAX_DIM = 1 << 20
-MAX_POSITIONS = 1 << 31
-MAX_VOCAB = 1 << 24
-
-LAYER_ALIASES = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-HEAD_ALIASES = ("num_attention_heads", "n_head", "n_heads")
-KV_HEAD_ALIASES = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num")
-HIDDEN_ALIASES = ("hidden_size", "n_embd", "n_embed", "d_model")
-HEAD_DIM_ALIASES = ("head_dim", "kv_channels")  # kv_channels: ChatGLM / Megatron spelling
-POSITION_ALIASES = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length")
-VOCAB_ALIASES = ("vocab_size", "padded_vocab_size")
-DTYPE_ALIASES = ("torch_dtype", "dtype")
-
-_DTYPES = {
-    "bfloat16": "bfloat16", "bf16": "bfloat16",
-    "float16": "float16", "fp16": "float16", "half": "float16",
-    "float32": "float32", "fp32": "float32", "float": "float32",
-}
-
-# layer_types spellings -> what the layer caches.
-_FULL_TYPES = {"full_attention", "attention", "global_attention", "full"}
-_SLIDING_TYPES = {"sliding_attention", "local_attention", "sliding"}
-_CHUNKED_TYPES = {"chunked_attention"}
-_RECURRENT_TYPES = {"linear_attention", "mamba", "mamba2"}
-
+if TYPE_CHECKING:
+    from kvplan.sources.families.tensors import ParamCount
 
 # --------------------------------------------------------------------------------------------
 # Files
@@ -93,249 +87,8 @@ def parse_json_object(text: str, where: str) -> dict:
         more = " (the file ends early: truncated?)" if ends_early else ""
         raise ConfigError(f"{where}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}{more}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a JSON object, got {_json_kind(data)}")
+        raise ConfigError(f"{where}: expected a JSON object, got {json_kind(data)}")
     return data
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    return "a number"
-
-
-# --------------------------------------------------------------------------------------------
-# The reader
-
-
-class ConfigReader:
-    """One config being read: field look-ups with validation, and the assumptions made."""
-
-    def __init__(self, config: dict, defaults: dict[str, tuple[Any, str]] | None = None) -> None:
-        self.top = config
-        text = config.get("text_config")
-        if text is not None and not isinstance(text, dict):
-            raise ConfigError(f"text_config is {_json_kind(text)}, expected an object")
-        self.cfg: dict = text if text else config
-        self.nested = self.cfg is not config
-        self.model_type: str = _model_type(config)
-        inner = self.cfg.get("model_type") if self.nested else None
-        self.text_model_type: str | None = inner if isinstance(inner, str) and inner else None
-        # Family defaults (transformers config-class defaults) used when a field is absent.
-        self.defaults: dict[str, tuple[Any, str]] = dict(defaults or {})
-        self.assumptions: list[str] = []
-
-    # -- bookkeeping ---------------------------------------------------------------------------
-
-    def note(self, text: str) -> None:
-        if text not in self.assumptions:
-            self.assumptions.append(text)
-
-    def has(self, name: str) -> bool:
-        return self.cfg.get(name) is not None
-
-    def raw(self, *names: str) -> tuple[str, Any] | None:
-        """The first of ``names`` the (text) config sets to a non-null value."""
-        for name in names:
-            value = self.cfg.get(name)
-            if value is not None:
-                return name, value
-        return None
-
-    # -- typed look-ups ------------------------------------------------------------------------
-
-    def int_of(self, name: str, value: Any, *, maximum: int = MAX_DIM, minimum: int = 1) -> int:
-        """Validate one integer field value (JSON floats like 4096.0 are accepted)."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{name}={value!r} is not an integer")
-        if isinstance(value, float):
-            if not math.isfinite(value) or not value.is_integer():
-                raise ConfigError(f"{name}={value!r} is not an integer")
-            value = int(value)
-        if value < minimum:
-            what = "positive" if minimum == 1 else f">= {minimum}"
-            raise ConfigError(f"{name}={value} must be {what}")
-        if value > maximum:
-            raise ConfigError(f"{name}={value} is larger than any real model (limit {maximum})")
-        return value
-
-    def int_field(self, *names: str, required: bool = True, maximum: int = MAX_DIM) -> int | None:
-        """The first of ``names`` present, validated; else a family default; else error/None."""
-        found = self.raw(*names)
-        if found is not None:
-            return self.int_of(found[0], found[1], maximum=maximum)
-        for name in names:
-            if name in self.defaults:
-                value, origin = self.defaults[name]
-                self.note(f"{name} absent: {origin} default {value}")
-                return value
-        if required:
-            label = names[0]
-            if len(names) > 1:
-                label += f" (nor {', '.join(names[1:])})"
-            raise ConfigError(f"config has no {label}")
-        return None
-
-    def bool_field(self, name: str, default: bool) -> bool:
-        value = self.cfg.get(name)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise ConfigError(f"{name}={value!r} is not true/false")
-        return value
-
-    def float_of(self, name: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ConfigError(f"{name}={value!r} must be a positive number")
-        return float(value)
-
-    # -- the usual fields ----------------------------------------------------------------------
-
-    def num_layers(self) -> int:
-        return self.int_field(*LAYER_ALIASES, maximum=MAX_LAYERS)  # type: ignore[return-value]
-
-    def num_heads(self) -> int:
-        return self.int_field(*HEAD_ALIASES)  # type: ignore[return-value]
-
-    def hidden_size(self, required: bool = True) -> int | None:
-        return self.int_field(*HIDDEN_ALIASES, required=required)
-
-    def kv_heads(self, *, mha_family: bool = False) -> int:
-        heads = self.num_heads()
-        found = self.raw(*KV_HEAD_ALIASES)
-        if found is not None:
-            kv = self.int_of(found[0], found[1])
-            name = found[0]
-        elif "num_key_value_heads" in self.defaults:
-            kv = self.int_field("num_key_value_heads")  # type: ignore[assignment]
-            name = "num_key_value_heads"
-        else:
-            kv, name = heads, "num_key_value_heads"
-            if not mha_family:
-                self.note(f"num_key_value_heads absent: assumed equal to num_attention_heads={heads} (MHA)")
-        if heads % kv:
-            raise ConfigError(f"num_attention_heads={heads} is not a multiple of {name}={kv}")
-        return kv
-
-    def head_dim(self) -> int:
-        found = self.raw(*HEAD_DIM_ALIASES)
-        if found is not None:
-            return self.int_of(found[0], found[1])
-        if "head_dim" in self.defaults:
-            return self.int_field("head_dim")  # type: ignore[return-value]
-        heads = self.num_heads()
-        hidden = self.hidden_size()
-        assert hidden is not None
-        if hidden % heads:
-            raise ConfigError(
-                f"hidden_size={hidden} is not divisible by num_attention_heads={heads} and there is no head_dim"
-            )
-        return hidden // heads
-
-    def sliding_window(self, *names: str) -> int | None:
-        """The window every sliding layer uses, or None when the config disables it."""
-        names = names or ("sliding_window",)
-        if self.cfg.get("use_sliding_window") is False:
-            return None
-        found = self.raw(*names)
-        if found is None:
-            for name in names:
-                if name in self.defaults:
-                    return self.int_field(name, maximum=MAX_POSITIONS)
-            return None
-        return self.int_of(found[0], found[1], maximum=MAX_POSITIONS)
-
-    # -- layer builders ------------------------------------------------------------------------
-
-    def attention(self, kind: str = "full", *, window: int | None = None, chunk: int | None = None,
-                  mha_family: bool = False) -> LayerSpec:
-        kv = self.kv_heads(mha_family=mha_family)
-        hd = self.head_dim()
-        if kind == "sliding":
-            return LayerSpec(kind="sliding", kv_heads=kv, head_dim=hd, window=window)
-        if kind == "chunked":
-            return LayerSpec(kind="chunked", kv_heads=kv, head_dim=hd, chunk=chunk)
-        return LayerSpec(kind="full", kv_heads=kv, head_dim=hd)
-
-    def uniform_attention(self, *, mha_family: bool = False) -> list[LayerSpec]:
-        """No layer_types: one window (or none) for every layer, as transformers' DynamicCache does."""
-        n = self.num_layers()
-        window = self.sliding_window()
-        if window is None:
-            return [self.attention(mha_family=mha_family)] * n
-        return [self.attention("sliding", window=window, mha_family=mha_family)] * n
-
-    def layer_types(self) -> list[str] | None:
-        types = self.cfg.get("layer_types")
-        if types is None:
-            return None
-        n = self.num_layers()
-        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
-            raise ConfigError(f"layer_types={_short(types)} is not a list of strings")
-        if len(types) != n:
-            raise ConfigError(f"layer_types has {len(types)} entries but num_hidden_layers={n}")
-        return types
-
-    def layers_from_types(self, types: list[str], *, window_fields: tuple[str, ...] = ("sliding_window",),
-                          recurrent: Callable[[str], LayerSpec] | None = None,
-                          mha_family: bool = False) -> list[LayerSpec]:
-        """One LayerSpec per ``layer_types`` entry; sliding layers take the first of ``window_fields``."""
-        cache: dict[str, LayerSpec] = {}
-        out = []
-        for index, layer_type in enumerate(types):
-            if layer_type not in cache:
-                cache[layer_type] = self._layer_of_type(index, layer_type, window_fields, recurrent, mha_family)
-            out.append(cache[layer_type])
-        return out
-
-    def _layer_of_type(self, index: int, layer_type: str, window_fields: tuple[str, ...],
-                       recurrent: Callable[[str], LayerSpec] | None, mha_family: bool) -> LayerSpec:
-        if layer_type in _FULL_TYPES:
-            return self.attention(mha_family=mha_family)
-        if layer_type in _SLIDING_TYPES:
-            window = self.sliding_window(*window_fields)
-            if window is None:
-                # transformers: a sliding layer with no window attends to (and caches) everything.
-                self.note(f"layer_types has '{layer_type}' but the config sets no sliding_window: "
-                          "cached as full attention")
-                return self.attention(mha_family=mha_family)
-            return self.attention("sliding", window=window, mha_family=mha_family)
-        if layer_type in _CHUNKED_TYPES:
-            chunk = self.int_field("attention_chunk_size", required=False, maximum=MAX_POSITIONS)
-            if chunk is None:
-                raise ConfigError(f"layer_types[{index}]='{layer_type}' but the config has no attention_chunk_size")
-            return self.attention("chunked", chunk=chunk, mha_family=mha_family)
-        if layer_type in _RECURRENT_TYPES:
-            if recurrent is None:
-                raise ConfigError(
-                    f"layer_types[{index}]='{layer_type}': kvplan does not know the state of "
-                    f"model_type '{self.model_type}' {layer_type} layers"
-                )
-            return recurrent(layer_type)
-        raise ConfigError(f"layer_types[{index}]='{layer_type}' is not a layer type kvplan knows")
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _model_type(config: dict) -> str:
-    model_type = config.get("model_type")
-    if model_type is None:
-        text = config.get("text_config")
-        if isinstance(text, dict):
-            model_type = text.get("model_type")
-    if model_type is None:
-        raise ConfigError("config has no model_type")
-    if not isinstance(model_type, str) or not model_type.strip():
-        raise ConfigError(f"model_type={model_type!r} is not a name")
-    return model_type
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,8 +104,8 @@ def _dtype(reader: ConfigReader) -> str:
             if not isinstance(value, str):
                 raise ConfigError(f"{name}={value!r} is not a dtype name")
             key = value.removeprefix("torch.").lower()
-            if key in _DTYPES:
-                return _DTYPES[key]
+            if key in MODEL_DTYPES:
+                return MODEL_DTYPES[key]
             if key.startswith(("float8", "fp8", "int", "uint", "float4", "fp4")):
                 reader.note(f"{name}={value} is a storage dtype, not an activation dtype: assumed bfloat16")
                 return "bfloat16"
@@ -371,7 +124,7 @@ def _rope_scaling(reader: ConfigReader, max_positions: int | None) -> RopeScalin
         return None
     name, params = found
     if not isinstance(params, dict):
-        raise ConfigError(f"{name}={_short(params)} is not an object")
+        raise ConfigError(f"{name}={short(params)} is not an object")
     # transformers 5 may give one entry per layer type (gemma3): the global layers' one scales.
     if params and all(isinstance(v, dict) for v in params.values()):
         params = params.get("full_attention") or next(iter(params.values()))
@@ -423,22 +176,34 @@ def _rope_scaling(reader: ConfigReader, max_positions: int | None) -> RopeScalin
 
 def spec_from_config(config: dict, *, model_id: str, source: str | None = None) -> ModelSpec:
     """Build the ModelSpec a Hugging Face config describes."""
-    from kvplan.sources import hf_families
+    from kvplan.sources import families
 
-    if not isinstance(config, dict):
-        raise ConfigError(f"config is {_json_kind(config)}, expected an object")
-    model_type = _model_type(config)
-    inner = config.get("text_config")
-    inner_type = inner.get("model_type") if isinstance(inner, dict) else None
-    family = hf_families.lookup(inner_type if isinstance(inner_type, str) else None, model_type)
-    reader = ConfigReader(config, family.defaults if family else None)
-    if family is not None:
-        layers = family.build(reader)
-    else:
-        layers = hf_families.generic_layers(reader)
-        if not hf_families.is_known_generic(reader.text_model_type, model_type):
-            reader.note(f"model_type '{model_type}' is not one kvplan knows; read with the generic rules")
+    reader, family = families.open_config(config)
+    layers = families.layers_of(reader, family)
+    return _spec(reader, layers, model_id=model_id, source=source)
 
+
+def spec_and_count(config: dict, *, model_id: str,
+                   source: str | None = None) -> tuple[ModelSpec, ParamCount | None, ConfigError | None]:
+    """The ModelSpec and the parameter count of one config, from one reader of it.
+
+    The count is ``None`` (with the reason) when the config describes the cache but cannot be
+    counted. The spec's assumptions are :func:`spec_from_config`'s; the count's are its own notes
+    plus any default only the count needed, as :func:`kvplan.sources.hf_params.count_params` gives.
+    """
+    from kvplan.sources import families
+
+    reader, family = families.open_config(config)
+    spec = _spec(reader, families.layers_of(reader, family), model_id=model_id, source=source)
+    mark = len(reader.assumptions)
+    try:
+        counter = families.tensors_of(reader, family)
+        return spec, families.param_count(counter, reader.assumptions[mark:]), None
+    except ConfigError as exc:
+        return spec, None, exc
+
+
+def _spec(reader: ConfigReader, layers: list[LayerSpec], *, model_id: str, source: str | None) -> ModelSpec:
     max_positions = _max_positions(reader)
     rope = _rope_scaling(reader, max_positions)
     dtype = _dtype(reader)
@@ -448,10 +213,10 @@ def spec_from_config(config: dict, *, model_id: str, source: str | None = None) 
     windows = [layer.window for layer in layers if layer.kind == "sliding" and layer.window is not None]
     if windows and max_positions is not None and min(windows) >= max_positions:
         reader.note(f"sliding_window={min(windows)} >= max_position_embeddings={max_positions}: the window never binds")
-
+    mlp_width = _mlp_width(reader, hidden)
     return ModelSpec(
         id=model_id,
-        model_type=model_type,
+        model_type=reader.model_type,
         layers=group_layers(layers),
         dtype=dtype,  # type: ignore[arg-type]
         source=source,
@@ -460,7 +225,7 @@ def spec_from_config(config: dict, *, model_id: str, source: str | None = None) 
         num_attention_heads=heads,
         hidden_size=hidden,
         vocab_size=vocab,
-        mlp_width=_mlp_width(reader, hidden),
+        mlp_width=mlp_width,
         assumptions=tuple(reader.assumptions),
     )
 

@@ -11,6 +11,10 @@ from kvplan.spec import ModelSpec
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from kvplan.errors import ConfigError
+
+    from kvplan.sources.families.tensors import ParamCount
+
 _YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -56,14 +60,59 @@ def load_path(path: Path) -> ModelSpec:
 
         return load_user_spec(path)
     from kvplan.errors import ConfigError
-    from kvplan.sources.hf_config import read_config_file, spec_from_config
+    from kvplan.sources.hf_config import read_config_file, spec_and_count
 
     config = read_config_file(path)
     model_id = path.name if path.is_dir() else (path.parent.name or path.stem)
     try:
-        return spec_from_config(config, model_id=model_id, source=str(path))
+        spec, count, count_error = spec_and_count(config, model_id=model_id, source=str(path))
     except ConfigError as exc:  # name the file: the reader only knows the fields
         raise ConfigError(f"{path}: {exc}") from None
+    directory = path if path.is_dir() else path.parent  # Path("config.json").parent is Path(".")
+    config_file = str(path / "config.json") if path.is_dir() else str(path)
+    return with_local_weights(spec, config, count, count_error, str(directory), config_file)
+
+
+def with_local_weights(spec: ModelSpec, config: dict, count: ParamCount | None, count_error: ConfigError | None,
+                       directory: str, config_file: str) -> ModelSpec:
+    """``spec`` with the weights of its model directory: exact bytes and parameters from the
+    safetensors headers there (the files ``model.safetensors.index.json`` lists, else the
+    ``model*.safetensors`` set), else an analytic count from the config, labelled as such."""
+    from dataclasses import replace
+
+    from kvplan.errors import ConfigError
+    from kvplan.sources.hf_params import checkpoint_dtype, weights_bytes
+    from kvplan.sources.safetensors_weights import local_weights, quant_scheme, weights_dtype
+
+    notes = list(spec.assumptions)
+    try:
+        weights, why = local_weights(directory, config)
+    except ConfigError as exc:
+        weights, why = None, f"the safetensors headers cannot be read ({exc})"
+    scheme = quant_scheme(config)
+    if weights is not None and weights.bytes:
+        plural = "file" if weights.files == 1 else "files"
+        return replace(spec, params=weights.params or None, weights_bytes=weights.bytes,
+                       weights_dtype=weights_dtype(weights, scheme),
+                       weights_source=f"safetensors headers in {directory} ({weights.files} {plural}, "
+                                      f"{weights.tensors:,} tensors)",
+                       assumptions=tuple(dict.fromkeys([*notes, *weights.notes])))
+    why = why or "the safetensors files hold no tensors"
+    try:
+        if count is None:
+            raise count_error or ConfigError("no parameter count")
+        nbytes, how = weights_bytes(config, count)
+    except ConfigError as exc:  # as for the Hub: the cache is still described, the weights are not
+        notes.append(f"weights: {why} in {directory}, and the config cannot be counted ({exc}): "
+                     "weights unknown")
+        return replace(spec, assumptions=tuple(dict.fromkeys(notes)))
+    notes.append(f"weights: {why} in {directory}: params and weights_bytes are an analytic count from "
+                 f"{config_file}, not read from the checkpoint")
+    notes += [f"weights: {a}" for a in count.assumptions]
+    return replace(spec, params=count.total, weights_bytes=nbytes,
+                   weights_dtype=scheme.name or checkpoint_dtype(config)[0],
+                   weights_source=f"computed from {config_file}, not the checkpoint: {how}",
+                   assumptions=tuple(dict.fromkeys(notes)))
 
 
 def _looks_like_path(name: str) -> bool:

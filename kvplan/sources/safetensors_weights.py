@@ -3,7 +3,7 @@
 A safetensors file starts with an 8-byte little-endian header length and a JSON header naming every
 tensor's dtype, shape and ``data_offsets`` (byte range in the data part). The header alone gives the
 checkpoint's exact size: kvplan reads headers only (``kvplan.sources.hub`` fetches them with range
-requests) and never the weights.
+requests; :func:`local_weights` reads them from a model directory) and never the weights.
 
 - bytes: the span of each tensor's ``data_offsets``, checked against ``prod(shape) x`` the element
   size of its dtype (F64 8, F32 4, F16/BF16 2, F8_*/I8/U8/BOOL 1, I32/U32 4, I64/U64 8, F4 1/2,
@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,3 +265,128 @@ def combine(summaries: dict[str, dict[str, Any]], scheme: QuantScheme) -> Weight
 def weights_dtype(weights: Weights, scheme: QuantScheme) -> str:
     """``ModelSpec.weights_dtype``: the quantization's name, else the dominant storage dtype."""
     return scheme.name or weights.dominant_dtype()
+
+
+# ------------------------------------------------------------------------------------------------
+# A local model directory
+
+INDEX_NAME = "model.safetensors.index.json"
+MAX_INDEX_BYTES = 64 * 1024 * 1024  # a 2,000-shard index is a few MB
+MAX_LOCAL_FILES = 10_000
+_SHARD = re.compile(r"^(?P<prefix>.+?)-(?P<index>\d+)-of-(?P<count>\d+)\.safetensors$")
+
+
+def pick_safetensors(files: list[str]) -> tuple[list[str], str | None]:
+    """The top-level safetensors files holding the model's weights, or ([], why not).
+
+    ``model.safetensors``, or the complete ``model-XXXXX-of-YYYYY.safetensors`` shards, or Mistral's
+    ``consolidated.safetensors``; a single set of any other name; never a guess between sets.
+    (The same choice as ``kvplan.sources.hub.pick_safetensors`` makes for a Hub repository.)
+    """
+    top = sorted(f for f in files if "/" not in f and f.endswith(".safetensors"))
+    if not top:
+        return [], "no safetensors weight files"
+    groups: dict[tuple[str, bool], list[str]] = {}
+    declared: dict[str, int] = {}
+    for name in top:
+        m = _SHARD.match(name)
+        if m:
+            groups.setdefault((m["prefix"], True), []).append(name)
+            declared[m["prefix"]] = int(m["count"])
+        else:
+            groups.setdefault((name.removesuffix(".safetensors"), False), []).append(name)
+    for key in (("model", True), ("model", False), ("consolidated", False), ("consolidated", True)):
+        if key in groups:
+            chosen = key
+            break
+    else:
+        if len(groups) != 1:
+            names = ", ".join(sorted(g[0] for g in groups))
+            return [], f"several safetensors sets ({names}) and none is model.safetensors"
+        chosen = next(iter(groups))
+    shards = groups[chosen]
+    if chosen[1] and len(shards) not in (declared[chosen[0]], declared[chosen[0]] + 1):
+        return [], f"{chosen[0]}-*-of-{declared[chosen[0]]:05d}.safetensors is incomplete ({len(shards)} files)"
+    return shards, None
+
+
+def local_weight_files(directory: str) -> tuple[list[str], str | None]:
+    """The weight files of a model directory: those ``model.safetensors.index.json`` maps (all
+    present, plain names), else :func:`pick_safetensors` over the directory; or ([], why not)."""
+    index_path = os.path.join(directory, INDEX_NAME)
+    if os.path.exists(index_path):
+        from kvplan.sources.hf_config import parse_json_object
+
+        raw = _read_regular(index_path, 0, MAX_INDEX_BYTES, whole=True)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"{index_path}: not UTF-8 text") from None
+        weight_map = parse_json_object(text, index_path).get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise ConfigError(f"{index_path}: weight_map is not an object naming the weight files")
+        names = sorted(set(weight_map.values()))
+        bad = [n for n in names if not isinstance(n, str) or not n.endswith(".safetensors")
+               or os.path.basename(n) != n or n.startswith(".")]
+        if bad:
+            raise ConfigError(f"{index_path}: weight_map names {bad[0]!r}, not a safetensors file of this directory")
+        missing = [n for n in names if not os.path.isfile(os.path.join(directory, n))]
+        if missing:
+            return [], f"{INDEX_NAME} lists {len(names)} files and {len(missing)} are missing (first: {missing[0]})"
+        files = names
+    else:
+        try:
+            listing = os.listdir(directory)
+        except OSError as exc:
+            raise ConfigError(f"{directory}: cannot list the directory ({exc.strerror or exc})") from None
+        files, why = pick_safetensors(listing)
+        if not files:
+            return [], why
+    if len(files) > MAX_LOCAL_FILES:
+        raise ConfigError(f"{directory}: {len(files)} safetensors files (kvplan reads at most {MAX_LOCAL_FILES:,})")
+    return files, None
+
+
+def read_local_header(path: str) -> dict[str, dict[str, Any]]:
+    """The tensors of a local safetensors file, reading its header only (at most 8 + 100 MiB bytes),
+    checked to lie within the file."""
+    prefix = _read_regular(path, 0, 8)
+    n = header_length(prefix, path)
+    raw = _read_regular(path, 8, n)
+    if len(raw) < n:
+        raise ConfigError(f"{path}: truncated safetensors header ({len(raw)} of {n} bytes)")
+    tensors = parse_header(raw, path)
+    data_bytes = os.path.getsize(path) - 8 - n
+    end = max((info["data_offsets"][1] for info in tensors.values()), default=0)
+    if end > data_bytes:
+        raise ConfigError(f"{path}: the header describes {end:,} bytes of tensors but the file holds {data_bytes:,}")
+    return tensors
+
+
+def _read_regular(path: str, offset: int, length: int, *, whole: bool = False) -> bytes:
+    """``length`` bytes of a regular file from ``offset`` (``whole``: the file, refused if longer):
+    never a pipe or a device, never more than asked."""
+    try:
+        # O_NONBLOCK: opening a named pipe must not wait for a writer (regular files ignore the flag).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(f"{path}: not a regular file")
+            if whole and info.st_size > length:
+                raise ConfigError(f"{path}: {info.st_size:,} bytes, more than kvplan reads ({length:,})")
+            f.seek(offset)
+            return f.read(length)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def local_weights(directory: str, config: dict) -> tuple[Weights | None, str | None]:
+    """The checkpoint weights of a model directory from its safetensors headers, or (None, why not)."""
+    files, why = local_weight_files(directory)
+    if not files:
+        return None, why
+    scheme = quant_scheme(config)
+    summaries = {name: summarize_header(read_local_header(os.path.join(directory, name)), scheme,
+                                        os.path.join(directory, name)) for name in files}
+    return combine(summaries, scheme), None
