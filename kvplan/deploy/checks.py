@@ -31,6 +31,8 @@ class Context:
     specs: dict[str, ModelSpec] = field(default_factory=dict)
     """Pinned specs (--specs DIR) by id and alias, lower case."""
     online: bool = False
+    calibration: Any = None
+    """A kvplan.logs Calibration (--calibration) for the deployments it matches."""
     _catalog: Any = None
     _models: dict[str, Any] = field(default_factory=dict)
 
@@ -262,6 +264,9 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         except KvplanError:  # a GPU of a user catalog: hand max_batch its memory
             kwargs.update(gpu=None, gpu_memory=str(gpu.memory_bytes))
 
+    if ctx.calibration is not None:
+        _calibrate(dep, spec, ctx, kwargs, result)
+
     def run(**over: Any) -> Any:
         return max_batch(spec, **{**kwargs, **over})
 
@@ -337,6 +342,27 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
                          value=tight.max_model_len, fits=tight.max_model_len_fit))
         else:
             _requirement_checks(dep, tight, req, run_tight, lambda *a: None, add, label=label, code="headroom")
+
+
+def _calibrate(dep: Deployment, spec: ModelSpec, ctx: Context, kwargs: dict[str, Any], result: DeploymentResult) -> None:
+    """Measured items from --calibration where it matches this deployment (kvplan.logs.calibration)."""
+    from kvplan.logs.calibration import calibrate
+
+    mml = kwargs["max_model_len"]
+    try:
+        c = calibrate(ctx.calibration, spec, gpu=kwargs["gpu"], gpu_memory=kwargs["gpu_memory"], tp=kwargs["tp"],
+                      pp=kwargs["pp"], engine=kwargs["engine"], engine_version=kwargs["engine_version"],
+                      kv_dtype=kwargs["kv_dtype"], max_model_len=mml if isinstance(mml, int) else None,
+                      settings=kwargs["settings"], catalog=ctx.catalog_file)
+    except KvplanError as exc:
+        result.findings.append(_finding(dep, "note", "calibration-unused", f"calibration not used: {exc}".replace(
+            "--calibration: ", ""), dep.line))
+        return
+    kwargs.update(settings=c.settings, engine_version=c.engine_version)
+    if c.gpu_memory:
+        kwargs.update(gpu=None, gpu_memory=c.gpu_memory)
+    result.findings.append(_finding(dep, "note", "calibration", "; ".join(n.removeprefix("calibration: ")
+                                                                          for n in c.notes), dep.line))
 
 
 def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Callable[..., Any],

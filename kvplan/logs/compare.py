@@ -78,6 +78,16 @@ def clean_version(text: str | None) -> str | None:
     return m.group(1) if m else None
 
 
+def version_of(log: ParsedLog) -> tuple[str | None, str | None]:
+    """(the engine version the log names or its format implies, the note saying how it was inferred)."""
+    version = clean_version(log.settings.engine_version)
+    if version is None and log.engine == "vllm" and log.format in ("vllm-v0-profile", "vllm-0.7-profile"):
+        version = "0.6" if log.format == "vllm-v0-profile" else "0.7"
+        return version, (f"engine version not logged: the '{log.format}' lines were printed by vLLM {version}.x; "
+                         f"{version} used (pass --engine-version)")
+    return version, None
+
+
 def rows(log: ParsedLog, plan: Any = None) -> list[Row]:
     out = []
     predicted = _predicted(plan) if plan is not None else {}
@@ -124,11 +134,10 @@ def compare(log: ParsedLog, *, model: str | None = None, gpu: str | None = None,
             raise UsageError("the log names no total GPU memory: pass --gpu or --gpu-memory")
         gpu_memory = str(total.bytes)
         notes.append(f"GPU: the total memory the log printed, {total.text}")
-    version = engine_version or clean_version(s.engine_version)
-    if version is None and log.engine == "vllm" and log.format in ("vllm-v0-profile", "vllm-0.7-profile"):
-        version = "0.6" if log.format == "vllm-v0-profile" else "0.7"
-        notes.append(f"engine version not logged: the '{log.format}' lines were printed by vLLM {version}.x; "
-                     f"{version} used (pass --engine-version)")
+    version, inferred = version_of(log)
+    version = engine_version or version
+    if inferred and not engine_version:
+        notes.append(inferred)
     elif version is None:
         notes.append("engine version not logged: kvplan's newest rules used (pass --engine-version)")
     for name, value in (("tp", tp if tp is not None else s.tp), ("pp", pp if pp is not None else s.pp)):
@@ -159,7 +168,9 @@ def compare(log: ParsedLog, *, model: str | None = None, gpu: str | None = None,
 
 
 def _biggest(table: list[Row], plan: Any) -> tuple[str | None, str | None]:
-    candidates = [r for r in table if r.item in _WHY and r.difference is not None]
+    # CUDA graphs kvplan does not subtract (vLLM < 0.21) were not subtracted by the engine either
+    candidates = [r for r in table if r.item in _WHY and r.difference is not None
+                  and not (r.item == "cudagraph" and not r.kvplan)]
     if not candidates:
         return None, None
     row = max(candidates, key=lambda r: abs(r.difference or 0))

@@ -34,7 +34,7 @@ def parse(lines: list[Line], out: Collector) -> str:
     caches: list[Logged] = []
     k_type = v_type = None
     sums: dict[str, int] = {}
-    steps: dict[str, int] = {}
+    devices: dict[str, set[str]] = {}
     for line in lines:
         text = line.text
         if m := _SIZE_LINE.search(text):
@@ -58,10 +58,10 @@ def parse(lines: list[Line], out: Collector) -> str:
         if m := _DEVICE_BUF.search(text):
             key = {"KV": "kv_device", "model": "weights", "compute": "activation"}[m.group(2)]
             size = logged_size(m.group(3), "MiB")
-            if size is not None and (key, m.group(1)) not in steps:
-                steps[(key, m.group(1))] = size.step_bytes  # type: ignore[index]
+            seen = devices.setdefault(key, set())
+            if size is not None and m.group(1) not in seen and len(seen) < 64:
+                seen.add(m.group(1))
                 sums[key] = sums.get(key, 0) + size.bytes
-                out.put(f"{key}_devices", len([k for k in steps if k[0] == key]), line)  # type: ignore[index]
                 out.put(f"{key}_line", line.number, line)
         if m := _DEVICE.search(text):
             if m.group(1) == "0":
@@ -79,7 +79,7 @@ def parse(lines: list[Line], out: Collector) -> str:
         out.values["kv_cache"] = [(None, Logged(total, step * len(caches), text), out.line_of("kv_line") or 0)]
     for key in ("weights", "activation"):
         if key in sums:
-            n = out.get(f"{key}_devices") or 1
+            n = len(devices[key])
             out.values[key] = [(None, Logged(sums[key], (1 << 20) // 100 * n,
                                              f"{sums[key] / (1 << 20):.2f} MiB over {n} device(s)"),
                                 out.line_of(f"{key}_line") or 0)]
