@@ -67,7 +67,7 @@ def check_deployment(dep: Deployment, ctx: Context) -> list[DeploymentResult]:
     for gpu_value, gpu in gpus:
         name = dep.name if len(gpus) == 1 else f"{dep.name} [{gpu.name}]"
         result = replace(base, name=name, findings=list(early), model=spec.id, gpu=gpu.name)
-        _check_one(dep, spec, gpu, gpu_value, settings, requirements, result)
+        _check_one(dep, spec, gpu, gpu_value, settings, requirements, result, ctx)
         results.append(result)
     return results
 
@@ -240,7 +240,7 @@ def _requirements(dep: Deployment) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------- checks
 
 def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, settings: Settings,
-               req: dict[str, Any], result: DeploymentResult) -> None:
+               req: dict[str, Any], result: DeploymentResult, ctx: Context | None = None) -> None:
     from kvplan.plan import max_batch
     from kvplan.parallel import tp_notes
 
@@ -264,7 +264,7 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         except KvplanError:  # a GPU of a user catalog: hand max_batch its memory
             kwargs.update(gpu=None, gpu_memory=str(gpu.memory_bytes))
 
-    if ctx.calibration is not None:
+    if ctx is not None and ctx.calibration is not None:
         _calibrate(dep, spec, ctx, kwargs, result)
 
     def run(**over: Any) -> Any:

@@ -197,6 +197,12 @@ def calibrate(cal: Calibration, model: Any, *, gpu: str | None, gpu_memory: str 
     version = engine_version or cal.engine_version
     version = _clean(version)
     common = dict(tp=tp, pp=pp, engine=engine, kv_dtype=kv_dtype, catalog=catalog)
+    taken: list[str] = []
+    if engine == "vllm" and cal.engine == "vllm":  # the deployment's own profile size, unless given
+        for name in ("max_num_batched_tokens", "max_num_seqs"):
+            if getattr(settings, name) is None and getattr(cal.settings, name) is not None:
+                settings = replace(settings, **{name: getattr(cal.settings, name)})
+                taken.append(f"{name} {getattr(cal.settings, name):,}")
     here = kvplan.max_batch(model, gpu=gpu, gpu_memory=gpu_memory, engine_version=version,
                             max_model_len=max_model_len, settings=settings, **common)
     why = mismatch(cal, model_id=here.model_id, engine=here.engine, engine_version=here.engine_version,
@@ -206,7 +212,9 @@ def calibrate(cal: Calibration, model: Any, *, gpu: str | None, gpu_memory: str 
             raise UsageError(f"--calibration: {why}")
         return None
     m = cal.measured
-    notes: list[str] = []
+    if engine_version is None and version is not None:
+        taken.append(f"engine version {version}")
+    notes: list[str] = [f"calibration: {', '.join(taken)} as logged"] if taken else []
     used: list[str] = []
     total = cal.gpu.total_bytes or here.gpu_total_bytes
     gpu_total_text = None

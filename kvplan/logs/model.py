@@ -71,6 +71,8 @@ class Collector:
 
     def __init__(self) -> None:
         self.values: dict[str, list[tuple[int | None, Any, int]]] = {}
+        self.workers: set[int] = set()
+        """Line numbers of lines from a worker whose rank is not printed (Ray workers): never rank 0's."""
         self.ranks: set[int] = set()
         self.notes: list[str] = []
 
@@ -80,7 +82,10 @@ class Collector:
         if line.rank is not None:
             self.ranks.add(line.rank)
         seen = self.values.setdefault(name, [])
-        if len(seen) < 64 and not any(r == line.rank for r, _, _ in seen):
+        worker = line.rank is None and "Worker" in line.label
+        if worker:
+            self.workers.add(line.number)
+        if len(seen) < 64 and not any(r == line.rank and ((n in self.workers) == worker) for r, _, n in seen):
             seen.append((line.rank, value, line.number))
 
     def has(self, name: str) -> bool:
@@ -98,7 +103,7 @@ class Collector:
         seen = self.values.get(name)
         if not seen:
             return None
-        return min(seen, key=lambda v: (v[0] or 0, v[2]))
+        return min(seen, key=lambda v: (v[2] in self.workers, v[0] or 0, v[2]))
 
     def rank_notes(self) -> list[str]:
         out = []

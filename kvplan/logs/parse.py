@@ -49,6 +49,7 @@ def _parse(text: str, engine: str | None, cut: bool) -> ParsedLog:
                          notes=("no vLLM, SGLang, TensorRT-LLM or llama.cpp start-up lines found",))
     out = Collector()
     fmt = _READERS[engine].parse(lines, out)
+    out.ranks.update(line.rank for line in lines if line.rank is not None)
     memory: dict[str, Logged] = {}
     derived: list[str] = []
     notes: list[str] = list(out.notes)
