@@ -212,3 +212,36 @@ def test_truncated_vllm_log_is_incomplete():
     log = parse_text(head)
     assert log.engine == "vllm" and not log.complete and "kv_cache" not in log.memory
     assert gib(log, "weights") == 14.0786
+
+
+def test_vllm_v1_debug_profile_lines():
+    # vLLM 0.10/0.11 at debug level (a public GitHub notes file, kvplan search index id 34681159919)
+    text = ("(EngineCore_DP0 pid=2552931) DEBUG 09-28 21:12:43 [v1/worker/gpu_worker.py:284] Initial free memory: "
+            "23.08 GiB; Requested memory: 0.80 (util), 18.82 GiB\n"
+            "(EngineCore_DP0 pid=2552931) DEBUG 09-28 21:12:43 [v1/worker/gpu_worker.py:297] Memory profiling takes "
+            "14.40 seconds. Total non KV cache memory: 10.22GiB; torch peak memory increase: 1.40GiB; non-torch "
+            "forward increase memory: 0.02GiB; weights memory: 8.80GiB.\n"
+            "(EngineCore_DP0 pid=2552931) INFO 09-28 21:12:43 [v1/worker/gpu_worker.py:298] Available KV cache "
+            "memory: 8.60 GiB\n"
+            "(EngineCore_DP0 pid=2552931) INFO 09-28 21:12:44 [v1/core/kv_cache_utils.py:864] GPU KV cache size: "
+            "62,608 tokens\n"
+            "(EngineCore_DP0 pid=2552931) INFO 09-28 21:12:44 [v1/core/kv_cache_utils.py:868] Maximum concurrency "
+            "for 1,024 tokens per request: 61.14x\n")
+    log = parse_text(text)
+    assert log.settings.gpu_memory_utilization == 0.8
+    assert (gib(log, "budget"), gib(log, "weights"), gib(log, "activation"), gib(log, "non_torch"),
+            gib(log, "kv_cache")) == (18.82, 8.80, 1.40, 0.02, 8.60)
+    assert log.kv_cache_tokens == 62608 and log.concurrency_len == 1024 and log.max_concurrency == 61.14
+    assert "total" not in log.memory  # the free memory at start is not the total: unknown
+
+
+def test_llamacpp_mla_line_and_older_seqs_format():
+    # rendered line quoted from ggml-org/llama.cpp#27872 (an MLA model: V shares K's latent, 0 MiB)
+    log = parse_text("llama_kv_cache: size =  354.75 MiB (  8448 cells,  43 layers,  1/1 seqs), K (f16):  354.75 MiB, "
+                     "V (f16):    0.00 MiB\n")
+    assert log.engine == "llamacpp" and log.memory["kv_cache"].bytes == int(354.75 * (1 << 20))
+    assert log.kv_cache_tokens == 8448
+    # the 2025 unified-cache format printed 'N seqs' without the stream count
+    log = parse_text("llama_kv_cache_unified: size =  512.00 MiB (  4096 cells,  32 layers,  1 seqs), K (q8_0):  "
+                     "256.00 MiB, V (q8_0):  256.00 MiB\n")
+    assert log.memory["kv_cache"].bytes == 512 << 20 and log.settings.kv_dtype == "q8_0"

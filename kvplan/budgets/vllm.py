@@ -75,6 +75,9 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     cudagraph = values["cudagraph"] if subtract_graphs else 0
     kv = requested - weights.bytes - act - non_torch - cudagraph
     items.append(MemoryItem("kv_cache", kv, "computed", "budget - weights - activation - non_torch - cudagraph"))
-    notes = ("vLLM activation peak, non-torch and CUDA-graph memory are kvplan's estimates; vLLM logs "
-             "'Available KV cache memory' at start-up: pass it as --kv-cache-memory to plan exactly",)
+    estimated = [n.replace("_", "-") for n in values
+                 if tags[n] != "measured (calibration)" and (n != "cudagraph" or subtract_graphs)]
+    notes = (f"vLLM {', '.join(estimated)} memory: kvplan's estimates; vLLM logs 'Available KV cache memory' at "
+             "start-up: pass it as --kv-cache-memory, or calibrate from the log (kvplan log --save), to plan "
+             "exactly",) if estimated else ()
     return GpuBudget(total_bytes, tuple(items), kv, defaults, notes)

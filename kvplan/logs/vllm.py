@@ -49,6 +49,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("total", re.compile(r"total capacity of " + _SIZE)),
     ("budget", re.compile(r"gpu_memory_utilization \([\d.]+\) = " + _SIZE)),
     ("budget", re.compile(r"Desired GPU memory utilization is \([\d.]+, " + _SIZE + r"\)")),
+    ("budget", re.compile(r"Requested memory: [\d.]+ \(util\), " + _SIZE)),
+    ("non_kv_debug", re.compile(r"Total non KV cache memory:\s*" + _SIZE)),
     # profile
     ("peak_torch", re.compile(r"peak_torch_memory=" + _SIZE)),
     ("non_torch", re.compile(r"\bnon_torch_memory(?:=| takes )" + _SIZE)),
@@ -77,7 +79,8 @@ _ENGINE = re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v?([0-9][\w.+\-]
 _SERVER_VERSION = re.compile(r"vLLM API server version v?([0-9][\w.+\-]*)")
 _NON_DEFAULT = re.compile(r"non-default args: (\{.*\})")
 _NAMESPACE = re.compile(r"args: Namespace\((.*)\)")
-_UTIL = re.compile(r"gpu_memory_utilization(?:=| \()([\d.]+)|Desired GPU memory utilization is \(([\d.]+)")
+_UTIL = re.compile(r"gpu_memory_utilization(?:=| \()([\d.]+)|Desired GPU memory utilization is \(([\d.]+)"
+                   r"|Requested memory: ([\d.]+) \(util\)")
 _UTIL_NOTE = re.compile(r"--gpu-memory-utilization=([\d.]+) is equivalent")
 _CHUNKED = re.compile(r"max_num_batched_tokens=([\d,]+)")
 _MAX_LEN = re.compile(r"Using max model len ([\d,]+)")
@@ -133,7 +136,7 @@ def parse(lines: list[Line], out: Collector) -> str:
         elif m := _NAMESPACE.search(text):
             _config_pairs(m.group(1), line, out)
         if m := _UTIL.search(text):
-            out.put("gpu_memory_utilization", _coerce("gpu_memory_utilization", m.group(1) or m.group(2)), line)
+            out.put("gpu_memory_utilization", _coerce("gpu_memory_utilization", m.group(1) or m.group(2) or m.group(3)), line)
         if m := _UTIL_NOTE.search(text):
             out.put("gpu_memory_utilization", to_float(m.group(1)), line)
         if "Chunked prefill is enabled" in text and (m := _CHUNKED.search(text)):
