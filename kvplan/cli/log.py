@@ -78,13 +78,15 @@ def log_command(
 def to_json(log: Any, comparison: Any, save: Path | None) -> dict[str, Any]:
     """The stable JSON form (docs/output.md, 'kvplan log'): fields are added, never renamed."""
     from kvplan import __version__
-    from kvplan.logs.compare import rows
+    from kvplan.logs.compare import extras, rows
 
     return {
         "kvplan_version": __version__, "engine": log.engine, "format": log.format, "complete": log.complete,
         "cut": log.cut, "bytes_read": log.bytes_read, "lines_read": log.lines_read, "ranks": list(log.ranks),
         "settings": log.settings.to_dict(),
         "waterfall": [r.to_dict() for r in rows(log, comparison.plan if comparison else None)],
+        "also_logged": [{k: v for k, v in r.to_dict().items() if k in ("item", "logged", "step", "text", "line")}
+                        for r in extras(log)],
         "compare": None if comparison is None else {
             "model": comparison.model, "gpu": comparison.gpu, "engine_version": comparison.engine_version,
             "biggest_difference": comparison.biggest_item, "explanation": comparison.biggest,
@@ -112,7 +114,8 @@ def _print(log: Any, comparison: Any, save: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from kvplan.logs.compare import LABELS, rows
+    from kvplan.logs.compare import EXTRA_LABELS, LABELS, extras, rows
+    from kvplan.units import format_bytes
 
     console = Console()
     s = log.settings
@@ -141,6 +144,9 @@ def _print(log: Any, comparison: Any, save: Path | None) -> None:
         cells.append((row.text or "") + (f"  [line {row.line}]" if row.line else ""))
         table.add_row(*cells)
     console.print(table)
+    also = [f"{EXTRA_LABELS[r.item]} {format_bytes(r.logged or 0)} ({r.text})" for r in extras(log)]
+    if also:
+        console.print("Also logged: " + "; ".join(also), highlight=False)
     if comparison is not None:
         console.print(f"kvplan: {comparison.model} on {comparison.gpu}, {log.engine} {comparison.engine_version}",
                       highlight=False)

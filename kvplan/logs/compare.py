@@ -78,6 +78,22 @@ def clean_version(text: str | None) -> str | None:
     return m.group(1) if m else None
 
 
+EXTRA_LABELS = {"peak_torch": "torch peak (weights + activation)", "free_before_weights": "free before the weights",
+                "free_after_weights": "free after the weights", "free_after_kv": "free after the KV pool",
+                "free_after_graphs": "free after CUDA graphs", "kv_cache_needed": "KV memory one request needs",
+                "cudagraph_estimate": "CUDA-graph estimate", "cudagraph_capture": "CUDA graphs captured"}
+
+
+def extras(log: ParsedLog) -> list[Row]:
+    """Memory readings the log prints besides the waterfall's items (free memory at each step, ...)."""
+    out = []
+    for name in EXTRA_LABELS:
+        value = log.memory.get(name)
+        if value is not None and value is not log.memory.get("cudagraph"):  # not the same reading twice
+            out.append(Row(name, "bytes", value.bytes, value.step_bytes, value.text, False, log.lines.get(name), None))
+    return out
+
+
 def version_of(log: ParsedLog) -> tuple[str | None, str | None]:
     """(the engine version the log names or its format implies, the note saying how it was inferred)."""
     version = clean_version(log.settings.engine_version)

@@ -19,7 +19,7 @@ _SIZE = r"(-?[\d.]+)\s*(GB|GiB|MB)"
 MARKERS = ("KV Cache is allocated", "Load weight end", "server_args=ServerArgs", "max_total_num_tokens=",
            "Memory pool end", "sglang", "Capture cuda graph")
 
-_LOAD_END = re.compile(r"Load weight end\..*?avail mem=" + _SIZE + r", mem usage=" + _SIZE)
+_LOAD_END = re.compile(r"Load weight end\..*?avail mem=" + _SIZE + r"(?:, mem usage=" + _SIZE + ")?")
 _LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=" + _SIZE)
 _KV = re.compile(r"KV Cache is allocated\..*?#tokens:\s*([\d,]+), K size:\s*" + _SIZE + r", V size:\s*" + _SIZE)
 _KV_MLA = re.compile(r"KV Cache is allocated\..*?#tokens:\s*([\d,]+), KV size:\s*" + _SIZE)
@@ -45,7 +45,8 @@ def parse(lines: list[Line], out: Collector) -> str:
         text = line.text
         if m := _LOAD_END.search(text):
             out.put("free_after_weights", logged_size(m.group(1), m.group(2)), line)
-            out.put("weights", logged_size(m.group(3), m.group(4)), line)
+            if m.group(3):
+                out.put("weights", logged_size(m.group(3), m.group(4)), line)
         if m := _LOAD_BEGIN.search(text):
             out.put("free_before_weights", logged_size(m.group(1), m.group(2)), line)
         if m := _KV.search(text):
