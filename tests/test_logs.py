@@ -245,3 +245,18 @@ def test_llamacpp_mla_line_and_older_seqs_format():
     log = parse_text("llama_kv_cache_unified: size =  512.00 MiB (  4096 cells,  32 layers,  1 seqs), K (q8_0):  "
                      "256.00 MiB, V (q8_0):  256.00 MiB\n")
     assert log.memory["kv_cache"].bytes == 512 << 20 and log.settings.kv_dtype == "q8_0"
+
+
+def test_sglang_full_startup_qwq_tp4():
+    log = parse_log(str(LOGS / "sglang-0.4-qwq-32b-tp4-l4.log"))
+    s = log.settings
+    assert log.engine == "sglang" and s.tp == 4 and s.mem_fraction_static == 0.85
+    assert s.model == "/home/model/Qwen/QwQ-32B" and s.max_num_batched_tokens == 2048
+    assert s.max_model_len == 131072  # context_len of the scheduler line (server args: context_length=None)
+    assert gib(log, "free_before_weights") == 21.63 and gib(log, "free_after_weights") == 6.09
+    assert gib(log, "weights") == 15.54 and gib(log, "kv_cache") == 2.84 and gib(log, "cudagraph") == 0.93
+    assert gib(log, "free_after_kv") == 2.09 and log.kv_cache_tokens == 46611
+    assert set(log.ranks) == {0, 1, 2, 3}
+    # that SGLang sized the pool from the free memory before the weights (21.63 GiB), not the GPU total:
+    # 6.09 - 21.63 x (1 - 0.85) = 2.8455 GiB = K + V (2 x 1.42, rounded)
+    assert abs((6.09 - 21.63 * 0.15) - 2.84) < 0.01

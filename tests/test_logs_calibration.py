@@ -204,3 +204,16 @@ def test_mangled_real_lines_never_throw(lines, data):
         assert isinstance(value.bytes, int) and value.step_bytes >= 1
     if log.kv_cache_tokens is not None:
         assert isinstance(log.kv_cache_tokens, int)
+
+
+def test_calibration_predicts_the_other_run_of_the_same_deployment():
+    # vllm#10517 logged the same deployment at max-model-len 20000 and 29000; calibrated on the first, the
+    # V0 profile size (max(max_model_len, 2048) tokens) scales the activation to predict the second
+    log20 = parse_text(CASES["vllm-10517-llama31-8b-3090-20k"]["log_excerpt"])
+    log29 = parse_log(str(LOGS / "vllm-0.6-10517-llama31-8b-3090-29k.log"))
+    _, plan = calibrated_plan(log20, "meta-llama/Llama-3.1-8B", gpu="RTX-3090", max_model_len=29000)
+    assert log29.num_gpu_blocks == 1478 and log29.max_concurrency == 0.82
+    assert abs(plan.num_blocks - 1478) / 1478 < 0.02  # kvplan 1504: the activation model's error, 1.8 %
+    assert not plan.fits
+    measured = log29.memory["activation"].bytes
+    assert abs(plan.per_gpu.activation_bytes - measured) < 0.06 * 2**30  # 2.94 vs 2.99 GiB logged

@@ -89,7 +89,8 @@ def extras(log: ParsedLog) -> list[Row]:
     out = []
     for name in EXTRA_LABELS:
         value = log.memory.get(name)
-        if value is not None and value is not log.memory.get("cudagraph"):  # not the same reading twice
+        shown = log.memory.get("cudagraph")
+        if value is not None and not (name.startswith("cudagraph") and shown and shown.bytes == value.bytes):
             out.append(Row(name, "bytes", value.bytes, value.step_bytes, value.text, False, log.lines.get(name), None))
     return out
 

@@ -35,6 +35,7 @@ def parse(lines: list[Line], out: Collector) -> str:
     k_type = v_type = None
     sums: dict[str, int] = {}
     devices: dict[str, set[str]] = {}
+    per_device: list[str] = []
     for line in lines:
         text = line.text
         if m := _SIZE_LINE.search(text):
@@ -62,6 +63,8 @@ def parse(lines: list[Line], out: Collector) -> str:
             if size is not None and m.group(1) not in seen and len(seen) < 64:
                 seen.add(m.group(1))
                 sums[key] = sums.get(key, 0) + size.bytes
+                if key == "kv_device":
+                    per_device.append(f"{m.group(1)} {size.text}")
                 out.put(f"{key}_line", line.number, line)
         if m := _DEVICE.search(text):
             if m.group(1) == "0":
@@ -86,6 +89,9 @@ def parse(lines: list[Line], out: Collector) -> str:
     if "kv_cache" not in out.values and "kv_device" in sums:
         out.values["kv_cache"] = [(None, Logged(sums["kv_device"], (1 << 20) // 100, "KV buffers"),
                                    out.line_of("kv_device_line") or 0)]
+    if len(per_device) > 1:
+        out.notes.append("the KV cache is split over devices (" + ", ".join(per_device) + "); the waterfall "
+                         "shows the whole cache")
     if k_type:
         out.values["kv_dtype"] = [(None, k_type if k_type == v_type else f"{k_type}/{v_type}", 0)]
     if "cells" in out.values and "max_model_len" not in out.values:
