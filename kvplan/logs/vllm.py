@@ -94,11 +94,22 @@ _CONFIG_KEYS = {"model": "model", "max_seq_len": "max_model_len", "tensor_parall
 _KV = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^,\s)]+)")
 
 
+# One cheap test per line before the patterns: a long log is mostly request lines that hold none of these.
+_WORTH_READING = re.compile("|".join(re.escape(k) for k in (
+    "took", "total_gpu_memory", "Free memory on device", "total capacity", "utilization", "Requested memory",
+    "non KV", "peak", "non_torch", "non-torch", "CUDAGraph", "CUDA graph", "kv_cache_size", "KV Cache is",
+    "KV cache memory", "kv cache memory", "KV cache is needed", "blocks:", "GPU KV cache size",
+    "Maximum concurrency", "maximum model length", "LLM engine", "API server version", "args",
+    "max_num_batched_tokens", "max model len", "device_name=", "num_gpu_blocks", "weights memory", "weights take")))
+
+
 def parse(lines: list[Line], out: Collector) -> str:
     """Fill ``out`` from vLLM lines; returns the format name."""
     fmt = "vllm"
     for line in lines:
         text = line.text
+        if not _WORTH_READING.search(text):
+            continue
         for name, pattern in _PATTERNS:
             m = pattern.search(text)
             if m is None:
