@@ -23,8 +23,8 @@ _MEMORY = ("total", "budget", "weights", "activation", "non_torch", "cudagraph",
 _WHY = {
     "weights": "kvplan counts the checkpoint's parameter bytes split over the ranks; the engine measured what "
                "it loaded (quantized or partly offloaded checkpoints, vision towers and tied embeddings differ)",
-    "activation": "kvplan's activation peak is a model of the widest tensors of one forward pass over "
-                  "max_num_batched_tokens; the engine profiled it (kernels, compile, sampler)",
+    "activation": "kvplan's activation peak is a model of the widest tensors of one forward pass (vLLM: over "
+                  "max_num_batched_tokens); the engine measured its own (profiled peak, compute buffers)",
     "non_torch": "non-torch memory (CUDA context, cuBLAS, NCCL, custom all-reduce) is kvplan's fixed assumption",
     "cudagraph": "CUDA-graph memory is kvplan's fixed assumption and counts only where the engine subtracts it "
                  "(vLLM >= 0.21)",
