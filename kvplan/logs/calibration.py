@@ -215,6 +215,8 @@ def calibrate(cal: Calibration, model: Any, *, gpu: str | None, gpu_memory: str 
     if engine_version is None and version is not None:
         taken.append(f"engine version {version}")
     notes: list[str] = [f"calibration: {', '.join(taken)} as logged"] if taken else []
+    if cal.engine_version is None:
+        notes.append("calibration: it names no engine version; the release was not checked")
     used: list[str] = []
     total = cal.gpu.total_bytes or here.gpu_total_bytes
     gpu_total_text = None
