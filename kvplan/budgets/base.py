@@ -25,6 +25,10 @@ class Settings:
     free_gpu_memory_fraction: float | None = None
     weights_bytes: int | None = None
     """Weights per GPU, overriding the spec's checkpoint size split over the ranks."""
+    activation_bytes: int | None = None
+    non_torch_bytes: int | None = None
+    cudagraph_bytes: int | None = None
+    """Measured per-GPU items (a calibration from an engine log: kvplan.logs), replacing kvplan's estimates."""
 
     def __post_init__(self) -> None:
         for name in ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"):
@@ -35,6 +39,10 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UsageError(f"--{name.replace('_bytes', '').replace('_', '-')} must be positive")
+        for name in ("activation_bytes", "non_torch_bytes", "cudagraph_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise UsageError(f"{name} {value} must not be negative")
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ def _root(
 
 
 def _register() -> None:
-    from kvplan.cli import check, estimate, gpus, max_batch, models, schema, spec, verify
+    from kvplan.cli import check, estimate, gpus, log, max_batch, models, schema, spec, verify
 
     app.command("estimate")(estimate.typer_command())
     app.command("models")(models.models_command)
@@ -50,6 +50,7 @@ def _register() -> None:
     app.command("gpus")(gpus.gpus_command)
     app.command("check")(check.check_command)
     app.command("verify")(verify.verify_command)
+    app.command("log")(log.log_command)
 
 
 _register()

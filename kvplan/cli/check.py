@@ -23,6 +23,8 @@ def check_command(
     strict: bool = typer.Option(False, "--strict", help="Warnings fail too (exit 1)."),
     ignore_unrecognized: bool = typer.Option(False, "--ignore-unrecognized", help="Skip files that hold no "
                                              "deployment (for pre-commit, which passes every matching file)."),
+    calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
+                                               "deployments of its model, GPU and engine version use its measured items."),
 ) -> None:
     """Check that every deployment fits its GPUs and meets its requirements.
 
@@ -48,7 +50,7 @@ def check_command(
     if fmt not in FORMATS:
         raise UsageError(f"--format: unknown format '{fmt}' (known: {', '.join(FORMATS)})")
     report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
-                   ignore_unrecognized=ignore_unrecognized)
+                   ignore_unrecognized=ignore_unrecognized, calibration=calibration)
     sys.stdout.write(render(report, fmt))
     if report.exit_code:
         raise typer.Exit(report.exit_code)

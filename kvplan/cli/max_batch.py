@@ -34,6 +34,8 @@ def max_batch_command(
     free_gpu_memory_fraction: Optional[float] = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM's KV fraction (0.9)."),
     weights_bytes: Optional[str] = typer.Option(None, "--weights-bytes", help="Weights per GPU, e.g. 14.99GiB (default: the checkpoint / ranks)."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
+                                               "plan from the items the engine measured, when model, GPU and engine version match."),
 ) -> None:
     """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
 
@@ -66,17 +68,37 @@ def max_batch_command(
         mem_fraction_static=mem_fraction_static, free_gpu_memory_fraction=free_gpu_memory_fraction,
         weights_bytes=parse_bytes(weights_bytes, "weights-bytes") if weights_bytes else None,
     )
+    mml = parse_count(max_model_len, "max-model-len") if max_model_len else None
+    calibrated = None
+    if calibration is not None:
+        from kvplan.logs.calibration import calibrate, load
+
+        cal = load(calibration)
+        if gpu is None and gpu_memory is None and cal.gpu.total_bytes:
+            gpu_memory = str(cal.gpu.total_bytes)
+        calibrated = calibrate(cal, model, gpu=gpu, gpu_memory=gpu_memory, tp=tp, pp=pp, engine=engine,
+                               engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml,
+                               settings=settings, catalog=gpu_catalog)
+        settings, engine_version = calibrated.settings, calibrated.engine_version
+        if calibrated.gpu_memory:
+            gpu, gpu_memory = None, calibrated.gpu_memory
     result = max_batch(
         model, gpu=gpu, gpu_memory=gpu_memory, catalog=gpu_catalog, tp=tp, pp=pp, dp=dp, engine=engine,
-        engine_version=engine_version, kv_dtype=kv_cache_dtype,
-        max_model_len=parse_count(max_model_len, "max-model-len") if max_model_len else None,
+        engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml,
         context=parse_count(context, "context") if context else None, batch=batch, block_size=block_size,
         settings=settings, solve=solve, concurrency=concurrency,  # type: ignore[arg-type]
     )
+    if calibrated is not None:
+        from dataclasses import replace
+
+        result = replace(result, assumptions=(*calibrated.notes, *result.assumptions))
     if fmt == "json":
         import json
 
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+        doc = result.to_dict()
+        if calibrated is not None:
+            doc["calibration"] = {"file": str(calibration), "items": list(calibrated.used)}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         from rich.console import Console
 

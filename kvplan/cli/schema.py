@@ -6,8 +6,8 @@ import typer
 
 
 def schema_command(
-    what: str = typer.Argument("model", help="Which schema: model (the YAML model spec format) or deployment "
-                                             "(the `kvplan check` deployment file)."),
+    what: str = typer.Argument("model", help="Which schema: model (the YAML model spec format), deployment "
+                                             "(the `kvplan check` deployment file) or calibration (`kvplan log --save`)."),
 ) -> None:
     """Print the JSON schema of a kvplan file format, for editors and validators."""
     import json
@@ -15,8 +15,13 @@ def schema_command(
 
     from kvplan.errors import UsageError
 
-    if what not in ("model", "deployment"):
-        raise UsageError(f"unknown schema '{what}' (known: model, deployment)")
+    if what not in ("model", "deployment", "calibration"):
+        raise UsageError(f"unknown schema '{what}' (known: model, deployment, calibration)")
+    if what == "calibration":
+        from kvplan.logs.calibration import schema as calibration_schema
+
+        sys.stdout.write(json.dumps(calibration_schema(), indent=2) + "\n")
+        return
     if what == "deployment":
         from kvplan.deploy.kvplan_file import schema as deployment_schema
 

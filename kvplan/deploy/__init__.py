@@ -65,13 +65,15 @@ def load_specs(directory: str | os.PathLike | None) -> dict[str, Any]:
 
 def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None = None,
           catalog: str | os.PathLike | None = None, specs: str | os.PathLike | None = None,
-          online: bool = False, strict: bool = False, ignore_unrecognized: bool = False) -> CheckReport:
+          online: bool = False, strict: bool = False, ignore_unrecognized: bool = False,
+          calibration: str | os.PathLike | None = None) -> CheckReport:
     """Check every deployment in the given files.
 
     ``gpu``: the GPU type for deployments that name none. ``catalog``: a user GPU catalog file.
     ``specs``: a directory of pinned model specs. ``online``: allow the Hugging Face Hub for models
     neither bundled nor pinned (off: CI stays offline). ``strict``: warnings fail too.
     ``ignore_unrecognized``: skip files that hold no deployment (for pre-commit, which passes every file).
+    ``calibration``: a calibration file (``kvplan log --save``) for the deployments it matches.
     """
     from kvplan import __version__
     from kvplan.deploy.checks import Context
@@ -80,6 +82,10 @@ def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None 
         paths_or_globs = [paths_or_globs]
     files, problems = expand_paths(paths_or_globs)
     ctx = Context(catalog_file=Path(catalog) if catalog else None, gpu=gpu, specs=load_specs(specs), online=online)
+    if calibration is not None:
+        from kvplan.logs.calibration import load
+
+        ctx.calibration = load(calibration)
     report = CheckReport(strict=strict, kvplan_version=__version__)
     for problem in problems:
         report.files.append(FileResult(path=problem.file, findings=[problem]))

@@ -32,6 +32,8 @@ class Context:
     specs: dict[str, ModelSpec] = field(default_factory=dict)
     """Pinned specs (--specs DIR) by id and alias, lower case."""
     online: bool = False
+    calibration: Any = None
+    """A kvplan.logs Calibration (--calibration) for the deployments it matches."""
     _catalog: Any = None
     _models: dict[str, Any] = field(default_factory=dict)
     _plans: dict[Any, Any] = field(default_factory=dict)
@@ -68,7 +70,7 @@ def check_deployment(dep: Deployment, ctx: Context) -> list[DeploymentResult]:
     for gpu_value, gpu in gpus:
         name = dep.name if len(gpus) == 1 else f"{dep.name} [{gpu.name}]"
         result = replace(base, name=name, findings=list(early), model=spec.id, gpu=gpu.name)
-        _check_one(dep, spec, gpu, gpu_value, settings, requirements, result, ctx._plans)
+        _check_one(dep, spec, gpu, gpu_value, settings, requirements, result, ctx)
         results.append(result)
     return results
 
@@ -241,7 +243,7 @@ def _requirements(dep: Deployment) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------- checks
 
 def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, settings: Settings,
-               req: dict[str, Any], result: DeploymentResult, plans: dict[Any, Any]) -> None:
+               req: dict[str, Any], result: DeploymentResult, ctx: Context) -> None:
     from kvplan.plan import max_batch
     from kvplan.parallel import tp_notes
 
@@ -257,6 +259,10 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         tp=tp, pp=pp, dp=dp, engine=dep.engine,
         engine_version=dep.engine_version.value if dep.engine_version else None, kv_dtype=kv_dtype,
         max_model_len=None if auto else mml_setting, block_size=dep.setting("block_size"), settings=settings)
+
+    if ctx.calibration is not None:
+        _calibrate(dep, spec, ctx, kwargs, result)
+    plans = ctx._plans
 
     def run(**over: Any) -> Any:
         args = {**kwargs, **over}
@@ -343,6 +349,27 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
                          value=tight.max_model_len, fits=tight.max_model_len_fit))
         else:
             _requirement_checks(dep, tight, req, run_tight, lambda *a: None, add, label=label, code="headroom")
+
+
+def _calibrate(dep: Deployment, spec: ModelSpec, ctx: Context, kwargs: dict[str, Any], result: DeploymentResult) -> None:
+    """Measured items from --calibration where it matches this deployment (kvplan.logs.calibration)."""
+    from kvplan.logs.calibration import calibrate
+
+    mml = kwargs["max_model_len"]
+    try:
+        c = calibrate(ctx.calibration, spec, gpu=kwargs["gpu"], gpu_memory=kwargs["gpu_memory"], tp=kwargs["tp"],
+                      pp=kwargs["pp"], engine=kwargs["engine"], engine_version=kwargs["engine_version"],
+                      kv_dtype=kwargs["kv_dtype"], max_model_len=mml if isinstance(mml, int) else None,
+                      settings=kwargs["settings"], catalog=ctx.catalog_file)
+    except KvplanError as exc:
+        result.findings.append(_finding(dep, "note", "calibration-unused", f"calibration not used: {exc}".replace(
+            "--calibration: ", ""), dep.line))
+        return
+    kwargs.update(settings=c.settings, engine_version=c.engine_version)
+    if c.gpu_memory:
+        kwargs.update(gpu=None, gpu_memory=c.gpu_memory)
+    result.findings.append(_finding(dep, "note", "calibration", "; ".join(n.removeprefix("calibration: ")
+                                                                          for n in c.notes), dep.line))
 
 
 def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Callable[..., Any],

@@ -54,8 +54,10 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     weights = weights_per_gpu(spec, tp * pp, settings)
     items = [MemoryItem("static", int(total_bytes * mfs), "given" if settings.mem_fraction_static else "computed",
                         f"total x mem_fraction_static {mfs:g}"), weights,
-             MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context before SGLang's free-memory reading")]
-    free_after_weights = total_bytes - CONTEXT_BYTES - weights.bytes
+             MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context before SGLang's free-memory reading")
+             if settings.non_torch_bytes is None else
+             MemoryItem("non_torch", settings.non_torch_bytes, "given", "measured (calibration)")]
+    free_after_weights = total_bytes - items[-1].bytes - weights.bytes
     kv_memory = kv_item(settings, free_after_weights - int(total_bytes * (1 - mfs)),
                         "free after weights - total x (1 - mem_fraction_static)")
     items.append(kv_memory)

@@ -58,15 +58,28 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
         return GpuBudget(total_bytes, tuple(items), settings.kv_cache_memory_bytes, defaults,
                          ("--kv-cache-memory given: vLLM skips memory profiling",))
     act, how = activation_bytes(spec, tokens, tp, seqs)
-    items.append(MemoryItem("activation", act, "assumed", how))
     non_torch = NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if tp > 1 else 0)
-    items.append(MemoryItem("non_torch", non_torch, "assumed", "cuBLAS/NCCL/custom all-reduce"))
-    cudagraph = 0
-    if version >= CUDAGRAPH_ESTIMATE_SINCE and not settings.enforce_eager:
-        cudagraph = CUDAGRAPH_BYTES
-        items.append(MemoryItem("cudagraph", cudagraph, "assumed", "vLLM >= 0.21 subtracts its CUDA-graph estimate"))
+    cudagraph = CUDAGRAPH_BYTES
+    # measured items (a calibration read from an engine log, kvplan.logs) replace kvplan's estimates
+    tags = {"activation": how, "non_torch": "cuBLAS/NCCL/custom all-reduce",
+            "cudagraph": "vLLM >= 0.21 subtracts its CUDA-graph estimate"}
+    values = {"activation": act, "non_torch": non_torch, "cudagraph": cudagraph}
+    for name in values:
+        measured = getattr(settings, f"{name}_bytes")
+        if measured is not None:
+            values[name], tags[name] = measured, "measured (calibration)"
+    subtract_graphs = version >= CUDAGRAPH_ESTIMATE_SINCE and not settings.enforce_eager
+    for name in ("activation", "non_torch", "cudagraph"):
+        if name != "cudagraph" or subtract_graphs:
+            measured = tags[name] == "measured (calibration)"
+            items.append(MemoryItem(name, values[name], "given" if measured else "assumed", tags[name]))
+    act, non_torch = values["activation"], values["non_torch"]
+    cudagraph = values["cudagraph"] if subtract_graphs else 0
     kv = requested - weights.bytes - act - non_torch - cudagraph
     items.append(MemoryItem("kv_cache", kv, "computed", "budget - weights - activation - non_torch - cudagraph"))
-    notes = ("vLLM activation peak, non-torch and CUDA-graph memory are kvplan's estimates; vLLM logs "
-             "'Available KV cache memory' at start-up: pass it as --kv-cache-memory to plan exactly",)
+    estimated = [n.replace("_", "-") for n in values
+                 if tags[n] != "measured (calibration)" and (n != "cudagraph" or subtract_graphs)]
+    notes = (f"vLLM {', '.join(estimated)} memory: kvplan's estimates; vLLM logs 'Available KV cache memory' at "
+             "start-up: pass it as --kv-cache-memory, or calibrate from the log (kvplan log --save), to plan "
+             "exactly",) if estimated else ()
     return GpuBudget(total_bytes, tuple(items), kv, defaults, notes)

@@ -1,0 +1,161 @@
+"""``kvplan log``: an engine's start-up log as a memory waterfall, kvplan's prediction beside it, a calibration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+
+def log_command(
+    file: str = typer.Argument(..., help="The engine's start-up log, or - for standard input."),
+    compare: bool = typer.Option(False, "--compare", help="Put kvplan's prediction for the same settings beside each item."),
+    save: Optional[Path] = typer.Option(None, "--save", help="Write the measured items to a calibration file (YAML)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    engine: Optional[str] = typer.Option(None, "--engine", "-e", help="vllm, sglang, trtllm or llamacpp (default: detected)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="The model, where the log names none (or another id for it)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="GPU type for --compare (default: the total memory the log printed)."),
+    gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="GPU total memory for --compare, e.g. 79.19GiB."),
+    tp: Optional[int] = typer.Option(None, "--tp", help="Tensor-parallel size, where the log names none."),
+    pp: Optional[int] = typer.Option(None, "--pp", help="Pipeline-parallel size, where the log names none."),
+    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="The engine release, where the log names none."),
+    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", "--kv-dtype", help="KV dtype, where the log names none."),
+    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Max model len, where the log names none."),
+) -> None:
+    """Read a vLLM, SGLang, TensorRT-LLM or llama.cpp start-up log: where the GPU's memory went.
+
+    Examples:
+
+      kvplan log vllm-startup.log
+
+      kvplan log vllm-startup.log --compare
+
+      kvplan log vllm-startup.log --save calib.yaml
+
+      docker logs vllm 2>&1 | kvplan log -
+    """
+    import sys
+
+    from kvplan.errors import UsageError
+    from kvplan.logs import MAX_LOG_BYTES, parse_log
+    from kvplan.units import parse_count
+
+    if fmt not in ("table", "json"):
+        raise UsageError(f"--format: unknown format '{fmt}' (known: table, json)")
+    if engine is not None and engine not in ("vllm", "sglang", "trtllm", "llamacpp"):
+        raise UsageError(f"--engine: unknown engine '{engine}' (known: vllm, sglang, trtllm, llamacpp)")
+    try:
+        log = parse_log(sys.stdin.buffer if file == "-" else file, engine=engine, limit=MAX_LOG_BYTES)
+    except OSError as exc:
+        raise UsageError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    mml = parse_count(max_model_len, "max-model-len") if max_model_len else None
+    comparison = None
+    if compare:
+        from kvplan.logs.compare import compare as run_compare
+
+        comparison = run_compare(log, model=model, gpu=gpu, gpu_memory=gpu_memory, tp=tp, pp=pp,
+                                 engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml)
+    if save is not None:
+        from kvplan.logs.calibration import dump, from_log
+
+        cal = from_log(log, source=None if file == "-" else file, model=model, tp=tp, pp=pp,
+                       engine_version=engine_version)
+        try:
+            save.write_text(dump(cal), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--save {save}: cannot write ({exc.strerror or exc})") from None
+    if fmt == "json":
+        import json
+
+        sys.stdout.write(json.dumps(to_json(log, comparison, save), indent=2) + "\n")
+    else:
+        _print(log, comparison, save)
+    if log.engine is None:
+        raise typer.Exit(1)
+
+
+def to_json(log: Any, comparison: Any, save: Path | None) -> dict[str, Any]:
+    """The stable JSON form (docs/output.md, 'kvplan log'): fields are added, never renamed."""
+    from kvplan import __version__
+    from kvplan.logs.compare import extras, rows
+
+    return {
+        "kvplan_version": __version__, "engine": log.engine, "format": log.format, "complete": log.complete,
+        "cut": log.cut, "bytes_read": log.bytes_read, "lines_read": log.lines_read, "ranks": list(log.ranks),
+        "settings": log.settings.to_dict(),
+        "waterfall": [r.to_dict() for r in rows(log, comparison.plan if comparison else None)],
+        "also_logged": [{k: v for k, v in r.to_dict().items() if k in ("item", "logged", "step", "text", "line")}
+                        for r in extras(log)],
+        "compare": None if comparison is None else {
+            "model": comparison.model, "gpu": comparison.gpu, "engine_version": comparison.engine_version,
+            "biggest_difference": comparison.biggest_item, "explanation": comparison.biggest,
+            "assumptions": [*comparison.assumptions, *comparison.plan.assumptions],
+        },
+        "saved": str(save) if save else None,
+        "notes": list(log.notes),
+    }
+
+
+def _value(row: Any, which: str) -> str:
+    from kvplan.units import format_bytes
+
+    value = getattr(row, which)
+    if value is None:
+        return "unknown" if which == "logged" else "-"
+    if row.unit == "bytes":
+        return format_bytes(value)
+    if row.unit == "x":
+        return f"{value:.2f}x"
+    return f"{value:,}"
+
+
+def _print(log: Any, comparison: Any, save: Path | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from kvplan.logs.compare import EXTRA_LABELS, LABELS, extras, rows
+    from kvplan.units import format_bytes
+
+    console = Console()
+    s = log.settings
+    if log.engine is None:
+        console.print("Not a start-up log kvplan reads.", highlight=False)
+        for note in log.notes:
+            console.print(f"  • {note}", highlight=False)
+        return
+    said = [f"{k.replace('_', ' ')} {v}" for k, v in s.to_dict().items() if v is not None]
+    title = f"{log.engine} log ({log.format})" + (f": {', '.join(said)}" if said else "")
+    table = Table(title=title, title_justify="left")
+    table.add_column("item")
+    table.add_column("logged", justify="right")
+    if comparison is not None:
+        table.add_column("kvplan", justify="right")
+        table.add_column("difference", justify="right")
+    table.add_column("as printed")
+    for row in rows(log, comparison.plan if comparison else None):
+        label = LABELS[row.item] + (" (derived)" if row.derived else "")
+        cells = [label, _value(row, "logged")]
+        if comparison is not None:
+            diff = row.difference
+            cells += [_value(row, "kvplan"),
+                      "" if diff is None else (f"{diff / 2**30:+.2f} GiB" if row.unit == "bytes"
+                                               else f"{diff:+.2f}x" if row.unit == "x" else f"{diff:+,}")]
+        cells.append((row.text or "") + (f"  [line {row.line}]" if row.line else ""))
+        table.add_row(*cells)
+    console.print(table)
+    also = [f"{EXTRA_LABELS[r.item]} {format_bytes(r.logged or 0)} ({r.text})" for r in extras(log)]
+    if also:
+        console.print("Also logged: " + "; ".join(also), highlight=False)
+    if comparison is not None:
+        console.print(f"kvplan: {comparison.model} on {comparison.gpu}, {log.engine} {comparison.engine_version}",
+                      highlight=False)
+        if comparison.biggest:
+            console.print(comparison.biggest[0].upper() + comparison.biggest[1:], highlight=False)
+    notes = list(log.notes) + (list(comparison.assumptions) if comparison else [])
+    if notes:
+        console.print("[bold]Notes[/bold]")
+        for note in notes:
+            console.print(f"  • {note}", highlight=False)
+    if save is not None:
+        console.print(f"Calibration written to {save}", highlight=False)

@@ -1,0 +1,99 @@
+"""llama.cpp start-up logs (ggml-org/llama.cpp: ``llama-context.cpp``, ``llama-kv-cache*.cpp``, ggml-cuda).
+
+Newer builds: "llama_context: n_ctx = N", "llama_kv_cache[_unified[_iswa]]: size = X MiB (C cells, L layers,
+S/S seqs), K (f16): .. MiB, V (f16): .. MiB" (one line per cache: a SWA model prints two);
+older builds: "llama_kv_cache_init: kv_size = N, offload = 1, type_k = 'q8_0', type_v = 'q8_0', n_layer = L",
+"llama_new_context_with_model: KV self size = X MiB, K (q8_0): .., V (q8_0): ..". Per device:
+"CUDA0 KV buffer size = X MiB", "CUDA0 model buffer size", "CUDA0 compute buffer size". GPU:
+"Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9" (ggml_cuda_init).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvplan.logs.core import Line, Logged, logged_size, to_int
+from kvplan.logs.model import Collector
+
+MARKERS = ("llama_kv_cache", "llama_context", "llama_new_context_with_model", "llama_model_loader", "ggml_",
+           "llm_load", "load_tensors", "print_info")
+
+_SIZE_LINE = re.compile(r"llama_kv_cache\w*:\s+size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)(?:/\s*(\d+))? "
+                        r"seqs\), K \((\w+)\):\s*([\d.]+) MiB, V \((\w+)\):\s*([\d.]+) MiB")
+_SELF_SIZE = re.compile(r"KV self size\s*=\s*([\d.]+) MiB, K \((\w+)\):\s*([\d.]+) MiB, V \((\w+)\):\s*([\d.]+) MiB")
+_INIT = re.compile(r"kv_size = (\d+), offload = \d+, type_k = '(\w+)', type_v = '(\w+)', n_layer = (\d+)")
+_N_CTX = re.compile(r"^(?:llama_context|llama_new_context_with_model):\s+n_ctx\s*=\s*(\d+)")
+_DEVICE_BUF = re.compile(r"\b(CUDA\d+|ROCm\d+|Metal|Vulkan\d+|SYCL\d+)\s+(KV|model|compute) buffer size =\s*([\d.]+) MiB")
+_DEVICE = re.compile(r"Device (\d+): ([^,]+), compute capability")
+_USING = re.compile(r"using device (\w+) \(([^)]+)\)")
+_NAME = re.compile(r"general\.name\s+(?:str\s+)?=\s*(.+)$")
+_BUILD = re.compile(r"^build: (\d+) \((\w+)\)")
+
+
+def parse(lines: list[Line], out: Collector) -> str:
+    caches: list[Logged] = []
+    k_type = v_type = None
+    sums: dict[str, int] = {}
+    devices: dict[str, set[str]] = {}
+    per_device: list[str] = []
+    for line in lines:
+        text = line.text
+        if m := _SIZE_LINE.search(text):
+            size = logged_size(m.group(1), "MiB")
+            if size is not None and len(caches) < 8:
+                caches.append(size)
+            out.put("cells" if not out.has("cells") else "cells_swa", to_int(m.group(2)), line)
+            k_type, v_type = m.group(6), m.group(8)
+            out.put("kv_line", line.number, line)
+        elif m := _SELF_SIZE.search(text):
+            size = logged_size(m.group(1), "MiB")
+            if size is not None and len(caches) < 8:
+                caches.append(size)
+            k_type, v_type = m.group(2), m.group(4)
+            out.put("kv_line", line.number, line)
+        if m := _INIT.search(text):
+            out.put("cells", to_int(m.group(1)), line)
+            k_type, v_type = m.group(2), m.group(3)
+        if m := _N_CTX.search(text):
+            out.put("max_model_len", to_int(m.group(1)), line)
+        if m := _DEVICE_BUF.search(text):
+            key = {"KV": "kv_device", "model": "weights", "compute": "activation"}[m.group(2)]
+            size = logged_size(m.group(3), "MiB")
+            seen = devices.setdefault(key, set())
+            if size is not None and m.group(1) not in seen and len(seen) < 64:
+                seen.add(m.group(1))
+                sums[key] = sums.get(key, 0) + size.bytes
+                if key == "kv_device":
+                    per_device.append(f"{m.group(1)} {size.text}")
+                out.put(f"{key}_line", line.number, line)
+        if m := _DEVICE.search(text):
+            if m.group(1) == "0":
+                out.put("gpu_name", m.group(2).strip(), line)
+        elif m := _USING.search(text):
+            out.put("gpu_name", m.group(2).strip(), line)
+        if m := _NAME.search(text):
+            out.put("model_name", m.group(1).strip()[:200], line)
+        if m := _BUILD.search(text):
+            out.put("engine_version", f"b{m.group(1)}", line)
+    if caches:
+        total = sum(c.bytes for c in caches)
+        step = max(c.step_bytes for c in caches)
+        text = " + ".join(c.text for c in caches)
+        out.values["kv_cache"] = [(None, Logged(total, step * len(caches), text), out.line_of("kv_line") or 0)]
+    for key in ("weights", "activation"):
+        if key in sums:
+            n = len(devices[key])
+            out.values[key] = [(None, Logged(sums[key], (1 << 20) // 100 * n,
+                                             f"{sums[key] / (1 << 20):.2f} MiB over {n} device(s)"),
+                                out.line_of(f"{key}_line") or 0)]
+    if "kv_cache" not in out.values and "kv_device" in sums:
+        out.values["kv_cache"] = [(None, Logged(sums["kv_device"], (1 << 20) // 100, "KV buffers"),
+                                   out.line_of("kv_device_line") or 0)]
+    if len(per_device) > 1:
+        out.notes.append("the KV cache is split over devices (" + ", ".join(per_device) + "); the waterfall "
+                         "shows the whole cache")
+    if k_type:
+        out.values["kv_dtype"] = [(None, k_type if k_type == v_type else f"{k_type}/{v_type}", 0)]
+    if "cells" in out.values and "max_model_len" not in out.values:
+        out.values["max_model_len"] = out.values["cells"]
+    return "llamacpp"

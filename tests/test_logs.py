@@ -1,0 +1,262 @@
+"""Engine start-up log readers (kvplan.logs): every real excerpt parses to the numbers it printed.
+
+Excerpts: tests/data/engine_logs_dev.yaml (field log_excerpt, with the numbers each case records) and
+tests/data/logs/ (sources in its README.md).
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import yaml
+
+from kvplan.logs import MAX_LOG_BYTES, detect, parse_log, parse_text
+from tests.conftest import DATA
+
+GIB = 1 << 30
+CASES = {c["id"]: c for c in yaml.safe_load((DATA / "engine_logs_dev.yaml").read_text())["cases"]}
+LOGS = DATA / "logs"
+
+
+def gib(log, item):
+    value = log.memory.get(item)
+    return None if value is None else round(value.bytes / GIB, 4)
+
+
+def test_every_dev_excerpt_is_read():
+    with_excerpt = [c for c in CASES.values() if c.get("log_excerpt")]
+    assert len(with_excerpt) >= 7
+    for case in with_excerpt:
+        log = parse_text(case["log_excerpt"])
+        assert log.engine == {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm"}[case["engine"]], case["id"]
+        assert log.complete, case["id"]
+
+
+def test_vllm_v0_profile_10517():
+    case = CASES["vllm-10517-llama31-8b-3090-20k"]
+    r = case["reported"]
+    log = parse_text(case["log_excerpt"])
+    assert log.format == "vllm-v0-profile"
+    assert gib(log, "weights") == r["weights_gib"]
+    assert gib(log, "total") == r["total_gpu_memory_gib"]
+    assert gib(log, "peak_torch") == r["peak_torch_memory_gib"]
+    assert gib(log, "non_torch") == r["non_torch_memory_gib"]
+    assert gib(log, "kv_cache") == r["available_kv_gib"]
+    assert log.num_gpu_blocks == r["num_gpu_blocks"]
+    assert log.max_concurrency == r["max_concurrency"]
+    assert log.settings.max_model_len == case["max_model_len"]
+    assert log.settings.gpu_memory_utilization == case["gpu_memory_utilization"]
+    # activation is derived (peak includes the weights) and said to be
+    assert "activation" in log.derived and gib(log, "activation") == round(17.06 - 14.9888, 4)
+    # the rounding step of '3.81GiB' is 0.01 GiB; of '14.9888 GB' 0.0001 GiB
+    assert log.memory["kv_cache"].step_bytes == GIB // 100 and log.memory["weights"].step_bytes == GIB // 10000
+    assert log.settings.model is None and log.settings.engine_version is None  # not in the excerpt: unknown
+
+
+def test_vllm_07_profile_13882_negative():
+    case = CASES["vllm-13882-qwen25-7b-4060-negative"]
+    r = case["reported"]
+    log = parse_text(case["log_excerpt"])
+    assert log.format == "vllm-0.7-profile"
+    assert gib(log, "weights") == r["weights_gib"]
+    assert gib(log, "total") == r["total_gpu_memory_gib"]
+    assert gib(log, "budget") == r["budget_gib"]
+    assert gib(log, "non_torch") == r["non_torch_memory_gib"]
+    assert gib(log, "activation") == r["activation_peak_gib"]
+    assert gib(log, "kv_cache") == r["available_kv_gib"]
+    assert log.num_gpu_blocks == r["num_gpu_blocks"] == 0
+    assert log.max_concurrency == r["max_concurrency"]
+    assert log.settings.gpu_memory_utilization == case["gpu_memory_utilization"]
+    assert log.settings.max_model_len == case["max_model_len"]
+
+
+@pytest.mark.parametrize("case_id", ["hfmem-60-gpt-oss-120b", "vllm-40691-qwen35-27b-h20",
+                                     "club3090-652-qwen36-35b-a3b-5090"])
+def test_vllm_v1_token_lines(case_id):
+    case = CASES[case_id]
+    r = case["reported"]
+    log = parse_text(case["log_excerpt"])
+    assert log.engine == "vllm" and log.format == "vllm-v1"
+    assert log.kv_cache_tokens == r["kv_cache_tokens"]
+    assert gib(log, "kv_cache") == r.get("available_kv_gib")
+    assert log.max_concurrency == r.get("max_concurrency")
+    if case.get("max_model_len"):
+        assert log.settings.max_model_len == case["max_model_len"] == log.concurrency_len
+
+
+def test_sglang_summary_line_29575():
+    case = CASES["sglang-29575-log-format"]
+    r = case["reported"]
+    log = parse_text(case["log_excerpt"])
+    assert log.engine == "sglang"
+    assert log.kv_cache_tokens == r["max_total_num_tokens"]
+    assert log.settings.max_model_len == r["context_len"]
+    assert log.settings.max_num_batched_tokens == r["chunked_prefill_size"]
+    assert gib(log, "free_after_graphs") == r["available_gpu_mem_gb"]
+
+
+def test_trtllm_1188():
+    case = CASES["trtllm-1188-qwen25-coder-05b-a4000"]
+    log = parse_text(case["log_excerpt"])
+    assert log.engine == "trtllm"
+    assert gib(log, "kv_cache") == case["reported"]["kv_gib"]
+    assert log.kv_cache_tokens == case["reported"]["kv_cache_tokens"]
+
+
+def test_vllm_v1_full_log_llava():
+    log = parse_log(str(LOGS / "vllm-0.10.2-llava-mistral-7b-h100.log"))
+    s = log.settings
+    assert (log.engine, log.format, s.engine_version) == ("vllm", "vllm-v1", "0.10.2")
+    assert s.model == "llava-hf/llava-v1.6-mistral-7b-hf" and s.dtype == "float16" and s.kv_dtype == "auto"
+    assert (s.tp, s.pp, s.max_model_len, s.max_num_batched_tokens) == (1, 1, 4096, 16384)
+    assert s.gpu_memory_utilization == 0.9
+    assert gib(log, "total") == 79.19 and gib(log, "budget") == 71.27
+    assert gib(log, "weights") == 14.0786  # "Model loading took", the finer of the two weights lines
+    assert gib(log, "activation") == 1.97 and gib(log, "non_torch") == 0.07 and gib(log, "cudagraph") == 0.67
+    assert log.memory["kv_cache"].bytes == 59212694937 and log.memory["kv_cache"].step_bytes == 1  # exact bytes
+    assert log.kv_cache_tokens == 451744 and log.max_concurrency == 110.29 and log.concurrency_len == 4096
+
+
+def test_sglang_ranks_and_kv_sizes():
+    log = parse_log(str(LOGS / "sglang-tp8-kv-allocated.log"))
+    assert log.engine == "sglang"
+    assert log.kv_cache_tokens == 2795207
+    assert gib(log, "kv_cache") == round(2 * 53.31, 4)
+    assert set(log.ranks) == {0, 1, 2, 3, 5, 6, 7}
+    assert gib(log, "free_after_kv") == 11.87
+
+
+def test_sglang_load_weight_end_truncated():
+    log = parse_log(str(LOGS / "sglang-dsv4-load-weight-end.log"))
+    assert log.engine == "sglang"
+    assert gib(log, "weights") == 125.65 and gib(log, "free_after_weights") == 12.25
+    assert not log.complete and "kv_cache" not in log.memory
+    assert any("ends before the KV cache" in n for n in log.notes)
+
+
+def test_llamacpp_two_devices():
+    log = parse_log(str(LOGS / "llamacpp-qwen-coder-32k-q8.log"))
+    assert log.engine == "llamacpp"
+    assert log.memory["kv_cache"].bytes == 4352 * (1 << 20)  # KV self size; = 2788 + 1564 MiB over CUDA0/1
+    assert log.kv_cache_tokens == 32768 and log.settings.max_model_len == 32768
+    assert log.settings.kv_dtype == "q8_0"
+    assert log.memory["activation"].bytes == int((233.00 + 237.51) * (1 << 20))  # CUDA compute buffers only
+    assert log.settings.gpu_name == "NVIDIA GeForce RTX 3090 Ti"
+
+
+def test_llamacpp_new_format_and_swa_caches():
+    # the line format of llama-kv-cache-unified.cpp (size, cells, layers, seqs, K/V types); a SWA model prints two
+    text = ("build: 5913 (225e7a14)\n"
+            "llama_context: n_ctx         = 8192\n"
+            "llama_kv_cache_unified_iswa: creating non-SWA KV cache, size = 8192 cells\n"
+            "llama_kv_cache_unified: size =  320.00 MiB (  8192 cells,  10 layers,  1/1 seqs), K (f16):  160.00 MiB, V (f16):  160.00 MiB\n"
+            "llama_kv_cache_unified: size =   62.50 MiB (  1024 cells,  50 layers,  1/1 seqs), K (f16):   31.25 MiB, V (f16):   31.25 MiB\n"
+            "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n")
+    log = parse_text(text)
+    assert log.engine == "llamacpp" and log.settings.engine_version == "b5913"
+    assert log.memory["kv_cache"].bytes == int(382.5 * (1 << 20))
+    assert log.settings.kv_dtype == "f16" and log.settings.max_model_len == 8192
+    assert log.settings.gpu_name == "NVIDIA GeForce RTX 4090"
+
+
+def test_vllm_ranks_take_rank_zero_and_util_note():
+    log = parse_log(str(LOGS / "vllm-0.21-tp4-ranks.log"))
+    assert log.engine == "vllm" and gib(log, "kv_cache") == 15.72
+    assert gib(log, "cudagraph") == 0.17  # "Estimated CUDA graph memory" (subtracted from v0.21)
+    assert log.settings.gpu_memory_utilization == 0.92
+    assert set(log.ranks) == {0, 1, 3}
+
+
+def test_ray_worker_prefixes_colours_and_timestamps():
+    text = ("\x1b[36m(RayWorkerWrapper pid=4711)\x1b[0m INFO 01-30 03:19:14 [gpu_worker.py:298] "
+            "Available KV cache memory: 30.10 GiB\n"
+            "\x1b[32mINFO\x1b[0m 01-30 03:19:14 [gpu_worker.py:298] Available KV cache memory: 30.50 GiB\n"
+            "(VllmWorker rank=1 pid=12) INFO [kv_cache_utils.py:864] GPU KV cache size: 1,000 tokens\n"
+            "2025-01-30T03:19:14.123Z INFO [kv_cache_utils.py:864] GPU KV cache size: 999,936 tokens\r\n")
+    log = parse_text(text)
+    assert log.engine == "vllm"
+    assert gib(log, "kv_cache") == 30.5  # the driver's own line (rank 0) before the Ray worker's
+    assert log.kv_cache_tokens == 999936
+    assert any("differs between ranks" in n for n in log.notes)
+
+
+def test_rank_values_that_differ_are_said():
+    text = "".join(f"[2025-12-28 10:40:09 TP{r}] Memory pool end. avail mem={m} GB\n"
+                   for r, m in ((3, "12.68"), (2, "12.45"), (0, "12.40")))
+    log = parse_text("[2025-12-28 10:40:09 TP0] KV Cache is allocated. #tokens: 2090351, K size: 23.92 GB, "
+                     "V size: 23.92 GB\n" + text)
+    assert gib(log, "free_after_kv") == 12.40
+    assert any("free_after_kv differs between ranks" in n for n in log.notes)
+
+
+def test_unknown_stays_unknown_and_garbage_is_no_log():
+    log = parse_text("hello world\nthis is not a log\n")
+    assert log.engine is None and log.memory == {} and detect("nothing") is None
+    assert parse_text("").engine is None
+
+
+def test_reading_is_bounded(tmp_path):
+    big = tmp_path / "big.log"
+    line = b"(EngineCore pid=1) INFO [gpu_worker.py:1] Available KV cache memory: 1.00 GiB\n"
+    big.write_bytes(line * (MAX_LOG_BYTES // len(line) + 1000))
+    log = parse_log(str(big))
+    assert log.cut and log.bytes_read <= MAX_LOG_BYTES and gib(log, "kv_cache") == 1.0
+    stream = io.BytesIO(b"x" * (MAX_LOG_BYTES + 10))
+    assert parse_log(stream).bytes_read == MAX_LOG_BYTES
+
+
+def test_truncated_vllm_log_is_incomplete():
+    text = (LOGS / "vllm-0.10.2-llava-mistral-7b-h100.log").read_text()
+    head = text[: text.index("Available KV cache memory")]
+    log = parse_text(head)
+    assert log.engine == "vllm" and not log.complete and "kv_cache" not in log.memory
+    assert gib(log, "weights") == 14.0786
+
+
+def test_vllm_v1_debug_profile_lines():
+    # vLLM 0.10/0.11 at debug level (a public GitHub notes file, kvplan search index id 34681159919)
+    text = ("(EngineCore_DP0 pid=2552931) DEBUG 09-28 21:12:43 [v1/worker/gpu_worker.py:284] Initial free memory: "
+            "23.08 GiB; Requested memory: 0.80 (util), 18.82 GiB\n"
+            "(EngineCore_DP0 pid=2552931) DEBUG 09-28 21:12:43 [v1/worker/gpu_worker.py:297] Memory profiling takes "
+            "14.40 seconds. Total non KV cache memory: 10.22GiB; torch peak memory increase: 1.40GiB; non-torch "
+            "forward increase memory: 0.02GiB; weights memory: 8.80GiB.\n"
+            "(EngineCore_DP0 pid=2552931) INFO 09-28 21:12:43 [v1/worker/gpu_worker.py:298] Available KV cache "
+            "memory: 8.60 GiB\n"
+            "(EngineCore_DP0 pid=2552931) INFO 09-28 21:12:44 [v1/core/kv_cache_utils.py:864] GPU KV cache size: "
+            "62,608 tokens\n"
+            "(EngineCore_DP0 pid=2552931) INFO 09-28 21:12:44 [v1/core/kv_cache_utils.py:868] Maximum concurrency "
+            "for 1,024 tokens per request: 61.14x\n")
+    log = parse_text(text)
+    assert log.settings.gpu_memory_utilization == 0.8
+    assert (gib(log, "budget"), gib(log, "weights"), gib(log, "activation"), gib(log, "non_torch"),
+            gib(log, "kv_cache")) == (18.82, 8.80, 1.40, 0.02, 8.60)
+    assert log.kv_cache_tokens == 62608 and log.concurrency_len == 1024 and log.max_concurrency == 61.14
+    assert "total" not in log.memory  # the free memory at start is not the total: unknown
+
+
+def test_llamacpp_mla_line_and_older_seqs_format():
+    # rendered line quoted from ggml-org/llama.cpp#27872 (an MLA model: V shares K's latent, 0 MiB)
+    log = parse_text("llama_kv_cache: size =  354.75 MiB (  8448 cells,  43 layers,  1/1 seqs), K (f16):  354.75 MiB, "
+                     "V (f16):    0.00 MiB\n")
+    assert log.engine == "llamacpp" and log.memory["kv_cache"].bytes == int(354.75 * (1 << 20))
+    assert log.kv_cache_tokens == 8448
+    # the 2025 unified-cache format printed 'N seqs' without the stream count
+    log = parse_text("llama_kv_cache_unified: size =  512.00 MiB (  4096 cells,  32 layers,  1 seqs), K (q8_0):  "
+                     "256.00 MiB, V (q8_0):  256.00 MiB\n")
+    assert log.memory["kv_cache"].bytes == 512 << 20 and log.settings.kv_dtype == "q8_0"
+
+
+def test_sglang_full_startup_qwq_tp4():
+    log = parse_log(str(LOGS / "sglang-0.4-qwq-32b-tp4-l4.log"))
+    s = log.settings
+    assert log.engine == "sglang" and s.tp == 4 and s.mem_fraction_static == 0.85
+    assert s.model == "/home/model/Qwen/QwQ-32B" and s.max_num_batched_tokens == 2048
+    assert s.max_model_len == 131072  # context_len of the scheduler line (server args: context_length=None)
+    assert gib(log, "free_before_weights") == 21.63 and gib(log, "free_after_weights") == 6.09
+    assert gib(log, "weights") == 15.54 and gib(log, "kv_cache") == 2.84 and gib(log, "cudagraph") == 0.93
+    assert gib(log, "free_after_kv") == 2.09 and log.kv_cache_tokens == 46611
+    assert set(log.ranks) == {0, 1, 2, 3}
+    # that SGLang sized the pool from the free memory before the weights (21.63 GiB), not the GPU total:
+    # 6.09 - 21.63 x (1 - 0.85) = 2.8455 GiB = K + V (2 x 1.42, rounded)
+    assert abs((6.09 - 21.63 * 0.15) - 2.84) < 0.01
