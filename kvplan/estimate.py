@@ -135,6 +135,7 @@ def estimate(
     by_layer: bool = False,
     tp: int = 1,
     swa_full: bool = False,
+    async_scheduling: bool | None = None,
 ) -> EstimateResult:
     """KV-cache footprint of ``model`` for every (batch, context, kv dtype) combination.
 
@@ -161,7 +162,7 @@ def estimate(
     eng = get_engine(engine)
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
-    options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full)
+    options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full, async_scheduling=async_scheduling)
     check_options(eng, options)
 
     auto_dtype = eng.auto_kv_dtype(spec)

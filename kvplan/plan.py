@@ -172,7 +172,9 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     version = parse_version(version_text)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     layouts = eng.stage_layouts(spec, dtype, version, options, pp)
-    demand = Demand(max_model_len=max_model_len, context=context, batch=batch)
+    model_limit = context_limit(spec)
+    limit = max(max_model_len, context, model_limit or 0) if model_limit else 1 << 26
+    demand = Demand(max_model_len=max_model_len, context=context, batch=batch, limit=limit)
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
@@ -182,6 +184,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         assumptions.append(f"{hw.name}: total memory {hw.memory_bytes / 2**30:.2f} GiB is "
                            f"{'an estimate' if hw.estimate else 'rounded'} ({hw.memory_precision})")
     assumptions.extend(cap.assumptions)
+    if model_limit and cap.max_context == limit and limit == model_limit:
+        assumptions.append(f"the longest context is capped at the model's limit, {model_limit:,} tokens")
     max_b = cap.max_batch
 
     decode_seconds = decode_tps = None
@@ -211,6 +215,15 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
         admission_note=cap.admission_note,
     )
+
+
+def context_limit(spec: ModelSpec) -> int | None:
+    """The longest context the model is configured for: max_position_embeddings, or what its
+    rope_scaling extends to where that is longer."""
+    limit = spec.max_position_embeddings
+    if spec.rope_scaling is not None and spec.rope_scaling.extends_to:
+        limit = max(limit or 0, spec.rope_scaling.extends_to)
+    return limit
 
 
 def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | None, kv_dtype: str, mml: int,

@@ -62,10 +62,17 @@ def test_vllm_pages_whole_blocks():
 
 def test_vllm_sliding_layers_hold_the_window_blocks():
     gpt_oss_20b = interleaved("openai/gpt-oss-20b", "gpt_oss", 24, 2, 128, 8, 64)
-    row = kvplan.estimate(gpt_oss_20b, contexts=[1024], by_layer=True).rows[0]
-    by_kind = {layer.kind: layer.tokens_held for layer in row.layers}
-    # sliding: blocks from (1024 - 128 + 1) // 16 = 56 to 63 -> 8 blocks = 128 tokens
-    assert by_kind == {"sliding": 128, "full": 1024}
+    # While the token at position 1024 is written, 1023 tokens are computed (synchronous scheduling):
+    # skipped = 1023 - 128 + 1 = 896 -> blocks 56..63, 8 blocks = 128 tokens. Async scheduling (the
+    # default from 0.23) frees one step later: 1022 computed, 895 skipped -> 9 blocks. vLLM 0.33's own
+    # KVCacheManager holds exactly these (tests/data/vllm_pool_oracle_dev.json, gpt-oss-20b decode_at 1024).
+    def held(**kw):
+        row = kvplan.estimate(gpt_oss_20b, contexts=[1024], by_layer=True, **kw).rows[0]
+        return {layer.kind: layer.tokens_held for layer in row.layers}
+
+    assert held(async_scheduling=False) == {"sliding": 128, "full": 1024}
+    assert held(engine_version="0.22") == {"sliding": 128, "full": 1024}
+    assert held() == held(async_scheduling=True) == {"sliding": 144, "full": 1024}
 
 
 def test_transformers_sliding_layers_keep_window_minus_one():

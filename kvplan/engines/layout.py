@@ -99,6 +99,8 @@ class EngineOptions:
     """Tensor-parallel ranks: the layout is then what one rank holds."""
     swa_full: bool = False
     """Give sliding-window layers a full-size cache (llama.cpp --swa-full)."""
+    async_scheduling: bool | None = None
+    """Two batches in flight (vLLM's async scheduling); None: the engine version's default."""
 
 
 def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None) -> GroupRule:

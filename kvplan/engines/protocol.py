@@ -30,6 +30,8 @@ class Demand:
     max_model_len: int
     context: int
     batch: int
+    limit: int = 1 << 26
+    """The longest context worth searching: the model's own limit (or max_model_len, if longer)."""
 
 
 @dataclass(frozen=True)

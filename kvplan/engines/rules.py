@@ -9,7 +9,7 @@ fields for ``--explain``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 def ceil_to(value: int, multiple: int) -> int:
@@ -40,6 +40,10 @@ class TokenRule:
 
     def formula(self) -> str:
         return "0"
+
+    def with_block(self, block: int) -> TokenRule:
+        """The same rule over pages of ``block`` tokens (vLLM's page unification raises blocks)."""
+        return self
 
     def __str__(self) -> str:
         return self.formula()
@@ -92,6 +96,9 @@ class WholePages(TokenRule):
     def windowed(self) -> bool:
         return self.inner.windowed
 
+    def with_block(self, block: int) -> TokenRule:
+        return replace(self, page=block)
+
     def formula(self) -> str:
         inner = self.inner.formula()
         return inner if self.page == 1 else f"ceil({inner} / {self.page}) x {self.page}"
@@ -99,42 +106,61 @@ class WholePages(TokenRule):
 
 @dataclass(frozen=True)
 class WindowBlocks(TokenRule):
-    """vLLM sliding layers: the blocks from the one holding token ``context - window + 1`` to the last
-    (``SlidingWindowManager``: blocks made only of skipped tokens are freed)."""
+    """vLLM sliding layers while the token at position ``context`` is written: the blocks from the one
+    holding the first unskipped token to the last. Skipped tokens are those before
+    ``computed - window + 1`` (``SlidingWindowManager.get_num_skipped_tokens``), and the scheduler frees
+    with the tokens computed so far (``remove_skipped_blocks(request, total_computed - in_flight)``):
+    ``computed = context - lag``, lag 1 with synchronous scheduling and 2 with async (one batch more in
+    flight, so freeing lags one step)."""
 
     block: int
     window: int
+    lag: int = 1
 
     def held(self, context: int) -> int:
-        skipped = context - self.window + 1
-        freed = skipped // self.block if skipped > 0 else 0
-        return (-(-context // self.block) - freed) * self.block
+        computed = max(0, context - self.lag)
+        skipped = max(0, computed - self.window + 1)
+        return (-(-context // self.block) - skipped // self.block) * self.block
 
     @property
     def windowed(self) -> bool:
         return True
 
+    def with_block(self, block: int) -> TokenRule:
+        return replace(self, block=block)
+
     def formula(self) -> str:
-        return f"blocks of {self.block} covering the last {self.window} - 1 tokens"
+        return f"blocks of {self.block} covering the last {self.window} - 1 tokens{_lag_text(self.lag)}"
 
 
 @dataclass(frozen=True)
 class ChunkBlocks(TokenRule):
-    """vLLM chunked local attention: the blocks from the current chunk's start to the last."""
+    """vLLM chunked local attention: the blocks from the start of the chunk holding the last computed
+    token (``ChunkedLocalAttentionManager``: ``computed // chunk x chunk`` tokens skipped), with the
+    same scheduling lag as ``WindowBlocks``: at a chunk boundary the finished chunk is still held."""
 
     block: int
     chunk: int
+    lag: int = 1
 
     def held(self, context: int) -> int:
-        freed = (context // self.chunk * self.chunk) // self.block
-        return (-(-context // self.block) - freed) * self.block
+        computed = max(0, context - self.lag)
+        skipped = computed // self.chunk * self.chunk
+        return (-(-context // self.block) - skipped // self.block) * self.block
 
     @property
     def windowed(self) -> bool:
         return True
 
+    def with_block(self, block: int) -> TokenRule:
+        return replace(self, block=block)
+
     def formula(self) -> str:
-        return f"blocks of {self.block} from the start of the current {self.chunk}-token chunk"
+        return f"blocks of {self.block} from the start of the current {self.chunk}-token chunk{_lag_text(self.lag)}"
+
+
+def _lag_text(lag: int) -> str:
+    return ", freed one step late (async scheduling)" if lag == 2 else ""
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ def byte_pool_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, demand: De
         return max(layout.total_bytes(context, batch) for layout in layouts)
 
     max_b = largest(lambda b: needed(demand.context, b) <= kv_bytes)
-    max_ctx = largest(lambda c: needed(c, demand.batch) <= kv_bytes)
-    longest = max_ctx if demand.batch == 1 else largest(lambda c: needed(c, 1) <= kv_bytes)
+    max_ctx = min(demand.limit, largest(lambda c: needed(c, demand.batch) <= kv_bytes))
+    longest = max_ctx if demand.batch == 1 else min(demand.limit, largest(lambda c: needed(c, 1) <= kv_bytes))
     request_bytes = needed(demand.max_model_len, 1)
     tokens = largest(lambda n: needed(n, 1) <= kv_bytes)
     if concurrency_from_tokens:

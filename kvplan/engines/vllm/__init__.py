@@ -76,7 +76,7 @@ class VLLMEngine(EngineDefaults):
         from kvplan.engines.vllm import admission
 
         batched = int(budget.defaults.get("max_num_batched_tokens", admission.DEFAULT_BATCHED_TOKENS))
-        return admission.capacity(layouts, kv_bytes, version, batched, demand)
+        return admission.capacity(layouts, kv_bytes, version, batched, demand, demand.limit)
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         from kvplan.engines.vllm.tensors import plan_tensors

@@ -25,16 +25,16 @@ from kvplan.engines.version import Version
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, PoolGrouping, PoolType, pool_grouping
 from kvplan.monotone import largest
 
-ASYNC_IN_FLIGHT_SINCE = (0, 23)
 CONCURRENCY_LOG_SINCE = (0, 24)
 GROUPED_LOG_SINCE = (0, 10)
 DEFAULT_BATCHED_TOKENS = 8192
 _UNLIMITED = 1 << 62
 
 
-def in_flight_tokens(version: Version, max_num_batched_tokens: int) -> int:
-    """Tokens scheduled but not yet computed: two batches with async scheduling (from v0.23)."""
-    return max_num_batched_tokens * (2 if version >= ASYNC_IN_FLIGHT_SINCE else 1)
+def in_flight_tokens(batches: int, max_num_batched_tokens: int) -> int:
+    """Tokens scheduled but not yet computed: two batches with async scheduling (the default from v0.23,
+    ``VllmConfig.max_in_flight_tokens``), one synchronous."""
+    return max_num_batched_tokens * batches
 
 
 @dataclass(frozen=True)
@@ -46,30 +46,40 @@ class PoolShape:
     padding_layers: int
     bytes_per_block: int
     """Memory one pool block costs across the whole rank (all tensors of a block index)."""
+    in_flight_batches: int = 2
+    state_pages: int = 1
+    reserved_blocks: int = 1
 
     @property
     def num_groups(self) -> int:
         return sum(self.groups_per_type)
 
     def num_blocks(self, available_bytes: int) -> int:
+        """Blocks vLLM makes of ``available_bytes`` (what it logs)."""
         if self.bytes_per_block == 0:  # a rank without cache layers never limits the pool
             return _UNLIMITED
         return max(0, available_bytes // self.bytes_per_block)
 
-    def blocks_per_request(self, length: int, in_flight: int) -> int:
-        return sum(groups * _admission_blocks(t, length, in_flight)
+    def free_blocks(self, available_bytes: int) -> int:
+        """Blocks requests can have: the null block is never handed out (``BlockPool.null_block``), and
+        the start-up check (``get_kv_cache_configs``) compares a request with this count."""
+        return max(0, self.num_blocks(available_bytes) - self.reserved_blocks)
+
+    def blocks_per_request(self, length: int, batched_tokens: int) -> int:
+        """Blocks a request of ``length`` tokens is admitted with (``max_memory_usage_bytes`` per group)."""
+        in_flight = in_flight_tokens(self.in_flight_batches, batched_tokens)
+        return sum(groups * self._admission_blocks(t, length, in_flight)
                    for t, groups in zip(self.types, self.groups_per_type))
 
-
-def _admission_blocks(layer_type: PoolType, length: int, in_flight: int) -> int:
-    block = layer_type.block_size
-    if layer_type.kind == "recurrent":
-        return 1
-    if layer_type.kind == "sliding" and layer_type.span is not None:
-        return -(-min(layer_type.span - 1 + in_flight, length) // block) + 1
-    if layer_type.kind == "chunked" and layer_type.span is not None:
-        return -(-min(layer_type.span + in_flight, length) // block)
-    return -(-length // block)
+    def _admission_blocks(self, layer_type: PoolType, length: int, in_flight: int) -> int:
+        block = layer_type.block_size
+        if layer_type.kind == "recurrent":
+            return self.state_pages
+        if layer_type.kind == "sliding" and layer_type.span is not None:
+            return -(-min(layer_type.span - 1 + in_flight, length) // block) + 1
+        if layer_type.kind == "chunked" and layer_type.span is not None:
+            return -(-min(layer_type.span + in_flight, length) // block)
+        return -(-length // block)
 
 
 def vllm_pool(layout: CacheLayout) -> PoolShape:
@@ -77,14 +87,16 @@ def vllm_pool(layout: CacheLayout) -> PoolShape:
     grouping = layout.pool if isinstance(layout.pool, PoolGrouping) else pool_grouping(layout.groups)
     block = layout.block_size or DEFAULT_BLOCK_SIZE
     types = grouping.types
+    rules = dict(in_flight_batches=grouping.in_flight_batches, state_pages=grouping.state_pages,
+                 reserved_blocks=grouping.reserved_blocks)
     if not grouping.hybrid:
         # one group: a block index holds one page of every layer
         per_block = sum(t.page_bytes * t.layers for t in types)
-        return PoolShape(block, types, grouping.group_size, (1,), 0, per_block)
+        return PoolShape(block, types, grouping.group_size, (1,), 0, per_block, **rules)
     padding = sum(grouping.padding_per_type)
     page = max(t.page_bytes for t in types)  # unified by the layout (unify_kv_cache_spec_page_size)
     return PoolShape(block, types, grouping.group_size, grouping.groups_per_type, padding,
-                     page * grouping.group_size)
+                     page * grouping.group_size, **rules)
 
 
 @dataclass(frozen=True)
@@ -100,9 +112,10 @@ class VLLMCapacity:
 
 def vllm_capacity(pool: PoolShape, available_bytes: int, max_model_len: int, version: Version,
                   max_num_batched_tokens: int) -> VLLMCapacity:
-    in_flight = in_flight_tokens(version, max_num_batched_tokens)
+    """The figures of vLLM's "GPU KV cache size: N tokens, Maximum concurrency ..." line
+    (``get_kv_cache_capacity``: all blocks, the null block included)."""
     blocks = pool.num_blocks(available_bytes)
-    per_request = pool.blocks_per_request(max_model_len, in_flight)
+    per_request = pool.blocks_per_request(max_model_len, max_num_batched_tokens)
     concurrency = blocks / per_request if per_request else 0.0
     if version >= CONCURRENCY_LOG_SINCE:
         tokens = int(concurrency * max_model_len)
@@ -113,15 +126,14 @@ def vllm_capacity(pool: PoolShape, available_bytes: int, max_model_len: int, ver
     return VLLMCapacity(blocks, tokens, concurrency, per_request, per_request * pool.bytes_per_block)
 
 
-def vllm_max_model_len(pool: PoolShape, available_bytes: int, version: Version, max_num_batched_tokens: int,
-                       upper: int) -> int:
-    """The longest request that fits (vLLM's ``estimate_max_model_len``: a binary search)."""
-    in_flight = in_flight_tokens(version, max_num_batched_tokens)
-    blocks = pool.num_blocks(available_bytes)
+def vllm_max_model_len(pool: PoolShape, available_bytes: int, max_num_batched_tokens: int, upper: int) -> int:
+    """The longest request that fits the blocks requests can have (``_estimate_max_model_len_from_groups``:
+    a binary search up to ``upper``)."""
+    blocks = pool.free_blocks(available_bytes)
     lo, hi = 0, upper
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if pool.blocks_per_request(mid, in_flight) <= blocks:
+        if pool.blocks_per_request(mid, max_num_batched_tokens) <= blocks:
             lo = mid
         else:
             hi = mid - 1
@@ -129,21 +141,21 @@ def vllm_max_model_len(pool: PoolShape, available_bytes: int, version: Version, 
 
 
 def capacity(layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, batched_tokens: int,
-             demand: Demand) -> KvCapacity:
-    """What one replica serves: the stage with the fewest requests' worth of blocks decides."""
+             demand: Demand, limit: int = 1 << 26) -> KvCapacity:
+    """What one replica serves: the stage with the fewest requests' worth of blocks decides.
+    ``limit``: the longest context worth searching (the model's own limit)."""
     pools = [vllm_pool(layout) for layout in layouts]
     caps = [vllm_capacity(pool, kv_bytes, demand.max_model_len, version, batched_tokens) for pool in pools]
     worst = min(range(len(pools)), key=lambda i: caps[i].num_blocks / max(caps[i].blocks_per_request, 1))
     pool, cap = pools[worst], caps[worst]
-    in_flight = in_flight_tokens(version, batched_tokens)
-    per_request = pool.blocks_per_request(demand.context, in_flight)
-    max_b = cap.num_blocks // per_request if per_request else 0
-    longest = min(vllm_max_model_len(p, kv_bytes, version, batched_tokens, 1 << 26) for p in pools)
+    per_request = pool.blocks_per_request(demand.context, batched_tokens)
+    max_b = pool.free_blocks(kv_bytes) // per_request if per_request else 0
+    longest = min(vllm_max_model_len(p, kv_bytes, batched_tokens, limit) for p in pools)
     if demand.batch == 1:
         max_ctx = longest
     else:
-        max_ctx = largest(lambda c: all(demand.batch * p.blocks_per_request(c, in_flight) <= p.num_blocks(kv_bytes)
-                                        for p in pools))
+        max_ctx = min(limit, largest(lambda c: all(
+            demand.batch * p.blocks_per_request(c, batched_tokens) <= p.free_blocks(kv_bytes) for p in pools)))
     notes: tuple[str, ...] = ()
     admission = ""
     if any(t.kind in ("sliding", "chunked") for p in pools for t in p.types):
@@ -155,6 +167,6 @@ def capacity(layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, ba
         block_size=pool.block_size, num_blocks=cap.num_blocks, kv_cache_tokens=cap.kv_cache_tokens,
         max_concurrency=cap.max_concurrency, concurrency_per_replica=True, max_batch=max_b, max_context=max_ctx,
         max_model_len_fit=longest, request_bytes=cap.request_bytes,
-        fits=cap.num_blocks >= cap.blocks_per_request and kv_bytes > 0, assumptions=notes,
+        fits=cap.blocks_per_request <= pool.free_blocks(kv_bytes) and kv_bytes > 0, assumptions=notes,
         admission_note=admission,
     )

@@ -45,6 +45,8 @@ _NO_MLA_LAYOUT = frozenset({"int8_per_token_head", "fp8_per_token_head", "int4_p
 # Releases in which chunked local attention fell back to full attention by default (approximate
 # bounds: the env default flipped to true after 0.12).
 _CHUNKED_AS_FULL = ((0, 10), (0, 13))
+# Async scheduling (two batches in flight) became the CUDA default (VllmConfig.max_in_flight_tokens).
+ASYNC_SCHEDULING_SINCE = (0, 23)
 
 KV_DTYPES = frozenset({
     "float32", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
@@ -65,15 +67,23 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
             f"vLLM {render_version(version)} turns the hybrid KV-cache manager off for chunked "
             "local attention by default: chunked layers hold the whole sequence"
         )
+    lag = 2 if async_scheduling(version, options) else 1
     groups = build_groups(
-        spec, lambda layer, first: _group(layer, first, kv_dtype, block, state_costs.get(id(layer)), chunked_as_full))
+        spec, lambda layer, first: _group(layer, first, kv_dtype, block, state_costs.get(id(layer)), chunked_as_full,
+                                          lag))
     groups = unify_pages(groups, assumptions)
-    pool = pool_grouping(groups)
+    pool = replace(pool_grouping(groups), in_flight_batches=lag)
     groups = groups + padding_groups(pool, spec.num_layers)
     if state_costs:
         assumptions.append(
             "vLLM holds one recurrent state per sequence (prefix caching in 'align' mode keeps up to 2 more)"
         )
+    assumptions.append(
+        f"vLLM: bytes held while the token at position 'context' is written, {'async' if lag == 2 else 'synchronous'} "
+        f"scheduling ({'the default from 0.23' if lag == 2 else 'before 0.23 the only mode'}"
+        f"{'' if options.async_scheduling is None else ', as asked'}); sliding and chunked layers free "
+        "their blocks one step later under async scheduling"
+    )
     return CacheLayout("vllm", render_version(version), kv_dtype, block, groups, tuple(assumptions), pool)
 
 
@@ -108,19 +118,26 @@ def _block_size(spec: ModelSpec, dtype: KVDType, options: EngineOptions,
     return DEFAULT_BLOCK_SIZE
 
 
+def async_scheduling(version: Version, options: EngineOptions) -> bool:
+    """Two batches in flight: the CUDA default from v0.23 (``VllmConfig.max_in_flight_tokens``)."""
+    if options.async_scheduling is not None:
+        return options.async_scheduling
+    return version >= ASYNC_SCHEDULING_SINCE
+
+
 def _group(layer: LayerSpec, first: int, dtype: KVDType, block: int, state: TokenCost | None,
-           chunked_as_full: bool) -> GroupRule:
+           chunked_as_full: bool, lag: int) -> GroupRule:
     kind = layer.kind
     if kind == "chunked" and chunked_as_full:
         # the hybrid manager is off: vLLM gives these layers a FullAttentionSpec
-        return paged(layer, first, full.token_cost(layer, dtype), block, cache_kind="full")
+        return paged(layer, first, full.token_cost(layer, dtype), block, lag, cache_kind="full")
     if kind in ("full", "sliding", "chunked"):
-        return paged(layer, first, full.token_cost(layer, dtype), block)
+        return paged(layer, first, full.token_cost(layer, dtype), block, lag)
     if kind == "mla":
         if dtype.name in _NO_MLA_LAYOUT:
             raise UsageError(f"vLLM's MLA cache has no '{dtype.name}' layout (MLA takes auto, fp8 or fp8_ds_mla)",
                              field="kv_dtype")
-        return paged(layer, first, mla.latent_cost(layer, dtype), block)
+        return paged(layer, first, mla.latent_cost(layer, dtype), block, lag)
     if kind == "recurrent":
         return replace(cacheless_group(layer, first, state), block_size=block)
     return cacheless_group(layer, first)

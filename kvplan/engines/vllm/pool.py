@@ -52,6 +52,13 @@ class PoolGrouping:
     """Layer slots per group (hybrid), or every layer (one spec type: one group)."""
     groups_per_type: tuple[int, ...]
     hybrid: bool
+    in_flight_batches: int = 2
+    """Batches scheduled but not computed: 2 with async scheduling, 1 synchronous (admission)."""
+    state_pages: int = 1
+    """Pages a Mamba group is admitted with: 1 (``mamba_cache_mode`` 'none'), 2 + checkpoint blocks
+    ('align', with prefix caching)."""
+    reserved_blocks: int = 1
+    """Blocks the pool never hands out: ``BlockPool``'s null block (V1)."""
 
     @property
     def padding_per_type(self) -> tuple[int, ...]:
@@ -60,20 +67,22 @@ class PoolGrouping:
         return tuple(g * self.group_size - t.layers for t, g in zip(self.types, self.groups_per_type))
 
 
-def block_rule(kind: str, layer: LayerSpec, block: int) -> TokenRule:
-    """The blocks a sequence holds in one layer whose cache is of ``kind``."""
+def block_rule(kind: str, layer: LayerSpec, block: int, lag: int) -> TokenRule:
+    """The blocks a sequence holds in one layer whose cache is of ``kind`` while its last token is
+    written; ``lag``: tokens not yet computed then (1 synchronous, 2 async scheduling)."""
     if kind == "sliding":
         assert layer.window is not None
-        return WindowBlocks(block, layer.window)
+        return WindowBlocks(block, layer.window, lag)
     if kind == "chunked":
         assert layer.chunk is not None
-        return ChunkBlocks(block, layer.chunk)
+        return ChunkBlocks(block, layer.chunk, lag)
     return WholePages(AllTokens(), block)
 
 
-def paged(layer: LayerSpec, first: int, token: TokenCost, block: int, cache_kind: str | None = None) -> GroupRule:
+def paged(layer: LayerSpec, first: int, token: TokenCost, block: int, lag: int,
+          cache_kind: str | None = None) -> GroupRule:
     """An attention group holding whole blocks of ``block`` tokens, by its (cache) kind's rule."""
-    return GroupRule(layer, first, token, block_rule(cache_kind or layer.kind, layer, block),
+    return GroupRule(layer, first, token, block_rule(cache_kind or layer.kind, layer, block, lag),
                      block_size=block, cache_kind=cache_kind)
 
 
@@ -138,7 +147,7 @@ def unify_pages(groups: tuple[GroupRule, ...], assumptions: list[str]) -> tuple[
             padded.add(f"recurrent state pages ({page:,} B)")
         elif largest % page == 0:
             bigger = block * (largest // page)
-            out.append(paged(group.layer, group.first_layer, group.token, bigger, group.cache_kind))
+            out.append(replace(group, tokens=group.tokens.with_block(bigger), block_size=bigger))
             raised.add(f"{group.kind} layers of {group.token.bytes:,} B per token: blocks of {bigger}")
         elif largest % block == 0:
             token = TokenCost(largest // block, f"{group.token.formula}, page padded to {largest:,} B")
@@ -185,10 +194,8 @@ def project_stages(whole: CacheLayout, num_layers: int, partitions: list[int]) -
             projected = [sum(1 for i in layers[k::n] if start <= i < end) for k in range(n)]
             lengths += projected
             types.append(replace(t, layers=sum(projected)))
-        if whole.pool.hybrid:
-            pool = PoolGrouping(tuple(types), max(lengths), whole.pool.groups_per_type, True)
-        else:
-            pool = PoolGrouping(tuple(types), sum(t.layers for t in types), whole.pool.groups_per_type, False)
+        size = max(lengths) if whole.pool.hybrid else sum(t.layers for t in types)
+        pool = replace(whole.pool, types=tuple(types), group_size=size)
         out.append(replace(whole, groups=groups + padding_groups(pool, num_layers), pool=pool))
         start = end
     return out
