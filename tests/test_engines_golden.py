@@ -71,7 +71,7 @@ def test_vllm_sliding_layers_hold_the_window_blocks():
         return {layer.kind: layer.tokens_held for layer in row.layers}
 
     assert held(async_scheduling=False) == {"sliding": 128, "full": 1024}
-    assert held(engine_version="0.22") == {"sliding": 128, "full": 1024}
+    assert held(engine_version="0.11") == {"sliding": 128, "full": 1024}  # async off by default in 0.11.0
     assert held() == held(async_scheduling=True) == {"sliding": 144, "full": 1024}
 
 
@@ -119,15 +119,19 @@ def test_recurrent_state_differs_by_engine():
 
 def test_vllm_hybrid_mamba_raises_the_block_and_pads_the_state():
     # Qwen3-Next: 2 KV heads x 256 dims -> 2,048 B per token per attention layer; GDN state page
-    # 1,097,728 B -> attention block 16 x ceil(1,097,728 / (16 x 2,048)) = 544 tokens; the state page is
-    # padded to 544 x 2,048 = 1,114,112 B
+    # 1,097,728 B -> attention block 16 x ceil(1,097,728 / (16 x 2,048)) = 544 tokens (vLLM 0.26); the
+    # state page is padded to 544 x 2,048 = 1,114,112 B. 0.33 aligns GDN hybrids to 64 (FlashInfer GDN
+    # prefill checkpoints): 576 tokens, pages of 1,179,648 B (vllm_pool_oracle_dev.json, Qwen3-Next-80B).
     layers = [LayerSpec(kind="full", kv_heads=2, head_dim=256) if i % 4 == 3 else
               LayerSpec(kind="recurrent", mixer="gated_delta_net", conv_dim=8192, conv_kernel=4,
                         ssm_state=(32, 128, 128)) for i in range(48)]
     qwen3_next = ModelSpec(id="Qwen/Qwen3-Next-80B-A3B-Instruct", model_type="qwen3_next", layers=group_layers(layers))
-    result = kvplan.estimate(qwen3_next, contexts=[1000])
+    result = kvplan.estimate(qwen3_next, contexts=[1000], engine_version="0.26")
     assert result.block_size == 544
     assert result.rows[0].kv_bytes == 12 * 1088 * 2048 + 36 * 1_114_112
+    result = kvplan.estimate(qwen3_next, contexts=[1000])
+    assert result.block_size == 576
+    assert result.rows[0].kv_bytes == 12 * 1152 * 2048 + 36 * 1_179_648
 
 
 def test_vllm_chunked_local_attention_holds_the_current_chunk():

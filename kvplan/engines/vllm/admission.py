@@ -25,7 +25,9 @@ from kvplan.engines.version import Version
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, PoolGrouping, PoolType, pool_grouping
 from kvplan.monotone import largest
 
-CONCURRENCY_LOG_SINCE = (0, 24)
+# "GPU KV cache size: N tokens": int(concurrency x max_model_len) in 0.21.0 and later (0.20 unchecked),
+# blocks // groups x block size before (get_kv_cache_capacity).
+CONCURRENCY_LOG_SINCE = (0, 21)
 GROUPED_LOG_SINCE = (0, 10)
 DEFAULT_BATCHED_TOKENS = 8192
 _UNLIMITED = 1 << 62
@@ -61,9 +63,13 @@ class PoolShape:
         return max(0, available_bytes // self.bytes_per_block)
 
     def free_blocks(self, available_bytes: int) -> int:
-        """Blocks requests can have: the null block is never handed out (``BlockPool.null_block``), and
-        the start-up check (``get_kv_cache_configs``) compares a request with this count."""
+        """Blocks the start-up check compares a request with: all, less the null block where the check
+        subtracts it (``get_kv_cache_configs``, after 0.26)."""
         return max(0, self.num_blocks(available_bytes) - self.reserved_blocks)
+
+    def usable_blocks(self, available_bytes: int) -> int:
+        """Blocks running requests can hold: ``BlockPool`` keeps one as the null block, never handed out."""
+        return max(0, self.num_blocks(available_bytes) - 1)
 
     def blocks_per_request(self, length: int, batched_tokens: int) -> int:
         """Blocks a request of ``length`` tokens is admitted with (``max_memory_usage_bytes`` per group)."""
@@ -149,13 +155,13 @@ def capacity(layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, ba
     worst = min(range(len(pools)), key=lambda i: caps[i].num_blocks / max(caps[i].blocks_per_request, 1))
     pool, cap = pools[worst], caps[worst]
     per_request = pool.blocks_per_request(demand.context, batched_tokens)
-    max_b = pool.free_blocks(kv_bytes) // per_request if per_request else 0
+    max_b = pool.usable_blocks(kv_bytes) // per_request if per_request else 0
     longest = min(vllm_max_model_len(p, kv_bytes, batched_tokens, limit) for p in pools)
     if demand.batch == 1:
         max_ctx = longest
     else:
         max_ctx = min(limit, largest(lambda c: all(
-            demand.batch * p.blocks_per_request(c, batched_tokens) <= p.free_blocks(kv_bytes) for p in pools)))
+            demand.batch * p.blocks_per_request(c, batched_tokens) <= p.usable_blocks(kv_bytes) for p in pools)))
     notes: tuple[str, ...] = ()
     admission = ""
     if any(t.kind in ("sliding", "chunked") for p in pools for t in p.types):

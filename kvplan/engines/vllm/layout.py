@@ -38,15 +38,31 @@ from kvplan.spec import LayerSpec, ModelSpec
 from dataclasses import replace
 
 FLASHMLA_BLOCK_SIZE = 64
-# Attention block sizes for hybrid Mamba models are multiples of this (kernel alignment).
+# Attention block sizes for hybrid Mamba models are multiples of the kernel alignment
+# (platforms/interface.py ``_align_hybrid_block_size``): 16, and 64 for gated-delta-net layers once the
+# FlashInfer GDN prefill kernel exports checkpoints (Hopper; 0.33 has it, 0.26 had neither: boundary
+# approximate). Those layers also keep ``num_prefill_checkpoint_blocks`` = 1 extra page at admission.
 _HYBRID_BLOCK_ALIGN = 16
+_GDN_BLOCK_ALIGN = 64
+GDN_CHECKPOINT_SINCE = (0, 27)
+# Prefix caching on (the V1 default) turns mamba_cache_mode 'none' into 'align': a Mamba group is admitted
+# with 2 pages (+ speculative + checkpoint blocks) instead of 1 (MambaModelConfig.verify_and_update_config,
+# MambaSpec.max_memory_usage_bytes; present in 0.19, boundary approximate).
+MAMBA_ALIGN_SINCE = (0, 19)
+# The start-up check and the max-length estimate subtract the null block from the available memory
+# (kv_cache_planning.get_kv_cache_configs): in 0.33, not in 0.26.0.
+NULL_BLOCK_CHECK_SINCE = (0, 27)
 # Quantised layouts vLLM defines for K/V heads only (kv_cache_interface.py), not for the MLA latent.
 _NO_MLA_LAYOUT = frozenset({"int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4"})
 # Releases in which chunked local attention fell back to full attention by default (approximate
 # bounds: the env default flipped to true after 0.12).
 _CHUNKED_AS_FULL = ((0, 10), (0, 13))
-# Async scheduling (two batches in flight) became the CUDA default (VllmConfig.max_in_flight_tokens).
-ASYNC_SCHEDULING_SINCE = (0, 23)
+# Async scheduling (the scheduler one batch ahead) became the default with PR #27614 (off in 0.11.0, on in
+# the 0.19.0 logs; the first release with it is approximate).
+ASYNC_SCHEDULING_SINCE = (0, 12)
+# Sliding / chunked admission counts max_in_flight_tokens (two batches when async) in 0.26.0 and 0.33, one
+# batch (max_num_batched_tokens) in 0.21.0 and before (kv_cache_interface.py); 0.22-0.25 unchecked.
+ADMISSION_IN_FLIGHT_SINCE = (0, 23)
 
 KV_DTYPES = frozenset({
     "float32", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
@@ -60,7 +76,7 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     spec = shard_spec(spec, options.tp)
     assumptions: list[str] = []
     state_costs = {id(layer): _state_cost(layer, spec) for layer in spec.layers if layer.kind == "recurrent"}
-    block = _block_size(spec, kv_dtype, options, state_costs, assumptions)
+    block = _block_size(spec, kv_dtype, version, options, state_costs, assumptions)
     chunked_as_full = _CHUNKED_AS_FULL[0] <= version < _CHUNKED_AS_FULL[1]
     if chunked_as_full and "chunked" in spec.layer_kind_counts():
         assumptions.append(
@@ -72,7 +88,9 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
         spec, lambda layer, first: _group(layer, first, kv_dtype, block, state_costs.get(id(layer)), chunked_as_full,
                                           lag))
     groups = unify_pages(groups, assumptions)
-    pool = replace(pool_grouping(groups), in_flight_batches=lag)
+    pool = replace(pool_grouping(groups), in_flight_batches=in_flight_batches(version, options),
+                   state_pages=_state_pages(spec, version, assumptions),
+                   reserved_blocks=1 if version >= NULL_BLOCK_CHECK_SINCE else 0)
     groups = groups + padding_groups(pool, spec.num_layers)
     if state_costs:
         assumptions.append(
@@ -80,7 +98,7 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
         )
     assumptions.append(
         f"vLLM: bytes held while the token at position 'context' is written, {'async' if lag == 2 else 'synchronous'} "
-        f"scheduling ({'the default from 0.23' if lag == 2 else 'before 0.23 the only mode'}"
+        f"scheduling ({'the default from about 0.12' if lag == 2 else 'the default before about 0.12'}"
         f"{'' if options.async_scheduling is None else ', as asked'}); sliding and chunked layers free "
         "their blocks one step later under async scheduling"
     )
@@ -93,7 +111,22 @@ def _state_cost(layer: LayerSpec, spec: ModelSpec) -> TokenCost:
                                 conv_elem_bytes=elem, ssm_elem_bytes=elem)
 
 
-def _block_size(spec: ModelSpec, dtype: KVDType, options: EngineOptions,
+def _gdn_checkpoints(spec: ModelSpec, version: Version) -> bool:
+    return version >= GDN_CHECKPOINT_SINCE and any(
+        layer.kind == "recurrent" and layer.mixer == "gated_delta_net" for layer in spec.layers)
+
+
+def _state_pages(spec: ModelSpec, version: Version, assumptions: list[str]) -> int:
+    """Pages one Mamba group is admitted with (``MambaSpec.max_memory_usage_bytes``)."""
+    if not any(layer.kind == "recurrent" for layer in spec.layers) or version < MAMBA_ALIGN_SINCE:
+        return 1
+    pages = 2 + (1 if _gdn_checkpoints(spec, version) else 0)
+    assumptions.append(f"vLLM admits a request with {pages} state pages per Mamba group (prefix caching on: "
+                       "mamba_cache_mode 'align'); a running sequence holds 1")
+    return pages
+
+
+def _block_size(spec: ModelSpec, dtype: KVDType, version: Version, options: EngineOptions,
                 state_costs: dict[int, TokenCost], assumptions: list[str]) -> int:
     if options.block_size is not None:
         return options.block_size
@@ -108,7 +141,7 @@ def _block_size(spec: ModelSpec, dtype: KVDType, options: EngineOptions,
     if state_costs and attention:
         mamba_page = max(cost.bytes for cost in state_costs.values())
         attn_per_token = max(full.token_cost(layer, dtype).bytes for layer in attention)
-        align = _HYBRID_BLOCK_ALIGN
+        align = _GDN_BLOCK_ALIGN if _gdn_checkpoints(spec, version) else _HYBRID_BLOCK_ALIGN
         block = align * -(-mamba_page // (align * attn_per_token))
         assumptions.append(
             f"vLLM raises the attention block to {block} tokens so one attention page holds a "
@@ -119,10 +152,18 @@ def _block_size(spec: ModelSpec, dtype: KVDType, options: EngineOptions,
 
 
 def async_scheduling(version: Version, options: EngineOptions) -> bool:
-    """Two batches in flight: the CUDA default from v0.23 (``VllmConfig.max_in_flight_tokens``)."""
+    """Whether the scheduler runs one batch ahead (``SchedulerConfig.async_scheduling``)."""
     if options.async_scheduling is not None:
         return options.async_scheduling
     return version >= ASYNC_SCHEDULING_SINCE
+
+
+def in_flight_batches(version: Version, options: EngineOptions) -> int:
+    """Batches a sliding or chunked group's admission reserves room for: ``max_in_flight_tokens`` (two
+    batches under async scheduling) from about 0.23; one batch (``max_num_batched_tokens``) before."""
+    if version < ADMISSION_IN_FLIGHT_SINCE:
+        return 1
+    return 2 if async_scheduling(version, options) else 1
 
 
 def _group(layer: LayerSpec, first: int, dtype: KVDType, block: int, state: TokenCost | None,
