@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
+
+FIELDS: dict[str, str] = {}
+"""Library parameter -> this command's parameter, where they differ."""
+
+
+def command() -> Callable[..., None]:
+    """The typer command function."""
+    return schema_command
 
 
 def schema_command(
@@ -16,7 +26,7 @@ def schema_command(
     from kvplan.errors import UsageError
 
     if what not in ("model", "deployment"):
-        raise UsageError(f"unknown schema '{what}' (known: model, deployment)")
+        raise UsageError(f"unknown schema '{what}' (known: model, deployment)", field="what")
     if what == "deployment":
         from kvplan.deploy.kvplan_file import schema as deployment_schema
 

@@ -289,7 +289,7 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
     except KvplanError as exc:
         invalid = "weights size unknown" in str(exc)
         add(_finding(dep, "error", "invalid-input" if invalid else "engine-refuses", str(exc),
-                     dep.line_of("tp") if "--tp" in str(exc) else dep.line, invalid_input=invalid))
+                     dep.line_of("tp") if getattr(exc, "field", None) == "tp" or "--tp" in str(exc) else dep.line, invalid_input=invalid))
         return
     if auto:
         add(_finding(dep, "note", "max-model-len-auto", f"{dep.spelled('max_model_len')} auto: the engine picks "
