@@ -158,14 +158,14 @@ def resolve_layout(spec: ModelSpec, engine: str, engine_version: str | None, kv_
     version = parse_version(engine_version or eng.default_version)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     if block_size is not None and block_size <= 0:
-        raise VerifyError(f"--block-size {block_size} must be a positive integer")
+        raise VerifyError(f"{block_size} must be a positive integer", field="block_size")
     return eng.layout(spec, dtype, version, EngineOptions(block_size=block_size, tp=1))
 
 
 def plan_cache(spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> CachePlan:
     """Every tensor ``layout.engine`` allocates for ``batch`` sequences of ``context`` tokens."""
     if batch <= 0 or context <= 0:
-        raise VerifyError("--batch and --context must be positive")
+        raise VerifyError("batch and context must be positive", field="batch" if batch < 1 else "context")
     names = _component_names(layout)
     components = _components(layout, names, batch, context)
     if layout.engine == "vllm":
