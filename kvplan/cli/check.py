@@ -59,6 +59,11 @@ def check_command(
         raise UsageError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", field="fmt")
     report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
                    ignore_unrecognized=ignore_unrecognized)
-    sys.stdout.write(render(report, fmt))
+    width = None
+    if fmt == "table" and sys.stdout.isatty():  # fit the terminal; piped, never wrap or cut
+        import shutil
+
+        width = shutil.get_terminal_size().columns
+    sys.stdout.write(render(report, fmt, width))
     if report.exit_code:
         raise typer.Exit(report.exit_code)
