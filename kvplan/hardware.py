@@ -277,7 +277,7 @@ def find_gpu(name: str, catalog: Iterable[GPU]) -> GPU:
             by_alias[_norm(alias)] = g
     if key and key in by_alias:
         return by_alias[key]
-    raise UsageError(f"unknown GPU '{name.strip()}'{_suggest(name, gpus)}")
+    raise UsageError(f"unknown GPU '{name.strip()}'{_suggest(name, gpus)}", field="gpu")
 
 
 def _suggest(name: str, gpus: tuple[GPU, ...]) -> str:

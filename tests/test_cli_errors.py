@@ -38,7 +38,6 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
     (["max-batch", "gpt2", "--gpu", "H100", "--pp", "99"], "kvplan: error: --pp: 99 exceeds the model's 12 layers"),
     (["max-batch", "gpt2", "--gpu", "H100", "--kv-cache-memory", "lots"], "kvplan: error: --kv-cache-memory: 'lots' is not a size"),
     (["max-batch", "gpt2", "--gpu", "H100", "--weights-bytes", "-1"], "kvplan: error: --weights-bytes: '-1' must be a positive size"),
-    (["verify", "gpt2", "--device", "tpu"], "kvplan: error: --device: 'tpu' is not a device"),
     (["schema", "nothing"], "kvplan: error: WHAT: unknown schema 'nothing'"),
 ])
 def test_one_line_naming_the_flag_exit_2(capsys, args, line):
@@ -47,6 +46,12 @@ def test_one_line_naming_the_flag_exit_2(capsys, args, line):
     assert err.startswith("kvplan: error: ") and err.count("\n") == 1, err
     assert line in err, err
     assert "Traceback" not in err and "╭" not in err and "Usage:" not in err
+
+
+def test_verify_errors_name_the_flag(capsys):
+    pytest.importorskip("torch", reason="verify checks its device with torch")
+    code, _, err = run(capsys, "verify", "gpt2", "--device", "tpu")
+    assert code == 2 and err == "kvplan: error: --device: 'tpu' is not a device: use cpu or cuda:N\n"
 
 
 def test_help_and_version_are_unchanged(capsys):
