@@ -100,7 +100,7 @@ def test_aliases_and_torch_device_names_resolve(catalog, name, canonical):
 def test_unknown_names_suggest_close_ones(catalog, name, expected):
     with pytest.raises(UsageError) as err:
         find_gpu(name, catalog)
-    message = str(err.value)
+    message = err.value.message
     assert message.startswith(f"unknown GPU '{name}' (did you mean ")
     assert "\n" not in message
     for e in expected:
