@@ -67,9 +67,9 @@ def run_app(args: list[str]) -> int:
     except exceptions.UsageError as exc:
         sys.stderr.write(f"kvplan: error: {usage_line(exc)}\n")
         return EXIT_USAGE
-    except exceptions.ClickException as exc:  # e.g. a file typer could not open
+    except exceptions.ClickException as exc:  # e.g. a file typer could not open: bad input, so 2
         sys.stderr.write(f"kvplan: error: {' '.join(exc.format_message().split())}\n")
-        return exc.exit_code if exc.exit_code else EXIT_USAGE
+        return EXIT_USAGE
     except Abort:
         sys.stderr.write("kvplan: aborted\n")
         return 130

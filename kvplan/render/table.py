@@ -40,7 +40,8 @@ def print_estimates(console: Console, results: Sequence[EstimateResult], by_laye
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for result in results:
         for i, row in enumerate(result.rows):
-            table.add_row(_engine_label(result) if i == 0 else "", *row_cells(row), end_section=i == len(result.rows) - 1)
+            last = i == len(result.rows) - 1
+            table.add_row(_engine_label(result) if i == 0 else "", *row_cells(row), end_section=last)
     console.print(never_cut(table))
     shared = [a for a in results[0].assumptions if all(a in r.assumptions for r in results)]
     for result in results:
