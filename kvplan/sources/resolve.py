@@ -22,7 +22,8 @@ def load_model(name: str, *, revision: str | None = None, hub: bool = False) -> 
     expanded = os.path.expanduser(name)
     if os.path.exists(expanded):  # os.path, not pathlib: a bundled lookup must not pay for pathlib's import
         if hub or revision is not None:
-            raise UsageError(f"{name} is a local path: --hub and --revision apply to Hub model ids")
+            raise UsageError(f"{name} is a local path: the Hub and its revisions apply to Hub model ids only",
+                             field="hub" if hub else "revision")
         from pathlib import Path
 
         return load_path(Path(expanded))
@@ -32,7 +33,8 @@ def load_model(name: str, *, revision: str | None = None, hub: bool = False) -> 
 
         repo, at_rev = split_revision(name)
         if revision is not None and revision != at_rev:
-            raise UsageError(f"'{name}' names revision '{at_rev}' and --revision says '{revision}': give one")
+            raise UsageError(f"'{name}' names revision '{at_rev}', and revision '{revision}' is given too: give one",
+                             field="revision")
         revision = at_rev
     if not hub and revision is None:
         from kvplan.sources.bundled import load_bundled
