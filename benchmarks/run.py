@@ -37,6 +37,17 @@ def wall(cmd: list[str], runs: int = RUNS) -> tuple[float, float]:
     return statistics.median(times), min(times)
 
 
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        import importlib
+
+        return getattr(importlib.import_module(package), "__version__", None) or version(package)
+    except (ImportError, PackageNotFoundError):
+        return "not installed"
+
+
 def sweep_seconds(model: str, contexts: int, batches: int) -> tuple[float, int]:
     import kvplan
     from kvplan.sources.resolve import load_model
@@ -70,6 +81,15 @@ def main() -> None:
     for label, extra in (("kvplan estimate (table)", []), ("kvplan estimate --format json", ["-f", "json"])):
         med, low = wall([*kvplan_exe.split(), "estimate", model, "-c", "8k", *extra])
         rows.append((label, med, low))
+    # the same command through typer (what the fast path saves), and commands that always use typer
+    slow = f"from kvplan.cli import main; main(['estimate', {model!r}, '-c', '8k', '-f', 'json'], fast=False)"
+    med, low = wall([py, "-c", slow])
+    rows.append(("kvplan estimate --format json, through typer", med, low))
+    for label, argv in (("kvplan gpus --format json (typer)", ["gpus", "-f", "json"]),
+                        ("kvplan max-batch --format json (typer)",
+                         ["max-batch", model, "--gpu", "H100", "-f", "json"])):
+        med, low = wall([*kvplan_exe.split(), *argv])
+        rows.append((label, med, low))
     library_med, library_min = wall([py, "-c", f"import kvplan; kvplan.estimate({model!r}, contexts=[8192])"])
     rows.append(("kvplan.estimate() from Python", library_med, library_min))
 
@@ -83,7 +103,8 @@ def main() -> None:
         "# Performance",
         "",
         f"Measured by `python benchmarks/run.py` on {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()} ({time.strftime('%Y-%m-%d')}). Each process timing is the "
+        f"Python {platform.python_version()}, typer {_version('typer')} ({time.strftime('%Y-%m-%d')}). "
+        "Each process timing is the "
         f"median (and minimum) of {RUNS} fresh processes after one warm-up run.",
         "",
         "## Cold start",

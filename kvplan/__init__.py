@@ -6,30 +6,66 @@ Library use::
     result = kvplan.estimate("meta-llama/Llama-3.1-8B", contexts=[8192], batches=[1, 8])
     result.rows[0].kv_bytes
 
-Attributes are imported lazily so that ``kvplan estimate`` starts fast and never imports torch.
+Every name in ``__all__`` is imported lazily, on first use, so that ``import kvplan`` and
+``kvplan estimate`` start fast and never import torch. Errors are ``kvplan.KvplanError`` (a
+``ValueError``) or one of its subclasses, each with ``.field``: the parameter at fault.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place: pyproject.toml reads it (hatch dynamic version)
 
 _LAZY = {
+    # what kvplan computes
     "estimate": ("kvplan.estimate", "estimate"),
     "EstimateResult": ("kvplan.estimate", "EstimateResult"),
-    "load_model": ("kvplan.sources.resolve", "load_model"),
     "max_batch": ("kvplan.plan", "max_batch"),
-    "verify": ("kvplan.verify", "verify"),
-    "check": ("kvplan.deploy", "check"),
     "CapacityPlan": ("kvplan.plan", "CapacityPlan"),
     "Settings": ("kvplan.budgets", "Settings"),
+    "verify": ("kvplan.verify", "verify"),
+    "VerifyResult": ("kvplan.verify", "VerifyResult"),
+    "check": ("kvplan.deploy", "check"),
+    "CheckReport": ("kvplan.deploy.report", "CheckReport"),
+    # what it reads
+    "load_model": ("kvplan.sources.resolve", "load_model"),
     "ModelSpec": ("kvplan.spec", "ModelSpec"),
     "LayerSpec": ("kvplan.spec", "LayerSpec"),
+    "GPU": ("kvplan.hardware", "GPU"),
+    "load_catalog": ("kvplan.hardware", "load_catalog"),
+    "find_gpu": ("kvplan.hardware", "find_gpu"),
+    # values as people write them
+    "parse_counts": ("kvplan.units", "parse_counts"),
+    "parse_bytes": ("kvplan.hardware", "parse_bytes"),
+    "format_bytes": ("kvplan.units", "format_bytes"),
+    # errors
     "KvplanError": ("kvplan.errors", "KvplanError"),
+    "UsageError": ("kvplan.errors", "UsageError"),
+    "SpecError": ("kvplan.errors", "SpecError"),
+    "ModelSpecError": ("kvplan.errors", "ModelSpecError"),
+    "ConfigError": ("kvplan.errors", "ConfigError"),
+    "NotFoundError": ("kvplan.errors", "NotFoundError"),
+    "HubError": ("kvplan.errors", "HubError"),
 }
 
 __all__ = ["__version__", *_LAZY]
+
+if TYPE_CHECKING:  # for type checkers and editors; at run time the names load on first use
+    from kvplan.budgets import Settings
+    from kvplan.deploy import check
+    from kvplan.deploy.report import CheckReport
+    from kvplan.errors import (ConfigError, HubError, KvplanError, ModelSpecError, NotFoundError, SpecError,
+                               UsageError)
+    from kvplan.estimate import EstimateResult, estimate
+    from kvplan.hardware import GPU, find_gpu, load_catalog, parse_bytes
+    from kvplan.plan import CapacityPlan, max_batch
+    from kvplan.sources.resolve import load_model
+    from kvplan.spec import LayerSpec, ModelSpec
+    from kvplan.units import format_bytes, parse_counts
+    from kvplan.verify import VerifyResult, verify
 
 
 def __getattr__(name: str) -> Any:
@@ -41,3 +77,22 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'kvplan' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+class _Package(ModuleType):
+    """``kvplan.estimate`` and ``kvplan.verify`` are functions that share their name with a submodule.
+    Importing the submodule (``from kvplan.estimate import EstimateResult``) makes Python set the
+    package attribute to the module, and ``kvplan.estimate(...)`` would then fail: keep the function."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        target = _LAZY.get(name)
+        if target is not None and isinstance(value, ModuleType) and value.__name__ == target[0]:
+            value = getattr(value, target[1])
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

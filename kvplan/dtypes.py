@@ -107,7 +107,7 @@ def resolve_kv_dtype(name: str, model_dtype: str) -> KVDType:
         return KV_DTYPES[key]
     except KeyError:
         known = ", ".join(["auto", *KV_DTYPES])
-        raise UsageError(f"unknown kv dtype '{name}' (known: {known})") from None
+        raise UsageError(f"unknown kv dtype '{name}' (known: {known})", field="kv_dtype") from None
 
 
 def canonical_kv_dtype_name(name: str) -> str:

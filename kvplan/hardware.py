@@ -91,21 +91,21 @@ def parse_bytes(text: str, what: str = "gpu-memory") -> int:
     """'69524783104' / '30.5GiB' / '80GB' / '512MiB' -> bytes (GB = 10^9, GiB = 2^30), rounded down."""
     raw = str(text)
     if raw.strip().startswith("-"):
-        raise UsageError(f"--{what}: '{raw}' must be a positive size")
+        raise UsageError(f"'{raw}' must be a positive size", field=what.replace("-", "_"))
     m = _SIZE.match(raw)
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNITS:
-        raise UsageError(f"--{what}: '{raw}' is not a size (examples: 69524783104, 30.5GiB, 80GB, 512MiB; "
-                         "units B, KB/MB/GB/TB = 10^3.., KiB/MiB/GiB/TiB = 2^10..)")
+        raise UsageError(f"'{raw}' is not a size (examples: 69524783104, 30.5GiB, 80GB, 512MiB; "
+                         "units B, KB/MB/GB/TB = 10^3.., KiB/MiB/GiB/TiB = 2^10..)", field=what.replace("-", "_"))
     try:
         value = Decimal(m.group(1)) * _UNITS[unit]
     except InvalidOperation:  # pragma: no cover - the pattern admits only plain decimals
-        raise UsageError(f"--{what}: '{raw}' is not a size") from None
+        raise UsageError(f"'{raw}' is not a size", field=what.replace("-", "_")) from None
     n = int(value)  # whole bytes, rounded down
     if n <= 0:
-        raise UsageError(f"--{what}: '{raw}' must be at least one byte")
+        raise UsageError(f"'{raw}' must be at least one byte", field=what.replace("-", "_"))
     if n > MAX_BYTES:
-        raise UsageError(f"--{what}: '{raw}' is absurdly large for one GPU")
+        raise UsageError(f"'{raw}' is absurdly large for one GPU", field=what.replace("-", "_"))
     return n
 
 
@@ -277,7 +277,7 @@ def find_gpu(name: str, catalog: Iterable[GPU]) -> GPU:
             by_alias[_norm(alias)] = g
     if key and key in by_alias:
         return by_alias[key]
-    raise UsageError(f"unknown GPU '{name.strip()}'{_suggest(name, gpus)}")
+    raise UsageError(f"unknown GPU '{name.strip()}'{_suggest(name, gpus)}", field="gpu")
 
 
 def _suggest(name: str, gpus: tuple[GPU, ...]) -> str:

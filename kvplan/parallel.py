@@ -22,9 +22,9 @@ from kvplan.spec import LayerSpec, ModelSpec, group_layers
 def pp_partitions(num_layers: int, pp: int) -> list[int]:
     """Layers per pipeline stage, vLLM's default split."""
     if pp < 1:
-        raise UsageError(f"--pp {pp} must be at least 1")
+        raise UsageError(f"{pp} must be at least 1", field="pp")
     if pp > num_layers:
-        raise UsageError(f"--pp {pp} exceeds the model's {num_layers} layers")
+        raise UsageError(f"{pp} exceeds the model's {num_layers} layers", field="pp")
     parts = [num_layers // pp] * pp
     for i in range(2, num_layers % pp + 2):
         parts[-i] += 1
@@ -75,7 +75,7 @@ def shard_layer(layer: LayerSpec, tp: int) -> LayerSpec:
 
 def shard_spec(spec: ModelSpec, tp: int) -> ModelSpec:
     if tp < 1:
-        raise UsageError(f"--tp {tp} must be at least 1")
+        raise UsageError(f"{tp} must be at least 1", field="tp")
     if tp == 1:
         return spec
     return replace(spec, layers=tuple(shard_layer(layer, tp) for layer in spec.layers))

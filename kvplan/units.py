@@ -7,57 +7,109 @@ units (GiB = 2^30 B); a bare "GB" is never printed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from kvplan.errors import UsageError
 
 _COUNT_SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20}
 MAX_SWEEP_POINTS = 10_000_000
 MAX_COUNT = 1 << 40
+_MAX_TEXT = 10_000  # characters of one count list: far beyond any sweep a person types
+
+
+def _field(what: str) -> str:
+    """The library parameter name (``max_model_len``) for a name given either way."""
+    return what.lstrip("-").replace("-", "_")
 
 
 def parse_count(text: str, what: str) -> int:
+    """One count: ``8192``, ``8k`` (k = 1024), ``1m``. ``what`` names the parameter (``field``)."""
+    field = _field(what)
     raw = text.strip().lower()
     suffix = raw[-1:] if raw[-1:] in ("k", "m") else ""
     number = raw[: len(raw) - len(suffix)]
+    if len(number) > 20:  # int() of thousands of digits is slow and never a count
+        raise UsageError(f"'{text[:40]}...' is not a count (examples: 4096, 4k, 1k..128k)", field=field)
     try:
         value = float(number) * _COUNT_SUFFIX[suffix] if "." in number else int(number) * _COUNT_SUFFIX[suffix]
-    except ValueError:
-        raise UsageError(f"--{what}: '{text}' is not a count (examples: 4096, 4k, 1k..128k)") from None
-    if value != int(value):
-        raise UsageError(f"--{what}: '{text}' is not a whole number of tokens")
+    except (ValueError, OverflowError):
+        raise UsageError(f"'{text}' is not a count (examples: 4096, 4k, 1k..128k)", field=field) from None
+    if value != value or value in (float("inf"), float("-inf")) or value != int(value):
+        raise UsageError(f"'{text}' is not a whole number of tokens", field=field)
     value = int(value)
     if value <= 0:
-        raise UsageError(f"--{what}: {text} must be positive")
+        raise UsageError(f"{text} must be positive", field=field)
     if value > MAX_COUNT:
-        raise UsageError(f"--{what}: {text} is absurdly large")
+        raise UsageError(f"{text} is absurdly large", field=field)
     return value
 
 
 def parse_count_list(text: str, what: str) -> list[int]:
-    """'1,8,32' / '4k' / '1k..128k' (doubling) / '1k..8k:1k' (step), in the order given."""
+    """'1,8,32' / '4k' / '1k..128k' (doubling) / '1k..8k:1k' (step), in the order given, repeats dropped."""
+    field = _field(what)
+    if len(text) > _MAX_TEXT:
+        raise UsageError(f"a list of {len(text):,} characters is too long", field=field)
     values: list[int] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
-            raise UsageError(f"--{what}: empty item in '{text}'")
+            raise UsageError(f"empty item in '{text}'", field=field)
         if ".." in part:
-            values.extend(_parse_range(part, what))
+            values.extend(_parse_range(part, field))
         else:
-            values.append(parse_count(part, what))
+            values.append(parse_count(part, field))
         if len(values) > MAX_SWEEP_POINTS:
-            raise UsageError(f"--{what}: more than {MAX_SWEEP_POINTS:,} values")
+            raise UsageError(f"more than {MAX_SWEEP_POINTS:,} values", field=field)
     return list(dict.fromkeys(values))
 
 
-def _parse_range(part: str, what: str) -> list[int]:
+def parse_counts(value: int | str | Iterable[int | str], field: str) -> list[int]:
+    """Counts as a program or a person gives them, for the library's ``contexts=`` / ``batches=``.
+
+    ``8192``, ``"8k"`` (k = 1024), ``"1k..8k"`` (doubling), ``"1k..8k:1k"`` (step), ``"1,8,32"``, or a
+    list / tuple / range of those; repeats are dropped, the order kept. Anything else (a bool, a float,
+    zero, a negative, an empty list) raises ``UsageError(field=field)``.
+    """
+    if isinstance(value, str):
+        return parse_count_list(value, field)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [_positive(value, field)]
+    if isinstance(value, (bytes, dict)) or not isinstance(value, Iterable):
+        raise UsageError(f"expected a count, a text such as '1k..8k' or a list of those, got "
+                         f"{type(value).__name__}", field=field)
+    values: list[int] = []
+    for item in value:
+        if isinstance(item, str):
+            values.extend(parse_count_list(item, field))
+        elif isinstance(item, int) and not isinstance(item, bool):
+            values.append(_positive(item, field))
+        else:
+            raise UsageError(f"{item!r} is not a count (an int or a text such as '8k')", field=field)
+        if len(values) > MAX_SWEEP_POINTS:
+            raise UsageError(f"more than {MAX_SWEEP_POINTS:,} values", field=field)
+    if not values:
+        raise UsageError("needs at least one value", field=field)
+    return list(dict.fromkeys(values))
+
+
+def _positive(value: int, field: str) -> int:
+    if value <= 0:
+        raise UsageError(f"{value} must be positive", field=field)
+    if value > MAX_COUNT:
+        raise UsageError(f"{value} is absurdly large", field=field)
+    return value
+
+
+def _parse_range(part: str, field: str) -> list[int]:
     lo_text, _, rest = part.partition("..")
     hi_text, _, step_text = rest.partition(":")
-    lo, hi = parse_count(lo_text, what), parse_count(hi_text, what)
+    lo, hi = parse_count(lo_text, field), parse_count(hi_text, field)
     if hi < lo:
-        raise UsageError(f"--{what}: range '{part}' runs backwards")
+        raise UsageError(f"range '{part}' runs backwards", field=field)
     if step_text:
-        step = parse_count(step_text, what)
+        step = parse_count(step_text, field)
         if (hi - lo) // step + 1 > MAX_SWEEP_POINTS:
-            raise UsageError(f"--{what}: range '{part}' has more than {MAX_SWEEP_POINTS:,} values")
+            raise UsageError(f"range '{part}' has more than {MAX_SWEEP_POINTS:,} values", field=field)
         return list(range(lo, hi + 1, step))
     values, v = [], lo
     while v <= hi:
@@ -71,7 +123,7 @@ def _parse_range(part: str, what: str) -> list[int]:
 def parse_name_list(text: str, what: str) -> list[str]:
     names = [p.strip() for p in text.split(",")]
     if not all(names):
-        raise UsageError(f"--{what}: empty item in '{text}'")
+        raise UsageError(f"empty item in '{text}'", field=_field(what))
     return names
 
 

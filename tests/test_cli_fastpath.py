@@ -19,6 +19,8 @@ SAME = [
     ["estimate", "gpt2", "-c", "0"],  # kvplan's own error, exit 2
     ["estimate", "no/such-model"],
     ["estimate", "gpt2", "-e", "tgi"],
+    ["estimate", "gpt2", "--block-size", "x"],  # values are converted by run(), the same for both parsers
+    ["estimate", "gpt2", "-c", "1k", "-e", "vllm,sglang", "-f", "json"],
 ]
 
 
@@ -32,7 +34,7 @@ def test_fast_path_and_typer_agree(capsys, args):
 
 @pytest.mark.parametrize("args", [
     [], ["--help"], ["-h"], ["gpt2", "--help"], ["gpt2", "--bogus"], ["gpt2", "extra"], ["gpt2", "-c"],
-    ["gpt2", "--block-size", "x"], ["gpt2", "--by-layer=yes"], ["gpt2", "--", "-c"],
+    ["gpt2", "--by-layer=yes"], ["gpt2", "--", "-c"],
 ])
 def test_anything_unusual_goes_to_typer(args):
     assert parse_fast(args) is None
@@ -40,3 +42,18 @@ def test_anything_unusual_goes_to_typer(args):
 
 def test_every_option_has_a_long_name_and_help():
     assert all(opt.names[0].startswith("--") and opt.help for opt in OPTIONS)
+
+
+def test_the_typer_command_is_built_from_the_same_table():
+    """One options table: the typer command declares exactly OPTIONS (names, defaults, switches)."""
+    import typer
+
+    from kvplan.cli.app import app
+
+    command = typer.main.get_command(app).commands["estimate"]
+    options = {p.name: p for p in command.params if p.param_type_name == "option"}
+    assert set(options) == {opt.dest for opt in OPTIONS}
+    for opt in OPTIONS:
+        assert set(options[opt.dest].opts) == set(opt.names), opt.dest
+        assert options[opt.dest].default == opt.default, opt.dest
+        assert bool(options[opt.dest].is_flag) == opt.flag, opt.dest

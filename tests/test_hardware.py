@@ -100,7 +100,7 @@ def test_aliases_and_torch_device_names_resolve(catalog, name, canonical):
 def test_unknown_names_suggest_close_ones(catalog, name, expected):
     with pytest.raises(UsageError) as err:
         find_gpu(name, catalog)
-    message = str(err.value)
+    message = err.value.message
     assert message.startswith(f"unknown GPU '{name}' (did you mean ")
     assert "\n" not in message
     for e in expected:
@@ -136,7 +136,7 @@ def test_parse_bytes(text, expected):
 def test_parse_bytes_rejects_garbage_in_one_line(text):
     with pytest.raises(UsageError) as err:
         parse_bytes(text)
-    assert "\n" not in str(err.value) and "--gpu-memory" in str(err.value)
+    assert "\n" not in str(err.value) and err.value.field == "gpu_memory"
 
 
 def test_gpu_from_memory():
@@ -271,5 +271,5 @@ def test_gpus_command_table_through_typer(tmp_path):
 def test_gpus_command_rejects_unknown_format():
     from kvplan.cli.gpus import gpus_command
 
-    with pytest.raises(KvplanError, match="--format: unknown format 'xml'"):
+    with pytest.raises(KvplanError, match="fmt: unknown format 'xml'"):
         gpus_command(fmt="xml", catalog=None)

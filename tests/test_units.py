@@ -24,7 +24,7 @@ def test_step_range_and_duplicates():
 def test_bad_lists_are_one_line_errors(bad):
     with pytest.raises(UsageError) as info:
         parse_count_list(bad, "context")
-    assert "--context" in str(info.value) and "\n" not in str(info.value)
+    assert info.value.field == "context" and "--" not in info.value.message and "\n" not in str(info.value)
 
 
 def test_binary_units_never_bare_gb():

@@ -226,7 +226,7 @@ def test_find_max_batch_on_cpu_matches_max_batch():
                 memory_budget=budget, device="cpu")
     assert hf.max_batch.measured == hf.max_batch.predicted == budget // _estimate(
         "meta-llama/Llama-3.2-1B-Instruct", 1, 1000, engine="hf")
-    with pytest.raises(VerifyError, match="--memory-budget"):
+    with pytest.raises(VerifyError, match="memory_budget"):
         verify("Qwen/Qwen3-8B", context=1024, find_max_batch=True, device="cpu")
 
 

@@ -2,38 +2,53 @@
 
 ``main`` is the console entry point. A plain ``kvplan estimate ...`` runs through a fast path that
 never imports typer (see ``kvplan.cli.estimate``); everything else goes to the typer app.
+
+Every user mistake ends as ONE line on stderr and exit status 2: kvplan's own errors
+(``KvplanError``, whose ``field`` names the library parameter at fault; each command's table of
+options turns it into the command's own flag) and the parser's usage errors (``kvplan.cli.usage``).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+
+EXIT_USAGE = 2
 
 
 def main(argv: list[str] | None = None, *, fast: bool = True) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if fast and args[:1] == ["estimate"]:
-        from kvplan.cli.estimate import parse_fast, run
+        from kvplan.cli.estimate import flags, parse_fast, run
 
         values = parse_fast(args[1:])
         if values is not None:
-            return guarded(lambda: run(**values))
+            return guarded(lambda: run(**values), flags())
     from kvplan.cli.app import run_app
 
     return run_app(args)
 
 
-def guarded(action: Callable[[], object]) -> int:
+def error_line(exc: Exception, flags: Mapping[str, str]) -> str:
+    """``kvplan: error: --max-model-len: must be at least 1``: the field as the command's flag."""
+    field = getattr(exc, "field", None)
+    message = getattr(exc, "message", None)
+    if field and message is not None:
+        text = f"{flags[field]}: {message}" if field in flags else f"{field}: {message}"
+    else:
+        text = str(exc)
+    return "kvplan: error: " + " ".join(text.split("\n"))
+
+
+def guarded(action: Callable[[], object], flags: Mapping[str, str] | None = None) -> int:
     """Run a command: user mistakes become one line on stderr and exit status 2."""
     from kvplan.errors import KvplanError
 
     try:
         action()
     except KvplanError as exc:
-        field = getattr(exc, "field", None)
-        where = f"--{field.replace('_', '-')}: " if field else ""
-        sys.stderr.write(f"kvplan: error: {where}{exc}\n")
-        return 2
+        sys.stderr.write(error_line(exc, flags or {}) + "\n")
+        return EXIT_USAGE
     except BrokenPipeError:
         return 0
     return 0

@@ -1,8 +1,9 @@
-"""The typer application: one module per command; errors become one line and exit status 2."""
+"""The typer application: one module per command; every error becomes one line and exit status 2."""
 
 from __future__ import annotations
 
 import sys
+from types import ModuleType
 
 import typer
 
@@ -39,36 +40,48 @@ def _root(
     """Plan KV-cache memory for LLM serving."""
 
 
-def _register() -> None:
+def _commands() -> dict[str, ModuleType]:
     from kvplan.cli import check, estimate, gpus, log, max_batch, models, schema, spec, verify
 
-    app.command("estimate")(estimate.typer_command())
-    app.command("models")(models.models_command)
-    app.command("schema")(schema.schema_command)
-    app.command("spec")(spec.spec_command)
-    app.command("max-batch")(max_batch.max_batch_command)
-    app.command("gpus")(gpus.gpus_command)
-    app.command("check")(check.check_command)
-    app.command("verify")(verify.verify_command)
-    app.command("log")(log.log_command)
+    return {"estimate": estimate, "models": models, "schema": schema, "spec": spec, "max-batch": max_batch,
+            "gpus": gpus, "check": check, "verify": verify, "log": log}
 
 
-_register()
+COMMANDS = _commands()
+for _name, _module in COMMANDS.items():
+    app.command(_name)(_module.command())
 
 
 def run_app(args: list[str]) -> int:
-    """Run the typer app on ``args``. Usage errors are typer's (exit 2); kvplan's own errors are
-    one line on stderr with exit 2 (``guarded``)."""
-    from kvplan.cli import guarded
+    """Run the app on ``args`` and return the exit status: 0, 1 (a command's verdict) or 2 (any mistake)."""
+    from kvplan.cli import EXIT_USAGE, error_line
+    from kvplan.cli.usage import Abort, exceptions, flag_table, usage_line
+    from kvplan.errors import KvplanError
 
-    def invoke() -> None:
-        app(args=args, prog_name="kvplan", standalone_mode=True)
-
+    group = typer.main.get_command(app)
     try:
-        return guarded(invoke)
-    except SystemExit as exc:  # standalone mode ends every run with SystemExit
-        code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        code = group.main(args=args, prog_name="kvplan", standalone_mode=False)
+    except getattr(exceptions, "NoArgsIsHelpError", ()) as exc:  # click >= 8.2
+        sys.stdout.write(exc.ctx.get_help() + "\n")  # bare `kvplan`: the help, as before
+        return EXIT_USAGE
+    except exceptions.UsageError as exc:
+        sys.stderr.write(f"kvplan: error: {usage_line(exc)}\n")
+        return EXIT_USAGE
+    except exceptions.ClickException as exc:  # e.g. a file typer could not open: bad input, so 2
+        sys.stderr.write(f"kvplan: error: {' '.join(exc.format_message().split())}\n")
+        return EXIT_USAGE
+    except Abort:
+        sys.stderr.write("kvplan: aborted\n")
+        return 130
+    except KvplanError as exc:
+        name = args[0] if args else ""
+        command = getattr(group, "commands", {}).get(name)
+        aliases = getattr(COMMANDS.get(name), "FIELDS", {})
+        sys.stderr.write(error_line(exc, flag_table(command, aliases) if command else {}) + "\n")
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

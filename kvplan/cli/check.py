@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+FIELDS: dict[str, str] = {"catalog": "gpu_catalog", "format": "fmt"}
+"""Library parameter -> this command's parameter, where they differ."""
+
+
+def command() -> Callable[..., None]:
+    """The typer command function."""
+    return check_command
 
 
 def check_command(
@@ -48,9 +58,14 @@ def check_command(
     from kvplan.render.check_out import FORMATS, render
 
     if fmt not in FORMATS:
-        raise UsageError(f"--format: unknown format '{fmt}' (known: {', '.join(FORMATS)})")
+        raise UsageError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", field="fmt")
     report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
                    ignore_unrecognized=ignore_unrecognized, calibration=calibration)
-    sys.stdout.write(render(report, fmt))
+    width = None
+    if fmt == "table" and sys.stdout.isatty():  # fit the terminal; piped, never wrap or cut
+        import shutil
+
+        width = shutil.get_terminal_size().columns
+    sys.stdout.write(render(report, fmt, width))
     if report.exit_code:
         raise typer.Exit(report.exit_code)

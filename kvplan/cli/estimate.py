@@ -18,11 +18,12 @@ from kvplan.render import FORMATS
 @dataclass(frozen=True)
 class Opt:
     dest: str
+    """The command's parameter name (``run``'s keyword)."""
     names: tuple[str, ...]
     default: Any
     help: str
-    kind: type = str
     flag: bool = False
+    """A switch without a value; every other option takes text, which ``run`` converts."""
 
 
 OPTIONS: tuple[Opt, ...] = (
@@ -35,20 +36,30 @@ OPTIONS: tuple[Opt, ...] = (
         "int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4, fp8_ds_mla (vLLM, MLA), "
         "q8_0, q4_0, ... (llama.cpp)."),
     Opt("engine", ("--engine", "-e"), "vllm",
-        "Cache layout rules: vllm, sglang, trtllm, llamacpp, hf (transformers DynamicCache) or hf-static "
-        "(StaticCache)."),
+        "Cache layout rules, one or a list to compare (vllm,sglang): vllm, sglang, trtllm, llamacpp, "
+        "hf (transformers DynamicCache) or hf-static (StaticCache)."),
     Opt("engine_version", ("--engine-version",), None,
         "Which release's rules apply, e.g. 0.10 (vLLM) or 4.57 (transformers). Default: the newest kvplan knows."),
-    Opt("block_size", ("--block-size",), None, "Override the engine's page size in tokens.", kind=int),
+    Opt("block_size", ("--block-size",), None, "Override the engine's page size in tokens."),
     Opt("fmt", ("--format", "-f"), "table", f"Output format: {', '.join(FORMATS)}."),
-    Opt("by_layer", ("--by-layer",), False, "Break every row down per layer.", kind=bool, flag=True),
-    Opt("explain", ("--explain",), False, "Show the formula behind each number.", kind=bool, flag=True),
-    Opt("plot", ("--plot",), False, "Draw KV size against context (terminal chart).", kind=bool, flag=True),
+    Opt("by_layer", ("--by-layer",), False, "Break every row down per layer.", flag=True),
+    Opt("explain", ("--explain",), False, "Show the formula behind each number.", flag=True),
+    Opt("plot", ("--plot",), False, "Draw KV size against context (terminal chart).", flag=True),
     Opt("revision", ("--revision",), None,
         "Hugging Face Hub revision (branch, tag or commit) of MODEL; implies the Hub. Also MODEL@REV."),
     Opt("hub", ("--hub",), False, "Read MODEL from the Hugging Face Hub even when a bundled spec has its id.",
-        kind=bool, flag=True),
+        flag=True),
 )
+FIELDS = {"contexts": "context", "batches": "batch", "kv_dtypes": "kv_dtype", "format": "fmt", "name": "model"}
+"""Library parameter (``kvplan.estimate``, ``load_model``) -> this command's parameter, where they differ."""
+
+
+def flags() -> dict[str, str]:
+    """Library field -> flag, for one-line errors (the same table the typer command is built from)."""
+    table = {opt.dest: opt.names[0] for opt in OPTIONS} | {"model": "MODEL"}
+    return table | {field: table[dest] for field, dest in FIELDS.items()}
+
+
 MODEL_HELP = ("Bundled model id (e.g. meta-llama/Llama-3.1-8B), a config.json, a model directory, a YAML spec, "
               "or any Hugging Face Hub model id (org/name or org/name@revision; read from config.json and the "
               "safetensors headers, cached for HF_HUB_OFFLINE=1).")
@@ -67,9 +78,10 @@ Examples:
 
 
 def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str, engine_version: str | None,
-        block_size: int | None, fmt: str, by_layer: bool, explain: bool, plot: bool, revision: str | None = None,
+        block_size: str | int | None, fmt: str, by_layer: bool, explain: bool, plot: bool, revision: str | None = None,
         hub: bool = False) -> None:
     """Parse the values, compute, render: the whole command, shared by both parsers."""
+    from kvplan.cli.values import whole
     from kvplan.errors import UsageError
     from kvplan.estimate import estimate
     from kvplan.sources.resolve import load_model
@@ -77,51 +89,54 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
 
     fmt = fmt.lower()
     if fmt not in FORMATS:
-        raise UsageError(f"--format: unknown format '{fmt}' (known: {', '.join(FORMATS)})")
+        raise UsageError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", field="fmt")
+    engines = list(dict.fromkeys(parse_name_list(engine, "engine")))
+    size = whole(block_size, "block_size")
     spec = load_model(model, revision=revision, hub=hub)
     batches = parse_count_list(batch, "batch")
-    dtypes = parse_name_list(kv_dtype, "kv-dtype")
+    dtypes = parse_name_list(kv_dtype, "kv_dtype")
     if context is None:
         top = spec.max_position_embeddings or 8192
         contexts = parse_count_list(f"1k..{top}", "context") if top > 1024 else [top]
     else:
         contexts = parse_count_list(context, "context")
-    result = estimate(spec, contexts=contexts, batches=batches, kv_dtypes=dtypes, engine=engine,
-                      engine_version=engine_version, block_size=block_size, by_layer=by_layer)
+    results = [estimate(spec, contexts=contexts, batches=batches, kv_dtypes=dtypes, engine=name,
+                        engine_version=engine_version, block_size=size, by_layer=by_layer) for name in engines]
     if context is None:
         from dataclasses import replace
 
         note = f"contexts default to 1k..max_position_embeddings ({contexts[-1]:,}); choose with --context"
-        result = replace(result, assumptions=(*result.assumptions, note))
-    _render(result, fmt, by_layer, explain, plot)
+        results = [replace(r, assumptions=(*r.assumptions, note)) for r in results]
+    _render(results, fmt, by_layer, explain, plot)
 
 
-def _render(result: Any, fmt: str, by_layer: bool, explain: bool, plot: bool) -> None:
+def _render(results: list[Any], fmt: str, by_layer: bool, explain: bool, plot: bool) -> None:
     import sys
 
     if fmt == "json":
-        from kvplan.render.json_out import dumps
+        from kvplan.render.json_out import dumps, estimates_dict
 
-        sys.stdout.write(dumps(result.to_dict(explain=explain)))
+        sys.stdout.write(dumps(estimates_dict(results, explain=explain)))
     elif fmt == "csv":
         from kvplan.render.csv_out import estimate_csv
 
-        sys.stdout.write(estimate_csv(result, by_layer))
+        sys.stdout.write("".join(estimate_csv(r, by_layer, header=i == 0) for i, r in enumerate(results)))
     elif fmt == "markdown":
         from kvplan.render.markdown import estimate_markdown
 
-        sys.stdout.write(estimate_markdown(result, by_layer, explain))
+        sys.stdout.write("\n".join(estimate_markdown(r, by_layer, explain) for r in results))
     else:
-        from rich.console import Console
+        from kvplan.render.console import make_console
+        from kvplan.render.table import print_estimates
 
-        from kvplan.render.table import print_estimate
-
-        console = Console()
-        print_estimate(console, result, by_layer, explain)
+        console = make_console()
+        print_estimates(console, results, by_layer, explain)
         if plot:
             from kvplan.render.plot import estimate_plot
 
-            console.print(estimate_plot(result), highlight=False, markup=False)
+            for r in results:
+                title = f"{r.engine} {r.engine_version}: " if len(results) > 1 else ""
+                console.print(title + estimate_plot(r), highlight=False, markup=False)
         return
     if plot:
         sys.stderr.write("kvplan: --plot draws only with --format table\n")
@@ -130,9 +145,10 @@ def _render(result: Any, fmt: str, by_layer: bool, explain: bool, plot: bool) ->
 def parse_fast(args: list[str]) -> dict[str, Any] | None:
     """Values for ``run`` from the arguments after 'estimate', or None to leave them to typer.
 
-    Accepts what click accepts for these options (``--opt value``, ``--opt=value``, ``-o value``,
-    ``-ovalue``, flags, the last repeat winning) and gives up on anything else: help, unknown or
-    incomplete options, a missing or second MODEL, values typer would convert or reject.
+    A thin reader of ``OPTIONS``, the table the typer command is built from: it accepts what click
+    accepts for these options (``--opt value``, ``--opt=value``, ``-o value``, ``-ovalue``, flags, the
+    last repeat winning) and gives up on anything else (help, unknown or incomplete options, a missing
+    or second MODEL), which typer then reports. Values stay text: ``run`` converts them for both.
     """
     by_name = {name: opt for opt in OPTIONS for name in opt.names}
     values: dict[str, Any] = {opt.dest: opt.default for opt in OPTIONS}
@@ -161,18 +177,13 @@ def parse_fast(args: list[str]) -> dict[str, Any] | None:
             value, i = args[i], i + 1
         else:
             return None
-        if opt.kind is int:
-            if not value.strip().lstrip("+-").isdigit():
-                return None
-            values[opt.dest] = int(value)
-        else:
-            values[opt.dest] = value
+        values[opt.dest] = value
     if model is None:
         return None
     return {"model": model, **values}
 
 
-def typer_command() -> Callable[..., None]:
+def command() -> Callable[..., None]:
     """The typer command, its options built from ``OPTIONS``."""
 
     import typer
@@ -187,7 +198,7 @@ def typer_command() -> Callable[..., None]:
         kv_dtype: str = o["kv_dtype"],
         engine: str = o["engine"],
         engine_version: str | None = o["engine_version"],
-        block_size: int | None = o["block_size"],
+        block_size: str | None = o["block_size"],
         fmt: str = o["fmt"],
         by_layer: bool = o["by_layer"],
         explain: bool = o["explain"],
@@ -200,3 +211,6 @@ def typer_command() -> Callable[..., None]:
 
     estimate_command.__doc__ = DOC
     return estimate_command
+
+
+typer_command = command

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+FIELDS: dict[str, str] = {"format": "fmt"}
+"""Library parameter -> this command's parameter, where they differ."""
+
+
+def command() -> Callable[..., None]:
+    """The typer command function."""
+    return gpus_command
 
 
 def gpus_command(
@@ -21,13 +31,14 @@ def gpus_command(
     from kvplan.hardware import load_catalog
 
     if fmt not in ("table", "json"):
-        raise UsageError(f"--format: unknown format '{fmt}' (known: table, json)")
+        raise UsageError(f"unknown format '{fmt}' (known: table, json)", field="fmt")
     gpus = load_catalog(catalog)
     if fmt == "json":
         sys.stdout.write(json.dumps({"gpus": [g.to_dict() for g in gpus]}, indent=2) + "\n")
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from kvplan.render.console import make_console, never_cut
 
     table = Table(title="GPUs: memory as torch reports it (GiB = 2^30 B; ~ rounded reading, * estimate)",
                   title_justify="left")
@@ -44,4 +55,4 @@ def gpus_command(
             f"{g.tflops:g}" if g.tflops else "-",
             ", ".join(g.aliases),
         )
-    Console().print(table)
+    make_console().print(never_cut(table))

@@ -8,6 +8,11 @@ from typing import Any, Optional
 import typer
 
 
+def command() -> Any:
+    """The typer command function."""
+    return log_command
+
+
 def log_command(
     file: str = typer.Argument(..., help="The engine's start-up log, or - for standard input."),
     compare: bool = typer.Option(False, "--compare", help="Put kvplan's prediction for the same settings beside each item."),

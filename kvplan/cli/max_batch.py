@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+FIELDS = {"kv_dtype": "kv_cache_dtype", "catalog": "gpu_catalog", "kv_cache_memory_bytes": "kv_cache_memory",
+          "name": "model", "format": "fmt"}
+"""Library parameter (``kvplan.max_batch``, ``Settings``) -> this command's parameter, where they differ."""
+
+
+def command() -> Callable[..., None]:
+    """The typer command function."""
+    return max_batch_command
 
 
 def max_batch_command(
@@ -13,25 +24,25 @@ def max_batch_command(
     gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="GPU type from `kvplan gpus` (H100-80GB, A100-80GB, RTX-4090, ...)."),
     gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="Any other GPU: its total memory, e.g. 47.5GiB."),
     gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="A YAML file adding GPUs to the catalog."),
-    tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
-    pp: int = typer.Option(1, "--pp", help="Pipeline-parallel size."),
-    dp: int = typer.Option(1, "--dp", help="Data-parallel replicas."),
+    tp: str = typer.Option("1", "--tp", help="Tensor-parallel size."),
+    pp: str = typer.Option("1", "--pp", help="Pipeline-parallel size."),
+    dp: str = typer.Option("1", "--dp", help="Data-parallel replicas."),
     engine: str = typer.Option("vllm", "--engine", "-e", help="vllm, sglang, trtllm, llamacpp or hf."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's accounting (default: newest)."),
     kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", "--kv-dtype", help="KV cache dtype (auto, fp8, ...)."),
     max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Longest request (default: the model's limit); 32k works."),
     context: Optional[str] = typer.Option(None, "--context", "-c", help="Context for the max batch (default: --max-model-len)."),
-    batch: int = typer.Option(1, "--batch", "-b", help="Batch for the max context."),
+    batch: str = typer.Option("1", "--batch", "-b", help="Batch for the max context."),
     solve: str = typer.Option("batch", "--solve", help="batch, context or gpus (with --concurrency)."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Target concurrent sequences for --solve gpus."),
-    block_size: Optional[int] = typer.Option(None, "--block-size", help="Engine page size in tokens."),
-    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM: fraction of the GPU (default 0.92; 0.90 before v0.21)."),
+    concurrency: Optional[str] = typer.Option(None, "--concurrency", help="Target concurrent sequences for --solve gpus."),
+    block_size: Optional[str] = typer.Option(None, "--block-size", help="Engine page size in tokens."),
+    gpu_memory_utilization: Optional[str] = typer.Option(None, "--gpu-memory-utilization", help="vLLM: fraction of the GPU (default 0.92; 0.90 before v0.21)."),
     kv_cache_memory: Optional[str] = typer.Option(None, "--kv-cache-memory", help="KV memory per GPU as the engine logged it (e.g. 30.5GiB): skips the budget estimate."),
-    max_num_batched_tokens: Optional[int] = typer.Option(None, "--max-num-batched-tokens", help="vLLM: tokens per forward pass."),
-    max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs", help="vLLM: sequences per batch."),
+    max_num_batched_tokens: Optional[str] = typer.Option(None, "--max-num-batched-tokens", help="vLLM: tokens per forward pass."),
+    max_num_seqs: Optional[str] = typer.Option(None, "--max-num-seqs", help="vLLM: sequences per batch."),
     enforce_eager: bool = typer.Option(False, "--enforce-eager", help="vLLM: no CUDA graphs."),
-    mem_fraction_static: Optional[float] = typer.Option(None, "--mem-fraction-static", help="SGLang's static memory fraction."),
-    free_gpu_memory_fraction: Optional[float] = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM's KV fraction (0.9)."),
+    mem_fraction_static: Optional[str] = typer.Option(None, "--mem-fraction-static", help="SGLang's static memory fraction."),
+    free_gpu_memory_fraction: Optional[str] = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM's KV fraction (0.9)."),
     weights_bytes: Optional[str] = typer.Option(None, "--weights-bytes", help="Weights per GPU, e.g. 14.99GiB (default: the checkpoint / ranks)."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
@@ -54,21 +65,25 @@ def max_batch_command(
     import sys
 
     from kvplan.budgets import Settings
+    from kvplan.cli.values import number, whole
     from kvplan.errors import UsageError
     from kvplan.hardware import parse_bytes
     from kvplan.plan import max_batch
     from kvplan.units import parse_count
 
     if fmt not in ("table", "json"):
-        raise UsageError(f"--format: unknown format '{fmt}' (known: table, json)")
+        raise UsageError(f"unknown format '{fmt}' (known: table, json)", field="fmt")
     settings = Settings(
-        gpu_memory_utilization=gpu_memory_utilization,
-        kv_cache_memory_bytes=parse_bytes(kv_cache_memory, "kv-cache-memory") if kv_cache_memory else None,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, enforce_eager=enforce_eager,
-        mem_fraction_static=mem_fraction_static, free_gpu_memory_fraction=free_gpu_memory_fraction,
-        weights_bytes=parse_bytes(weights_bytes, "weights-bytes") if weights_bytes else None,
+        gpu_memory_utilization=number(gpu_memory_utilization, "gpu_memory_utilization"),
+        kv_cache_memory_bytes=parse_bytes(kv_cache_memory, "kv_cache_memory") if kv_cache_memory else None,
+        max_num_batched_tokens=whole(max_num_batched_tokens, "max_num_batched_tokens"),
+        max_num_seqs=whole(max_num_seqs, "max_num_seqs"), enforce_eager=enforce_eager,
+        mem_fraction_static=number(mem_fraction_static, "mem_fraction_static"),
+        free_gpu_memory_fraction=number(free_gpu_memory_fraction, "free_gpu_memory_fraction"),
+        weights_bytes=parse_bytes(weights_bytes, "weights_bytes") if weights_bytes else None,
     )
-    mml = parse_count(max_model_len, "max-model-len") if max_model_len else None
+    mml = parse_count(max_model_len, "max_model_len") if max_model_len else None
+    tp, pp, dp = whole(tp, "tp"), whole(pp, "pp"), whole(dp, "dp")
     calibrated = None
     if calibration is not None:
         from kvplan.logs.calibration import calibrate, load
@@ -85,8 +100,9 @@ def max_batch_command(
     result = max_batch(
         model, gpu=gpu, gpu_memory=gpu_memory, catalog=gpu_catalog, tp=tp, pp=pp, dp=dp, engine=engine,
         engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml,
-        context=parse_count(context, "context") if context else None, batch=batch, block_size=block_size,
-        settings=settings, solve=solve, concurrency=concurrency,  # type: ignore[arg-type]
+        context=parse_count(context, "context") if context else None, batch=whole(batch, "batch"),
+        block_size=whole(block_size, "block_size"), settings=settings, solve=solve,  # type: ignore[arg-type]
+        concurrency=whole(concurrency, "concurrency"),
     )
     if calibrated is not None:
         from dataclasses import replace
@@ -100,11 +116,10 @@ def max_batch_command(
             doc["calibration"] = {"file": str(calibration), "items": list(calibrated.used)}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        from rich.console import Console
-
+        from kvplan.render.console import make_console
         from kvplan.render.plan_table import print_plan
 
-        print_plan(Console(), result)
+        print_plan(make_console(), result)
     if not result.fits:
         sys.stderr.write(f"kvplan: does not fit: {result.message}\n")
         raise typer.Exit(1)

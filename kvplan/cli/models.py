@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
+
+FIELDS: dict[str, str] = {"format": "fmt"}
+"""Library parameter -> this command's parameter, where they differ."""
+
+
+def command() -> Callable[..., None]:
+    """The typer command function."""
+    return models_command
 
 
 def models_command(
@@ -17,7 +27,7 @@ def models_command(
     from kvplan.sources.bundled import bundled_ids, load_bundled
 
     if fmt not in ("table", "json"):
-        raise UsageError(f"--format: unknown format '{fmt}' (known: table, json)")
+        raise UsageError(f"unknown format '{fmt}' (known: table, json)", field="fmt")
     rows = []
     for model_id in bundled_ids():
         spec = load_bundled(model_id)
@@ -31,9 +41,9 @@ def models_command(
     if fmt == "json":
         sys.stdout.write(json.dumps({"models": rows}, indent=2) + "\n")
         return
-    from rich.console import Console
     from rich.table import Table
 
+    from kvplan.render.console import make_console, never_cut
     from kvplan.units import format_bytes
 
     table = Table(title="Bundled models (transformers cache, model dtype, one sequence at max context)",
@@ -45,4 +55,4 @@ def models_command(
         table.add_row(r["id"], r["model_type"], str(r["layers"]), kinds,
                       f"{r['max_position_embeddings'] or 0:,}", format_bytes(r["kv_bytes_at_max_context"]),
                       format_bytes(r["weights_bytes"]) if r["weights_bytes"] else "?")
-    Console().print(table)
+    make_console().print(never_cut(table))

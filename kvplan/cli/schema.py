@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
+
+FIELDS: dict[str, str] = {}
+"""Library parameter -> this command's parameter, where they differ."""
+
+
+def command() -> Callable[..., None]:
+    """The typer command function."""
+    return schema_command
 
 
 def schema_command(
@@ -16,7 +26,7 @@ def schema_command(
     from kvplan.errors import UsageError
 
     if what not in ("model", "deployment", "calibration"):
-        raise UsageError(f"unknown schema '{what}' (known: model, deployment, calibration)")
+        raise UsageError(f"unknown schema '{what}' (known: model, deployment, calibration)", field="what")
     if what == "calibration":
         from kvplan.logs.calibration import schema as calibration_schema
 

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pathlib import Path
 
 import typer
 
 from kvplan.cli.estimate import MODEL_HELP
+
+FIELDS: dict[str, str] = {"name": "model"}
+"""Library parameter -> this command's parameter, where they differ."""
+
+
+def command() -> Callable[..., None]:
+    """The typer command function."""
+    return spec_command
 
 
 def spec_command(
@@ -41,4 +51,4 @@ def spec_command(
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
+        raise UsageError(f"{output}: cannot write ({exc.strerror or exc})", field="output") from None

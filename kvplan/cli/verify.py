@@ -2,26 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from typing import Any, Optional
 
 import typer
 
+FIELDS: dict[str, str] = {"name": "model", "format": "fmt"}
+"""Library parameter -> this command's parameter, where they differ."""
+
+
+def command() -> Callable[..., None]:
+    """The typer command function."""
+    return verify_command
+
 
 def verify_command(
     model: str = typer.Argument(..., help="Bundled model id, config.json, model directory, YAML spec or Hub id."),
-    batch: Optional[int] = typer.Option(None, "--batch", "-b", help="Sequences in the batch (default 1; with --find-max-batch: the batch found)."),
+    batch: Optional[str] = typer.Option(None, "--batch", "-b", help="Sequences in the batch (default 1; with --find-max-batch: the batch found)."),
     context: str = typer.Option("8k", "--context", "-c", help="Tokens per sequence: 8192 or 8k (k = 1024)."),
     engine: str = typer.Option("vllm", "--engine", "-e", help="Tensor layout: vllm, hf (DynamicCache) or hf-static (StaticCache)."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's rules (e.g. 4.57 for transformers' expanded MLA)."),
     kv_dtype: str = typer.Option("auto", "--kv-dtype", "--kv-cache-dtype", "-d", help="KV dtype: auto, bf16, fp16, fp32, fp8, fp8_e5m2, int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4, fp8_ds_mla."),
-    block_size: Optional[int] = typer.Option(None, "--block-size", help="vLLM block size in tokens."),
+    block_size: Optional[str] = typer.Option(None, "--block-size", help="vLLM block size in tokens."),
     device: Optional[str] = typer.Option(None, "--device", help="cuda:N (default cuda:0; CUDA_VISIBLE_DEVICES applies) or cpu."),
     find_max_batch: bool = typer.Option(False, "--find-max-batch", help="Bisect the largest batch that really allocates within the budget."),
-    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="CUDA budget: this fraction of total memory less what is in use (default 0.9)."),
+    gpu_memory_utilization: Optional[str] = typer.Option(None, "--gpu-memory-utilization", help="CUDA budget: this fraction of total memory less what is in use (default 0.9)."),
     memory_budget: Optional[str] = typer.Option(None, "--memory-budget", help="Budget in bytes for --find-max-batch, e.g. 2GiB (required on the CPU)."),
     with_weights: bool = typer.Option(False, "--with-weights", help="Also allocate buffers of the model's weight sizes first."),
     decode: bool = typer.Option(False, "--decode", help="Time one decode step of attention over the cache."),
-    repeats: int = typer.Option(5, "--repeats", help="Timed decode steps (median reported)."),
+    repeats: str = typer.Option("5", "--repeats", help="Timed decode steps (median reported)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="Catalog GPU for the decode bandwidth bound (default: the device's name)."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
 ) -> None:
@@ -39,10 +49,11 @@ def verify_command(
 
       kvplan verify gpt2 --device cpu --batch 2 --context 1k
 
-    Needs torch (pip install 'kvplan[verify]'). Exit status 1 when the tensors' bytes differ from the prediction.
+    Needs torch (pip install 'kvplan\\[verify]'). Exit status 1 when the tensors' bytes differ from the prediction.
     """
     import sys
 
+    from kvplan.cli.values import number, whole
     from kvplan.errors import UsageError
     from kvplan.hardware import parse_bytes
     from kvplan.units import parse_count
@@ -50,22 +61,22 @@ def verify_command(
 
     fmt = fmt.lower()
     if fmt not in ("table", "json"):
-        raise UsageError(f"--format: unknown format '{fmt}' (known: table, json)")
+        raise UsageError(f"unknown format '{fmt}' (known: table, json)", field="fmt")
     result = verify(
-        model, batch=batch, context=parse_count(context, "context"), engine=engine, engine_version=engine_version,
-        kv_dtype=kv_dtype, block_size=block_size, device=device, find_max_batch=find_max_batch,
-        gpu_memory_utilization=gpu_memory_utilization,
-        memory_budget=parse_bytes(memory_budget, "memory-budget") if memory_budget else None,
-        with_weights=with_weights, decode=decode, repeats=repeats, gpu=gpu,
+        model, batch=whole(batch, "batch"), context=parse_count(context, "context"), engine=engine,
+        engine_version=engine_version, kv_dtype=kv_dtype, block_size=whole(block_size, "block_size"), device=device,
+        find_max_batch=find_max_batch, gpu_memory_utilization=number(gpu_memory_utilization, "gpu_memory_utilization"),
+        memory_budget=parse_bytes(memory_budget, "memory_budget") if memory_budget else None,
+        with_weights=with_weights, decode=decode, repeats=whole(repeats, "repeats"), gpu=gpu,
     )
     if fmt == "json":
         import json
 
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
     else:
-        from rich.console import Console
+        from kvplan.render.console import make_console
 
-        print_verify(Console(), result)
+        print_verify(make_console(), result)
     if not result.exact:
         sys.stderr.write(f"kvplan: verify: the tensors hold {result.measured_storage_bytes:,} B, "
                          f"the prediction is {result.predicted_bytes:,} B\n")

@@ -54,7 +54,7 @@ def load_specs(directory: str | os.PathLike | None) -> dict[str, Any]:
 
     root = Path(directory)
     if not root.is_dir():
-        raise UsageError(f"--specs {directory}: not a directory")
+        raise UsageError(f"{directory}: not a directory", field="specs")
     out: dict[str, Any] = {}
     for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.yml")]):
         spec = load_user_spec(path)

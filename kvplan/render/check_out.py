@@ -13,8 +13,11 @@ FORMATS = ("table", "json", "junit", "github", "markdown")
 _STATUS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "invalid": "INVALID"}
 
 
-def render(report: CheckReport, fmt: str) -> str:
-    return {"table": table, "json": as_json, "junit": junit, "github": github, "markdown": markdown}[fmt](report)
+def render(report: CheckReport, fmt: str, width: int | None = None) -> str:
+    """``width``: the terminal's columns, which the table fits (None: piped, nothing is wrapped)."""
+    if fmt == "table":
+        return table(report, width)
+    return {"json": as_json, "junit": junit, "github": github, "markdown": markdown}[fmt](report)
 
 
 def _where(f: Finding) -> str:
@@ -43,22 +46,61 @@ def _summary(report: CheckReport) -> str:
             f"{c['invalid']} invalid; {c['errors']} error(s), {c['warnings']} warning(s): {verdict}")
 
 
-def table(report: CheckReport) -> str:
-    """Plain text (no colour): one row per deployment, then one line per finding."""
-    rows = [("status", "deployment", "where", "model", "GPUs", "engine", "max-model-len", "KV/GPU", "fits", "conc.")]
-    for d in report.deployments:
-        rows.append((_STATUS[d.status], d.name, f"{d.file}:{d.line}" if d.line else d.file, d.model or "-", _gpu(d),
-                     d.engine + (f" tp{d.tp}" if d.tp > 1 else "") + (f" pp{d.pp}" if d.pp > 1 else ""),
-                     _num(d.max_model_len), _kv(d), _num(d.max_model_len_fit),
-                     "-" if d.max_concurrency is None else f"{d.max_concurrency:.2f}x"))
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows] if len(rows) > 1 else []
+_HEADER = ("status", "deployment", "where", "model", "GPUs", "engine", "max-model-len", "KV/GPU",
+           "longest that fits", "concurrency")
+
+
+def _cells(d: DeploymentResult) -> tuple[str, ...]:
+    return (_STATUS[d.status], d.name, f"{d.file}:{d.line}" if d.line else d.file, d.model or "-", _gpu(d),
+            d.engine + (f" tp{d.tp}" if d.tp > 1 else "") + (f" pp{d.pp}" if d.pp > 1 else ""),
+            _num(d.max_model_len), _kv(d), _num(d.max_model_len_fit),
+            "-" if d.max_concurrency is None else f"{d.max_concurrency:.2f}x")
+
+
+def table(report: CheckReport, width: int | None = None) -> str:
+    """Plain text (no colour): one row per deployment, then one line per finding.
+
+    Where a row would be wider than ``width`` (the terminal), each deployment becomes a block of
+    labelled lines wrapped to the width instead; piped (``width`` None) nothing is wrapped or cut.
+    """
+    rows = [_HEADER, *(_cells(d) for d in report.deployments)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
+    if width is None or sum(widths) + 2 * (len(widths) - 1) <= width:
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows] if len(rows) > 1 else []
+    else:
+        lines = [line for r in rows[1:] for line in _block(r, width)]
     found = report.findings
     if found:
-        lines += [""] + [f"{_where(f)}: {f.severity}: {f.deployment + ': ' if f.deployment else ''}{f.text()} [{f.code}]"
-                         for f in found]
-    lines += ["", _summary(report)]
+        lines += [""] + [_wrap(f"{_where(f)}: {f.severity}: {f.deployment + ': ' if f.deployment else ''}"
+                               f"{f.text()} [{f.code}]", width) for f in found]
+    lines += ["", _wrap(_summary(report), width)]
     return "\n".join(lines) + "\n"
+
+
+def _block(cells: tuple[str, ...], width: int) -> list[str]:
+    """One deployment as labelled lines: 'FAIL  name  (file:line)', then 'label value' pairs."""
+    head = f"{cells[0]}  {cells[1]}  ({cells[2]})"
+    pairs = [f"{label} {value}" for label, value in zip(_HEADER[3:], cells[3:]) if value != "-"]
+    lines = [_wrap(head, width)]
+    line = ""
+    for pair in pairs:  # whole 'label value' pairs per line, so a label never ends a line alone
+        candidate = f"{line} · {pair}" if line else pair
+        if line and len(candidate) + 4 > width:
+            lines.append(_wrap(line, width, indent="    "))
+            candidate = pair
+        line = candidate
+    if line:
+        lines.append(_wrap(line, width, indent="    "))
+    return lines
+
+
+def _wrap(text: str, width: int | None, indent: str = "") -> str:
+    if width is None:
+        return indent + text
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, max(width, 40), initial_indent=indent, subsequent_indent=indent + "  ",
+                                   break_long_words=False, break_on_hyphens=False)) or indent
 
 
 def as_json(report: CheckReport) -> str:

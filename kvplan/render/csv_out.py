@@ -11,10 +11,12 @@ ROW_COLUMNS = ["model", "engine", "batch", "context", "kv_dtype", "kv_bytes", "b
 LAYER_COLUMNS = ["layer", "kind", "tokens_held", "layer_bytes"]
 
 
-def estimate_csv(result: EstimateResult, by_layer: bool) -> str:
+def estimate_csv(result: EstimateResult, by_layer: bool, *, header: bool = True) -> str:
+    """The rows of one result (the ``engine`` column tells results apart; ``header`` for the first)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(ROW_COLUMNS + (LAYER_COLUMNS if by_layer else []))
+    if header:
+        writer.writerow(ROW_COLUMNS + (LAYER_COLUMNS if by_layer else []))
     for row in result.rows:
         base = [result.model.id, result.engine, row.batch, row.context, row.kv_dtype, row.kv_bytes,
                 f"{row.bytes_per_token:.6g}"]

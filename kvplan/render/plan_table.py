@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kvplan.plan import CapacityPlan
+from kvplan.render.console import never_cut
 from kvplan.units import format_bytes
 
 
@@ -19,7 +20,7 @@ def print_plan(console: Console, plan: CapacityPlan) -> None:
         mem.add_column(name, justify=justify)  # type: ignore[arg-type]
     for item in plan.items:
         mem.add_row(item.name, format_bytes(item.bytes), f"{item.bytes:,}", item.tag, item.note)
-    console.print(mem)
+    console.print(never_cut(mem))
     res = Table(show_header=False, title="Capacity", title_justify="left")
     res.add_column("what")
     res.add_column("value", justify="right")
@@ -35,11 +36,11 @@ def print_plan(console: Console, plan: CapacityPlan) -> None:
         res.add_row("decode step, lower bound", f"{plan.decode_step_seconds_min * 1000:.2f} ms")
         res.add_row("decode tokens/s, upper bound", f"{plan.decode_tokens_per_second_max:,.0f}")
     res.add_row("fits", "yes" if plan.fits else "[bold red]no[/bold red]")
-    console.print(res)
+    console.print(never_cut(res))
     if plan.engine_defaults:
         shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in plan.engine_defaults.items())
-        console.print(f"Engine settings used: {shown}", highlight=False)
+        console.print(f"Engine settings used: {shown}", highlight=False, markup=False)
     if plan.assumptions:
         console.print("[bold]Assumptions[/bold]")
         for note in plan.assumptions:
-            console.print(f"  • {note}", highlight=False)
+            console.print(f"  • {note}", highlight=False, markup=False)

@@ -26,7 +26,8 @@ def load_model(name: str, *, revision: str | None = None, hub: bool = False) -> 
     expanded = os.path.expanduser(name)
     if os.path.exists(expanded):  # os.path, not pathlib: a bundled lookup must not pay for pathlib's import
         if hub or revision is not None:
-            raise UsageError(f"{name} is a local path: --hub and --revision apply to Hub model ids")
+            raise UsageError(f"{name} is a local path: the Hub and its revisions apply to Hub model ids only",
+                             field="hub" if hub else "revision")
         from pathlib import Path
 
         return load_path(Path(expanded))
@@ -36,7 +37,8 @@ def load_model(name: str, *, revision: str | None = None, hub: bool = False) -> 
 
         repo, at_rev = split_revision(name)
         if revision is not None and revision != at_rev:
-            raise UsageError(f"'{name}' names revision '{at_rev}' and --revision says '{revision}': give one")
+            raise UsageError(f"'{name}' names revision '{at_rev}', and revision '{revision}' is given too: give one",
+                             field="revision")
         revision = at_rev
     if not hub and revision is None:
         from kvplan.sources.bundled import load_bundled
@@ -119,13 +121,35 @@ def _looks_like_path(name: str) -> bool:
     return name.startswith((".", "/", "~")) or name.endswith((".json", ".yaml", ".yml")) or "\\" in name
 
 
-def close_bundled(name: str) -> list[str]:
-    """Up to three bundled ids or aliases close to ``name`` (for 'did you mean')."""
+_SIZE = r"(?<![a-z0-9.])(\d+(?:\.\d+)?)b(?![a-z0-9])"
+"""A parameter count in a model id: '30b' in 'qwen3-coder-30b-a3b' (not the active 'a3b', not '8x7b')."""
+
+
+def close_bundled(name: str, n: int = 3) -> list[str]:
+    """Up to ``n`` bundled models close to ``name`` (for 'did you mean'): each named once, as its id is
+    spelled, the closest first. Where ``name`` states a size (30B), models of another size are left out:
+    a 480B model is no answer to a 30B one."""
     import difflib
+    import re
 
     from kvplan.sources.bundled import index
 
-    return difflib.get_close_matches(name.lower(), list(index()), n=3, cutoff=0.6)
+    query = name.strip().lower()
+    tail = query.rpartition("/")[2]
+    sizes = set(re.findall(_SIZE, query))
+    best: dict[str, float] = {}
+    for key, (_, display) in index().items():
+        score = max(difflib.SequenceMatcher(None, query, key).ratio(),
+                    difflib.SequenceMatcher(None, tail, key.rpartition("/")[2]).ratio() - 0.05)
+        if score < 0.6:
+            continue
+        if key.rpartition("/")[2].startswith(tail):  # what was typed, completed: the likeliest meaning
+            score += 0.1
+        theirs = set(re.findall(_SIZE, key))
+        if sizes and theirs and not sizes & theirs:
+            continue
+        best[display] = max(score, best.get(display, 0.0))
+    return sorted(best, key=lambda display: (-best[display], display))[:n]
 
 
 def _not_found_message(name: str) -> str:

@@ -198,19 +198,19 @@ def verify(
 
     spec = model if isinstance(model, ModelSpec) else _load(model)
     if context <= 0:
-        raise VerifyError(f"--context {context} must be positive")
+        raise VerifyError(f"{context} must be positive", field="context")
     if batch is not None and batch <= 0:
-        raise VerifyError(f"--batch {batch} must be positive")
+        raise VerifyError(f"{batch} must be positive", field="batch")
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
-        raise VerifyError(f"--gpu-memory-utilization {gpu_memory_utilization} must be in (0, 1]")
+        raise VerifyError(f"{gpu_memory_utilization} must be in (0, 1]", field="gpu_memory_utilization")
     layout = resolve_layout(spec, engine, engine_version, kv_dtype, block_size)
     plan_cache(spec, layout, 1, context)  # refuse unsupported layouts before touching torch
     torch = al.import_torch()
     dev = al.resolve_device(device)
     info = al.device_info(dev)
     if find_max_batch and dev.type == "cpu" and memory_budget is None:
-        raise VerifyError("--find-max-batch on the CPU needs --memory-budget (e.g. 2GiB): the CPU has no "
-                          "GPU memory utilization rule")
+        raise VerifyError("needed to find the max batch on the CPU (e.g. 2GiB): the CPU has no "
+                          "GPU memory utilization rule", field="memory_budget")
     notes: list[str] = list(layout.assumptions)
     start = al.snapshot(dev)
     weights: list[Any] = []
@@ -219,7 +219,7 @@ def verify(
     try:
         if with_weights:
             if spec.weights_bytes is None:
-                raise VerifyError(f"--with-weights: {spec.id} has no known weights size")
+                raise VerifyError(f"{spec.id} has no known weights size", field="with_weights")
             weights = al.allocate_weights(spec.weights_bytes, spec.num_layers, dev)
             notes.append(f"--with-weights: {len(weights)} buffers of the checkpoint's {spec.weights_bytes:,} B "
                          "allocated first")
@@ -233,8 +233,8 @@ def verify(
                 notes.append(note)
             search = search_max(spec, layout, context, dev, budget, predicted_max or 1)
             if search.measured == 0:
-                raise VerifyError(f"--find-max-batch: not one sequence of {context:,} tokens fits in "
-                                  f"{_fmt(budget)}")
+                raise VerifyError(f"not one sequence of {context:,} tokens fits in "
+                                  f"{_fmt(budget)}", field="find_max_batch")
             if batch is None:
                 batch = search.measured
         batch = batch or 1

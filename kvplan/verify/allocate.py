@@ -79,11 +79,11 @@ def resolve_device(text: str | None) -> Any:
     try:
         device = torch.device(raw)
     except (RuntimeError, ValueError):
-        raise VerifyError(f"--device '{text}' is not a device: use cpu or cuda:N") from None
+        raise VerifyError(f"'{text}' is not a device: use cpu or cuda:N", field="device") from None
     if device.type == "cpu":
         return torch.device("cpu")
     if device.type != "cuda":
-        raise VerifyError(f"--device {raw}: verify measures on cuda:N or cpu")
+        raise VerifyError(f"{raw}: verify measures on cuda:N or cpu", field="device")
     if not torch.cuda.is_available():
         build = "a CPU-only torch build" if torch.version.cuda is None else "no CUDA device is visible"
         raise VerifyError(f"no CUDA device here ({build}, torch {torch.__version__}): "
@@ -93,7 +93,7 @@ def resolve_device(text: str | None) -> Any:
     if index >= count:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         where = f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else ""
-        raise VerifyError(f"--device cuda:{index}: only {count} CUDA device(s) visible{where}")
+        raise VerifyError(f"cuda:{index}: only {count} CUDA device(s) visible{where}", field="device")
     return torch.device("cuda", index)
 
 
@@ -334,7 +334,7 @@ def allocate_weights(nbytes: int, pieces: int, device: Any) -> list[Any]:
     pieces = max(1, pieces)
     free = free_bytes(device)
     if free is not None and nbytes > free:
-        raise VerifyError(f"--with-weights: the weights need {_fmt(nbytes)}, {_fmt(free)} is free on {_where(device)}")
+        raise VerifyError(f"the weights need {_fmt(nbytes)}, {_fmt(free)} is free on {_where(device)}", field="with_weights")
     part, rest = divmod(nbytes, pieces)
     out: list[Any] = []
     try:

@@ -46,10 +46,10 @@ def decode_step(alloc: Allocation, spec: Any, repeats: int = 5) -> DecodeTiming:
     torch = import_torch()
     plan = alloc.plan
     if plan.kv_dtype in _NO_DECODE:
-        raise VerifyError(f"--decode reads bf16/fp16/fp32, fp8 and int8/fp8 per-token-head caches; "
-                          f"'{plan.kv_dtype}' needs its engine's own kernels")
+        raise VerifyError(f"the decode step reads bf16/fp16/fp32, fp8 and int8/fp8 per-token-head caches; "
+                          f"'{plan.kv_dtype}' needs its engine's own kernels", field="decode")
     if repeats < 1:
-        raise VerifyError("--repeats must be at least 1")
+        raise VerifyError("must be at least 1", field="repeats")
     device = alloc.device
     compute = getattr(torch, plan.kv_dtype) if plan.kv_dtype in ("float32", "bfloat16", "float16") else \
         getattr(torch, spec.dtype)
@@ -62,7 +62,7 @@ def decode_step(alloc: Allocation, spec: Any, repeats: int = 5) -> DecodeTiming:
         steps.append(step)
         read += nbytes
     if not steps:
-        raise VerifyError("--decode: the model has no attention layers to step")
+        raise VerifyError("the model has no attention layers to step", field="decode")
 
     def run() -> None:
         for step in steps:

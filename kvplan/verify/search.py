@@ -40,7 +40,7 @@ class SearchResult:
 def find_max_batch(spec: ModelSpec, layout: CacheLayout, context: int, device: Any, budget: int,
                    guess: int) -> SearchResult:
     if budget <= 0:
-        raise VerifyError(f"--find-max-batch: the budget is {budget:,} B: nothing can be allocated")
+        raise VerifyError(f"the budget is {budget:,} B: nothing can be allocated", field="find_max_batch")
     probes: list[Probe] = []
     cache: dict[int, bool] = {}
 

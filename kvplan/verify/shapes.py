@@ -74,18 +74,18 @@ def resolve_layout(spec: ModelSpec, engine: str, engine_version: str | None, kv_
     version = parse_version(engine_version or eng.default_version)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     if block_size is not None and block_size <= 0:
-        raise VerifyError(f"--block-size {block_size} must be a positive integer")
+        raise VerifyError(f"{block_size} must be a positive integer", field="block_size")
     layout = eng.layout(spec, dtype, version, EngineOptions(block_size=block_size, tp=1))
     if eng.tensor_plan(spec, layout, 1, 1) is None:
-        raise VerifyError(f"verify has no tensor layout for {eng.title} (--engine {eng.name}): use "
-                          "`kvplan estimate` for it")
+        raise VerifyError(f"verify has no tensor layout for {eng.title}: use `kvplan estimate` for it",
+                          field="engine")
     return layout
 
 
 def plan_cache(spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> CachePlan:
     """Every tensor ``layout.engine`` allocates for ``batch`` sequences of ``context`` tokens."""
     if batch <= 0 or context <= 0:
-        raise VerifyError("--batch and --context must be positive")
+        raise VerifyError("batch and context must be positive", field="batch" if batch < 1 else "context")
     tensors = get_engine(layout.engine).tensor_plan(spec, layout, batch, context)
     if tensors is None:
         raise VerifyError(f"verify has no tensor layout for engine '{layout.engine}'")

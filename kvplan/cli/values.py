@@ -1,0 +1,39 @@
+"""Numbers typed on the command line, converted by kvplan (not by the parser) so that every mistake
+reads the same under any typer version: ``--tp: 'x' is not a whole number``.
+
+The typer options that take numbers are declared as text; the commands call these with the library
+parameter's name (``field``), which the command's table of options turns back into its flag.
+"""
+
+from __future__ import annotations
+
+from kvplan.errors import UsageError
+
+_MAX_DIGITS = 30  # int() of a huge string costs quadratic time and is never a setting
+
+
+def whole(text: str | int | None, field: str) -> int | None:
+    """'4' -> 4; None stays None. Signs are kept (the library says what range it accepts)."""
+    if text is None or isinstance(text, int):
+        return text
+    raw = text.strip().replace("_", "")
+    digits = raw.lstrip("+-")
+    if not digits.isascii() or not digits.isdigit() or len(digits) > _MAX_DIGITS or len(raw) - len(digits) > 1:
+        raise UsageError(f"'{text}' is not a whole number", field=field)
+    return int(raw)
+
+
+def number(text: str | float | None, field: str) -> float | None:
+    """'0.9' -> 0.9; None stays None; inf and nan are not numbers here."""
+    if text is None or isinstance(text, float):
+        return text
+    raw = text.strip()
+    try:
+        if len(raw) > 40:
+            raise ValueError
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"'{text}' is not a number", field=field) from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise UsageError(f"'{text}' is not a number", field=field)
+    return value
