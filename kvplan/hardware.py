@@ -138,21 +138,13 @@ def load_catalog(extra: Path | None = None) -> tuple[GPU, ...]:
 
 
 def _read_catalog(path: Path) -> tuple[GPU, ...]:
-    import yaml
+    from kvplan.safe_io import load_yaml, read_text
 
     where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{where}: GPU catalog not found") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read GPU catalog ({type(exc).__name__})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{where}: not valid YAML{at}") from None
+    if not path.exists():
+        raise ConfigError(f"{where}: GPU catalog not found")
+    # regular files only, bounded size, UTF-8; bounded depth, aliases and numbers
+    data = load_yaml(read_text(path), where)
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
         raise ConfigError(f"{where}: a GPU catalog is a mapping with a 'gpus:' list")
     version = data.get("version", 1)

@@ -120,12 +120,10 @@ def read_file(path: str) -> tuple[str | None, list[Any], list[Finding]]:
     """(format, deployments, findings) of one file."""
     from kvplan.deploy import compose, helm, k8s, kvplan_file, shell
     from kvplan.deploy.yaml_lines import load_all
-    from kvplan.errors import ConfigError
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    from kvplan.safe_io import read_text
+
+    text = read_text(path)  # regular files only, bounded size, UTF-8
     base_dir = Path(path).parent
     if not path.endswith((".yaml", ".yml", ".json")) and shell.looks_like(text, path):
         deployments, findings, _ = shell.read(text, path, base_dir)
