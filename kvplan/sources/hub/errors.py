@@ -122,7 +122,7 @@ def explain(exc: Exception, w: Where) -> KvplanError | None:
         if _status(exc) == 401:
             return HubAccessError(f"{at}: the Hub refused the token in use (HF_TOKEN): invalid or expired")
         return HubError(f"{at}: the Hub answered HTTP {_status(exc)}")
-    if isinstance(exc, e.FileMetadataError):
+    if in_chain(exc, lambda x: isinstance(x, e.FileMetadataError)):
         return HubError(f"{at}: {endpoint} does not answer like a Hugging Face Hub (check HF_ENDPOINT, proxies "
                         "and certificates)")
     if isinstance(exc, e.LocalEntryNotFoundError):
