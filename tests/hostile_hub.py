@@ -11,7 +11,8 @@
 - with a valid model info: ``endless-config`` (config.json's HEAD is fine, its body never ends),
   ``no-commit-head`` (config.json's HEAD has no X-Repo-Commit), ``huge-header`` (a safetensors
   header length of 100 MB, then an endless body), ``deep-header`` (a header nested 200,000 deep),
-  ``many-shards`` (100,000 weight files listed).
+  ``many-shards`` (100,000 weight files listed), ``traversal-commit`` / ``traversal-etag`` (a commit id
+  or an ETag that climbs out of the HF cache).
 
 Every answer is bounded on the server's side too (at most :data:`MAX_SERVE_S` seconds, stopped when
 the client goes away or the server stops): a test can never hang on this server.
@@ -36,7 +37,7 @@ CONFIG = (Path(__file__).parent / "data" / "hf_configs" / "Qwen__Qwen3-0.6B.json
 
 MODES = ("garbage-info", "typed-info", "deep-info", "huge-int-info", "silent", "endless-info", "drip-info",
          "redirect-loop", "retry-after", "gzip-bomb", "error-garbage", "endless-config", "no-commit-head",
-         "huge-header", "deep-header", "many-shards")
+         "huge-header", "deep-header", "many-shards", "traversal-commit", "traversal-etag")
 
 
 @lru_cache(maxsize=1)
@@ -181,6 +182,10 @@ class _Handler(BaseHTTPRequestHandler):
             headers = self._file_headers(CONFIG)
             if mode == "no-commit-head":
                 del headers["X-Repo-Commit"]
+            if mode == "traversal-commit":
+                headers["X-Repo-Commit"] = "../../../../outside"  # from snapshots/: the test's tmp_path
+            if mode == "traversal-etag":
+                headers["ETag"] = '"../../../../outside"'  # from blobs/: the test's tmp_path
             if mode == "endless-config" and not head:
                 return self._endless(b"{" + b" " * 65536)
             return self._send(200, CONFIG, headers, head=head)

@@ -67,6 +67,8 @@ EXPECTED = {
     "no-commit-head": "does not answer like a Hugging Face Hub",
     "huge-header": "larger than 32 MiB",
     "deep-header": "nested too deeply",
+    "traversal-commit": "a commit id that is not 40 hex digits",
+    "traversal-etag": "an ETag that is not a plain hash",
 }
 
 
@@ -75,6 +77,7 @@ def test_hostile_hub_is_one_line(mode, hostile, tmp_path):
     err = one_line_error(kvplan(hostile, tmp_path, "estimate", f"hostile/{mode}", "--hub", "-c", "1k"))
     assert EXPECTED[mode] in err, err
     assert f"hostile/{mode}" in err
+    assert {p.name for p in tmp_path.iterdir()} <= {"hf-home"}  # nothing written outside the HF cache
 
 
 def test_too_many_weight_files_fall_back_to_the_config(hostile, tmp_path):

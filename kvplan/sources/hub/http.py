@@ -6,6 +6,8 @@ while it reads a model (:func:`bounded`): two hooks on huggingface_hub's session
 
 - refuse any answer once the read's deadline has passed, and a ``Retry-After`` (or rate-limit
   reset) that would sleep past it: ``http_backoff`` honours either without a limit;
+- refuse a commit id or an ETag that is not a plain hash: huggingface_hub names cache files after
+  them, and ``../..`` there makes it write outside the HF cache;
 - wrap every answer's body, ``hf_hub_download``'s included, so that it ends within the request's
   timeout and holds at most :data:`~kvplan.sources.hub.settings.MAX_ANSWER_BYTES` once decoded
   (gzip and deflate are decoded here, with that bound; other encodings are not asked for).
@@ -16,6 +18,7 @@ Outside a kvplan read the hooks do nothing, and they are removed when the read e
 from __future__ import annotations
 
 import importlib
+import re
 import threading
 import time
 import zlib
@@ -124,6 +127,7 @@ def _on_response(response: Any) -> None:
         if wait is not None and wait > left:
             raise AnswerRefused(f"the Hub answered HTTP {response.status_code} and asks to wait {wait:,} s before "
                                 f"trying again, past KVPLAN_HUB_DEADLINE")
+    _check_names(response.headers)
     encoding = response.headers.get("content-encoding", "").strip().lower()
     if encoding not in ("", "identity", "gzip", "deflate", "x-gzip"):
         raise AnswerRefused(f"the Hub answered in '{encoding[:40]}' encoding, which kvplan did not ask for")
@@ -132,6 +136,25 @@ def _on_response(response: Any) -> None:
     stream_class = _stream_class(type(response).__module__.split(".")[0])
     response.stream = stream_class(response.stream, time.monotonic() + min(limits.timeout_s, left),
                                    limits.timeout_s, limits.max_bytes, encoding)
+
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_ETAG = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+def _check_names(headers: Any) -> None:
+    """huggingface_hub names cache files after X-Repo-Commit and the ETag: a server sending ``../..``
+    there makes hf_hub_download write outside the HF cache (seen with huggingface_hub 2.4)."""
+    commit = headers.get("x-repo-commit")
+    if commit is not None and not _COMMIT.match(commit.strip()):
+        raise AnswerRefused("the Hub answered with a commit id that is not 40 hex digits (X-Repo-Commit)")
+    for name in ("x-linked-etag", "etag"):
+        value = headers.get(name)
+        if value is None:
+            continue
+        tag = value.strip().removeprefix("W/").strip('"')
+        if not _ETAG.match(tag) or tag in (".", ".."):
+            raise AnswerRefused(f"the Hub answered with an ETag that is not a plain hash ({name})")
 
 
 def _asked_wait(headers: Any) -> int | None:
