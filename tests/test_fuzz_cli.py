@@ -210,6 +210,8 @@ def run_in_process(argv: list[str]) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module", autouse=True)
 def token_in_environment():
+    import shutil
+
     old = os.environ.get("HF_TOKEN")
     os.environ["HF_TOKEN"] = TOKEN
     yield
@@ -217,6 +219,7 @@ def token_in_environment():
         os.environ.pop("HF_TOKEN", None)
     else:
         os.environ["HF_TOKEN"] = old
+    shutil.rmtree(WORK, ignore_errors=True)
 
 
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the hang detector needs SIGALRM")

@@ -242,3 +242,19 @@ def test_alias_count_cap_is_what_the_docstring_says():
     assert len(load_yaml(f"a: &a {block}\nb: *a\n", "ok.yaml")["b"]) == size
     with pytest.raises(ConfigError, match="aliases expand"):
         load_yaml(f"a: &a {block}\nb: *a\nc: *a\nd: *a\n", "no.yaml")
+
+
+def test_a_user_catalog_is_read_again_when_it_changes(tmp_path):
+    from kvplan.hardware import load_catalog
+
+    def entry(gib: int) -> str:
+        return ("gpus:\n  - {name: Lab-GPU, vendor: nvidia, memory_gib: %d, hbm_bandwidth_bytes_per_s: 1000000000000,"
+                " bf16_dense_tflops: 100, memory_source: test, spec_source: test}\n" % gib)
+
+    catalog = tmp_path / "gpus.yaml"
+    catalog.write_text(entry(40))
+    first = {g.name: g.memory_bytes for g in load_catalog(catalog)}
+    catalog.write_text(entry(48))
+    os.utime(catalog, ns=(1, 1))  # a different mtime even on coarse clocks
+    second = {g.name: g.memory_bytes for g in load_catalog(catalog)}
+    assert first["Lab-GPU"] == 40 << 30 and second["Lab-GPU"] == 48 << 30

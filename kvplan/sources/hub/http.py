@@ -45,6 +45,7 @@ class _Limits:
 
 
 _active: _Limits | None = None
+_readers = 0  # reads under way (threads of one program): the hooks stay until the last one ends
 _lock = threading.Lock()
 
 
@@ -55,17 +56,22 @@ def _mib(n: int) -> str:
 @contextmanager
 def bounded(settings: HubSettings, *, max_bytes: int = MAX_ANSWER_BYTES) -> Iterator[None]:
     """Bound every Hub answer while the block runs (one kvplan read at a time per process)."""
-    global _active
+    global _active, _readers
     with _lock:
         _active = _Limits(settings.timeout_s, time.monotonic() + settings.deadline_s, max_bytes,
                           settings.deadline_s)
+        _readers += 1
     try:
         ensure_hooks()
         yield
     finally:
         with _lock:
-            _active = None
-        _remove_hooks()
+            _readers -= 1
+            last = _readers == 0
+            if last:
+                _active = None
+        if last:
+            _remove_hooks()
 
 
 def ensure_hooks() -> Any:
