@@ -99,3 +99,10 @@ def test_credentials_in_hf_endpoint_are_not_printed(hostile, tmp_path):
 def test_settings_are_checked(value, hostile, tmp_path):
     err = one_line_error(kvplan(hostile, tmp_path, "estimate", "hostile/silent", "--hub", KVPLAN_HUB_TIMEOUT=value))
     assert "KVPLAN_HUB_TIMEOUT" in err
+
+
+def test_file_names_with_huge_shard_numbers_are_not_shards():
+    from kvplan.sources.hub import pick_safetensors
+
+    name = f"model-00001-of-{'9' * 5000}.safetensors"  # int() of it raised ValueError (4,300-digit limit)
+    assert pick_safetensors([name]) == ([name], None)

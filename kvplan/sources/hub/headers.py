@@ -14,7 +14,8 @@ from typing import Any
 from kvplan.errors import ConfigError
 from kvplan.sources.hub.settings import MAX_SHARDS, HubSettings
 
-_SHARD = re.compile(r"^(?P<prefix>.+?)-(?P<index>\d+)-of-(?P<count>\d+)\.safetensors$")
+_SHARD = re.compile(r"^(?P<prefix>.+?)-(?P<index>\d{1,9})-of-(?P<count>\d{1,9})\.safetensors$")
+_U64 = 1 << 64  # safetensors stores shapes and offsets as unsigned 64-bit integers
 
 
 def pick_safetensors(files: list[str]) -> tuple[list[str], str | None]:
@@ -95,10 +96,14 @@ def read_header(repo: str, sha: str, filename: str, settings: HubSettings,
     if len(raw) < size:
         raise ConfigError(f"{where}: truncated safetensors header ({len(raw)} of {size} bytes)")
     try:
-        return parse_header(raw, where)
+        tensors = parse_header(raw, where)
     except RecursionError:  # a header nested 100,000 levels deep
         raise ConfigError(f"{where}: invalid safetensors header JSON: nested too deeply") from None
     except ValueError as exc:
         if isinstance(exc, ConfigError):
             raise
         raise ConfigError(f"{where}: invalid safetensors header JSON: an integer with too many digits") from None
+    for name, info in tensors.items():
+        if any(v >= _U64 for v in (*info["shape"], *info["data_offsets"])):
+            raise ConfigError(f"{where}: tensor {name[:80]!r} has a shape or offset beyond 2^64")
+    return tensors

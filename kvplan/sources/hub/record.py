@@ -46,5 +46,5 @@ def write_record(repo: str, sha: str, record: dict[str, Any]) -> None:
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(record, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, path)
-    except OSError:
+    except (OSError, ValueError):
         pass  # a read-only cache only costs the headers again next time
