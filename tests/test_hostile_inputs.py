@@ -258,3 +258,19 @@ def test_a_user_catalog_is_read_again_when_it_changes(tmp_path):
     os.utime(catalog, ns=(1, 1))  # a different mtime even on coarse clocks
     second = {g.name: g.memory_bytes for g in load_catalog(catalog)}
     assert first["Lab-GPU"] == 40 << 30 and second["Lab-GPU"] == 48 << 30
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symlinks")
+def test_symlink_loops_in_a_glob_end(tmp_path):
+    from kvplan.deploy import expand_paths
+
+    tree = tmp_path / "deploy" / "a"
+    tree.mkdir(parents=True)
+    (tree / "app.yaml").write_text((EXAMPLES / "pass" / "compose.yaml").read_text())
+    (tree / ".hidden.yaml").write_text("x: 1\n")
+    for name in ("up", "up2", "up3"):  # three links to the parent: glob.glob's search was 3^40 directories
+        os.symlink("..", tree / name)
+    files, problems = expand_paths([str(tmp_path / "deploy" / "**" / "*.yaml")])
+    assert files == [str(tree / "app.yaml")] and problems == []  # as glob.glob: '*' skips dot files
+    files, problems = expand_paths([str(tmp_path / "deploy")])  # a directory: every YAML file, links not followed
+    assert files == [str(tree / ".hidden.yaml"), str(tree / "app.yaml")] and problems == []
