@@ -12,7 +12,8 @@
   ``no-commit-head`` (config.json's HEAD has no X-Repo-Commit), ``huge-header`` (a safetensors
   header length of 100 MB, then an endless body), ``deep-header`` (a header nested 200,000 deep),
   ``many-shards`` (100,000 weight files listed), ``traversal-commit`` / ``traversal-etag`` (a commit id
-  or an ETag that climbs out of the HF cache).
+  or an ETag that climbs out of the HF cache);
+- and one that behaves: ``gzip-ok`` compresses its model info and config.json, as a CDN may.
 
 Every answer is bounded on the server's side too (at most :data:`MAX_SERVE_S` seconds, stopped when
 the client goes away or the server stops): a test can never hang on this server.
@@ -37,7 +38,7 @@ CONFIG = (Path(__file__).parent / "data" / "hf_configs" / "Qwen__Qwen3-0.6B.json
 
 MODES = ("garbage-info", "typed-info", "deep-info", "huge-int-info", "silent", "endless-info", "drip-info",
          "redirect-loop", "retry-after", "gzip-bomb", "error-garbage", "endless-config", "no-commit-head",
-         "huge-header", "deep-header", "many-shards", "traversal-commit", "traversal-etag")
+         "huge-header", "deep-header", "many-shards", "traversal-commit", "traversal-etag", "gzip-ok")
 
 
 @lru_cache(maxsize=1)
@@ -172,6 +173,9 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "error-garbage":
             return self._send(404, b"[" * 200_000 + b"]" * 200_000, {**json_type, "X-Error-Code": "EntryNotFound"},
                               head=head)
+        if mode == "gzip-ok":  # a well-behaved Hub that compresses: must still work
+            return self._send(200, gzip.compress(self._info(["config.json"])),
+                              {**json_type, "Content-Encoding": "gzip"}, head=head)
         if mode == "many-shards":
             files = ["config.json", *(f"model-{i:05d}-of-99999.safetensors" for i in range(1, 100_000))]
             return self._send(200, self._info(files), json_type, head=head)
@@ -186,6 +190,10 @@ class _Handler(BaseHTTPRequestHandler):
                 headers["X-Repo-Commit"] = "../../../../outside"  # from snapshots/: the test's tmp_path
             if mode == "traversal-etag":
                 headers["ETag"] = '"../../../../outside"'  # from blobs/: the test's tmp_path
+            if mode == "gzip-ok":
+                packed = gzip.compress(CONFIG)
+                return self._send(200, packed, {**headers, "Content-Encoding": "gzip", "Content-Length": str(len(packed)),
+                                                "X-Linked-Size": str(len(CONFIG))}, head=head)
             if mode == "endless-config" and not head:
                 return self._endless(b"{" + b" " * 65536)
             return self._send(200, CONFIG, headers, head=head)

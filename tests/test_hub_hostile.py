@@ -80,6 +80,12 @@ def test_hostile_hub_is_one_line(mode, hostile, tmp_path):
     assert {p.name for p in tmp_path.iterdir()} <= {"hf-home"}  # nothing written outside the HF cache
 
 
+def test_a_compressing_hub_still_works(hostile, tmp_path):
+    done = kvplan(hostile, tmp_path, "estimate", "hostile/gzip-ok", "--hub", "-c", "1k", "-f", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["rows"][0]["kv_bytes"] == 28 * 8 * 128 * 2 * 2 * 1024  # Qwen3-0.6B, bf16
+
+
 def test_too_many_weight_files_fall_back_to_the_config(hostile, tmp_path):
     done = kvplan(hostile, tmp_path, "estimate", "hostile/many-shards", "--hub", "-c", "1k", "-f", "json")
     assert done.returncode == 0, done.stderr

@@ -137,8 +137,10 @@ def _on_response(response: Any) -> None:
     encoding = response.headers.get("content-encoding", "").strip().lower()
     if encoding not in ("", "identity", "gzip", "deflate", "x-gzip"):
         raise AnswerRefused(f"the Hub answered in '{encoding[:40]}' encoding, which kvplan did not ask for")
-    if encoding not in ("", "identity"):
-        del response.headers["content-encoding"]  # decoded by the bounded stream instead of by the client
+    if encoding not in ("", "identity"):  # decoded by the bounded stream instead of by the client
+        del response.headers["content-encoding"]
+        if "content-length" in response.headers:  # the compressed length: no longer the body's
+            del response.headers["content-length"]
     stream_class = _stream_class(type(response).__module__.split(".")[0])
     response.stream = stream_class(response.stream, time.monotonic() + min(limits.timeout_s, left),
                                    limits.timeout_s, limits.max_bytes, encoding)
