@@ -6,6 +6,7 @@
   ``deep-info`` (200,000 nested arrays), ``huge-int-info`` (a 5,000-digit number), ``silent``
   (never answers), ``endless-info`` (a body that never ends), ``drip-info`` (a byte every 50 ms,
   forever), ``redirect-loop`` (302 to itself), ``retry-after`` (503 asking to wait a day),
+  ``retry-after-digits`` (... a wait of 5,000 digits),
   ``gzip-bomb`` (64 MiB of zeros in 64 KB of gzip), ``error-garbage`` (a 404 whose JSON body is a
   list nested 200,000 deep);
 - with a valid model info: ``endless-config`` (config.json's HEAD is fine, its body never ends),
@@ -38,7 +39,8 @@ CONFIG = (Path(__file__).parent / "data" / "hf_configs" / "Qwen__Qwen3-0.6B.json
 
 MODES = ("garbage-info", "typed-info", "deep-info", "huge-int-info", "silent", "endless-info", "drip-info",
          "redirect-loop", "retry-after", "gzip-bomb", "error-garbage", "endless-config", "no-commit-head",
-         "huge-header", "deep-header", "many-shards", "traversal-commit", "traversal-etag", "gzip-ok")
+         "huge-header", "deep-header", "many-shards", "traversal-commit", "traversal-etag", "gzip-ok",
+         "retry-after-digits")
 
 
 @lru_cache(maxsize=1)
@@ -150,6 +152,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(302, b"", {"Location": path}, head=head)
         if mode == "retry-after":
             return self._send(503, b"{}", {"Retry-After": "86400"}, head=head)
+        if mode == "retry-after-digits":
+            return self._send(503, b"{}", {"Retry-After": "9" * 5000}, head=head)
         if api:
             return self._serve_info(mode, head)
         return self._serve_file(mode, parts[-1], head)

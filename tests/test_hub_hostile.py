@@ -61,6 +61,7 @@ EXPECTED = {
     "drip-info": "an answer did not end within KVPLAN_HUB_TIMEOUT (1 s)",
     "redirect-loop": "redirects in a loop",
     "retry-after": "asks to wait 86,400 s before trying again",
+    "retry-after-digits": "asks to wait 1,000,000,000 s before trying again",
     "gzip-bomb": "larger than 32 MiB once decompressed",
     "error-garbage": "cannot read",
     "endless-config": "an answer larger than 32 MiB",

@@ -10,7 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
-from kvplan.errors import HubAccessError, HubError, HubUnavailableError, KvplanError, NotFoundError, OfflineError, UsageError
+from kvplan.errors import (
+    HubAccessError,
+    HubError,
+    HubUnavailableError,
+    KvplanError,
+    NotFoundError,
+    OfflineError,
+    UsageError,
+)
 
 _CLIENT_MODULES = ("huggingface_hub", "httpx", "httpcore", "h11", "h2", "anyio", "ssl", "json", "socket")
 

@@ -95,11 +95,6 @@ def _remove_hooks() -> None:
                            for key, value in hooks.items()}
 
 
-def time_left() -> float | None:
-    limits = _active
-    return None if limits is None else limits.deadline - time.monotonic()
-
-
 # ------------------------------------------------------------------------------------------------
 # The hooks
 
@@ -168,7 +163,7 @@ def _check_names(headers: Any) -> None:
 def _asked_wait(headers: Any) -> int | None:
     """The seconds a Retry-After or a rate-limit reset asks to wait (what http_backoff would sleep)."""
     value = headers.get("retry-after", "").strip()
-    waits = [int(value)] if value.isdigit() else []
+    waits = [int(value) if len(value) <= 9 else 10**9] if value.isdigit() else []  # int() refuses 4,300+ digits
     try:
         from huggingface_hub.utils import parse_ratelimit_headers
 
