@@ -274,3 +274,12 @@ def test_symlink_loops_in_a_glob_end(tmp_path):
     assert files == [str(tree / "app.yaml")] and problems == []  # as glob.glob: '*' skips dot files
     files, problems = expand_paths([str(tmp_path / "deploy")])  # a directory: every YAML file, links not followed
     assert files == [str(tree / ".hidden.yaml"), str(tree / "app.yaml")] and problems == []
+
+
+def test_yaml_values_that_are_not_json_in_a_spec(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.read_text().replace("model_type: qwen3", "model_type: 2024-01-01"))
+    err = one_line(*run("estimate", str(spec), capsys=capsys)[::2])
+    assert "datetime.date(2024, 1, 1) (date) is not a value a model spec holds" in err
+    spec.write_text(SPEC.read_text().replace("model_type: qwen3", "model_type: 2024-13-45"))  # no such date
+    assert "a value cannot be read" in one_line(*run("estimate", str(spec), capsys=capsys)[::2])

@@ -42,7 +42,7 @@ def validate_spec(data: dict[str, Any], where: str) -> ModelSpec:
     from pydantic import ValidationError
 
     def not_json(value: Any) -> Any:
-        raise ConfigError(f"{where}: {value!r} ({type(value).__name__}) is not a value a model spec holds")
+        raise ConfigError(f"{where}: {repr(value)[:80]} ({type(value).__name__}) is not a value a model spec holds")
 
     try:
         text = json.dumps(data, default=not_json, allow_nan=False)
