@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -128,31 +129,39 @@ def catalog_path() -> Path:
 def load_catalog(extra: Path | None = None) -> tuple[GPU, ...]:
     """The shipped catalog, then ``extra`` (same format): an entry whose name matches a shipped one
     (case, spaces, '-' and '_' ignored) replaces it in place; any other entry is appended."""
-    gpus = _read_catalog(catalog_path())
+    gpus = _cached_catalog(catalog_path())
     if extra is None:
         return gpus
     merged = {_norm(g.name): g for g in gpus}
-    for gpu in _read_catalog(Path(extra)):
+    for gpu in _cached_catalog(Path(extra)):
         merged[_norm(gpu.name)] = gpu  # dict keeps the shipped position for replacements
     return tuple(merged.values())
 
 
+def _cached_catalog(path: Path) -> tuple[GPU, ...]:
+    """A catalog file read once per version of it: ``kvplan check`` asks for it once per deployment."""
+    import os
+
+    try:
+        info = os.stat(path)
+    except OSError:
+        return _read_catalog(path)  # the reader says what is wrong
+    return _read_catalog_version(str(path), info.st_mtime_ns, info.st_size)
+
+
+@lru_cache(maxsize=8)
+def _read_catalog_version(path: str, mtime_ns: int, size: int) -> tuple[GPU, ...]:
+    return _read_catalog(Path(path))
+
+
 def _read_catalog(path: Path) -> tuple[GPU, ...]:
-    import yaml
+    from kvplan.safe_io import load_yaml, read_text
 
     where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{where}: GPU catalog not found") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read GPU catalog ({type(exc).__name__})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{where}: not valid YAML{at}") from None
+    if not path.exists():
+        raise ConfigError(f"{where}: GPU catalog not found")
+    # regular files only, bounded size, UTF-8; bounded depth, aliases and numbers
+    data = load_yaml(read_text(path), where)
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
         raise ConfigError(f"{where}: a GPU catalog is a mapping with a 'gpus:' list")
     version = data.get("version", 1)

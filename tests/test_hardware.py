@@ -196,7 +196,7 @@ def _gpu(fields: str) -> str:
 @pytest.mark.parametrize("body, message", [
     ("gpus: []\nversion: 2\n", "version: 2 is not supported"),
     ("- just a list\n", "a mapping with a 'gpus:' list"),
-    ("gpus: [\n", "not valid YAML"),
+    ("gpus: [\n", "malformed YAML"),
     ("gpus:\n" + _gpu("name: X, vendor: nvidia"), "field 'hbm_bandwidth_bytes_per_s' is required"),
     ("gpus:\n" + _gpu("name: X, " + _BASE.replace("memory_gib: 80, ", "")),
      "give exactly one of memory_bytes, memory_mib, memory_gib"),

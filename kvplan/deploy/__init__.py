@@ -8,7 +8,6 @@ or 2 (an input is invalid). A bad file is reported and the others are still chec
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -28,7 +27,7 @@ def expand_paths(paths_or_globs: Iterable[str | os.PathLike]) -> tuple[list[str]
     for item in paths_or_globs:
         text = os.fspath(item)
         if any(ch in text for ch in "*?["):
-            matched = sorted(p for p in glob.glob(text, recursive=True) if os.path.isfile(p))
+            matched = _glob_files(text)
             if not matched:
                 problems.append(Finding("error", "no-files", f"'{text}' matches no file", text, invalid_input=True))
             files += matched
@@ -43,6 +42,28 @@ def expand_paths(paths_or_globs: Iterable[str | os.PathLike]) -> tuple[list[str]
         else:
             problems.append(Finding("error", "no-files", f"{text}: no such file", text, invalid_input=True))
     return list(dict.fromkeys(files)), problems
+
+
+def _glob_files(pattern: str) -> list[str]:
+    """Files matching ``pattern`` ('**' spans directories), as ``glob.glob`` names them, without following
+    symlinked directories: glob.glob follows them, and two links to a parent directory make its search
+    exponential (``kvplan check 'deploy/**/*.yaml'`` never ended). pathlib's '**' does not follow them."""
+    parts = pattern.split(os.sep)
+    first = next(i for i, part in enumerate(parts) if any(ch in part for ch in "*?["))
+    root = os.sep.join(parts[:first]) or (os.sep if first == 1 else "")
+    rest = [part if part == "**" else part.replace("**", "*") for part in parts[first:] if part]
+    if rest and rest[-1] == "**":  # glob.glob: every file below; pathlib: only the directories
+        rest.append("*")
+    hidden = any(part.startswith(".") for part in rest)  # glob.glob's '*' skips dot files unless asked for
+    base = Path(root or ".")
+    found = []
+    for path in base.glob("/".join(rest)):
+        relative = path.relative_to(base)
+        if not hidden and any(part.startswith(".") for part in relative.parts):
+            continue
+        if path.is_file():
+            found.append(os.path.join(root, str(relative)) if root else str(relative))
+    return sorted(found)
 
 
 def load_specs(directory: str | os.PathLike | None) -> dict[str, Any]:
@@ -126,12 +147,10 @@ def read_file(path: str) -> tuple[str | None, list[Any], list[Finding]]:
     """(format, deployments, findings) of one file."""
     from kvplan.deploy import compose, helm, k8s, kvplan_file, shell
     from kvplan.deploy.yaml_lines import load_all
-    from kvplan.errors import ConfigError
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    from kvplan.safe_io import read_text
+
+    text = read_text(path)  # regular files only, bounded size, UTF-8
     base_dir = Path(path).parent
     if not path.endswith((".yaml", ".yml", ".json")) and shell.looks_like(text, path):
         deployments, findings, _ = shell.read(text, path, base_dir)

@@ -25,10 +25,12 @@ def looks_like(data: Any) -> bool:
 
 def dotenv(base_dir: Path) -> dict[str, str]:
     env: dict[str, str] = {}
-    try:
-        text = (base_dir / ".env").read_text(encoding="utf-8")
-    except OSError:
+    path = base_dir / ".env"
+    if not path.exists():
         return env
+    from kvplan.safe_io import read_text
+
+    text = read_text(path)  # a .env that is there but unreadable (a pipe, not UTF-8) is an error
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#") or "=" not in line:

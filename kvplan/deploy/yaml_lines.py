@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.errors import ConfigError
+from kvplan.safe_io import YamlInputError, load_yaml_all
+
+__all__ = ["LDict", "LList", "YamlInputError", "load_all", "dig", "line_at", "node_line"]
 
 
 class LDict(dict):
@@ -29,14 +31,6 @@ class LList(list):
         if 0 <= index < len(self.lines):
             return self.lines[index]
         return default if default is not None else self.line
-
-
-class YamlInputError(ConfigError):
-    """Malformed YAML: carries the 1-based line of the problem."""
-
-    def __init__(self, message: str, line: int | None) -> None:
-        super().__init__(message)
-        self.line = line
 
 
 def node_line(node: Any) -> int:
@@ -74,27 +68,9 @@ def _convert(node: Any, loader: Any) -> Any:
 
 
 def load_all(text: str, where: str) -> list[tuple[Any, int]]:
-    """Every document of ``text`` as (data, first line); malformed YAML raises YamlInputError."""
-    import yaml
-
-    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loader = loader_cls(text)
-    docs: list[tuple[Any, int]] = []
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:  # pragma: no cover - check_node says there is one
-                continue
-            docs.append((_convert(node, loader), node.start_mark.line + 1))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        at = f" line {line}, column {mark.column + 1}" if mark is not None else ""
-        raise YamlInputError(f"{where}:{at}: malformed YAML: {problem}", line) from None
-    finally:
-        loader.dispose()
-    return docs
+    """Every document of ``text`` as (data, first line), within kvplan.safe_io's bounds on depth,
+    aliases and numbers; malformed or unbounded YAML raises YamlInputError."""
+    return load_yaml_all(text, where, construct=_convert)
 
 
 def dig(data: Any, *path: Any) -> Any:

@@ -69,26 +69,16 @@ def read_config_file(path: Path) -> dict:
         path = candidate
     elif not path.exists():
         raise NotFoundError(f"{path}: no such file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return parse_json_object(text, str(path))
+    from kvplan.safe_io import read_text
+
+    return parse_json_object(read_text(path), str(path))  # regular files only, bounded size, UTF-8
 
 
 def parse_json_object(text: str, where: str) -> dict:
-    """A JSON object from ``text``; malformed or truncated JSON is a one-line error naming line:column."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        ends_early = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")
-        more = " (the file ends early: truncated?)" if ends_early else ""
-        raise ConfigError(f"{where}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}{more}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a JSON object, got {json_kind(data)}")
-    return data
+    """A JSON object from ``text``; malformed, truncated, too deep JSON is a one-line error naming line:column."""
+    from kvplan.safe_io import parse_json_object as bounded
+
+    return bounded(text, where)
 
 
 # --------------------------------------------------------------------------------------------

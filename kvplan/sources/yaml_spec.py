@@ -17,39 +17,47 @@ if TYPE_CHECKING:  # bundled specs come through here on every start: no pathlib 
 
 
 def _yaml_load(text: str, where: str) -> Any:
-    import yaml
+    from kvplan.safe_io import load_yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{where}:{at}: malformed YAML: {problem}") from None
+    return load_yaml(text, where)  # bounded depth, aliases and numbers
 
 
 def read_yaml_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    data = _yaml_load(text, str(path))
+    from kvplan.safe_io import read_text
+
+    data = _yaml_load(read_text(path), str(path))  # regular files only, bounded size, UTF-8
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a model spec is a YAML mapping (id, model_type, layers, ...)")
     return data
 
 
 def validate_spec(data: dict[str, Any], where: str) -> ModelSpec:
-    """Validate untrusted spec data with pydantic; the first problem becomes a one-line error."""
+    """Validate untrusted spec data with pydantic; the first problem becomes a one-line error.
+
+    Strict, as JSON: YAML's ``true`` is not the number 1 and ``"8"`` not the number 8 (lax pydantic
+    would take both), while YAML lists still fill the spec's tuples.
+    """
+    import json
+
     from pydantic import ValidationError
 
+    def not_json(value: Any) -> Any:
+        raise ConfigError(f"{where}: {repr(value)[:80]} ({type(value).__name__}) is not a value a model spec holds")
+
     try:
-        return spec_adapter().validate_python(data)
+        text = json.dumps(data, default=not_json, allow_nan=False)
+    except ConfigError:
+        raise
+    except ValueError:  # allow_nan=False
+        raise ConfigError(f"{where}: NaN or infinity in a model spec") from None
+    try:
+        return spec_adapter().validate_json(text, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "spec"
         msg = err["msg"].removeprefix("Value error, ")
+        if isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type"):
+            msg = f"{str(err['input']).lower()} is a boolean, not a number"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise ConfigError(f"{where}: {loc}: {msg}{more}") from None
 

@@ -114,15 +114,10 @@ def cpu_total_bytes() -> int | None:
 
 
 def cpu_available_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux); None where unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    """What the host, the container (cgroup) and ulimit leave (kvplan.verify.host_memory); None where unknown."""
+    from kvplan.verify.host_memory import available_bytes
+
+    return available_bytes()
 
 
 def free_bytes(device: Any) -> int | None:
@@ -343,7 +338,9 @@ def allocate_weights(nbytes: int, pieces: int, device: Any) -> list[Any]:
             t = torch.empty(size, dtype=torch.uint8, device=device)
             _track(t)
             out.append(t)
-    except _oom_types(torch):
+    except (*_oom_types(torch), RuntimeError, MemoryError) as exc:  # a CPU allocation fails with RuntimeError
+        if isinstance(exc, RuntimeError) and not isinstance(exc, _oom_types(torch)) and not _is_cpu_oom(exc):
+            raise
         out.clear()
         gc.collect()
         if device.type == "cuda":

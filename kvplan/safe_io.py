@@ -1,0 +1,310 @@
+"""Bounded reading of untrusted input: files, JSON and YAML, each with a cap on size, depth and work.
+
+Every file kvplan reads from a user (config.json, YAML specs, deployment files, GPU catalogs, a
+``.env``) and every JSON text the Hub sends goes through here, so that no input can block, fill the
+memory or crash the interpreter. The limits, and what breaks without them:
+
+- a file must be a regular file (a named pipe blocks, ``/dev/zero`` never ends) of at most
+  :data:`MAX_FILE_BYTES`;
+- text must be UTF-8 (a byte-order mark is allowed);
+- JSON and YAML may nest at most :data:`MAX_DEPTH` levels (CPython's JSON decoder raises
+  ``RecursionError`` near 1,000; libyaml's composer recurses in C and crashes the process on
+  200,000 nested ``[``);
+- YAML aliases may add at most :data:`MAX_ALIAS_NODES` nodes when expanded, and may not refer to
+  themselves (a "billion laughs" file is 1 KB and expands to 10^9 nodes);
+- an integer may have at most as many digits as Python converts (``sys.get_int_max_str_digits()``,
+  4,300 by default: CPython refuses longer ones with a ``ValueError``).
+
+Each failure is a one-line :class:`~kvplan.errors.ConfigError` naming the input.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from typing import Any
+
+from kvplan.errors import ConfigError
+
+MAX_FILE_BYTES = 16 * 1024 * 1024  # far above any config.json (< 1 MB) or manifest kvplan reads
+MAX_DEPTH = 128  # Kubernetes manifests nest ~15 levels, configs ~5
+MAX_ALIAS_NODES = 100_000  # what anchors/aliases may add; compose files reuse blocks of tens of nodes
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024 / 1024:g} MiB"
+
+
+def max_int_digits() -> int:
+    """The longest integer (in decimal digits) Python converts; 0 means unlimited (Python < 3.11)."""
+    getter = getattr(sys, "get_int_max_str_digits", None)
+    return int(getter()) if getter is not None else 0
+
+
+# ------------------------------------------------------------------------------------------------
+# Files
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_bytes(path: str | os.PathLike, *, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The content of regular file ``path``, at most ``limit`` bytes; anything else is a ConfigError.
+
+    The file is opened non-blocking so that a named pipe without a writer cannot hang the open,
+    then checked with ``fstat`` (no race between the check and the read).
+    """
+    where = os.fspath(path)
+    try:
+        fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+            raise ConfigError(f"{where}: {kind}: kvplan reads only regular files")
+        if info.st_size > limit:
+            raise ConfigError(f"{where}: {info.st_size:,} bytes, more than the {_mib(limit)} kvplan reads "
+                              "from one file")
+        chunks: list[bytes] = []
+        size = 0
+        while True:  # st_size can lie (a file still growing, /proc): read no more than the limit
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise ConfigError(f"{where}: more than the {_mib(limit)} kvplan reads from one file")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def decode_text(raw: bytes, where: str) -> str:
+    """UTF-8 text (a leading byte-order mark is dropped); anything else names the first bad byte."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def read_text(path: str | os.PathLike, *, limit: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of regular file ``path`` (at most ``limit`` bytes)."""
+    return decode_text(read_bytes(path, limit=limit), os.fspath(path))
+
+
+# ------------------------------------------------------------------------------------------------
+# JSON
+
+
+def _line_col(text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"{line}:{col}"
+
+
+def _depth_of(data: Any) -> int:
+    """How deeply lists and dicts nest in ``data`` (iterative: the data may be deep)."""
+    deepest = 0
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            return depth
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def parse_json(text: str, where: str) -> Any:
+    """JSON ``text`` with bounded depth and integer size; malformed JSON names line:column."""
+    import json
+    import re
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        ends_early = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")
+        more = " (the file ends early: truncated?)" if ends_early else ""
+        raise ConfigError(f"{where}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}{more}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: invalid JSON: nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError:  # CPython refuses to convert integers of more than sys.get_int_max_str_digits() digits
+        digits = max_int_digits()
+        found = re.search(r"\d{%d,}" % (digits + 1), text) if digits else None
+        at = f":{_line_col(text, found.start())}" if found else ""
+        raise ConfigError(f"{where}{at}: invalid JSON: an integer of more than {digits:,} digits") from None
+    if _depth_of(data) > MAX_DEPTH:
+        raise ConfigError(f"{where}: invalid JSON: nested more than {MAX_DEPTH} levels deep")
+    return data
+
+
+def json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+def parse_json_object(text: str, where: str) -> dict:
+    """A JSON object from ``text`` (see :func:`parse_json`)."""
+    data = parse_json(text, where)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a JSON object, got {json_kind(data)}")
+    return data
+
+
+def read_json_object(path: str | os.PathLike) -> dict:
+    """A JSON object from regular file ``path``."""
+    return parse_json_object(read_text(path), os.fspath(path))
+
+
+# ------------------------------------------------------------------------------------------------
+# YAML
+
+
+class YamlInputError(ConfigError):
+    """Malformed or unbounded YAML: carries the 1-based line of the problem (None where unknown)."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def yaml_loader_class() -> Any:
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _yaml_error(exc: Exception, where: str) -> YamlInputError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["?"])[0]
+    at = f" line {line}, column {mark.column + 1}" if mark is not None else ""
+    return YamlInputError(f"{where}:{at}: malformed YAML: {problem}", line)
+
+
+def check_yaml_events(text: str, where: str) -> None:
+    """Refuse YAML that nests too deeply, expands too far through aliases, or refers to itself.
+
+    One pass over libyaml's parse events (flat, no recursion), before anything is composed: the
+    composer would recurse once per level. Each anchor's expanded size is known when its node
+    ends; an alias adds that size (and that depth) where it stands.
+    """
+    import yaml
+
+    loader = yaml_loader_class()(text)
+    digits = max_int_digits()
+    # one frame per open collection: [expanded nodes so far, deepest depth below, anchor or None]
+    stack: list[list[Any]] = []
+    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (expanded nodes, depth of its node)
+    open_anchors: set[str] = set()
+    added = 0  # nodes added by aliases, over the whole stream
+
+    def close(nodes: int, depth: int, anchor: str | None) -> None:
+        if anchor is not None:
+            anchors[anchor] = (nodes, depth)
+            open_anchors.discard(anchor)
+        if stack:
+            stack[-1][0] += nodes
+            stack[-1][1] = max(stack[-1][1], depth + 1)
+
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            line = event.start_mark.line + 1 if event.start_mark is not None else None
+            if isinstance(event, yaml.CollectionStartEvent):
+                if len(stack) >= MAX_DEPTH:
+                    raise YamlInputError(f"{where}: line {line}: YAML nested more than {MAX_DEPTH} levels deep", line)
+                if event.anchor is not None:
+                    open_anchors.add(event.anchor)
+                stack.append([1, 0, event.anchor])
+            elif isinstance(event, yaml.CollectionEndEvent):
+                nodes, depth, anchor = stack.pop()
+                close(nodes, depth, anchor)
+            elif isinstance(event, yaml.AliasEvent):
+                if event.anchor in open_anchors:
+                    raise YamlInputError(f"{where}: line {line}: the alias *{event.anchor} refers to the node that "
+                                         "holds it (a recursive structure)", line)
+                nodes, depth = anchors.get(event.anchor, (1, 0))
+                added += nodes
+                if added > MAX_ALIAS_NODES:
+                    raise YamlInputError(f"{where}: line {line}: YAML aliases expand to more than "
+                                         f"{MAX_ALIAS_NODES:,} nodes (an alias bomb?)", line)
+                if len(stack) + depth > MAX_DEPTH:
+                    raise YamlInputError(f"{where}: line {line}: YAML nested more than {MAX_DEPTH} levels deep "
+                                         "(through aliases)", line)
+                close(nodes, depth, None)
+            elif isinstance(event, yaml.ScalarEvent):
+                plain = event.value.lstrip("+-").replace("_", "") if not event.style else ""  # C: "", Python: None
+                if digits and len(plain) > digits and plain.isdigit():
+                    raise YamlInputError(f"{where}: line {line}: a number of more than {digits:,} digits", line)
+                close(1, 0, event.anchor)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, where) from None
+    finally:
+        loader.dispose()
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """The one YAML document of ``text`` (safe types only), within the limits above."""
+    docs = load_yaml_all(text, where, construct=None)
+    if len(docs) > 1:
+        raise YamlInputError(f"{where}: line {docs[1][1]}: expected one YAML document, found more", docs[1][1])
+    return docs[0][0] if docs else None
+
+
+def load_yaml_all(text: str, where: str, *, construct: Any = None) -> list[tuple[Any, int]]:
+    """Every document of ``text`` as (data, first line), within the limits above.
+
+    ``construct(node, loader)`` builds each document from its composed node (default: PyYAML's
+    safe constructor); ``kvplan.deploy.yaml_lines`` passes one that records line numbers.
+    """
+    import yaml
+
+    if len(text) > MAX_FILE_BYTES:
+        raise YamlInputError(f"{where}: more than the {_mib(MAX_FILE_BYTES)} kvplan reads from one file")
+    check_yaml_events(text, where)
+    loader = yaml_loader_class()(text)
+    docs: list[tuple[Any, int]] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:  # pragma: no cover - check_node says there is one
+                continue
+            data = construct(node, loader) if construct is not None else loader.construct_document(node)
+            docs.append((data, node.start_mark.line + 1))
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, where) from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a date that does not exist: 2024-13-45
+        raise YamlInputError(f"{where}: a value cannot be read: {str(exc)[:200]}") from None
+    except RecursionError:  # pragma: no cover - depth is checked above
+        raise YamlInputError(f"{where}: YAML nested too deeply") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def read_yaml(path: str | os.PathLike) -> Any:
+    """The one YAML document of regular file ``path``."""
+    return load_yaml(read_text(path), os.fspath(path))
