@@ -114,11 +114,13 @@ def finish(d: Draft) -> None:
 
 
 def calibrate(case: CalibrationCase) -> Calibrated:
-    """Measured weights, and the memory outside them that SGLang's free-memory reading already lacks.
+    """Measured weights, and the memory outside them at SGLang's free-memory reading (kvplan's non-torch).
 
-    SGLang sizes its pool from the free memory after loading the weights (``model_runner.py``
-    ``profile_max_num_token``: avail mem - total x (1 - mem_fraction_static)), so what the logged
-    'avail mem' does not account for besides the weights is memory kvplan counts as non-torch."""
+    SGLang sizes its pool as ``avail mem after the weights - T x (1 - mem_fraction_static)``
+    (``profile_max_num_token``), where T, which it calls total_gpu_memory, is the free memory before the
+    weights, least over the ranks (``ModelRunner.init_torch_distributed`` returns it). kvplan's SGLang
+    budget takes T as the GPU's total, so this calibration is short by (total - T) x (1 - fraction):
+    docs/logs.md, 'Later steps'."""
     from kvplan.logs.calibration import Calibrated, kv_only
 
     m, notes, used, cal = case.cal.measured, case.notes, case.used, case.cal
