@@ -260,3 +260,77 @@ def test_sglang_full_startup_qwq_tp4():
     # that SGLang sized the pool from the free memory before the weights (21.63 GiB), not the GPU total:
     # 6.09 - 21.63 x (1 - 0.85) = 2.8455 GiB = K + V (2 x 1.42, rounded)
     assert abs((6.09 - 21.63 * 0.15) - 2.84) < 0.01
+
+
+# ------------------------------------------------------------------ the readers live in the engine packages
+
+def test_log_readers_are_the_engines_own():
+    from kvplan.engines import all_engines, get_engine
+    from kvplan.logs.calibration import schema
+    from kvplan.logs.reader import log_readers
+
+    with_log = [e.name for e in all_engines() if e.log is not None]
+    assert with_log == ["vllm", "sglang", "trtllm", "llamacpp"]
+    assert get_engine("hf").log is None and get_engine("hf-static").log is None
+    for engine in all_engines():
+        if engine.log is not None:
+            assert engine.log.engine == engine.name and engine.log.title == engine.title
+            assert type(engine).__module__ + ".log" == engine.log.read.__module__  # engines/<engine>/log.py
+    assert [r.engine for r in log_readers()] == with_log
+    assert schema()["properties"]["engine"]["enum"] == with_log
+    # each real log is detected as its engine's (file names start with the engine)
+    for path in sorted(LOGS.glob("*.log")):
+        assert detect(path.read_text()) == path.name.split("-")[0], path.name
+
+
+def test_no_engine_name_is_tested_outside_the_engine_packages():
+    # docs/architecture.md: no module outside kvplan/engines/<engine>/ compares an engine's name
+    from pathlib import Path
+
+    import kvplan
+    from kvplan.engines import ENGINE_NAMES
+
+    root = Path(kvplan.__file__).parent
+    for path in [*sorted((root / "logs").glob("*.py")), root / "cli" / "log.py"]:
+        text = path.read_text()
+        for name in ENGINE_NAMES:
+            assert f'"{name}"' not in text and f"'{name}'" not in text, (path.name, name)
+
+
+def test_an_engine_added_with_a_log_is_read_without_touching_kvplan_logs(monkeypatch, capsys):
+    import re
+    import sys
+    import types
+    from dataclasses import dataclass
+
+    import kvplan.engines as engines
+    from kvplan.cli import main
+    from kvplan.logs.core import logged_size
+    from kvplan.logs.reader import LogReader
+
+    pattern = re.compile(r"toy pool: ([\d.]+) GiB for (\d+) tokens")
+
+    def read(lines, out):
+        for line in lines:
+            if m := pattern.search(line.text):
+                out.put("kv_cache", logged_size(m.group(1), "GiB"), line)
+                out.put("kv_cache_tokens", int(m.group(2)), line)
+        return "toy-v1"
+
+    @dataclass(frozen=True)
+    class Toy:
+        name: str = "toy"
+        title: str = "Toy Engine"
+        log: LogReader = LogReader(engine="toy", title="Toy Engine", markers=("toy pool:",), read=read)
+
+    module = types.ModuleType("toy_engine_for_tests")
+    module.TOY = Toy()
+    monkeypatch.setitem(sys.modules, "toy_engine_for_tests", module)
+    monkeypatch.setitem(engines._REGISTRY, "toy", ("toy_engine_for_tests", "TOY"))
+    monkeypatch.setattr(engines, "ENGINE_NAMES", (*engines.ENGINE_NAMES, "toy"))
+    log = parse_text("INFO toy pool: 1.50 GiB for 4096 tokens\n")
+    assert (log.engine, log.format, log.kv_cache_tokens) == ("toy", "toy-v1", 4096)
+    assert log.memory["kv_cache"].bytes == 3 * GIB // 2 and log.complete
+    assert "Toy Engine" in parse_text("nothing here").notes[0]
+    assert main(["log", "-", "--engine", "nope"], fast=False) == 2
+    assert "known: vllm, sglang, trtllm, llamacpp, toy" in capsys.readouterr().err

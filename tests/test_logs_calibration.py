@@ -217,3 +217,17 @@ def test_calibration_predicts_the_other_run_of_the_same_deployment():
     assert not plan.fits
     measured = log29.memory["activation"].bytes
     assert abs(plan.per_gpu.activation_bytes - measured) < 0.06 * 2**30  # 2.94 vs 2.99 GiB logged
+
+
+def test_sglang_reserve_is_the_free_memory_before_the_weights_times_one_minus_the_fraction():
+    # sgl-project/sglang model_runner_kv_cache_mixin.py::profile_max_num_token: rest = avail mem after the
+    # weights - T x (1 - mem_fraction_static), T = ModelRunner.init_torch_distributed's free memory before
+    # the weights. Qwen2.5-32B / QwQ-32B at tp 4: 64 layers x 2 KV heads x 128 x 2 (K, V) x 2 B per token.
+    log = parse_log(str(LOGS / "sglang-0.4-qwq-32b-tp4-l4.log"))
+    before, after, kv = (log.memory[k] for k in ("free_before_weights", "free_after_weights", "kv_cache"))
+    fraction = log.settings.mem_fraction_static
+    assert fraction == 0.85
+    rest = after.bytes - before.bytes * (1 - fraction)
+    assert abs(rest - kv.bytes) <= before.step_bytes + after.step_bytes + kv.step_bytes
+    tokens = int(rest) // (64 * 2 * 128 * 2 * 2)
+    assert abs(tokens - log.kv_cache_tokens) <= log.kv_cache_tokens * 0.001  # 46,620 vs 46,611 logged

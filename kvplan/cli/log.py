@@ -44,12 +44,14 @@ def log_command(
 
     from kvplan.errors import UsageError
     from kvplan.logs import MAX_LOG_BYTES, parse_log
+    from kvplan.logs.reader import log_readers
     from kvplan.units import parse_count
 
     if fmt not in ("table", "json"):
         raise UsageError(f"--format: unknown format '{fmt}' (known: table, json)")
-    if engine is not None and engine not in ("vllm", "sglang", "trtllm", "llamacpp"):
-        raise UsageError(f"--engine: unknown engine '{engine}' (known: vllm, sglang, trtllm, llamacpp)")
+    known = [reader.engine for reader in log_readers()]
+    if engine is not None and engine not in known:
+        raise UsageError(f"--engine: unknown engine '{engine}' (known: {', '.join(known)})")
     try:
         log = parse_log(sys.stdin.buffer if file == "-" else file, engine=engine, limit=MAX_LOG_BYTES)
     except OSError as exc:

@@ -2,8 +2,8 @@
 
 ``estimate``, ``max_batch``, ``verify`` and ``check`` reach an engine only through this protocol:
 its layout rules (``layout``, ``stage_layouts``), its GPU budget (``budget``), its pool and admission
-(``capacity``), the serve flags it parses (``serve``) and the tensors ``verify`` allocates
-(``tensor_plan``). Nothing outside ``kvplan/engines/<engine>/`` tests an engine's name.
+(``capacity``), the serve flags it parses (``serve``), the start-up log it prints (``log``) and the tensors
+``verify`` allocates (``tensor_plan``). Nothing outside ``kvplan/engines/<engine>/`` tests an engine's name.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from kvplan.spec import ModelSpec
 if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
     from kvplan.engines.serve import ServeFlags
+    from kvplan.logs.reader import LogReader
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class Engine(Protocol):
     """KV dtype names this engine accepts (canonical names; 'auto' is always accepted)."""
     serve: ServeFlags | None
     """How ``kvplan check`` reads this engine's launch command, where it has one kvplan reads."""
+    log: LogReader | None
+    """How ``kvplan log`` reads this engine's start-up log (``engines/<engine>/log.py``), where it has one."""
     extra_options: frozenset[str]
     """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
 
@@ -98,6 +101,7 @@ class EngineDefaults:
     title: str
     newest_rules: Version
     serve: ServeFlags | None = None
+    log: LogReader | None = None
     extra_options: frozenset[str] = frozenset()
 
     def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version,

@@ -4,12 +4,9 @@
 ``kvplan log --save``); ``calibrate`` gives ``max-batch`` and ``check`` the Settings that use those items
 when the model, GPU, engine, its version and the parallelism match, with one line per item said.
 
-vLLM's own rule (``gpu_worker.py::determine_available_memory``): KV = ceil(total x util) - weights -
-activation peak - non-torch (- the CUDA-graph estimate from v0.21). The logged items are rounded to
-0.01 GiB, so the activation kvplan uses is the one that makes the logged items add up to the logged KV
-memory (refined to the logged block count when there is one); the difference to the printed activation
-is the rounding, and is said. The activation peak is profiled over ``max_num_batched_tokens`` tokens: for
-other settings it is scaled by kvplan's activation model (the same ratio), and that is said too.
+How measured items become Settings is the engine's rule (``LogReader.calibrate`` in
+``kvplan/engines/<engine>/log.py``: vLLM re-derives the activation peak, SGLang the memory outside its
+free-memory reading); an engine without one carries the logged KV-cache memory as it is (``kv_only``).
 """
 
 from __future__ import annotations
@@ -17,13 +14,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kvplan.logs.model import MEMORY_ITEMS, ParsedLog
+from kvplan.logs.reader import log_reader, log_readers
 
 FORMAT_VERSION = 1
+if TYPE_CHECKING:
+    EngineName = str
+else:  # the engines with a log format, in the registry's order: the schema's enum
+    EngineName = Literal[tuple(reader.engine for reader in log_readers())]
 ItemName = Literal["total", "budget", "weights", "activation", "non_torch", "cudagraph", "kv_cache",
                    "free_after_weights"]
 
@@ -62,7 +64,7 @@ class Calibration(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="kvplan calibration")
     kvplan_calibration: Literal[1] = Field(1, description="Format version.")
-    engine: Literal["vllm", "sglang", "trtllm", "llamacpp"]
+    engine: EngineName
     engine_version: str | None = None
     model: str
     gpu: CalibrationGpu = CalibrationGpu()
@@ -198,8 +200,9 @@ def calibrate(cal: Calibration, model: Any, *, gpu: Any, gpu_memory: str | int |
     version = _clean(version)
     common = dict(tp=tp, pp=pp, engine=engine, kv_dtype=kv_dtype, catalog=catalog)
     taken: list[str] = []
-    if engine == "vllm" and cal.engine == "vllm":  # the deployment's own profile size, unless given
-        for name in ("max_num_batched_tokens", "max_num_seqs"):
+    reader = log_reader(engine)
+    if reader is not None and cal.engine == reader.engine:  # the deployment's own profile size, unless given
+        for name in reader.profile_settings:
             if getattr(settings, name) is None and getattr(cal.settings, name) is not None:
                 settings = replace(settings, **{name: getattr(cal.settings, name)})
                 taken.append(f"{name} {getattr(cal.settings, name):,}")
@@ -224,27 +227,32 @@ def calibrate(cal: Calibration, model: Any, *, gpu: Any, gpu_memory: str | int |
         gpu_total_text = str(cal.gpu.total_bytes)
         used.append("total")
         notes.append(f"calibration: GPU total memory as logged, {m['total'].logged if 'total' in m else total}")
-    if engine == "vllm":
-        return _vllm(cal, model, here, total, gpu_total_text, version, settings, common, notes, used)
-    if engine == "sglang":
-        s = settings
-        if "weights" in m:
-            s = replace(s, weights_bytes=m["weights"].bytes)
-            used.append("weights")
-            notes.append(f"calibration: weights {m['weights'].logged} (measured)")
-        if "free_after_weights" in m and "weights" in m:
-            non_torch = total - m["weights"].bytes - m["free_after_weights"].bytes
-            s = replace(s, non_torch_bytes=max(non_torch, 0))
-            used.append("non_torch")
-            notes.append(f"calibration: memory outside the weights before SGLang's free-memory reading "
-                         f"{non_torch / 2**30:.2f} GiB (total - weights - logged avail mem)")
-        if s.mem_fraction_static is None and cal.settings.mem_fraction_static is not None:
-            s = replace(s, mem_fraction_static=cal.settings.mem_fraction_static)
-            notes.append(f"calibration: mem_fraction_static {cal.settings.mem_fraction_static:g} as logged")
-        if not used:
-            return _kv_only(cal, settings, version, gpu_total_text, notes)
-        return Calibrated(s, version, gpu_total_text, tuple(used), tuple(notes))
-    return _kv_only(cal, settings, version, gpu_total_text, notes)
+    case = CalibrationCase(cal=cal, model=model, here=here, total=total, gpu_total=gpu_total_text, version=version,
+                           settings=settings, common=common, notes=notes, used=used)
+    if reader is not None and reader.calibrate is not None:
+        return reader.calibrate(case)
+    return kv_only(case)
+
+
+@dataclass(frozen=True)
+class CalibrationCase:
+    """A calibration that matches the deployment, for the engine's ``LogReader.calibrate``."""
+
+    cal: Calibration
+    model: Any
+    here: Any
+    """kvplan.max_batch for the deployment with kvplan's own items (the CapacityPlan)."""
+    total: int
+    """The GPU's total memory: as logged, else the catalog's."""
+    gpu_total: str | None
+    """The logged total where it replaces the catalog's (Calibrated.gpu_memory)."""
+    version: str | None
+    settings: Any
+    """The deployment's Settings (with the profile settings the calibration carried)."""
+    common: dict[str, Any]
+    """tp, pp, engine, kv_dtype, catalog: the keyword arguments of kvplan.max_batch for this deployment."""
+    notes: list[str]
+    used: list[str]
 
 
 def _clean(version: str | None) -> str | None:
@@ -252,106 +260,14 @@ def _clean(version: str | None) -> str | None:
     return m.group(1) if m else None
 
 
-def _kv_only(cal: Calibration, settings: Any, version: str | None, gpu_total: str | None,
-             notes: list[str]) -> Calibrated:
+def kv_only(case: CalibrationCase) -> Calibrated:
+    """The logged KV-cache memory as it is (no breakdown to rescale)."""
     from kvplan.errors import UsageError
 
-    kv = cal.measured.get("kv_cache")
+    kv = case.cal.measured.get("kv_cache")
     if kv is None or kv.bytes <= 0:
         raise UsageError("--calibration: the file holds no KV-cache memory kvplan can use")
-    notes.append(f"calibration: KV cache memory {kv.logged} as logged (the log has no breakdown to rescale: "
-                 "valid for the settings it was measured under)")
-    return Calibrated(replace(settings, kv_cache_memory_bytes=kv.bytes), version, gpu_total, ("kv_cache",),
-                      tuple(notes))
-
-
-def _vllm(cal: Calibration, model: Any, here: Any, total: int, gpu_total: str | None, version: str | None,
-          settings: Any, common: dict[str, Any], notes: list[str], used: list[str]) -> Calibrated:
-    import kvplan
-
-    m = cal.measured
-    if "weights" not in m or "kv_cache" not in m:
-        return _kv_only(cal, settings, version, gpu_total, notes)
-    c = cal.settings
-    util = c.gpu_memory_utilization
-    if util is None:
-        util = here.engine_defaults.get("gpu_memory_utilization")
-        notes.append(f"calibration: the log names no utilization; vLLM's default {util:g} assumed")
-    weights = m["weights"].bytes
-    non_torch = m["non_torch"].bytes if "non_torch" in m else None
-    graphs = m["cudagraph"].bytes if "cudagraph" in m else None
-    measured_at = dict(gpu_memory=str(total), engine_version=version, max_model_len=c.max_model_len or here.max_model_len,
-                       **common)
-    base = kvplan.Settings(gpu_memory_utilization=util, max_num_batched_tokens=c.max_num_batched_tokens,
-                           max_num_seqs=c.max_num_seqs, enforce_eager=bool(c.enforce_eager), weights_bytes=weights,
-                           non_torch_bytes=non_torch, cudagraph_bytes=graphs)
-    kv_target = _kv_target(cal, model, measured_at, base, notes)
-    # the activation that makes the measured items add up to the measured KV memory (vLLM's identity)
-    without = kvplan.max_batch(model, settings=replace(base, activation_bytes=0), **measured_at)
-    activation = without.per_gpu.kv_cache_bytes - kv_target
-    printed = m.get("activation")
-    if printed is not None:
-        slack = sum(i.step_bytes for i in m.values()) + 2 * (1 << 20)
-        if abs(activation - printed.bytes) <= slack:
-            notes.append(f"calibration: activation peak {activation / 2**30:.3f} GiB (logged {printed.logged}; "
-                         "the logged items' rounding folded in so that they add up to the logged KV memory)")
-        else:
-            notes.append(f"calibration: the logged items do not add up to the logged KV memory "
-                         f"({(activation - printed.bytes) / 2**30:+.2f} GiB): the logged activation "
-                         f"{printed.logged} is used")
-            activation = printed.bytes
-    else:
-        notes.append(f"calibration: activation peak {activation / 2**30:.3f} GiB = what the logged budget, weights"
-                     + (", non-torch" if non_torch is not None else " (and kvplan's non-torch estimate)")
-                     + " and KV memory leave")
-    modelled = kvplan.max_batch(model, settings=replace(base, non_torch_bytes=None), **measured_at)
-    a0 = modelled.per_gpu.activation_bytes
-    a1 = here.per_gpu.activation_bytes
-    t0 = modelled.engine_defaults.get("max_num_batched_tokens")
-    t1 = here.engine_defaults.get("max_num_batched_tokens")
-    s0, s1 = modelled.engine_defaults.get("max_num_seqs"), here.engine_defaults.get("max_num_seqs")
-    if (t0, s0) != (t1, s1) and a0 > 0:
-        scaled = round(activation * a1 / a0)
-        notes.append(f"calibration: activation scaled by vLLM's profile size (max_num_batched_tokens {t0:,} -> "
-                     f"{t1:,}, max_num_seqs {s0} -> {s1}) with kvplan's activation model: "
-                     f"{activation / 2**30:.2f} -> {scaled / 2**30:.2f} GiB")
-        activation = scaled
-    s = replace(settings, weights_bytes=weights, activation_bytes=max(activation, 0), non_torch_bytes=non_torch,
-                cudagraph_bytes=graphs)
-    if s.gpu_memory_utilization is None and c.gpu_memory_utilization is not None:
-        s = replace(s, gpu_memory_utilization=c.gpu_memory_utilization)
-    used += ["weights", "activation"] + (["non_torch"] if non_torch is not None else []) + \
-        (["cudagraph"] if graphs is not None else [])
-    notes.insert(0, f"calibration: weights {m['weights'].logged}"
-                 + (f", non-torch {m['non_torch'].logged}" if non_torch is not None else "")
-                 + (f", CUDA graphs {m['cudagraph'].logged}" if graphs is not None else "")
-                 + f" measured by {cal.engine} {cal.engine_version or ''}".rstrip() + f" on {cal.model}")
-    return Calibrated(s, version, gpu_total, tuple(dict.fromkeys(used)), tuple(notes))
-
-
-def _kv_target(cal: Calibration, model: Any, measured_at: dict[str, Any], base: Any, notes: list[str]) -> int:
-    """The logged KV memory, narrowed to the logged block count where the log has one."""
-    import kvplan
-
-    kv = cal.measured["kv_cache"]
-    low, high = kv.bytes - kv.step_bytes // 2, kv.bytes + kv.step_bytes // 2
-    blocks = cal.num_gpu_blocks
-    probe_bytes = 1 << 44
-    probe = kvplan.max_batch(model, settings=replace(base, kv_cache_memory_bytes=probe_bytes), **measured_at)
-    if not probe.num_blocks:
-        return kv.bytes
-    per_block = probe_bytes // probe.num_blocks
-    if blocks is None and cal.kv_cache_tokens and probe.block_size:
-        # a single-group pool logs blocks x block_size tokens (vLLM <= 0.23)
-        if probe.kv_cache_tokens == probe.num_blocks * probe.block_size and cal.kv_cache_tokens % probe.block_size == 0:
-            blocks = cal.kv_cache_tokens // probe.block_size
-    if blocks is None or blocks <= 0:
-        return kv.bytes
-    lo, hi = max(low, blocks * per_block), min(high, (blocks + 1) * per_block - 1)
-    if lo > hi:
-        notes.append(f"calibration: the logged {blocks:,} blocks and {kv.logged} disagree by more than the "
-                     "rounding; the logged memory is used")
-        return kv.bytes
-    notes.append(f"calibration: KV memory narrowed to {blocks:,} blocks x {per_block:,} B, within the logged "
-                 f"{kv.logged}")
-    return (lo + hi) // 2
+    case.notes.append(f"calibration: KV cache memory {kv.logged} as logged (the log has no breakdown to rescale: "
+                      "valid for the settings it was measured under)")
+    return Calibrated(replace(case.settings, kv_cache_memory_bytes=kv.bytes), case.version, case.gpu_total,
+                      ("kv_cache",), tuple(case.notes))

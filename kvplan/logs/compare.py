@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvplan.logs.model import ParsedLog
+from kvplan.logs.reader import log_reader
 
 WATERFALL = ("total", "budget", "weights", "activation", "non_torch", "cudagraph", "kv_cache",
              "num_gpu_blocks", "kv_cache_tokens", "max_concurrency")
@@ -98,10 +99,11 @@ def extras(log: ParsedLog) -> list[Row]:
 def version_of(log: ParsedLog) -> tuple[str | None, str | None]:
     """(the engine version the log names or its format implies, the note saying how it was inferred)."""
     version = clean_version(log.settings.engine_version)
-    if version is None and log.engine == "vllm" and log.format in ("vllm-v0-profile", "vllm-0.7-profile"):
-        version = "0.6" if log.format == "vllm-v0-profile" else "0.7"
-        return version, (f"engine version not logged: the '{log.format}' lines were printed by vLLM {version}.x; "
-                         f"{version} used (pass --engine-version)")
+    reader = log_reader(log.engine)
+    if version is None and reader is not None:
+        implied = reader.implied_version(log.format)
+        if implied is not None:
+            return implied
     return version, None
 
 
@@ -166,14 +168,12 @@ def compare(log: ParsedLog, *, model: str | None = None, gpu: str | None = None,
     base = settings or kvplan.Settings()
     from dataclasses import replace
 
-    settings = replace(
-        base,
-        gpu_memory_utilization=base.gpu_memory_utilization or (s.gpu_memory_utilization if log.engine == "vllm" else None),
-        mem_fraction_static=base.mem_fraction_static or (s.mem_fraction_static if log.engine == "sglang" else None),
-        max_num_batched_tokens=base.max_num_batched_tokens or (s.max_num_batched_tokens if log.engine == "vllm" else None),
-        max_num_seqs=base.max_num_seqs or (s.max_num_seqs if log.engine == "vllm" else None),
-        enforce_eager=base.enforce_eager or bool(s.enforce_eager),
-    )
+    # the engine's own knobs the log names (vLLM: utilization, batched tokens, max seqs; SGLang: the static
+    # fraction) are carried into the plan unless given
+    reader = log_reader(log.engine)
+    carried = reader.carried if reader is not None else ()
+    settings = replace(base, enforce_eager=base.enforce_eager or bool(s.enforce_eager),
+                       **{name: getattr(base, name) or getattr(s, name) for name in carried})
     kv = kv_dtype or s.kv_dtype or "auto"
     plan = kvplan.max_batch(model, gpu=gpu, gpu_memory=gpu_memory, tp=tp or s.tp or 1, pp=pp or s.pp or 1,
                             engine=log.engine, engine_version=version, kv_dtype=kv, max_model_len=mml,

@@ -1,9 +1,9 @@
-"""llama.cpp: its layout rules (``layout``) and GPU budget (``budget``)."""
+"""llama.cpp: its layout rules (``layout``), GPU budget (``budget``) and start-up log (``log``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
@@ -28,6 +28,12 @@ class LlamaCppEngine(EngineDefaults):
         from kvplan.engines.llamacpp.layout import KV_DTYPES
 
         return KV_DTYPES
+
+    @property
+    def log(self) -> Any:
+        from kvplan.engines.llamacpp.log import LOG
+
+        return LOG
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return "float16"  # --cache-type-k / -v default

@@ -1,4 +1,5 @@
-"""SGLang: its layout rules (``layout``), GPU budget (``budget``) and serve flags (``flags``)."""
+"""SGLang: its layout rules (``layout``), GPU budget (``budget``), serve flags (``flags``) and
+start-up log (``log``)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,12 @@ class SGLangEngine(EngineDefaults):
         from kvplan.engines.sglang.flags import SERVE
 
         return SERVE
+
+    @property
+    def log(self) -> Any:
+        from kvplan.engines.sglang.log import LOG
+
+        return LOG
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

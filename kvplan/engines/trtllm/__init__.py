@@ -1,10 +1,10 @@
-"""TensorRT-LLM: its layout rules (``layout``) and GPU budget (``budget``)."""
+"""TensorRT-LLM: its layout rules (``layout``), GPU budget (``budget``) and start-up log (``log``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
@@ -28,6 +28,12 @@ class TRTLLMEngine(EngineDefaults):
         from kvplan.engines.trtllm.layout import KV_DTYPES
 
         return KV_DTYPES
+
+    @property
+    def log(self) -> Any:
+        from kvplan.engines.trtllm.log import LOG
+
+        return LOG
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

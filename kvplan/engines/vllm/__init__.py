@@ -5,6 +5,7 @@
 - ``admission``: blocks, the logged token count, concurrency and the longest request that fits;
 - ``budget``: how a V1 worker divides a GPU's memory before the KV cache;
 - ``flags``: ``vllm serve`` flags as vLLM parses them (read by ``kvplan check``);
+- ``log``: its start-up log lines and how a calibration from them applies (read by ``kvplan log``);
 - ``tensors``: the buffers and views ``verify`` allocates, as the model runner does.
 """
 
@@ -42,6 +43,12 @@ class VLLMEngine(EngineDefaults):
         from kvplan.engines.vllm.flags import SERVE
 
         return SERVE
+
+    @property
+    def log(self) -> Any:
+        from kvplan.engines.vllm.log import LOG
+
+        return LOG
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

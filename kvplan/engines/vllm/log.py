@@ -1,4 +1,4 @@
-"""vLLM start-up logs, V0 and V1, as the releases printed them.
+"""vLLM start-up logs, V0 and V1, as the releases printed them; how a calibration from one applies.
 
 Formats (vllm-project/vllm):
 - V0 ~0.6: ``worker.py`` "Loading model weights took X GB"; "Memory profiling results: total_gpu_memory=..
@@ -23,9 +23,15 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-from kvplan.logs.core import Line, exact_bytes, logged_size, to_float, to_int
+from kvplan.logs.core import Line, Logged, exact_bytes, logged_size, to_float, to_int
 from kvplan.logs.model import Collector
+from kvplan.logs.reader import Draft, LogReader
+
+if TYPE_CHECKING:
+    from kvplan.logs.calibration import Calibrated, Calibration, CalibrationCase
 
 _NUM = r"(-?[\d,]*\.?\d+)"
 _SIZE = _NUM + r"\s*(GiB|GB|MiB|MB)"
@@ -103,7 +109,7 @@ _WORTH_READING = re.compile("|".join(re.escape(k) for k in (
     "max_num_batched_tokens", "max model len", "device_name=", "num_gpu_blocks", "weights memory", "weights take")))
 
 
-def parse(lines: list[Line], out: Collector) -> str:
+def read(lines: list[Line], out: Collector) -> str:
     """Fill ``out`` from vLLM lines; returns the format name."""
     fmt = "vllm"
     for line in lines:
@@ -201,3 +207,168 @@ def _coerce(target: str, raw: str) -> object:
     if raw in ("None", ""):
         return None
     return raw
+
+
+# --------------------------------------------------------------------------------- items in combination
+
+def finish(d: Draft) -> None:
+    """Items vLLM prints only in combination, worked out (and said), and the budget its utilization implies."""
+    memory = d.memory
+    if "activation" not in memory and "peak_torch" in memory and "weights" in memory:
+        peak, weights = memory["peak_torch"], memory["weights"]
+        memory["activation"] = Logged(peak.bytes - weights.bytes, peak.step_bytes + weights.step_bytes,
+                                      f"{peak.text} - {weights.text}")
+        d.derived.append("activation")
+        d.notes.append("activation = peak_torch_memory - weights (vLLM V0 profiles the peak with the weights in it)")
+    consumed = d.out.get("weights_non_torch")
+    if isinstance(consumed, Logged):
+        if "weights" in memory and "non_torch" not in memory:
+            w = memory["weights"]
+            memory["non_torch"] = Logged(consumed.bytes - w.bytes, consumed.step_bytes + w.step_bytes,
+                                         f"{consumed.text} - {w.text}")
+            d.derived.append("non_torch")
+            d.notes.append("non-torch = 'consumed memory (weights + non-torch)' - the weights the loader logged")
+        elif "weights" not in memory:
+            memory["weights"] = consumed
+            d.notes.append("weights include non-torch memory: the log prints them together")
+    util = d.settings.gpu_memory_utilization
+    if "budget" not in memory and "total" in memory and util:
+        total = memory["total"]
+        memory["budget"] = Logged(int(total.bytes * util), int(total.step_bytes * util) + 1, f"{total.text} x {util:g}")
+        d.derived.append("budget")
+    in_use = d.out.get("kv_cache_in_use")
+    if isinstance(in_use, Logged):  # the after-capture summary prints the pool exactly (or to more digits)
+        available = memory.get("kv_cache")
+        if available is None or (in_use.step_bytes < available.step_bytes
+                                 and abs(in_use.bytes - available.bytes) <= available.step_bytes):
+            memory["kv_cache"] = in_use
+            d.line_of["kv_cache"] = d.out.line_of("kv_cache_in_use") or 0
+    if "cudagraph" in memory and "cudagraph_estimate" not in memory:
+        d.notes.append("CUDA graphs were captured after the KV cache was sized (vLLM before v0.21 does not "
+                       "subtract them from the KV budget)")
+
+
+def implied_version(fmt: str | None) -> tuple[str, str] | None:
+    """The release a format without a version line implies: the V0 and 0.7 profile summaries."""
+    if fmt not in ("vllm-v0-profile", "vllm-0.7-profile"):
+        return None
+    version = "0.6" if fmt == "vllm-v0-profile" else "0.7"
+    return version, (f"engine version not logged: the '{fmt}' lines were printed by vLLM {version}.x; "
+                     f"{version} used (pass --engine-version)")
+
+
+# --------------------------------------------------------------------------------------- calibration
+
+def calibrate(case: CalibrationCase) -> Calibrated:
+    """vLLM's own rule (``gpu_worker.py::determine_available_memory``): KV = ceil(total x util) - weights -
+    activation peak - non-torch (- the CUDA-graph estimate from v0.21). The logged items are rounded to
+    0.01 GiB, so the activation kvplan uses is the one that makes the logged items add up to the logged KV
+    memory (refined to the logged block count when there is one); the difference to the printed activation
+    is the rounding, and is said. The activation peak is profiled over ``max_num_batched_tokens`` tokens: for
+    other settings it is scaled by kvplan's activation model (the same ratio), and that is said too."""
+    import kvplan
+    from kvplan.logs.calibration import Calibrated, kv_only
+
+    cal, model, here, notes, used = case.cal, case.model, case.here, case.notes, case.used
+    m = cal.measured
+    if "weights" not in m or "kv_cache" not in m:
+        return kv_only(case)
+    c = cal.settings
+    util = c.gpu_memory_utilization
+    if util is None:
+        util = here.engine_defaults.get("gpu_memory_utilization")
+        notes.append(f"calibration: the log names no utilization; vLLM's default {util:g} assumed")
+    weights = m["weights"].bytes
+    non_torch = m["non_torch"].bytes if "non_torch" in m else None
+    graphs = m["cudagraph"].bytes if "cudagraph" in m else None
+    measured_at = dict(gpu_memory=str(case.total), engine_version=case.version,
+                       max_model_len=c.max_model_len or here.max_model_len, **case.common)
+    base = kvplan.Settings(gpu_memory_utilization=util, max_num_batched_tokens=c.max_num_batched_tokens,
+                           max_num_seqs=c.max_num_seqs, enforce_eager=bool(c.enforce_eager), weights_bytes=weights,
+                           non_torch_bytes=non_torch, cudagraph_bytes=graphs)
+    kv_target = _kv_target(cal, model, measured_at, base, notes)
+    # the activation that makes the measured items add up to the measured KV memory (vLLM's identity)
+    without = kvplan.max_batch(model, settings=replace(base, activation_bytes=0), **measured_at)
+    activation = without.per_gpu.kv_cache_bytes - kv_target
+    printed = m.get("activation")
+    if printed is not None:
+        slack = sum(i.step_bytes for i in m.values()) + 2 * (1 << 20)
+        if abs(activation - printed.bytes) <= slack:
+            notes.append(f"calibration: activation peak {activation / 2**30:.3f} GiB (logged {printed.logged}; "
+                         "the logged items' rounding folded in so that they add up to the logged KV memory)")
+        else:
+            notes.append(f"calibration: the logged items do not add up to the logged KV memory "
+                         f"({(activation - printed.bytes) / 2**30:+.2f} GiB): the logged activation "
+                         f"{printed.logged} is used")
+            activation = printed.bytes
+    else:
+        notes.append(f"calibration: activation peak {activation / 2**30:.3f} GiB = what the logged budget, weights"
+                     + (", non-torch" if non_torch is not None else " (and kvplan's non-torch estimate)")
+                     + " and KV memory leave")
+    modelled = kvplan.max_batch(model, settings=replace(base, non_torch_bytes=None), **measured_at)
+    a0 = modelled.per_gpu.activation_bytes
+    a1 = here.per_gpu.activation_bytes
+    t0 = modelled.engine_defaults.get("max_num_batched_tokens")
+    t1 = here.engine_defaults.get("max_num_batched_tokens")
+    s0, s1 = modelled.engine_defaults.get("max_num_seqs"), here.engine_defaults.get("max_num_seqs")
+    if (t0, s0) != (t1, s1) and a0 > 0:
+        scaled = round(activation * a1 / a0)
+        notes.append(f"calibration: activation scaled by vLLM's profile size (max_num_batched_tokens {t0:,} -> "
+                     f"{t1:,}, max_num_seqs {s0} -> {s1}) with kvplan's activation model: "
+                     f"{activation / 2**30:.2f} -> {scaled / 2**30:.2f} GiB")
+        activation = scaled
+    s = replace(case.settings, weights_bytes=weights, activation_bytes=max(activation, 0), non_torch_bytes=non_torch,
+                cudagraph_bytes=graphs)
+    if s.gpu_memory_utilization is None and c.gpu_memory_utilization is not None:
+        s = replace(s, gpu_memory_utilization=c.gpu_memory_utilization)
+    used += ["weights", "activation"] + (["non_torch"] if non_torch is not None else []) + \
+        (["cudagraph"] if graphs is not None else [])
+    notes.insert(0, f"calibration: weights {m['weights'].logged}"
+                 + (f", non-torch {m['non_torch'].logged}" if non_torch is not None else "")
+                 + (f", CUDA graphs {m['cudagraph'].logged}" if graphs is not None else "")
+                 + f" measured by {cal.engine} {cal.engine_version or ''}".rstrip() + f" on {cal.model}")
+    return Calibrated(s, case.version, case.gpu_total, tuple(dict.fromkeys(used)), tuple(notes))
+
+
+def _kv_target(cal: Calibration, model: Any, measured_at: dict[str, Any], base: Any,
+               notes: list[str]) -> int:
+    """The logged KV memory, narrowed to the logged block count where the log has one."""
+    import kvplan
+
+    kv = cal.measured["kv_cache"]
+    low, high = kv.bytes - kv.step_bytes // 2, kv.bytes + kv.step_bytes // 2
+    blocks = cal.num_gpu_blocks
+    probe_bytes = 1 << 44
+    probe = kvplan.max_batch(model, settings=replace(base, kv_cache_memory_bytes=probe_bytes), **measured_at)
+    if not probe.num_blocks:
+        return kv.bytes
+    per_block = probe_bytes // probe.num_blocks
+    if blocks is None and cal.kv_cache_tokens and probe.block_size:
+        # a single-group pool logs blocks x block_size tokens (vLLM <= 0.23)
+        if probe.kv_cache_tokens == probe.num_blocks * probe.block_size and cal.kv_cache_tokens % probe.block_size == 0:
+            blocks = cal.kv_cache_tokens // probe.block_size
+    if blocks is None or blocks <= 0:
+        return kv.bytes
+    lo, hi = max(low, blocks * per_block), min(high, (blocks + 1) * per_block - 1)
+    if lo > hi:
+        notes.append(f"calibration: the logged {blocks:,} blocks and {kv.logged} disagree by more than the "
+                     "rounding; the logged memory is used")
+        return kv.bytes
+    notes.append(f"calibration: KV memory narrowed to {blocks:,} blocks x {per_block:,} B, within the logged "
+                 f"{kv.logged}")
+    return (lo + hi) // 2
+
+
+LOG = LogReader(
+    engine="vllm", title="vLLM", markers=MARKERS, read=read,
+    sources=(("weights", ("weights", "weights_summary", "weights_debug")),
+             ("activation", ("activation", "activation_debug")),
+             ("non_torch", ("non_torch", "non_torch_debug")),
+             ("cudagraph", ("cudagraph", "cudagraph_estimate", "cudagraph_capture")),
+             ("kv_cache", ("kv_cache", "kv_cache_error"))),
+    finish=finish, implied_version=implied_version,
+    carried=("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs"),
+    profile_settings=("max_num_batched_tokens", "max_num_seqs"),
+    calibrate=calibrate,
+)
+"""vLLM's log format for ``Engine.log``."""

@@ -11,6 +11,7 @@ import re
 
 from kvplan.logs.core import Line, logged_size, to_int
 from kvplan.logs.model import Collector
+from kvplan.logs.reader import LogReader
 
 MARKERS = ("TensorRT-LLM", "for max tokens in paged KV cache", "[TRT-LLM]", "tensorrt_llm")
 
@@ -20,7 +21,7 @@ _TOTAL = re.compile(r"total:\s*([\d.]+)\s*(GiB|GB), available:\s*([\d.]+)\s*(GiB
 _VERSION = re.compile(r"TensorRT-LLM version:\s*v?(\d+\.\d+[\w.]*)")
 
 
-def parse(lines: list[Line], out: Collector) -> str:
+def read(lines: list[Line], out: Collector) -> str:
     for line in lines:
         text = line.text
         if m := _ALLOCATED.search(text):
@@ -33,3 +34,7 @@ def parse(lines: list[Line], out: Collector) -> str:
         if m := _VERSION.search(text):
             out.put("engine_version", m.group(1), line)
     return "trtllm"
+
+
+LOG = LogReader(engine="trtllm", title="TensorRT-LLM", markers=MARKERS, read=read)
+"""TensorRT-LLM's log format for ``Engine.log``: a calibration from it carries the KV-cache memory only."""

@@ -14,6 +14,7 @@ import re
 
 from kvplan.logs.core import Line, Logged, logged_size, to_int
 from kvplan.logs.model import Collector
+from kvplan.logs.reader import Draft, LogReader
 
 MARKERS = ("llama_kv_cache", "llama_context", "llama_new_context_with_model", "llama_model_loader", "ggml_",
            "llm_load", "load_tensors", "print_info")
@@ -30,7 +31,7 @@ _NAME = re.compile(r"general\.name\s+(?:str\s+)?=\s*(.+)$")
 _BUILD = re.compile(r"^build: (\d+) \((\w+)\)")
 
 
-def parse(lines: list[Line], out: Collector) -> str:
+def read(lines: list[Line], out: Collector) -> str:
     caches: list[Logged] = []
     k_type = v_type = None
     sums: dict[str, int] = {}
@@ -97,3 +98,15 @@ def parse(lines: list[Line], out: Collector) -> str:
     if "cells" in out.values and "max_model_len" not in out.values:
         out.values["max_model_len"] = out.values["cells"]
     return "llamacpp"
+
+
+def finish(d: Draft) -> None:
+    """llama.cpp logs cells, not tokens, and names the model only by its GGUF display name."""
+    if d.settings.model is None and d.out.get("model_name"):
+        d.notes.append(f"the GGUF's general.name is '{d.out.get('model_name')}' (a display name, not a model id): "
+                       "pass --model to compare")
+    d.tokens = d.out.get("cells")
+
+
+LOG = LogReader(engine="llamacpp", title="llama.cpp", markers=MARKERS, read=read, finish=finish)
+"""llama.cpp's log format for ``Engine.log``: a calibration from it carries the KV-cache memory only."""

@@ -1,4 +1,5 @@
-"""SGLang start-up logs (sgl-project/sglang, ``model_runner.py`` and ``memory_pool.py``).
+"""SGLang start-up logs (sgl-project/sglang, ``model_runner.py`` and ``memory_pool.py``), and how a
+calibration from one applies.
 
 "Load weight end. type=.., dtype=.., avail mem=F GB, mem usage=W GB." (free memory after the weights and
 the weights' own usage); "KV Cache is allocated. #tokens: N, K size: X GB, V size: Y GB" (MLA pools:
@@ -11,9 +12,15 @@ tp_size=.., ...)". SGLang prints "GB" for ``bytes / (1 << 30)`` (``get_available
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from kvplan.logs.core import Line, logged_size, to_float, to_int
-from kvplan.logs.model import Collector
+from kvplan.logs.core import Line, Logged, logged_size, to_float, to_int
+from kvplan.logs.model import Collector, LogSettings
+from kvplan.logs.reader import Draft, LogReader
+
+if TYPE_CHECKING:
+    from kvplan.logs.calibration import Calibrated, CalibrationCase
 
 _SIZE = r"(-?[\d.]+)\s*(GB|GiB|MB)"
 MARKERS = ("KV Cache is allocated", "Load weight end", "server_args=ServerArgs", "max_total_num_tokens=",
@@ -40,7 +47,7 @@ _ARGS = {"model_path": "model", "mem_fraction_static": "mem_fraction_static", "t
          "page_size": "block_size", "disable_cuda_graph": "enforce_eager", "served_model_name": "served_model"}
 
 
-def parse(lines: list[Line], out: Collector) -> str:
+def read(lines: list[Line], out: Collector) -> str:
     for line in lines:
         text = line.text
         if m := _LOAD_END.search(text):
@@ -94,3 +101,48 @@ def parse(lines: list[Line], out: Collector) -> str:
     if "max_model_len" not in out.values and out.has("context_len"):
         out.values["max_model_len"] = out.values["context_len"]
     return "sglang"
+
+
+def finish(d: Draft) -> None:
+    """The pool's memory is logged as K and V sizes; the dtype on its own line when the args say 'auto'."""
+    k, v = d.out.get("k_size"), d.out.get("v_size")
+    if isinstance(k, Logged) and isinstance(v, Logged) and "kv_cache" not in d.memory:
+        d.memory["kv_cache"] = Logged(k.bytes + v.bytes, k.step_bytes + v.step_bytes, f"K {k.text} + V {v.text}")
+        d.line_of["kv_cache"] = d.out.line_of("k_size") or 0
+    if d.settings.kv_dtype in (None, "auto") and d.out.get("kv_dtype_logged"):
+        d.settings = LogSettings(**{**d.settings.to_dict(), "kv_dtype": d.out.get("kv_dtype_logged")})
+
+
+def calibrate(case: CalibrationCase) -> Calibrated:
+    """Measured weights, and the memory outside them at SGLang's free-memory reading (kvplan's non-torch).
+
+    SGLang sizes its pool as ``avail mem after the weights - T x (1 - mem_fraction_static)``
+    (``profile_max_num_token``), where T, which it calls total_gpu_memory, is the free memory before the
+    weights, least over the ranks (``ModelRunner.init_torch_distributed`` returns it). kvplan's SGLang
+    budget takes T as the GPU's total, so this calibration is short by (total - T) x (1 - fraction):
+    docs/logs.md, 'Later steps'."""
+    from kvplan.logs.calibration import Calibrated, kv_only
+
+    m, notes, used, cal = case.cal.measured, case.notes, case.used, case.cal
+    s = case.settings
+    if "weights" in m:
+        s = replace(s, weights_bytes=m["weights"].bytes)
+        used.append("weights")
+        notes.append(f"calibration: weights {m['weights'].logged} (measured)")
+    if "free_after_weights" in m and "weights" in m:
+        non_torch = case.total - m["weights"].bytes - m["free_after_weights"].bytes
+        s = replace(s, non_torch_bytes=max(non_torch, 0))
+        used.append("non_torch")
+        notes.append(f"calibration: memory outside the weights before SGLang's free-memory reading "
+                     f"{non_torch / 2**30:.2f} GiB (total - weights - logged avail mem)")
+    if s.mem_fraction_static is None and cal.settings.mem_fraction_static is not None:
+        s = replace(s, mem_fraction_static=cal.settings.mem_fraction_static)
+        notes.append(f"calibration: mem_fraction_static {cal.settings.mem_fraction_static:g} as logged")
+    if not used:
+        return kv_only(case)
+    return Calibrated(s, case.version, case.gpu_total, tuple(used), tuple(notes))
+
+
+LOG = LogReader(engine="sglang", title="SGLang", markers=MARKERS, read=read, finish=finish,
+                carried=("mem_fraction_static",), calibrate=calibrate)
+"""SGLang's log format for ``Engine.log``."""
