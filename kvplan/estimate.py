@@ -15,6 +15,7 @@ from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine, parse_version
 from kvplan.engines.protocol import check_options
 from kvplan.errors import UsageError
+from kvplan.units import parse_counts
 from kvplan.spec import ModelSpec
 
 
@@ -115,20 +116,12 @@ def _row_dict(row: EstimateRow) -> dict[str, Any]:
     return out
 
 
-def _check_positive(name: str, values: Sequence[int]) -> None:
-    if not values:
-        raise UsageError(f"--{name} needs at least one value")
-    for value in values:
-        if value <= 0:
-            raise UsageError(f"--{name} {value} must be a positive integer")
-
-
 def estimate(
     model: str | ModelSpec,
     *,
-    contexts: Iterable[int] = (8192,),
-    batches: Iterable[int] = (1,),
-    kv_dtypes: Iterable[str] = ("auto",),
+    contexts: int | str | Iterable[int | str] = (8192,),
+    batches: int | str | Iterable[int | str] = (1,),
+    kv_dtypes: str | Iterable[str] = ("auto",),
     engine: str = DEFAULT_ENGINE,
     engine_version: str | None = None,
     block_size: int | None = None,
@@ -140,8 +133,9 @@ def estimate(
     """KV-cache footprint of ``model`` for every (batch, context, kv dtype) combination.
 
     ``model`` is a ModelSpec, or anything ``kvplan.load_model`` resolves (a path to a config.json,
-    a model directory or a YAML spec, a bundled model id). With ``tp`` > 1 the bytes are those one
-    tensor-parallel rank holds, by the engine's own head-splitting rule.
+    a model directory or a YAML spec, a bundled model id). ``contexts`` and ``batches`` take an int, a
+    text as a person types it ('8k', '1k..128k', '1,8,32': k = 1024) or a list of those. With ``tp`` > 1
+    the bytes are those one tensor-parallel rank holds, by the engine's own head-splitting rule.
     """
     if isinstance(model, str):
         from kvplan.sources.resolve import load_model
@@ -149,15 +143,15 @@ def estimate(
         spec = load_model(model)
     else:
         spec = model
-    contexts = list(contexts)
-    batches = list(batches)
+    contexts = parse_counts(contexts, "contexts")
+    batches = parse_counts(batches, "batches")
+    if isinstance(kv_dtypes, str):
+        kv_dtypes = [d for d in kv_dtypes.split(",") if d.strip()]
     dtype_names = list(dict.fromkeys(canonical_kv_dtype_name(d) for d in kv_dtypes))
-    _check_positive("context", contexts)
-    _check_positive("batch", batches)
     if not dtype_names:
-        raise UsageError("--kv-dtype needs at least one value")
+        raise UsageError("needs at least one value", field="kv_dtypes")
     if block_size is not None and block_size <= 0:
-        raise UsageError(f"--block-size {block_size} must be a positive integer")
+        raise UsageError(f"{block_size} must be a positive integer", field="block_size")
 
     eng = get_engine(engine)
     version_text = engine_version or eng.default_version

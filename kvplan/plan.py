@@ -147,15 +147,16 @@ def max_batch(
     settings = settings or Settings()
     mml = max_model_len or spec.max_position_embeddings
     if mml is None:
-        raise UsageError(f"{spec.id} declares no max_position_embeddings: pass --max-model-len")
-    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("batch", batch), ("max-model-len", mml)):
+        raise UsageError(f"{spec.id} declares no max_position_embeddings: give a max model length",
+                         field="max_model_len")
+    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("batch", batch), ("max_model_len", mml)):
         if value < 1:
-            raise UsageError(f"--{name} {value} must be at least 1")
+            raise UsageError(f"{value} must be at least 1", field=name)
     if solve == "gpus":
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
                            concurrency, swa_full)
     if solve not in ("batch", "context"):
-        raise UsageError(f"--solve {solve}: choose batch, context or gpus")
+        raise UsageError(f"'{solve}': choose batch, context or gpus", field="solve")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
                 swa_full=swa_full)
@@ -231,7 +232,8 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
                 concurrency: int | None, swa_full: bool = False) -> CapacityPlan:
     """The fewest GPUs of this type (tp and pp powers of two, any dp) reaching ``concurrency``."""
     if concurrency is None or concurrency < 1:
-        raise UsageError("--solve gpus needs --concurrency N (sequences of --max-model-len to serve at once)")
+        raise UsageError("solving for GPUs needs a concurrency (sequences of max-model-len to serve at once)",
+                         field="concurrency")
     layers = spec.num_layers
     candidates = []
     for tp in (1, 2, 4, 8):

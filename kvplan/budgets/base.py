@@ -34,15 +34,15 @@ class Settings:
         for name in ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
-                raise UsageError(f"--{name.replace('_', '-')} {value} must be in (0, 1]")
+                raise UsageError(f"{value} must be in (0, 1]", field=name)
         for name in ("kv_cache_memory_bytes", "max_num_batched_tokens", "max_num_seqs", "weights_bytes"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise UsageError(f"--{name.replace('_bytes', '').replace('_', '-')} must be positive")
+                raise UsageError(f"{value} must be positive", field=name)
         for name in ("activation_bytes", "non_torch_bytes", "cudagraph_bytes"):
             value = getattr(self, name)
             if value is not None and value < 0:
-                raise UsageError(f"{name} {value} must not be negative")
+                raise UsageError(f"{value} must not be negative", field=name)
 
 
 @dataclass(frozen=True)
