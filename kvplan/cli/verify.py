@@ -70,6 +70,10 @@ def verify_command(
         _ranks(model, batch or 1, parse_count(context, "context"), engine, engine_version, kv_dtype, block_size,
                device, tp, pp, launch, timeout, fmt)
         return
+    if activation:
+        from kvplan.verify.activation import import_transformers
+
+        import_transformers()  # a missing transformers fails before anything is allocated
     result = verify(
         model, batch=batch, context=parse_count(context, "context"), engine=engine, engine_version=engine_version,
         kv_dtype=kv_dtype, block_size=block_size, device=device, find_max_batch=find_max_batch,
@@ -77,18 +81,50 @@ def verify_command(
         memory_budget=parse_bytes(memory_budget, "memory-budget") if memory_budget else None,
         with_weights=with_weights, decode=decode, repeats=repeats, gpu=gpu,
     )
+    act = None
+    if activation:
+        from kvplan.verify.activation import measure_activation
+
+        act = measure_activation(model, batch=result.batch, tokens=result.context, device=device)
     if fmt == "json":
         import json
 
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+        data = result.to_dict()
+        if act is not None:
+            data["activation"] = act.to_dict()
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         from rich.console import Console
 
-        print_verify(Console(), result)
+        console = Console()
+        print_verify(console, result)
+        if act is not None:
+            print_activation(console, act)
     if not result.exact:
         sys.stderr.write(f"kvplan: verify: the tensors hold {result.measured_storage_bytes:,} B, "
                          f"the prediction is {result.predicted_bytes:,} B\n")
         raise typer.Exit(1)
+    if act is not None and act.skipped is None and not act.cache_exact:
+        sys.stderr.write(f"kvplan: verify: transformers' cache holds {act.cache_bytes:,} B, kvplan's hf rule "
+                         f"predicts {act.predicted_cache_bytes:,} B\n")
+        raise typer.Exit(1)
+
+
+def print_activation(console: Any, a: Any) -> None:
+    """The transformers forward: weights, cache against the hf rule, the activation peak against the estimate."""
+    console.print(f"[bold]--activation[/bold]: transformers {a.transformers_version} forward of {a.batch} x "
+                  f"{a.tokens:,} tokens on {a.device}, {a.dtype}, {a.attn_implementation} attention, random weights")
+    if a.skipped:
+        console.print(f"[yellow]{a.skipped}[/yellow]")
+    else:
+        verdict = "[green]exact[/green]" if a.cache_exact else "[red]differs[/red]"
+        console.print(f"weights {_b(a.weights_bytes)}; cache {_b(a.cache_bytes)} (storage kept alive "
+                      f"{_b(a.cache_storage_bytes)}), kvplan hf rule {_b(a.predicted_cache_bytes)}: {verdict}")
+        err = "" if a.activation_error_pct is None else f" ({a.activation_error_pct:+.1f} % vs measured)"
+        console.print(f"activation peak: measured {_b(a.activation_bytes)}, kvplan estimates "
+                      f"{_b(a.predicted_activation_bytes)}{err} = {a.predicted_formula}")
+    for note in a.notes:
+        console.print(f"[dim]• {note}[/dim]")
 
 
 def _ranks(model: str, batch: int, context: int, engine: str, engine_version: str | None, kv_dtype: str,
