@@ -133,23 +133,30 @@ def _ranks(model: str, batch: int, context: int, engine: str, engine_version: st
     """One rank per process (torchrun or --launch); rank 0 (or the launcher) renders everyone's shard."""
     import sys
 
+    import time
+
     from kvplan.errors import KvplanError
-    from kvplan.verify.distributed import launch as start, rank_env, run_rank, under_torchrun
+    from kvplan.verify.distributed import RankError, launch as start, rank_env, run_rank, under_torchrun
 
     kw = dict(tp=tp, pp=pp, batch=batch, context=context, engine=engine, engine_version=engine_version,
               kv_dtype=kv_dtype, block_size=block_size, device=device, timeout_s=timeout)
     if launch is not None:
         result = start(model, nprocs=launch, **kw)  # type: ignore[arg-type]
     elif under_torchrun():
+        # torchrun stops every rank as soon as one exits with an error: so the other ranks exit 0 once
+        # everything is gathered and rank 0 alone carries the verdict (and prints it)
         rank = rank_env().rank
         try:
             result = run_rank(model, **kw)  # type: ignore[arg-type]
-        except KvplanError:
-            if rank != 0:  # every rank refuses the same flags: rank 0 says it once
+        except KvplanError as exc:
+            if rank != 0 and not isinstance(exc, RankError):
+                # every rank refuses the same flags: rank 0 says it once; wait so torchrun does not
+                # stop rank 0 before it has
+                time.sleep(2)
                 raise typer.Exit(2) from None
             raise
         if rank != 0:
-            raise typer.Exit(0 if result.exact else 2 if result.errors else 1)
+            raise typer.Exit(0)
     else:
         from kvplan.errors import UsageError
 
@@ -187,7 +194,8 @@ def print_ranks(console: Any, r: Any) -> None:
     table = Table(show_header=True, header_style="bold")
     for col in ("rank", "tp,pp", "layers", "component", "n", "predicted B", "measured B", "error B"):
         text = col in ("component", "layers")
-        table.add_column(col, justify="left" if text else "right", no_wrap=not text)
+        table.add_column(col, justify="left" if text else "right", no_wrap=not text,
+                         min_width={"component": 10, "layers": 5}.get(col))
     blank = ["", "", ""]
     for k in r.ranks:
         head = [str(k.rank), f"{k.tp_rank},{k.pp_rank}", f"{k.first_layer}-{k.first_layer + k.num_layers - 1}"]
@@ -197,19 +205,23 @@ def print_ranks(console: Any, r: Any) -> None:
             table.add_row(*head, c.name, str(c.layers), f"{c.predicted_bytes:,}", measured, error)
             head = blank
         if k.error:
-            table.add_row(*head, f"[red]error: {k.error}[/red]", "", "", "", "", end_section=True)
+            table.add_row(*head, "[red]rank total[/red]", "", f"{k.predicted_bytes:,}", "[red]-[/red]", "-",
+                          end_section=True)
             continue
         diff = k.measured_storage_bytes - k.predicted_bytes
         table.add_row(*head, "[bold]rank total[/bold]", "", f"{k.predicted_bytes:,}", f"{k.measured_storage_bytes:,}",
                       f"{diff:+,}", end_section=True)
     total = r.measured_storage_bytes - r.predicted_bytes
-    table.add_row("[bold]all[/bold]", "", "", "[bold]sum[/bold]", "", f"{r.predicted_bytes:,}",
-                  f"{r.measured_storage_bytes:,}", f"{total:+,}")
+    measured_sum, error_sum = ("-", "-") if r.errors else (f"{r.measured_storage_bytes:,}", f"{total:+,}")
+    table.add_row("[bold]all[/bold]", "", "", "[bold]sum[/bold]", "", f"{r.predicted_bytes:,}", measured_sum,
+                  error_sum)
     console.print(table)
     if any(k.reserved_bytes is not None for k in r.ranks):
         for k in r.ranks:
             console.print(f"rank {k.rank} ({k.device_name}): memory_allocated Δ {_b(k.allocated_bytes)}, "
                           f"memory_reserved Δ {_b(k.reserved_bytes)}, driver Δ {_b(k.driver_bytes)}")
+    for k in r.errors:
+        console.print(f"[red]rank {k.rank}: {k.error}[/red]")
     verdict = "[green]every rank exact[/green]" if r.exact else "[red]differs[/red]"
     freed = all(k.released for k in r.ranks)
     console.print(f"tensors vs prediction: {verdict}; everything freed: {'yes' if freed else '[red]no[/red]'}")

@@ -35,6 +35,10 @@ DEFAULT_TIMEOUT_S = 300
 _ENV = ("RANK", "WORLD_SIZE")
 
 
+class RankError(VerifyError):
+    """An error of one rank only (its device), where the others may be fine: that rank reports it."""
+
+
 @dataclass(frozen=True)
 class RankCheck:
     """One rank's shard: predicted against measured, per component."""
@@ -252,7 +256,10 @@ def run_rank(model: str | ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1
     torch = import_torch()
     import torch.distributed as dist
 
-    dev, backend, note = rank_device(device, env.local_rank, env.world_size)
+    try:
+        dev, backend, note = rank_device(device, env.local_rank, env.world_size)
+    except VerifyError as exc:
+        raise RankError(f"rank {env.rank}: {exc}") from None
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
     dist.init_process_group(backend, init_method="env://", rank=env.rank, world_size=env.world_size,
