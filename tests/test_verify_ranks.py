@@ -199,6 +199,24 @@ def test_torchrun_runs_the_same_path_and_only_rank_0_prints():
 
 
 @needs_dist
+def test_torchrun_failure_is_reported_once_by_rank_0():
+    # torchrun stops every rank at the first non-zero exit: rank 0 must still say why (regression)
+    from kvplan.verify.distributed import free_port
+
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
+           "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+           "-m", "kvplan", "verify", "meta-llama/Llama-3.1-405B", "--tp", "2", "--device", "cpu", "-b", "4096",
+           "-c", "128k", "--timeout", str(TIMEOUT_S)]  # petabytes: refused before allocating, on any machine
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=TIMEOUT_S + 60)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("kvplan:")]
+    assert proc.returncode != 0
+    assert len(lines) == 1 and lines[0].startswith("kvplan: error: rank 0: the cache for batch 4096 x 131,072 tokens")
+    assert lines[0].endswith("(and 1 more rank(s))")
+    assert "rank total" in proc.stdout
+
+
+@needs_dist
 def test_one_rank_in_process_gives_the_json_fields(monkeypatch):
     from kvplan.verify.distributed import free_port, run_rank
 
