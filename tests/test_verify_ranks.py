@@ -31,7 +31,8 @@ TIMEOUT_S = 120  # the process group's timeout: a stuck rank fails the test inst
 
 
 def _estimate(model, batch, context, **kw):
-    # kvplan.estimate is the module once anything imported it first (kvplan/__init__.py's lazy attributes)
+    # not kvplan.estimate: once anything imported the kvplan.estimate module first, that attribute is the
+    # module (kvplan/__init__.py's lazy attributes share the submodule's name)
     from kvplan.estimate import estimate
 
     return estimate(model, contexts=[context], batches=[batch], **kw).rows[0].kv_bytes
