@@ -238,6 +238,19 @@ def test_one_rank_in_process_gives_the_json_fields(monkeypatch):
 
 
 @needs_dist
+def test_devices_and_backends(monkeypatch):
+    import torch
+
+    from kvplan.verify.distributed import rank_device
+
+    dev, backend, note = rank_device("cpu", 3, 4)
+    assert dev.type == "cpu" and backend == "gloo" and note is None
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(VerifyError, match="--device cpu"):  # no device given: cuda:LOCAL_RANK, none here
+        rank_device(None, 0, 2)
+
+
+@needs_dist
 def test_a_rank_that_cannot_allocate_reports_instead_of_hanging(monkeypatch):
     from kvplan.verify import allocate as al
     from kvplan.verify.distributed import _measure

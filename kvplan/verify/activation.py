@@ -11,7 +11,9 @@ position only). Measured on CUDA:
 - cache: the bytes of the tensors the returned cache holds (compared with ``kvplan estimate
   --engine hf`` for the installed transformers release: an exact check of the cache rule);
 - peak: ``max_memory_allocated`` during the forward above weights and inputs; the activation
-  peak is that peak less the cache (the widest moment of the pass, logits included).
+  peak is that peak less the cache's storage (the widest moment of the pass, logits included). The
+  cache is subtracted whole, as it stands at the end of the pass: what a budget of weights +
+  activation + KV must leave room for.
 
 kvplan's estimate (``kvplan.budgets.base.activation_bytes``, the hf budget's activation item) is
 computed for ``batch x tokens`` tokens with ``batch`` logit rows. On the CPU torch keeps no peak
