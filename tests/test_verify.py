@@ -376,10 +376,16 @@ def test_verify_matrix_script_writes_every_point(tmp_path):
     module = iu.module_from_spec(spec)
     spec.loader.exec_module(module)
     out, js = tmp_path / "m.md", tmp_path / "m.json"
+    ranks = importlib.util.find_spec("numpy") is not None  # torch's object collectives need it
     code = module.main(["--device", "cpu", "--quick", "--models", "openai-community/gpt2",
+                        *(["--ranks"] if ranks else []),
                         "--memory-budget", str(256 << 20), "--out", str(out), "--json", str(js)])
     report = _json.loads(js.read_text())
     assert code == 0 and len(report["runs"]) == 6 and len(report["find_max_batch"]) == 2
+    # --ranks: tp 2 and pp 2, two processes each, every rank exact
+    assert [(e["tp"], e["pp"]) for e in report["ranks"]] == ([(2, 1), (1, 2)] if ranks else [])
+    assert all(e["result"]["exact"] and len(e["result"]["ranks"]) == 2 for e in report["ranks"])
+    assert ("--tp 2 --pp 1 --launch 2" in out.read_text()) == ranks
     assert all(r["result"]["exact"] for r in report["runs"])
     text = out.read_text()
     assert "kvplan verify openai-community/gpt2 --device cpu --engine vllm --kv-dtype fp8 --batch 2" in text
