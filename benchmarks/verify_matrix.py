@@ -8,6 +8,10 @@ On the CPU, a quick pass of the same code path (small batches and contexts, a fi
 
     python benchmarks/verify_matrix.py --device cpu --quick
 
+``--ranks`` adds, per model, a vLLM run of 2 ranks (tp 2, then pp 2) started by ``--launch 2`` on the
+same device (on one GPU both processes share it, collectives over gloo); ``--activation`` adds one
+transformers forward per model built from its published config in tests/data/hf_configs.
+
 Each point is one ``kvplan.verify.verify`` call: allocation against prediction (and, with --decode,
 one timed decode step), then one ``--find-max-batch`` per model and engine. A point the device cannot
 hold is recorded as refused (verify checks free memory first), never skipped silently.
@@ -26,7 +30,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from kvplan.errors import KvplanError  # noqa: E402
 from kvplan.verify import VerifyError, verify  # noqa: E402
+
+CONFIGS = Path(__file__).resolve().parent.parent / "tests" / "data" / "hf_configs"
 
 MODELS = [
     "meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B", "mistralai/Mistral-7B-v0.1", "google/gemma-3-12b-it",
@@ -85,12 +92,48 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             else:
                 kw["gpu_memory_utilization"] = args.gpu_memory_utilization
             searches.append(_point(model, args.device, "[find-max-batch]", kw))
+    ranks = [_ranks_point(model, args.device, tp, pp, batches[-1] if args.quick else 8, contexts[0])
+             for model in (models if args.ranks else []) for tp, pp in ((2, 1), (1, 2))]
+    activations = [_activation_point(model, args.device, 1, 256 if args.quick else 4096)
+                   for model in (models if args.activation else [])]
     first = next((r["result"] for r in runs + searches if "result" in r), None)
     return {
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "device": first["device"] if first else {"device": args.device},
         "python": platform.python_version(), "torch": _torch_version(), "runs": runs, "find_max_batch": searches,
+        "ranks": ranks, "activation": activations,
     }
+
+
+def _ranks_point(model: str, device: str, tp: int, pp: int, batch: int, context: int) -> dict[str, Any]:
+    """tp x pp rank processes started here (``--launch``), every one on ``device``."""
+    from kvplan.verify.distributed import launch
+
+    cmd = (f"kvplan verify {model} --device {device} --tp {tp} --pp {pp} --launch {tp * pp} --batch {batch} "
+           f"--context {context}")
+    print(f"[ranks] {cmd}", file=sys.stderr, flush=True)
+    entry: dict[str, Any] = {"command": cmd, "model": model, "tp": tp, "pp": pp, "batch": batch, "context": context}
+    try:
+        entry["result"] = launch(model, nprocs=tp * pp, tp=tp, pp=pp, batch=batch, context=context,
+                                 device=device).to_dict()
+    except KvplanError as exc:  # e.g. heads that do not divide by tp
+        entry["refused"] = str(exc)
+    return entry
+
+
+def _activation_point(model: str, device: str, batch: int, tokens: int) -> dict[str, Any]:
+    from kvplan.verify.activation import measure_activation
+
+    config = CONFIGS / (model.replace("/", "__") + ".json")
+    cmd = f"kvplan verify {config.relative_to(CONFIGS.parent.parent.parent)} --device {device} --engine hf " \
+          f"--batch {batch} --context {tokens} --activation"
+    print(f"[activation] {cmd}", file=sys.stderr, flush=True)
+    entry: dict[str, Any] = {"command": cmd, "model": model, "batch": batch, "tokens": tokens}
+    try:
+        entry["result"] = measure_activation(str(config), batch=batch, tokens=tokens, device=device).to_dict()
+    except KvplanError as exc:
+        entry["refused"] = str(exc)
+    return entry
 
 
 def _point(model: str, device: str, label: str, kw: dict[str, Any]) -> dict[str, Any]:
@@ -145,8 +188,36 @@ def markdown(report: dict[str, Any]) -> str:
         pct = "—" if mb["error_pct"] is None else f"{mb['error_pct']:+.2f} %"
         lines.append(f"{head} {_gib(mb['budget_bytes'])} | {mb['measured']} | {mb['predicted']} | {pct} | "
                      f"{mb['from_estimate']} |")
+    if report.get("ranks"):
+        lines += ["", "## Ranks (`--launch`, every rank on this device)", "",
+                  "| model | tp | pp | batch | context | per rank predicted B | per rank measured B | exact |",
+                  "|---|---:|---:|---:|---:|---|---|---|"]
+        for entry in report["ranks"]:
+            head = f"| {entry['model']} | {entry['tp']} | {entry['pp']} | {entry['batch']} | {entry['context']:,} |"
+            if "refused" in entry:
+                lines.append(f"{head} refused: {entry['refused']} |||")
+                continue
+            ranks = entry["result"]["ranks"]
+            predicted = ", ".join(f"{r['predicted_bytes']:,}" for r in ranks)
+            measured = ", ".join(f"{r['measured']['storage_bytes']:,}" for r in ranks)
+            lines.append(f"{head} {predicted} | {measured} | {'yes' if entry['result']['exact'] else 'NO'} |")
+    if report.get("activation"):
+        lines += ["", "## --activation (transformers forward, random weights)", "",
+                  "| model | batch x tokens | weights GiB | cache B | hf rule B | activation peak B | estimate B | "
+                  "estimate error |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for entry in report["activation"]:
+            head = f"| {entry['model']} | {entry['batch']} x {entry['tokens']:,} |"
+            a = entry.get("result")
+            if a is None or a["skipped"]:
+                lines.append(f"{head} {entry.get('refused') or a['skipped']} ||||||")
+                continue
+            peak = "—" if a["activation_bytes"] is None else f"{a['activation_bytes']:,}"
+            pct = "—" if a["activation_error_pct"] is None else f"{a['activation_error_pct']:+.1f} %"
+            lines.append(f"{head} {_gib(a['weights_bytes'])} | {a['cache_bytes']:,} | {a['predicted_cache_bytes']:,} | "
+                         f"{peak} | {a['predicted_activation_bytes']:,} | {pct} |")
     lines += ["", "## Reproduce", "", "Every row is one command:", "", "```bash"]
-    lines += [e["command"] for e in report["runs"] + report["find_max_batch"]]
+    lines += [e["command"] for e in report["runs"] + report["find_max_batch"] + report.get("ranks", [])
+              + report.get("activation", [])]
     lines += ["```", ""]
     return "\n".join(lines)
 
@@ -161,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     parser.add_argument("--memory-budget", type=int, default=2 << 30, help="bytes, for --find-max-batch on the CPU")
+    parser.add_argument("--ranks", action="store_true", help="also 2 ranks per model (tp 2, pp 2) via --launch 2")
+    parser.add_argument("--activation", action="store_true",
+                        help="also one transformers forward per model (needs transformers)")
     parser.add_argument("--out", type=Path, help="write the markdown here (default: stdout)")
     parser.add_argument("--json", type=Path, help="write every result as JSON here")
     args = parser.parse_args(argv)
@@ -176,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
-    inexact = [e["command"] for e in report["runs"] if "result" in e and not e["result"]["exact"]]
+    inexact = [e["command"] for e in report["runs"] + report["ranks"] if "result" in e and not e["result"]["exact"]]
+    inexact += [e["command"] for e in report["activation"]
+                if "result" in e and not e["result"]["skipped"] and not e["result"]["cache_exact"]]
     for cmd in inexact:
         print(f"not exact: {cmd}", file=sys.stderr)
     return 1 if inexact else 0

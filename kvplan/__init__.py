@@ -68,7 +68,24 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load o
     from kvplan.verify import VerifyResult, verify
 
 
+# Functions that share their name with the submodule that defines them: the package attribute is that
+# submodule, made callable, so ``kvplan.estimate(...)``, ``kvplan.estimate.EstimateResult`` and
+# ``import kvplan.verify.distributed`` all work whichever was imported first.
+_CALLABLE_MODULES = frozenset({"estimate", "verify"})
+
+
+class _CallableModule(ModuleType):
+    """A submodule that, called, calls its function of the same name."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self, self.__name__.rpartition(".")[2])(*args, **kwargs)
+
+
 def __getattr__(name: str) -> Any:
+    if name in _CALLABLE_MODULES:
+        import importlib
+
+        return importlib.import_module(f"kvplan.{name}")  # the import sets the (callable) attribute
     if name in _LAZY:
         import importlib
 
@@ -84,14 +101,9 @@ def __dir__() -> list[str]:
 
 
 class _Package(ModuleType):
-    """``kvplan.estimate`` and ``kvplan.verify`` are functions that share their name with a submodule.
-    Importing the submodule (``from kvplan.estimate import EstimateResult``) makes Python set the
-    package attribute to the module, and ``kvplan.estimate(...)`` would then fail: keep the function."""
-
     def __setattr__(self, name: str, value: Any) -> None:
-        target = _LAZY.get(name)
-        if target is not None and isinstance(value, ModuleType) and value.__name__ == target[0]:
-            value = getattr(value, target[1])
+        if name in _CALLABLE_MODULES and isinstance(value, ModuleType) and value.__name__ == f"kvplan.{name}":
+            value.__class__ = _CallableModule
         super().__setattr__(name, value)
 
 

@@ -14,7 +14,6 @@ import sys
 
 import pytest
 
-import kvplan
 from kvplan.sources.resolve import load_model
 from kvplan.verify.errors import VerifyError
 from kvplan.monotone import largest
@@ -28,7 +27,10 @@ PADDED = {"google/gemma-3-1b-it", "google/gemma-3-4b-it", "google/gemma-3-27b-it
 
 
 def _estimate(model: str, batch: int, context: int, **kw: object) -> int:
-    return kvplan.estimate(model, contexts=[context], batches=[batch], **kw).rows[0].kv_bytes  # type: ignore[arg-type]
+    # the function itself: kvplan.estimate is the module once another test imported kvplan.estimate first
+    from kvplan.estimate import estimate
+
+    return estimate(model, contexts=[context], batches=[batch], **kw).rows[0].kv_bytes  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------ planner (no torch)
@@ -45,7 +47,7 @@ def test_planned_tensors_hold_the_estimate_for_every_bundled_model(engine):
         layout = resolve_layout(spec, engine, None, "auto", None)
         for batch, context in ((1, 1), (3, 5000)):
             plan = plan_cache(spec, layout, batch, context)
-            expected = kvplan.estimate(spec, contexts=[context], batches=[batch], engine=engine).rows[0].kv_bytes
+            expected = _estimate(spec, batch, context, engine=engine)
             assert plan.predicted_bytes == expected
             assert plan.buffer_bytes == expected, (spec.id, engine, batch, context)
             assert (plan.padding_layers > 0) == (engine == "vllm" and spec.id in PADDED)
@@ -376,10 +378,16 @@ def test_verify_matrix_script_writes_every_point(tmp_path):
     module = iu.module_from_spec(spec)
     spec.loader.exec_module(module)
     out, js = tmp_path / "m.md", tmp_path / "m.json"
+    ranks = importlib.util.find_spec("numpy") is not None  # torch's object collectives need it
     code = module.main(["--device", "cpu", "--quick", "--models", "openai-community/gpt2",
+                        *(["--ranks"] if ranks else []),
                         "--memory-budget", str(256 << 20), "--out", str(out), "--json", str(js)])
     report = _json.loads(js.read_text())
     assert code == 0 and len(report["runs"]) == 6 and len(report["find_max_batch"]) == 2
+    # --ranks: tp 2 and pp 2, two processes each, every rank exact
+    assert [(e["tp"], e["pp"]) for e in report["ranks"]] == ([(2, 1), (1, 2)] if ranks else [])
+    assert all(e["result"]["exact"] and len(e["result"]["ranks"]) == 2 for e in report["ranks"])
+    assert ("--tp 2 --pp 1 --launch 2" in out.read_text()) == ranks
     assert all(r["result"]["exact"] for r in report["runs"])
     text = out.read_text()
     assert "kvplan verify openai-community/gpt2 --device cpu --engine vllm --kv-dtype fp8 --batch 2" in text

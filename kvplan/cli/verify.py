@@ -33,6 +33,11 @@ def verify_command(
     decode: bool = typer.Option(False, "--decode", help="Time one decode step of attention over the cache."),
     repeats: str = typer.Option("5", "--repeats", help="Timed decode steps (median reported)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="Catalog GPU for the decode bandwidth bound (default: the device's name)."),
+    tp: str = typer.Option("1", "--tp", help="Tensor-parallel ranks: each rank allocates its shard (with torchrun or --launch)."),
+    pp: str = typer.Option("1", "--pp", help="Pipeline stages: each rank allocates its stage's layers (with torchrun or --launch)."),
+    launch: Optional[str] = typer.Option(None, "--launch", help="Start this many rank processes here (= tp x pp), torch.distributed over loopback."),
+    timeout: str = typer.Option("300", "--timeout", help="Seconds the ranks may wait on each other (process-group timeout)."),
+    activation: bool = typer.Option(False, "--activation", help="Also run one transformers forward from the config (random weights) and measure its activation peak."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
 ) -> None:
     """Allocate the KV cache as the engine would, on a real device, and compare with the prediction.
@@ -49,6 +54,10 @@ def verify_command(
 
       kvplan verify gpt2 --device cpu --batch 2 --context 1k
 
+      torchrun --nproc-per-node 4 -m kvplan verify meta-llama/Llama-3.1-70B --tp 4 -b 16 -c 32k
+
+      kvplan verify deepseek-ai/DeepSeek-V2-Lite --tp 2 --pp 2 --launch 4 --device cpu -b 1 -c 2k
+
     Needs torch (pip install 'kvplan\\[verify]'). Exit status 1 when the tensors' bytes differ from the prediction.
     """
     import sys
@@ -62,6 +71,22 @@ def verify_command(
     fmt = fmt.lower()
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown format '{fmt}' (known: table, json)", field="fmt")
+    from kvplan.verify.distributed import under_torchrun
+
+    tp, pp = whole(tp, "tp"), whole(pp, "pp")
+    launch, timeout = whole(launch, "launch"), whole(timeout, "timeout")
+    if launch is not None or tp != 1 or pp != 1 or under_torchrun():
+        for flag, given in (("--find-max-batch", find_max_batch), ("--decode", decode),
+                            ("--with-weights", with_weights), ("--activation", activation)):
+            if given:
+                raise UsageError(f"{flag} measures one device: not with --tp, --pp, --launch or under torchrun")
+        _ranks(model, whole(batch, "batch") or 1, parse_count(context, "context"), engine, engine_version, kv_dtype,
+               whole(block_size, "block_size"), device, tp, pp, launch, timeout, fmt)
+        return
+    if activation:
+        from kvplan.verify.activation import import_transformers
+
+        import_transformers()  # a missing transformers fails before anything is allocated
     result = verify(
         model, batch=whole(batch, "batch"), context=parse_count(context, "context"), engine=engine,
         engine_version=engine_version, kv_dtype=kv_dtype, block_size=whole(block_size, "block_size"), device=device,
@@ -69,6 +94,88 @@ def verify_command(
         memory_budget=parse_bytes(memory_budget, "memory_budget") if memory_budget else None,
         with_weights=with_weights, decode=decode, repeats=whole(repeats, "repeats"), gpu=gpu,
     )
+    act = None
+    if activation:
+        from kvplan.verify.activation import measure_activation
+
+        act = measure_activation(model, batch=result.batch, tokens=result.context, device=device)
+    if fmt == "json":
+        import json
+
+        data = result.to_dict()
+        if act is not None:
+            data["activation"] = act.to_dict()
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        from kvplan.render.console import make_console
+
+        console = make_console()
+        print_verify(console, result)
+        if act is not None:
+            print_activation(console, act)
+    if not result.exact:
+        sys.stderr.write(f"kvplan: verify: the tensors hold {result.measured_storage_bytes:,} B, "
+                         f"the prediction is {result.predicted_bytes:,} B\n")
+        raise typer.Exit(1)
+    if act is not None and act.skipped is None and not act.cache_exact:
+        sys.stderr.write(f"kvplan: verify: transformers' cache holds {act.cache_bytes:,} B, kvplan's hf rule "
+                         f"predicts {act.predicted_cache_bytes:,} B\n")
+        raise typer.Exit(1)
+
+
+def print_activation(console: Any, a: Any) -> None:
+    """The transformers forward: weights, cache against the hf rule, the activation peak against the estimate."""
+    console.print(f"[bold]--activation[/bold]: transformers {a.transformers_version} forward of {a.batch} x "
+                  f"{a.tokens:,} tokens on {a.device}, {a.dtype}, {a.attn_implementation} attention, random weights")
+    if a.skipped:
+        console.print(f"[yellow]{a.skipped}[/yellow]")
+    else:
+        verdict = "[green]exact[/green]" if a.cache_exact else "[red]differs[/red]"
+        console.print(f"weights {_b(a.weights_bytes)}; cache {_b(a.cache_bytes)} (storage kept alive "
+                      f"{_b(a.cache_storage_bytes)}), kvplan hf rule {_b(a.predicted_cache_bytes)}: {verdict}")
+        err = "" if a.activation_error_pct is None else f" ({a.activation_error_pct:+.1f} % vs measured)"
+        console.print(f"activation peak: measured {_b(a.activation_bytes)}, kvplan estimates "
+                      f"{_b(a.predicted_activation_bytes)}{err} = {a.predicted_formula}")
+    for note in a.notes:
+        console.print(f"[dim]• {note}[/dim]")
+
+
+def _ranks(model: str, batch: int, context: int, engine: str, engine_version: str | None, kv_dtype: str,
+           block_size: int | None, device: str | None, tp: int, pp: int, launch: int | None, timeout: int,
+           fmt: str) -> None:
+    """One rank per process (torchrun or --launch); rank 0 (or the launcher) renders everyone's shard."""
+    import sys
+
+    import time
+
+    from kvplan.errors import KvplanError
+    from kvplan.verify.distributed import RankError, launch as start, rank_env, run_rank, under_torchrun
+
+    kw = dict(tp=tp, pp=pp, batch=batch, context=context, engine=engine, engine_version=engine_version,
+              kv_dtype=kv_dtype, block_size=block_size, device=device, timeout_s=timeout)
+    if launch is not None:
+        result = start(model, nprocs=launch, **kw)  # type: ignore[arg-type]
+    elif under_torchrun():
+        # torchrun stops every rank as soon as one exits with an error: so the other ranks exit 0 once
+        # everything is gathered and rank 0 alone carries the verdict (and prints it)
+        rank = rank_env().rank
+        try:
+            result = run_rank(model, **kw)  # type: ignore[arg-type]
+        except KvplanError as exc:
+            if rank != 0 and not isinstance(exc, RankError):
+                # every rank refuses the same flags: rank 0 says it once; wait so torchrun does not
+                # stop rank 0 before it has
+                time.sleep(2)
+                raise typer.Exit(2) from None
+            raise
+        if rank != 0:
+            raise typer.Exit(0)
+    else:
+        from kvplan.errors import UsageError
+
+        n = tp * pp
+        raise UsageError(f"--tp {tp} --pp {pp} is {n} ranks: run `torchrun --nproc-per-node {n} -m kvplan verify "
+                         f"...` or add --launch {n}")
     if fmt == "json":
         import json
 
@@ -76,11 +183,63 @@ def verify_command(
     else:
         from kvplan.render.console import make_console
 
-        print_verify(make_console(), result)
+        print_ranks(make_console(), result)
+    if result.errors:
+        first = result.errors[0]
+        more = f" (and {len(result.errors) - 1} more rank(s))" if len(result.errors) > 1 else ""
+        sys.stderr.write(f"kvplan: error: rank {first.rank}: {first.error}{more}\n")
+        raise typer.Exit(2)
     if not result.exact:
-        sys.stderr.write(f"kvplan: verify: the tensors hold {result.measured_storage_bytes:,} B, "
-                         f"the prediction is {result.predicted_bytes:,} B\n")
+        wrong = [r.rank for r in result.ranks if not r.exact]
+        sys.stderr.write(f"kvplan: verify: rank(s) {', '.join(map(str, wrong))} hold other bytes than predicted\n")
         raise typer.Exit(1)
+
+
+def print_ranks(console: Any, r: Any) -> None:
+    """One table: per rank, each component's predicted and measured bytes, the rank's total, the sum."""
+    from rich.table import Table
+
+    blocks = f"  block {r.block_size}" if r.block_size else ""
+    devices = sorted({k.device for k in r.ranks})
+    console.print(f"[bold]{r.model_id}[/bold]  {r.engine} {r.engine_version}  kv {r.kv_dtype}{blocks}  batch {r.batch}"
+                  f"  context {r.context:,}  tp {r.tp} x pp {r.pp} = {r.world_size} ranks on {', '.join(devices)}"
+                  f" ({r.launcher}, {r.backend})")
+    table = Table(show_header=True, header_style="bold")
+    for col in ("rank", "tp,pp", "layers", "component", "n", "predicted B", "measured B", "error B"):
+        text = col in ("component", "layers")
+        table.add_column(col, justify="left" if text else "right", no_wrap=not text,
+                         min_width={"component": 10, "layers": 5}.get(col))
+    blank = ["", "", ""]
+    for k in r.ranks:
+        head = [str(k.rank), f"{k.tp_rank},{k.pp_rank}", f"{k.first_layer}-{k.first_layer + k.num_layers - 1}"]
+        for c in k.components:
+            measured = "-" if k.error else f"{c.measured_bytes:,}"
+            error = "-" if k.error else f"{c.error_bytes:+,}"
+            table.add_row(*head, c.name, str(c.layers), f"{c.predicted_bytes:,}", measured, error)
+            head = blank
+        if k.error:
+            table.add_row(*head, "[red]rank total[/red]", "", f"{k.predicted_bytes:,}", "[red]-[/red]", "-",
+                          end_section=True)
+            continue
+        diff = k.measured_storage_bytes - k.predicted_bytes
+        table.add_row(*head, "[bold]rank total[/bold]", "", f"{k.predicted_bytes:,}", f"{k.measured_storage_bytes:,}",
+                      f"{diff:+,}", end_section=True)
+    total = r.measured_storage_bytes - r.predicted_bytes
+    measured_sum, error_sum = ("-", "-") if r.errors else (f"{r.measured_storage_bytes:,}", f"{total:+,}")
+    table.add_row("[bold]all[/bold]", "", "", "[bold]sum[/bold]", "", f"{r.predicted_bytes:,}", measured_sum,
+                  error_sum)
+    console.print(table)
+    if any(k.reserved_bytes is not None for k in r.ranks):
+        for k in r.ranks:
+            console.print(f"rank {k.rank} ({k.device_name}): memory_allocated Δ {_b(k.allocated_bytes)}, "
+                          f"memory_reserved Δ {_b(k.reserved_bytes)}, driver Δ {_b(k.driver_bytes)}")
+    for k in r.errors:
+        console.print(f"[red]rank {k.rank}: {k.error}[/red]")
+    verdict = "[green]every rank exact[/green]" if r.exact else "[red]differs[/red]"
+    freed = all(k.released for k in r.ranks)
+    console.print(f"tensors vs prediction: {verdict}; everything freed: {'yes' if freed else '[red]no[/red]'}")
+    for note in r.notes:
+        console.print(f"[dim]• {note}[/dim]")
 
 
 def _b(n: int | None) -> str:

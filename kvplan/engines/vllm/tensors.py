@@ -89,14 +89,25 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int)
     groups: list[list[tuple[int, int, GroupRule]]] = []  # per group: the layer (or padding slot) of each slot
     per_seq_blocks: list[int] = []
     if grouping.hybrid:
-        for key, layers in members.items():
-            n = -(-len(layers) // grouping.group_size)
+        # Each spec type has ``groups_per_type`` groups of ``group_size`` slots. On a pipeline stage
+        # (``VLLM.stage_layouts``) those are the whole model's groups projected on the stage's layers, so
+        # a type can have fewer layers here than slots, or none at all: the rest are padding slots.
+        for t, n in zip(grouping.types, grouping.groups_per_type):
+            key = pool_type_key(t.rule)
+            layers = members.get(key, [])
             pads = iter(padding.get(key, []))
             for i in range(n):
-                chunk = layers[i::n]  # _get_kv_cache_groups_uniform_page_size strides the type's layers
-                chunk += [next(pads) for _ in range(grouping.group_size - len(chunk))]
+                # _get_kv_cache_groups_uniform_page_size strides the type's layers over its groups (on a
+                # stage, over the stage's layers: which layer sits in which group changes no byte)
+                chunk = layers[i::n]
+                for _ in range(grouping.group_size - len(chunk)):
+                    slot = next(pads, None)
+                    if slot is None:
+                        raise VerifyError(f"internal: vLLM {t.kind} groups have more empty slots than the "
+                                          "layout's padding")
+                    chunk.append(slot)
                 groups.append(chunk)
-                per_seq_blocks.append(_blocks_per_sequence(layers[0][2], context))
+                per_seq_blocks.append(_blocks_per_sequence(t.rule, context))
         size = grouping.group_size
         slot_pages = [max(t.page_bytes for t in grouping.types)] * size
     else:
