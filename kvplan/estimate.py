@@ -14,6 +14,7 @@ from kvplan import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine, parse_version
 from kvplan.engines.protocol import check_options
+from kvplan.engines.sharing import SharingRule, Workload, group_tokens
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
@@ -41,6 +42,36 @@ class EstimateRow:
     layers: tuple[LayerRow, ...] | None = None
     kv_dtype_resolved: str = ""
     """The dtype ``kv_dtype`` stands for ('auto' -> the engine's default)."""
+    sharing: RowSharing | None = None
+    """With a prompt / output split, a shared prefix, samples or beams: the plain figure beside it."""
+
+
+@dataclass(frozen=True)
+class RowSharing:
+    prompt_len: int
+    output_len: int
+    sequences: int
+    """batch x samples (n) or beams: the sequences the engine holds."""
+    kv_bytes_plain: int
+    """The same sequences with nothing stored once (each its own cache)."""
+
+
+@dataclass(frozen=True)
+class SharingTerm:
+    """``--explain``: how one rule's tokens add up for the first row of a dtype, sharing applied."""
+
+    kv_dtype: str
+    count: int
+    kind: str
+    tokens_held_formula: str
+    once_tokens: int
+    """Tokens per layer stored once for the whole batch (the common prefix)."""
+    per_request_tokens: int
+    """Tokens per layer stored once per request (the prompt its samples or beams share)."""
+    per_sequence_tokens: int
+    """Tokens per layer every sequence holds on its own."""
+    tokens: int
+    plain_tokens: int
 
 
 @dataclass(frozen=True)
@@ -82,6 +113,9 @@ class EstimateResult:
     rows: tuple[EstimateRow, ...]
     formulas: tuple[GroupFormula, ...]
     assumptions: tuple[str, ...] = field(default=())
+    sharing: Workload | None = None
+    """What the requests share (prefix, samples, beams); None when nothing was asked."""
+    sharing_terms: tuple[SharingTerm, ...] = ()
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
@@ -99,8 +133,13 @@ class EstimateResult:
             "rows": [_row_dict(row) for row in self.rows],
             "assumptions": list(self.assumptions),
         }
+        if self.sharing is not None:
+            out["sharing"] = {"shared_prefix": self.sharing.shared_prefix, "n": self.sharing.n,
+                              "beam_width": self.sharing.beam_width}
         if explain:
             out["formulas"] = [vars(f).copy() for f in self.formulas]
+            if self.sharing is not None:
+                out["sharing_terms"] = [vars(t).copy() for t in self.sharing_terms]
         return out
 
 
@@ -112,6 +151,11 @@ def _row_dict(row: EstimateRow) -> dict[str, Any]:
     }
     if row.layers is not None:
         out["layers"] = [vars(layer).copy() for layer in row.layers]
+    if row.sharing is not None:
+        sh = row.sharing
+        out.update({"prompt_len": sh.prompt_len, "output_len": sh.output_len, "sequences": sh.sequences,
+                    "kv_bytes_plain": sh.kv_bytes_plain, "saving_bytes": sh.kv_bytes_plain - row.kv_bytes,
+                    "saving_fraction": round(1 - row.kv_bytes / sh.kv_bytes_plain, 6) if sh.kv_bytes_plain else 0.0})
     return out
 
 
@@ -126,7 +170,7 @@ def _check_positive(name: str, values: Sequence[int]) -> None:
 def estimate(
     model: str | ModelSpec,
     *,
-    contexts: Iterable[int] = (8192,),
+    contexts: Iterable[int] | None = None,
     batches: Iterable[int] = (1,),
     kv_dtypes: Iterable[str] = ("auto",),
     engine: str = DEFAULT_ENGINE,
@@ -135,12 +179,22 @@ def estimate(
     by_layer: bool = False,
     tp: int = 1,
     swa_full: bool = False,
+    prompt_len: int | None = None,
+    output_len: int | None = None,
+    shared_prefix: int = 0,
+    n: int = 1,
+    beam_width: int = 1,
 ) -> EstimateResult:
     """KV-cache footprint of ``model`` for every (batch, context, kv dtype) combination.
 
     ``model`` is a ModelSpec, or anything ``kvplan.load_model`` resolves (a path to a config.json,
     a model directory or a YAML spec, a bundled model id). With ``tp`` > 1 the bytes are those one
     tensor-parallel rank holds, by the engine's own head-splitting rule.
+
+    Sharing (docs/sharing.md): ``prompt_len`` + ``output_len`` make the context (either may be
+    left out when ``contexts`` gives it); the first ``shared_prefix`` prompt tokens are common to
+    every request; each request has ``n`` parallel samples or ``beam_width`` beams. Rows then hold
+    what the engine stores with its sharing rule, beside the plain figure (nothing stored once).
     """
     if isinstance(model, str):
         from kvplan.sources.resolve import load_model
@@ -148,7 +202,7 @@ def estimate(
         spec = load_model(model)
     else:
         spec = model
-    contexts = list(contexts)
+    contexts, splits = _contexts(contexts, prompt_len, output_len)
     batches = list(batches)
     dtype_names = list(dict.fromkeys(canonical_kv_dtype_name(d) for d in kv_dtypes))
     _check_positive("context", contexts)
@@ -159,6 +213,11 @@ def estimate(
         raise UsageError(f"--block-size {block_size} must be a positive integer")
 
     eng = get_engine(engine)
+    workloads = None
+    if splits is not None or shared_prefix or n != 1 or beam_width != 1:
+        splits = splits or [(c, 0) for c in contexts]
+        workloads = {p + o: Workload(p, o, shared_prefix, n, beam_width) for p, o in splits}
+        eng.sharing.check(next(iter(workloads.values())))
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
     options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full)
@@ -188,6 +247,14 @@ def estimate(
         for name, layout in layouts
         for row in _rows(layout, name, batches, contexts, by_layer)
     ]
+    terms: tuple[SharingTerm, ...] = ()
+    first_workload = None
+    if workloads is not None:
+        rows = [_share(row, layouts, workloads[row.context], eng.sharing, by_layer) for row in rows]
+        first_workload = workloads[contexts[0]]
+        assumptions.extend(eng.sharing.notes(first_workload))
+        terms = tuple(t for name, layout in layouts
+                      for t in _sharing_terms(name, layout, eng.sharing, first_workload, batches[0]))
     formulas = tuple(f for name, layout in layouts for f in _formulas(name, layout))
     summary = ModelSummary(
         id=spec.id, source=spec.source, model_type=spec.model_type, num_layers=spec.num_layers,
@@ -198,8 +265,85 @@ def estimate(
     return EstimateResult(
         kvplan_version=__version__, engine=eng.name, engine_version=version_text,
         block_size=first.block_size, model=summary, rows=tuple(rows), formulas=formulas,
-        assumptions=tuple(dict.fromkeys(assumptions)),
+        assumptions=tuple(dict.fromkeys(assumptions)), sharing=first_workload, sharing_terms=terms,
     )
+
+
+_DEFAULT_CONTEXT = 8192
+
+
+def _contexts(contexts: Iterable[int] | None, prompt_len: int | None,
+              output_len: int | None) -> tuple[list[int], list[tuple[int, int]] | None]:
+    """The contexts, and with a prompt or an output length each context's (prompt, output) split."""
+    if prompt_len is not None and output_len is not None:
+        total = prompt_len + output_len
+        given = list(contexts) if contexts is not None else [total]
+        if given != [total]:
+            raise UsageError(f"context {', '.join(map(str, given))} is not prompt-len + output-len ({total})",
+                             field="contexts")
+        return [total], [(prompt_len, output_len)]
+    chosen = list(contexts) if contexts is not None else (
+        [prompt_len] if prompt_len is not None else [_DEFAULT_CONTEXT])
+    if prompt_len is not None:
+        if any(c < prompt_len for c in chosen):
+            raise UsageError(f"a context is shorter than prompt-len {prompt_len:,}", field="prompt_len")
+        return chosen, [(prompt_len, c - prompt_len) for c in chosen]
+    if output_len is not None:
+        if any(c <= output_len for c in chosen):
+            raise UsageError(f"output-len {output_len:,} leaves no prompt in a context of {min(chosen):,}",
+                             field="output_len")
+        return chosen, [(c - output_len, output_len) for c in chosen]
+    return chosen, None
+
+
+def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: Workload, rule: SharingRule,
+           by_layer: bool) -> EstimateRow:
+    """The row's bytes with the engine's sharing applied; the plain figure kept beside them."""
+    from dataclasses import replace
+
+    from kvplan.engines.sharing import group_bytes, plain_bytes, shared_bytes
+
+    layout = next(lay for name, lay in layouts if name == row.kv_dtype)
+    kv = shared_bytes(layout, rule, workload, row.batch)
+    sequences = row.batch * workload.samples
+    plain = plain_bytes(layout, workload, row.batch)
+    layers = row.layers
+    if by_layer:
+        out = []
+        for g in layout.groups:
+            spans = rule.spans(g, workload)
+            tokens = group_tokens(g, spans, workload.context, row.batch, workload.samples)
+            nbytes = group_bytes(g, spans, workload.context, row.batch, workload.samples)
+            kind = "padding" if g.padding else g.kind
+            out.extend(LayerRow(g.first_layer + i, kind, tokens, nbytes) for i in range(g.count))
+        layers = tuple(out)
+    return replace(row, kv_bytes=kv, bytes_per_token=kv / (sequences * row.context), layers=layers,
+                   sharing=RowSharing(workload.prompt_len, workload.output_len, sequences, plain))
+
+
+def _sharing_terms(dtype_name: str, layout: CacheLayout, rule: SharingRule, workload: Workload,
+                   batch: int) -> Iterable[SharingTerm]:
+    merged: dict[tuple, list[Any]] = {}
+    for g in layout.groups:
+        spans = rule.spans(g, workload)
+        key = (g.padding, g.kind, g.tokens, spans)
+        if key in merged:
+            merged[key][0] += g.count
+        else:
+            merged[key] = [g.count, g, spans]
+    context, samples = workload.context, workload.samples
+    for count, g, spans in merged.values():
+        if g.tokens.held(context) == 0:
+            continue
+        held = g.tokens.held(context)
+        once = g.tokens.prefix_held(context, spans.across_requests)
+        per_request = g.tokens.prefix_held(context, max(spans.across_samples, spans.across_requests))
+        yield SharingTerm(
+            kv_dtype=dtype_name, count=count, kind="padding" if g.padding else g.kind,
+            tokens_held_formula=g.held_formula, once_tokens=once, per_request_tokens=per_request - once,
+            per_sequence_tokens=held - per_request,
+            tokens=group_tokens(g, spans, context, batch, samples),
+            plain_tokens=g.tokens.batch_tokens(context, batch * samples))
 
 
 def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int],

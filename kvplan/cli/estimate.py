@@ -48,6 +48,12 @@ OPTIONS: tuple[Opt, ...] = (
         "Hugging Face Hub revision (branch, tag or commit) of MODEL; implies the Hub. Also MODEL@REV."),
     Opt("hub", ("--hub",), False, "Read MODEL from the Hugging Face Hub even when a bundled spec has its id.",
         kind=bool, flag=True),
+    Opt("prompt_len", ("--prompt-len",), None, "Prompt tokens per request (context = prompt + output), e.g. 6k."),
+    Opt("output_len", ("--output-len",), None, "Generated tokens per request, e.g. 2k."),
+    Opt("shared_prefix", ("--shared-prefix",), None,
+        "Leading prompt tokens common to every request (a system prompt), stored as the engine shares them."),
+    Opt("n", ("--n",), None, "Parallel samples per request (vLLM, SGLang, transformers).", kind=int),
+    Opt("beam_width", ("--beam-width",), None, "Beams per request (vLLM, TensorRT-LLM, transformers).", kind=int),
 )
 MODEL_HELP = ("Bundled model id (e.g. meta-llama/Llama-3.1-8B), a config.json, a model directory, a YAML spec, "
               "or any Hugging Face Hub model id (org/name or org/name@revision; read from config.json and the "
@@ -68,12 +74,13 @@ Examples:
 
 def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str, engine_version: str | None,
         block_size: int | None, fmt: str, by_layer: bool, explain: bool, plot: bool, revision: str | None = None,
-        hub: bool = False) -> None:
+        hub: bool = False, prompt_len: str | None = None, output_len: str | None = None,
+        shared_prefix: str | None = None, n: int | None = None, beam_width: int | None = None) -> None:
     """Parse the values, compute, render: the whole command, shared by both parsers."""
     from kvplan.errors import UsageError
     from kvplan.estimate import estimate
     from kvplan.sources.resolve import load_model
-    from kvplan.units import parse_count_list, parse_name_list
+    from kvplan.units import parse_count, parse_count_list, parse_name_list
 
     fmt = fmt.lower()
     if fmt not in FORMATS:
@@ -81,14 +88,22 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
     spec = load_model(model, revision=revision, hub=hub)
     batches = parse_count_list(batch, "batch")
     dtypes = parse_name_list(kv_dtype, "kv-dtype")
-    if context is None:
+    sharing = {
+        "prompt_len": parse_count(prompt_len, "prompt-len") if prompt_len else None,
+        "output_len": parse_count(output_len, "output-len") if output_len else None,
+        "shared_prefix": parse_count(shared_prefix, "shared-prefix") if shared_prefix else 0,
+        "n": 1 if n is None else n, "beam_width": 1 if beam_width is None else beam_width,
+    }
+    if context is None and (sharing["prompt_len"] or sharing["output_len"]):
+        contexts = None
+    elif context is None:
         top = spec.max_position_embeddings or 8192
         contexts = parse_count_list(f"1k..{top}", "context") if top > 1024 else [top]
     else:
         contexts = parse_count_list(context, "context")
     result = estimate(spec, contexts=contexts, batches=batches, kv_dtypes=dtypes, engine=engine,
-                      engine_version=engine_version, block_size=block_size, by_layer=by_layer)
-    if context is None:
+                      engine_version=engine_version, block_size=block_size, by_layer=by_layer, **sharing)
+    if context is None and contexts is not None:
         from dataclasses import replace
 
         note = f"contexts default to 1k..max_position_embeddings ({contexts[-1]:,}); choose with --context"
@@ -194,9 +209,14 @@ def typer_command() -> Callable[..., None]:
         plot: bool = o["plot"],
         revision: str | None = o["revision"],
         hub: bool = o["hub"],
+        prompt_len: str | None = o["prompt_len"],
+        output_len: str | None = o["output_len"],
+        shared_prefix: str | None = o["shared_prefix"],
+        n: int | None = o["n"],
+        beam_width: int | None = o["beam_width"],
     ) -> None:
         run(model, context, batch, kv_dtype, engine, engine_version, block_size, fmt, by_layer, explain, plot,
-            revision, hub)
+            revision, hub, prompt_len, output_len, shared_prefix, n, beam_width)
 
     estimate_command.__doc__ = DOC
     return estimate_command

@@ -21,6 +21,7 @@ from kvplan.spec import ModelSpec
 if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
     from kvplan.engines.serve import ServeFlags
+    from kvplan.engines.sharing import SharingRule
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class Engine(Protocol):
     """How ``kvplan check`` reads this engine's launch command, where it has one kvplan reads."""
     extra_options: frozenset[str]
     """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
+    sharing: SharingRule
+    """What the engine stores once: a common prefix, the prompt of parallel samples or beams."""
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str: ...
 
@@ -97,6 +100,13 @@ class EngineDefaults:
     newest_rules: Version
     serve: ServeFlags | None = None
     extra_options: frozenset[str] = frozenset()
+
+    @property
+    def sharing(self) -> SharingRule:
+        """Nothing stored once, no rule for samples or beams (refused by name)."""
+        from kvplan.engines.sharing import SharingRule
+
+        return SharingRule(title=self.title)
 
     def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version,
                options: EngineOptions) -> CacheLayout:  # pragma: no cover - every engine defines it

@@ -6,7 +6,15 @@ from rich.console import Console
 from rich.table import Table
 
 from kvplan.estimate import EstimateResult
-from kvplan.render.common import dtype_label, layer_ranges, row_cells
+from kvplan.render.common import (
+    SHARING_COLUMNS,
+    dtype_label,
+    layer_ranges,
+    row_cells,
+    sharing_cells,
+    sharing_summary,
+    sharing_term_lines,
+)
 from kvplan.units import format_bytes
 
 
@@ -19,9 +27,14 @@ def print_estimate(console: Console, result: EstimateResult, by_layer: bool, exp
     for name, justify in (("batch", "right"), ("context", "right"), ("kv dtype", "left"),
                           ("KV cache", "right"), ("bytes", "right"), ("bytes/token", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    if result.sharing is not None:
+        for name in SHARING_COLUMNS:
+            table.add_column(name, justify="right")
     for row in result.rows:
-        table.add_row(*row_cells(row))
+        table.add_row(*row_cells(row), *sharing_cells(row))
     console.print(table)
+    if result.sharing is not None:
+        console.print(sharing_summary(result), highlight=False)
     if by_layer:
         for row in result.rows:
             lt = Table(title=f"per layer: batch {row.batch}, context {row.context:,}, {row.kv_dtype}",
@@ -43,6 +56,9 @@ def print_formulas(console: Console, result: EstimateResult) -> None:
     console.print("[bold]How each number is made[/bold]")
     console.print("  kv_bytes = Σ layers × tokens held × bytes per token, + layers × batch × state bytes "
                   "for recurrent layers", highlight=False)
+    if result.sharing is not None:
+        console.print("  with sharing, tokens per layer = stored once + batch × per request + sequences × per "
+                      "sequence (docs/sharing.md)", highlight=False)
     for f in result.formulas:
         what = f"unused pool slot{'s' if f.count > 1 else ''}" if f.kind == "padding" else \
             f"{f.kind} layer{'s' if f.count > 1 else ''}"
@@ -52,6 +68,8 @@ def print_formulas(console: Console, result: EstimateResult) -> None:
         else:
             console.print(head + f"{f.bytes_per_token:,} B per token = {f.token_formula}; "
                           f"tokens held per sequence = {f.tokens_held_formula}", highlight=False)
+    for line in sharing_term_lines(result):
+        console.print(f"  {line}", highlight=False)
     first = result.rows[0]
     if first.layers:
         terms = {}

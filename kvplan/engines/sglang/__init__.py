@@ -13,6 +13,7 @@ from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
+    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 _SPLIT_POOL_NOTE = ("SGLang splits full and sliding-window pools by swa_full_tokens_ratio (0.8); kvplan treats the "
@@ -37,6 +38,12 @@ class SGLangEngine(EngineDefaults):
         from kvplan.engines.sglang.flags import SERVE
 
         return SERVE
+
+    @property
+    def sharing(self) -> "SharingRule":
+        from kvplan.engines.sglang.sharing import SHARING
+
+        return SHARING
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

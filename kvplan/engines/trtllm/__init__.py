@@ -13,6 +13,7 @@ from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
+    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 
@@ -28,6 +29,12 @@ class TRTLLMEngine(EngineDefaults):
         from kvplan.engines.trtllm.layout import KV_DTYPES
 
         return KV_DTYPES
+
+    @property
+    def sharing(self) -> "SharingRule":
+        from kvplan.engines.trtllm.sharing import SHARING
+
+        return SHARING
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

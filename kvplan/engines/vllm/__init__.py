@@ -21,6 +21,7 @@ from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
+    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 
@@ -42,6 +43,12 @@ class VLLMEngine(EngineDefaults):
         from kvplan.engines.vllm.flags import SERVE
 
         return SERVE
+
+    @property
+    def sharing(self) -> "SharingRule":
+        from kvplan.engines.vllm.sharing import SHARING
+
+        return SHARING
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

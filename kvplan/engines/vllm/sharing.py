@@ -1,0 +1,73 @@
+"""vLLM (V1) sharing: prefix caching stores whole blocks of a common prefix once.
+
+Rules and where they come from (vllm-project/vllm):
+- ``KVCacheManager.get_computed_blocks`` (``vllm/v1/core/kv_cache_manager.py``): a request reuses
+  cached *full* blocks only, and at most ``num_tokens - 1`` of its prompt (the last token is always
+  recomputed for its logits), so a common prefix of ``p`` tokens in a ``prompt``-token request is
+  shared as ``floor(min(p, prompt - 1) / block)`` blocks; the partial block after it is the
+  request's own. Reused blocks are referenced, not copied (``BlockPool.touch``: a ref count).
+- Sliding-window layers (``SlidingWindowManager`` in ``single_type_kv_cache_manager.py``) free the
+  blocks that left the window, so they share only the prefix blocks still inside it.
+- Mamba state (``MambaManager``) is one state per sequence.
+- Parallel sampling: ``ParallelSampling`` (``vllm/v1/engine/parallel_sampling.py``) fans a request
+  with ``n > 1`` out into n child requests with the same prompt; the children share the prompt's
+  full blocks through prefix caching, capped at ``prompt - 1`` tokens as above, so the block
+  holding the prompt's last token is each child's own (V1 has no copy-on-write: each child
+  recomputes that block).
+- Beam search (``LLM.beam_search``, ``vllm/entrypoints/llm.py``; the OpenAI server likewise) sends
+  every beam as a request whose prompt is the original prompt plus the beam's tokens; by then the
+  prompt's full blocks are all within ``num_tokens - 1`` and hit the cache: the beams share
+  ``floor(prompt / block)`` blocks. Tokens the beams have in common after the prompt are shared
+  too in vLLM but depend on the search, so kvplan counts them per beam (an upper bound).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engines.layout import GroupRule
+from kvplan.engines.sharing import NOTHING_SHARED, SharedSpans, SharingRule, Workload, floor_to
+from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE
+
+
+@dataclass(frozen=True)
+class PrefixCachingBlocks(SharingRule):
+    """vLLM V1 prefix caching (on by default since V1): whole blocks, hit capped at prompt - 1."""
+
+    title: str = "vLLM"
+
+    def check(self, workload: Workload) -> None:
+        return None
+
+    def spans(self, group: GroupRule, workload: Workload) -> SharedSpans:
+        # padding slots share too: a pool block index holds a page of every slot of its group
+        if group.kind in ("recurrent", "shared", "none"):
+            return NOTHING_SHARED
+        block = group.block_size or DEFAULT_BLOCK_SIZE
+        hit = floor_to(workload.prompt_len - 1, block)  # get_computed_blocks: num_tokens - 1
+        prefix = min(floor_to(workload.shared_prefix, block), hit)
+        if workload.beam_width > 1:
+            # each beam's request is the prompt plus its tokens: every full prompt block hits
+            samples = floor_to(workload.prompt_len, block) if workload.output_len else hit
+        elif workload.n > 1:
+            samples = hit
+        else:
+            samples = prefix
+        return SharedSpans(prefix, max(prefix, samples))
+
+    def notes(self, workload: Workload) -> tuple[str, ...]:
+        notes = []
+        if workload.shared_prefix:
+            notes.append("vLLM prefix caching (on by default): the common prefix's full blocks are stored once, "
+                         "the partial block after them per request; a hit covers at most prompt - 1 tokens")
+        if workload.n > 1:
+            notes.append(f"vLLM parallel sampling: n = {workload.n} child requests share the prompt's full blocks "
+                         "(up to prompt - 1 tokens); the block with the prompt's last token and the output are "
+                         "each child's own")
+        if workload.beam_width > 1:
+            notes.append(f"vLLM beam search: {workload.beam_width} beams share the prompt's full blocks; tokens "
+                         "the beams have in common after the prompt are counted per beam (an upper bound)")
+        return tuple(notes)
+
+
+SHARING = PrefixCachingBlocks()
