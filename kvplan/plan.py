@@ -71,6 +71,10 @@ class CapacityPlan:
     assumptions: tuple[str, ...] = ()
     admission_note: str = ""
     """Where the engine admits a request with more than a computed sequence holds (vLLM's windows)."""
+    shared_prefix: int = 0
+    """Leading tokens common to every request (``--shared-prefix``); 0 when none."""
+    max_batch_plain: int | None = None
+    """With a shared prefix: the max batch with nothing shared, beside ``max_batch``."""
 
     @property
     def message(self) -> str:
@@ -99,6 +103,8 @@ class CapacityPlan:
             "decode_tokens_per_second_max": self.decode_tokens_per_second_max,
             "message": self.message,
             "assumptions": list(self.assumptions),
+            **({"shared_prefix": self.shared_prefix, "max_batch_plain": self.max_batch_plain}
+               if self.shared_prefix else {}),
         }
 
 
@@ -135,8 +141,13 @@ def max_batch(
     solve: Solve = "batch",
     concurrency: int | None = None,
     swa_full: bool = False,
+    shared_prefix: int = 0,
 ) -> CapacityPlan:
-    """How many sequences (or how long a context, or how many GPUs) a deployment serves."""
+    """How many sequences (or how long a context, or how many GPUs) a deployment serves.
+
+    ``shared_prefix``: leading tokens common to every request; ``max_batch`` then counts them as the
+    engine stores them (vLLM: the prefix's full blocks once in the pool) and ``max_batch_plain``
+    keeps the figure with nothing shared."""
     if isinstance(model, str):
         from kvplan.sources.resolve import load_model
 
@@ -151,6 +162,8 @@ def max_batch(
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("batch", batch), ("max-model-len", mml)):
         if value < 1:
             raise UsageError(f"--{name} {value} must be at least 1")
+    if shared_prefix and solve == "gpus":
+        raise UsageError("--solve gpus does not take a shared prefix yet", field="shared_prefix")
     if solve == "gpus":
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
                            concurrency, swa_full)
@@ -158,13 +171,16 @@ def max_batch(
         raise UsageError(f"--solve {solve}: choose batch, context or gpus")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
-                swa_full=swa_full)
+                swa_full=swa_full, shared_prefix=shared_prefix)
 
 
 def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, engine_version: str | None,
          kv_dtype: str, max_model_len: int, context: int, batch: int, block_size: int | None,
-         settings: Settings, swa_full: bool = False) -> CapacityPlan:
+         settings: Settings, swa_full: bool = False, shared_prefix: int = 0) -> CapacityPlan:
     eng = get_engine(engine)
+    if shared_prefix < 0 or shared_prefix > context:
+        raise UsageError(f"shared-prefix {shared_prefix:,} must be between 0 and the context ({context:,})",
+                         field="shared_prefix")
     options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full)
     check_options(eng, options)
     eng.check_parallel(spec, tp)
@@ -176,6 +192,15 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
+    plain_batch = None
+    if shared_prefix:
+        from dataclasses import replace
+
+        from kvplan.engines.sharing import Workload
+
+        plain_batch = cap.max_batch * dp
+        cap = eng.capacity(layouts, kv, version, budget, replace(demand, shared_prefix=shared_prefix))
+        cap = replace(cap, assumptions=(*cap.assumptions, *eng.sharing.notes(Workload(context, 0, shared_prefix))))
     assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version), *budget.assumptions,
                                       *(a for lay in layouts for a in lay.assumptions), *tp_notes(spec, tp)]))
     if hw.estimate or hw.memory_precision != "exact":
@@ -209,7 +234,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         max_model_len_fit=cap.max_model_len_fit,
         decode_step_seconds_min=decode_seconds, decode_tokens_per_second_max=decode_tps,
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
-        admission_note=cap.admission_note,
+        admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
     )
 
 

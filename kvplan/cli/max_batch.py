@@ -33,6 +33,8 @@ def max_batch_command(
     mem_fraction_static: Optional[float] = typer.Option(None, "--mem-fraction-static", help="SGLang's static memory fraction."),
     free_gpu_memory_fraction: Optional[float] = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM's KV fraction (0.9)."),
     weights_bytes: Optional[str] = typer.Option(None, "--weights-bytes", help="Weights per GPU, e.g. 14.99GiB (default: the checkpoint / ranks)."),
+    shared_prefix: Optional[str] = typer.Option(None, "--shared-prefix", help="Leading tokens common to every request "
+                                                "(a system prompt): the larger batch the engine's sharing allows."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
                                                "plan from the items the engine measured, when model, GPU and engine version match."),
@@ -87,6 +89,7 @@ def max_batch_command(
         engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml,
         context=parse_count(context, "context") if context else None, batch=batch, block_size=block_size,
         settings=settings, solve=solve, concurrency=concurrency,  # type: ignore[arg-type]
+        shared_prefix=parse_count(shared_prefix, "shared-prefix") if shared_prefix else 0,
     )
     if calibrated is not None:
         from dataclasses import replace

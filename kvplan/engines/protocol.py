@@ -31,6 +31,8 @@ class Demand:
     max_model_len: int
     context: int
     batch: int
+    shared_prefix: int = 0
+    """Leading tokens common to every request (stored as the engine's sharing rule stores them)."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ class EngineDefaults:
                  demand: Demand) -> KvCapacity:
         from kvplan.engines.token_pool import byte_pool_capacity
 
-        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=False)
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=False, sharing=self.sharing)
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         """The tensors ``verify`` allocates; None where kvplan has no tensor layout for the engine."""

@@ -67,7 +67,7 @@ class SGLangEngine(EngineDefaults):
         from kvplan.engines.token_pool import byte_pool_capacity
 
         windowed = any(g.tokens.windowed for layout in layouts for g in layout.groups)
-        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True,
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing,
                                   assumptions=(_SPLIT_POOL_NOTE,) if windowed else ())
 
 

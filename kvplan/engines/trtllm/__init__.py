@@ -55,7 +55,7 @@ class TRTLLMEngine(EngineDefaults):
         from kvplan.engines.token_pool import byte_pool_capacity
 
         # "Allocated ... for max tokens in paged KV cache (N)": concurrency is N / max_seq_len
-        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True)
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing)
 
 
 TRTLLM = TRTLLMEngine()

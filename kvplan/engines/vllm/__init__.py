@@ -83,7 +83,15 @@ class VLLMEngine(EngineDefaults):
         from kvplan.engines.vllm import admission
 
         batched = int(budget.defaults.get("max_num_batched_tokens", admission.DEFAULT_BATCHED_TOKENS))
-        return admission.capacity(layouts, kv_bytes, version, batched, demand)
+        cap = admission.capacity(layouts, kv_bytes, version, batched, demand)
+        if demand.shared_prefix:
+            from dataclasses import replace
+
+            from kvplan.engines.vllm.sharing import PREFIX_CACHED_NOTE, prefix_max_batch
+
+            shared = prefix_max_batch(layouts, kv_bytes, version, batched, demand.context, demand.shared_prefix)
+            cap = replace(cap, max_batch=shared, assumptions=(*cap.assumptions, PREFIX_CACHED_NOTE))
+        return cap
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         from kvplan.engines.vllm.tensors import plan_tensors

@@ -23,9 +23,11 @@ Rules and where they come from (vllm-project/vllm):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvplan.engines.layout import GroupRule
+from kvplan.engines.layout import CacheLayout, GroupRule
+from kvplan.engines.version import Version
 from kvplan.engines.sharing import NOTHING_SHARED, SharedSpans, SharingRule, Workload, floor_to
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE
 
@@ -71,3 +73,31 @@ class PrefixCachingBlocks(SharingRule):
 
 
 SHARING = PrefixCachingBlocks()
+
+
+def prefix_max_batch(layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, batched_tokens: int,
+                     context: int, prefix: int) -> int:
+    """Requests of ``context`` tokens one replica admits when their first ``prefix`` tokens are common.
+
+    Every KV-cache group of full attention (or MLA) holds the prefix's full blocks once (at most
+    ``context - 1`` tokens, ``get_computed_blocks``); the rest of each request is admitted as
+    ``max_admission_blocks_per_request`` counts it. Sliding, chunked and Mamba groups are counted
+    per request, as admission reserves their window plus the tokens in flight."""
+    from kvplan.engines.vllm.admission import in_flight_tokens, vllm_pool
+
+    in_flight = in_flight_tokens(version, batched_tokens)
+    best = None
+    for layout in layouts:
+        pool = vllm_pool(layout)
+        blocks = pool.num_blocks(kv_bytes)
+        per_request = pool.blocks_per_request(context, in_flight)
+        shared = sum(groups * min(prefix // t.block_size, (context - 1) // t.block_size)
+                     for t, groups in zip(pool.types, pool.groups_per_type) if t.kind in ("full", "mla"))
+        own = per_request - shared
+        fits = (blocks - shared) // own if own > 0 and blocks >= shared else 0
+        best = fits if best is None else min(best, fits)
+    return best or 0
+
+
+PREFIX_CACHED_NOTE = ("shared prefix: its full blocks are counted once in the pool, assuming it stays cached "
+                      "(some running request always references it, so it is never evicted)")
