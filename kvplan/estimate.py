@@ -184,6 +184,10 @@ def estimate(
     shared_prefix: int = 0,
     n: int = 1,
     beam_width: int = 1,
+    speculative_method: str | None = None,
+    num_speculative_tokens: int | None = None,
+    speculative_model: str | ModelSpec | None = None,
+    num_nextn_predict_layers: int | None = None,
 ) -> EstimateResult:
     """KV-cache footprint of ``model`` for every (batch, context, kv dtype) combination.
 
@@ -195,6 +199,10 @@ def estimate(
     left out when ``contexts`` gives it); the first ``shared_prefix`` prompt tokens are common to
     every request; each request has ``n`` parallel samples or ``beam_width`` beams. Rows then hold
     what the engine stores with its sharing rule, beside the plain figure (nothing stored once).
+
+    Speculative decoding (``speculative_method`` ngram / eagle / eagle3 / mtp / draft_model with
+    ``num_speculative_tokens``; ``speculative_model`` the draft): the draft's layers join the cache and
+    each sequence holds the engine's extra slots beyond its context, where the engine has a rule.
     """
     if isinstance(model, str):
         from kvplan.sources.resolve import load_model
@@ -213,10 +221,17 @@ def estimate(
         raise UsageError(f"--block-size {block_size} must be a positive integer")
 
     eng = get_engine(engine)
+    target, extra, spec_notes = spec, 0, ()
+    speculation = _speculation(speculative_method, num_speculative_tokens, speculative_model,
+                               num_nextn_predict_layers)
+    if speculation is not None:
+        sp = eng.speculate(spec, speculation, 1)
+        spec, extra, spec_notes = sp.spec, sp.extra_tokens, sp.notes
     workloads = None
     if splits is not None or shared_prefix or n != 1 or beam_width != 1:
         splits = splits or [(c, 0) for c in contexts]
-        workloads = {p + o: Workload(p, o, shared_prefix, n, beam_width) for p, o in splits}
+        # speculative slots are each sequence's own, after its output
+        workloads = {p + o + extra: Workload(p, o + extra, shared_prefix, n, beam_width) for p, o in splits}
         eng.sharing.check(next(iter(workloads.values())))
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
@@ -245,21 +260,28 @@ def estimate(
     rows = [
         row
         for name, layout in layouts
-        for row in _rows(layout, name, batches, contexts, by_layer)
+        for row in _rows(layout, name, batches, [c + extra for c in contexts], by_layer)
     ]
     terms: tuple[SharingTerm, ...] = ()
     first_workload = None
     if workloads is not None:
         rows = [_share(row, layouts, workloads[row.context], eng.sharing, by_layer) for row in rows]
-        first_workload = workloads[contexts[0]]
+        first_workload = workloads[contexts[0] + extra]
         assumptions.extend(eng.sharing.notes(first_workload))
         terms = tuple(t for name, layout in layouts
                       for t in _sharing_terms(name, layout, eng.sharing, first_workload, batches[0]))
     formulas = tuple(f for name, layout in layouts for f in _formulas(name, layout))
+    if extra:
+        rows = [_unshift(row, extra) for row in rows]
+    if first_workload is not None and extra:
+        from dataclasses import replace as _replace
+
+        first_workload = _replace(first_workload, output_len=first_workload.output_len - extra)
+    assumptions.extend(spec_notes)
     summary = ModelSummary(
-        id=spec.id, source=spec.source, model_type=spec.model_type, num_layers=spec.num_layers,
-        layer_kinds=spec.layer_kind_counts(), params=spec.params, weights_bytes=spec.weights_bytes,
-        dtype=spec.dtype, max_position_embeddings=spec.max_position_embeddings,
+        id=target.id, source=target.source, model_type=target.model_type, num_layers=target.num_layers,
+        layer_kinds=target.layer_kind_counts(), params=target.params, weights_bytes=target.weights_bytes,
+        dtype=target.dtype, max_position_embeddings=target.max_position_embeddings,
     )
     first = layouts[0][1]
     return EstimateResult(
@@ -270,6 +292,27 @@ def estimate(
 
 
 _DEFAULT_CONTEXT = 8192
+
+
+def _speculation(method: str | None, tokens: int | None, draft: str | ModelSpec | None,
+                 mtp_layers: int | None) -> Any:
+    from kvplan.engines.speculative import parse_speculation
+
+    if isinstance(draft, str):
+        from kvplan.sources.resolve import load_model
+
+        draft = load_model(draft)
+    return parse_speculation(method, tokens, draft, mtp_layers)
+
+
+def _unshift(row: EstimateRow, extra: int) -> EstimateRow:
+    """A row computed at context + the speculative slots, reported at its context."""
+    from dataclasses import replace
+
+    context = row.context - extra
+    sequences = row.sharing.sequences if row.sharing is not None else row.batch
+    sharing = replace(row.sharing, output_len=row.sharing.output_len - extra) if row.sharing is not None else None
+    return replace(row, context=context, bytes_per_token=row.kv_bytes / (sequences * context), sharing=sharing)
 
 
 def _contexts(contexts: Iterable[int] | None, prompt_len: int | None,

@@ -142,12 +142,20 @@ def max_batch(
     concurrency: int | None = None,
     swa_full: bool = False,
     shared_prefix: int = 0,
+    speculative_method: str | None = None,
+    num_speculative_tokens: int | None = None,
+    speculative_model: str | ModelSpec | None = None,
+    num_nextn_predict_layers: int | None = None,
 ) -> CapacityPlan:
     """How many sequences (or how long a context, or how many GPUs) a deployment serves.
 
     ``shared_prefix``: leading tokens common to every request; ``max_batch`` then counts them as the
     engine stores them (vLLM: the prefix's full blocks once in the pool) and ``max_batch_plain``
-    keeps the figure with nothing shared."""
+    keeps the figure with nothing shared.
+
+    Speculative decoding (``speculative_method`` with ``num_speculative_tokens``, a draft as
+    ``speculative_model``): the draft's layers and weights join the target's, and each sequence
+    holds the engine's extra slots, where the engine has a rule (vLLM)."""
     if isinstance(model, str):
         from kvplan.sources.resolve import load_model
 
@@ -164,6 +172,12 @@ def max_batch(
             raise UsageError(f"--{name} {value} must be at least 1")
     if shared_prefix and solve == "gpus":
         raise UsageError("--solve gpus does not take a shared prefix yet", field="shared_prefix")
+    from kvplan.estimate import _speculation
+
+    speculation = _speculation(speculative_method, num_speculative_tokens, speculative_model,
+                               num_nextn_predict_layers)
+    if speculation is not None and solve == "gpus":
+        raise UsageError("--solve gpus does not take speculative decoding yet", field="speculative_method")
     if solve == "gpus":
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
                            concurrency, swa_full)
@@ -171,13 +185,18 @@ def max_batch(
         raise UsageError(f"--solve {solve}: choose batch, context or gpus")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
-                swa_full=swa_full, shared_prefix=shared_prefix)
+                swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation)
 
 
 def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, engine_version: str | None,
          kv_dtype: str, max_model_len: int, context: int, batch: int, block_size: int | None,
-         settings: Settings, swa_full: bool = False, shared_prefix: int = 0) -> CapacityPlan:
+         settings: Settings, swa_full: bool = False, shared_prefix: int = 0,
+         speculation: Any = None) -> CapacityPlan:
     eng = get_engine(engine)
+    extra, spec_notes = 0, ()
+    if speculation is not None:
+        sp = eng.speculate(spec, speculation, pp)
+        spec, extra, spec_notes = sp.spec, sp.extra_tokens, sp.notes
     if shared_prefix < 0 or shared_prefix > context:
         raise UsageError(f"shared-prefix {shared_prefix:,} must be between 0 and the context ({context:,})",
                          field="shared_prefix")
@@ -188,7 +207,9 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     version = parse_version(version_text)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     layouts = eng.stage_layouts(spec, dtype, version, options, pp)
-    demand = Demand(max_model_len=max_model_len, context=context, batch=batch)
+    # speculative slots: each running sequence holds them beyond its context, up to max_model_len
+    demand = Demand(max_model_len=max_model_len, context=min(context + extra, max(max_model_len, context)),
+                    batch=batch)
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
@@ -207,6 +228,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         assumptions.append(f"{hw.name}: total memory {hw.memory_bytes / 2**30:.2f} GiB is "
                            f"{'an estimate' if hw.estimate else 'rounded'} ({hw.memory_precision})")
     assumptions.extend(cap.assumptions)
+    assumptions.extend(spec_notes)
     max_b = cap.max_batch
 
     decode_seconds = decode_tps = None
@@ -230,7 +252,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         kv_dtype=dtype.name, per_gpu=per_gpu, items=budget.items, block_size=cap.block_size,
         num_blocks=cap.num_blocks, kv_cache_tokens=cap.kv_cache_tokens, max_model_len=max_model_len,
         context=context, batch=batch, max_concurrency=concurrency, max_batch=max_b * dp,
-        max_context=cap.max_context, fits=cap.fits, request_kv_bytes=cap.request_bytes,
+        max_context=max(0, cap.max_context - extra), fits=cap.fits, request_kv_bytes=cap.request_bytes,
         max_model_len_fit=cap.max_model_len_fit,
         decode_step_seconds_min=decode_seconds, decode_tokens_per_second_max=decode_tps,
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),

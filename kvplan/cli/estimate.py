@@ -54,6 +54,11 @@ OPTIONS: tuple[Opt, ...] = (
         "Leading prompt tokens common to every request (a system prompt), stored as the engine shares them."),
     Opt("n", ("--n",), None, "Parallel samples per request (vLLM, SGLang, transformers).", kind=int),
     Opt("beam_width", ("--beam-width",), None, "Beams per request (vLLM, TensorRT-LLM, transformers).", kind=int),
+    Opt("speculative_method", ("--speculative-method",), None,
+        "Speculative decoding (vLLM): ngram, eagle, eagle3, mtp or draft_model."),
+    Opt("num_speculative_tokens", ("--num-speculative-tokens",), None, "Draft tokens per step (k).", kind=int),
+    Opt("speculative_model", ("--speculative-model",), None,
+        "The draft model or EAGLE head (bundled id, config.json, directory or YAML spec)."),
 )
 MODEL_HELP = ("Bundled model id (e.g. meta-llama/Llama-3.1-8B), a config.json, a model directory, a YAML spec, "
               "or any Hugging Face Hub model id (org/name or org/name@revision; read from config.json and the "
@@ -75,7 +80,9 @@ Examples:
 def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str, engine_version: str | None,
         block_size: int | None, fmt: str, by_layer: bool, explain: bool, plot: bool, revision: str | None = None,
         hub: bool = False, prompt_len: str | None = None, output_len: str | None = None,
-        shared_prefix: str | None = None, n: int | None = None, beam_width: int | None = None) -> None:
+        shared_prefix: str | None = None, n: int | None = None, beam_width: int | None = None,
+        speculative_method: str | None = None, num_speculative_tokens: int | None = None,
+        speculative_model: str | None = None) -> None:
     """Parse the values, compute, render: the whole command, shared by both parsers."""
     from kvplan.errors import UsageError
     from kvplan.estimate import estimate
@@ -93,6 +100,8 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
         "output_len": parse_count(output_len, "output-len") if output_len else None,
         "shared_prefix": parse_count(shared_prefix, "shared-prefix") if shared_prefix else 0,
         "n": 1 if n is None else n, "beam_width": 1 if beam_width is None else beam_width,
+        "speculative_method": speculative_method, "num_speculative_tokens": num_speculative_tokens,
+        "speculative_model": speculative_model,
     }
     if context is None and (sharing["prompt_len"] or sharing["output_len"]):
         contexts = None
@@ -214,9 +223,13 @@ def typer_command() -> Callable[..., None]:
         shared_prefix: str | None = o["shared_prefix"],
         n: int | None = o["n"],
         beam_width: int | None = o["beam_width"],
+        speculative_method: str | None = o["speculative_method"],
+        num_speculative_tokens: int | None = o["num_speculative_tokens"],
+        speculative_model: str | None = o["speculative_model"],
     ) -> None:
         run(model, context, batch, kv_dtype, engine, engine_version, block_size, fmt, by_layer, explain, plot,
-            revision, hub, prompt_len, output_len, shared_prefix, n, beam_width)
+            revision, hub, prompt_len, output_len, shared_prefix, n, beam_width, speculative_method,
+            num_speculative_tokens, speculative_model)
 
     estimate_command.__doc__ = DOC
     return estimate_command

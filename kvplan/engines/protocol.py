@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
     from kvplan.engines.serve import ServeFlags
     from kvplan.engines.sharing import SharingRule
+    from kvplan.engines.speculative import Speculation, SpeculativeLayout
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,8 @@ class Engine(Protocol):
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any: ...
 
+    def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout: ...
+
 
 class EngineDefaults:
     """Behaviour most engines share; an engine package overrides what its engine does differently."""
@@ -136,6 +139,10 @@ class EngineDefaults:
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         """The tensors ``verify`` allocates; None where kvplan has no tensor layout for the engine."""
         return None
+
+    def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout:
+        """The layers and slots speculative decoding adds; refused where kvplan has no rule."""
+        raise UsageError(f"kvplan has no speculative-decoding rule for {self.title}", field="speculative_method")
 
 
 def check_options(engine: Engine, options: EngineOptions) -> None:

@@ -93,6 +93,16 @@ class VLLMEngine(EngineDefaults):
             cap = replace(cap, max_batch=shared, assumptions=(*cap.assumptions, PREFIX_CACHED_NOTE))
         return cap
 
+    def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
+        from kvplan.engines.vllm.speculative import speculate
+
+        if pp > 1:
+            from kvplan.errors import UsageError
+
+            raise UsageError("kvplan has no rule for vLLM speculative decoding with pipeline parallelism",
+                             field="pp")
+        return speculate(spec, speculation)
+
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         from kvplan.engines.vllm.tensors import plan_tensors
 
