@@ -347,6 +347,7 @@ def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: W
     from kvplan.engines.sharing import group_bytes, plain_bytes, shared_bytes
 
     layout = next(lay for name, lay in layouts if name == row.kv_dtype)
+    rule = rule.bind(layout)
     kv = shared_bytes(layout, rule, workload, row.batch)
     sequences = row.batch * workload.samples
     plain = plain_bytes(layout, workload, row.batch)
@@ -366,6 +367,7 @@ def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: W
 
 def _sharing_terms(dtype_name: str, layout: CacheLayout, rule: SharingRule, workload: Workload,
                    batch: int) -> Iterable[SharingTerm]:
+    rule = rule.bind(layout)
     merged: dict[tuple, list[Any]] = {}
     for g in layout.groups:
         spans = rule.spans(g, workload)

@@ -246,3 +246,17 @@ def test_cli_refused_flag_is_one_line(capsys):
     code, _, err = _cli(capsys, "estimate", "meta-llama/Llama-3.1-8B", "-c", "4k", "--beam-width", "4",
                         "--engine", "llamacpp")
     assert code == 2 and err.count("\n") == 1 and "beam" in err
+
+
+def test_vllm_hybrid_hit_is_a_multiple_of_the_lcm_of_block_sizes():
+    # kv_cache_coordinator.py HybridKVCacheCoordinator: the hit length is a multiple of the lcm of
+    # the groups' block sizes. Sliding layers with half the page get blocks of 32 (unify_pages), so
+    # a 4,112-token prefix (257 blocks of 16) is shared as 4,096 tokens in the full layers.
+    from kvplan.spec import LayerSpec, ModelSpec, group_layers
+
+    layers = [LayerSpec(kind="full", kv_heads=8, head_dim=128) if i % 2 else
+              LayerSpec(kind="sliding", kv_heads=4, head_dim=128, window=1024) for i in range(8)]
+    spec = ModelSpec(id="test/hybrid-pages", model_type="gpt_oss", layers=group_layers(layers))
+    r = row(spec, prompt_len=8192, output_len=0, batches=[4], shared_prefix=4112, by_layer=True)
+    full = next(lay for lay in r.layers if lay.kind == "full")
+    assert full.tokens_held == 4096 + 4 * (8192 - 4096)

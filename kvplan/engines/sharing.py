@@ -90,6 +90,10 @@ class SharingRule:
         if workload.beam_width > 1:
             raise UsageError(f"kvplan has no beam-search rule for {self.title}", field="beam_width")
 
+    def bind(self, layout: CacheLayout) -> SharingRule:
+        """The rule for one layout (vLLM aligns a hit to all its groups' block sizes)."""
+        return self
+
     def spans(self, group: GroupRule, workload: Workload) -> SharedSpans:
         return NOTHING_SHARED
 
@@ -121,6 +125,7 @@ def group_bytes(group: GroupRule, spans: SharedSpans, context: int, batch: int, 
 
 def shared_bytes(layout: CacheLayout, rule: SharingRule, workload: Workload, batch: int) -> int:
     """What the engine holds for ``batch`` requests of ``workload``, its sharing applied."""
+    rule = rule.bind(layout)
     return sum(g.count * group_bytes(g, rule.spans(g, workload), workload.context, batch, workload.samples)
                for g in layout.groups)
 

@@ -6,6 +6,8 @@ Rules and where they come from (vllm-project/vllm):
   recomputed for its logits), so a common prefix of ``p`` tokens in a ``prompt``-token request is
   shared as ``floor(min(p, prompt - 1) / block)`` blocks; the partial block after it is the
   request's own. Reused blocks are referenced, not copied (``BlockPool.touch``: a ref count).
+- Hybrid models (``HybridKVCacheCoordinator`` in ``vllm/v1/core/kv_cache_coordinator.py``): a hit
+  is a multiple of the least common multiple of the groups' block sizes (no partial-block hits).
 - Sliding-window layers (``SlidingWindowManager`` in ``single_type_kv_cache_manager.py``) free the
   blocks that left the window, so they share only the prefix blocks still inside it.
 - Mamba state (``MambaManager``) is one state per sequence.
@@ -23,8 +25,9 @@ Rules and where they come from (vllm-project/vllm):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.version import Version
@@ -37,15 +40,20 @@ class PrefixCachingBlocks(SharingRule):
     """vLLM V1 prefix caching (on by default since V1): whole blocks, hit capped at prompt - 1."""
 
     title: str = "vLLM"
+    align: int = 0
+    """The lcm of the layout's block sizes (0: each group's own block)."""
 
     def check(self, workload: Workload) -> None:
         return None
+
+    def bind(self, layout: CacheLayout) -> PrefixCachingBlocks:
+        return replace(self, align=hit_alignment(layout))
 
     def spans(self, group: GroupRule, workload: Workload) -> SharedSpans:
         # padding slots share too: a pool block index holds a page of every slot of its group
         if group.kind in ("recurrent", "shared", "none"):
             return NOTHING_SHARED
-        block = group.block_size or DEFAULT_BLOCK_SIZE
+        block = math.lcm(group.block_size or DEFAULT_BLOCK_SIZE, self.align or 1)
         hit = floor_to(workload.prompt_len - 1, block)  # get_computed_blocks: num_tokens - 1
         prefix = min(floor_to(workload.shared_prefix, block), hit)
         if workload.beam_width > 1:
@@ -72,6 +80,12 @@ class PrefixCachingBlocks(SharingRule):
         return tuple(notes)
 
 
+def hit_alignment(layout: CacheLayout) -> int:
+    """The least common multiple of the block sizes of the layout's cached groups."""
+    sizes = {g.block_size for g in layout.groups if g.block_size}
+    return math.lcm(*sizes) if sizes else layout.block_size or DEFAULT_BLOCK_SIZE
+
+
 SHARING = PrefixCachingBlocks()
 
 
@@ -91,7 +105,8 @@ def prefix_max_batch(layouts: Sequence[CacheLayout], kv_bytes: int, version: Ver
         pool = vllm_pool(layout)
         blocks = pool.num_blocks(kv_bytes)
         per_request = pool.blocks_per_request(context, in_flight)
-        shared = sum(groups * min(prefix // t.block_size, (context - 1) // t.block_size)
+        hit = floor_to(min(prefix, context - 1), hit_alignment(layout))
+        shared = sum(groups * (hit // t.block_size)
                      for t, groups in zip(pool.types, pool.groups_per_type) if t.kind in ("full", "mla"))
         own = per_request - shared
         fits = (blocks - shared) // own if own > 0 and blocks >= shared else 0
