@@ -231,7 +231,8 @@ def estimate(
     if splits is not None or shared_prefix or n != 1 or beam_width != 1:
         splits = splits or [(c, 0) for c in contexts]
         # speculative slots are each sequence's own, after its output
-        workloads = {p + o + extra: Workload(p, o + extra, shared_prefix, n, beam_width) for p, o in splits}
+        proposer = speculation.method if speculation is not None else None
+        workloads = {p + o + extra: Workload(p, o + extra, shared_prefix, n, beam_width, proposer) for p, o in splits}
         eng.sharing.check(next(iter(workloads.values())))
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)

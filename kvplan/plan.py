@@ -220,8 +220,11 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         from kvplan.engines.sharing import Workload
 
         plain_batch = cap.max_batch * dp
-        cap = eng.capacity(layouts, kv, version, budget, replace(demand, shared_prefix=shared_prefix))
-        cap = replace(cap, assumptions=(*cap.assumptions, *eng.sharing.notes(Workload(context, 0, shared_prefix))))
+        proposer = speculation.method if speculation is not None else None
+        cap = eng.capacity(layouts, kv, version, budget,
+                           replace(demand, shared_prefix=shared_prefix, proposer=proposer))
+        notes = eng.sharing.notes(Workload(context, 0, shared_prefix, proposer=proposer))
+        cap = replace(cap, assumptions=(*cap.assumptions, *notes))
     assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version), *budget.assumptions,
                                       *(a for lay in layouts for a in lay.assumptions), *tp_notes(spec, tp)]))
     if hw.estimate or hw.memory_precision != "exact":

@@ -77,3 +77,18 @@ def test_max_batch_refuses_speculation_with_pipeline_parallelism():
         max_batch(LLAMA_31_8B, gpu_memory="80GiB", max_model_len=8192, pp=2, settings=Settings(weights_bytes=2**30),
                   speculative_method="ngram", num_speculative_tokens=2)
     assert err.value.field == "pp"
+
+
+def test_eagle_proposers_share_one_block_fewer_of_a_prefix_hit():
+    # single_type_kv_cache_manager.py FullAttentionManager.find_longest_cache_hit: with use_eagle
+    # (eagle, eagle3, mtp) the last matched block is dropped. 4,096-token prefix: 255 blocks shared.
+    per_token = 32 * 4096
+    r = kvplan.estimate(LLAMA_31_8B, prompt_len=6000, output_len=0, batches=[4], shared_prefix=4096,
+                        speculative_method="ngram", num_speculative_tokens=2).rows[0]
+    e = kvplan.estimate(LLAMA_31_8B, prompt_len=6000, output_len=0, batches=[4], shared_prefix=4096,
+                        speculative_method="eagle", num_speculative_tokens=1,
+                        speculative_model=dense("test/eagle-head", 1, 8, 128)).rows[0]
+    held = -(-(6000 + 2) // 16) * 16  # k = 1: 1 draft + 1 lookahead; ngram k = 2: 2 drafts
+    assert r.kv_bytes == (4096 + 4 * (held - 4096)) * per_token
+    eagle_per_token = per_token + 4096  # the head's one layer of 8 x 128 K + V
+    assert e.kv_bytes == (4080 + 4 * (held - 4080)) * eagle_per_token

@@ -34,6 +34,8 @@ class Demand:
     batch: int
     shared_prefix: int = 0
     """Leading tokens common to every request (stored as the engine's sharing rule stores them)."""
+    proposer: str | None = None
+    """The speculative method, where one runs (it can change what a prefix-cache hit shares)."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ class Workload:
     shared_prefix: int = 0
     n: int = 1
     beam_width: int = 1
+    proposer: str | None = None
+    """The speculative method, where one runs (vLLM's EAGLE proposers give up the last hit block)."""
 
     def __post_init__(self) -> None:
         for name in ("prompt_len", "n", "beam_width"):

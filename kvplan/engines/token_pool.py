@@ -24,7 +24,7 @@ def byte_pool_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, demand: De
 
     if demand.shared_prefix and sharing is not None:
         # the batch of requests whose common prefix is stored as the engine stores it
-        workload = Workload(demand.context, 0, demand.shared_prefix)
+        workload = Workload(demand.context, 0, demand.shared_prefix, proposer=demand.proposer)
         max_b = largest(lambda b: max(shared_bytes(lay, sharing, workload, b) for lay in layouts) <= kv_bytes)
     else:
         max_b = largest(lambda b: needed(demand.context, b) <= kv_bytes)

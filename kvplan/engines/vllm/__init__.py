@@ -89,7 +89,8 @@ class VLLMEngine(EngineDefaults):
 
             from kvplan.engines.vllm.sharing import PREFIX_CACHED_NOTE, prefix_max_batch
 
-            shared = prefix_max_batch(layouts, kv_bytes, version, batched, demand.context, demand.shared_prefix)
+            shared = prefix_max_batch(layouts, kv_bytes, version, batched, demand.context, demand.shared_prefix,
+                                      demand.proposer)
             cap = replace(cap, max_batch=shared, assumptions=(*cap.assumptions, PREFIX_CACHED_NOTE))
         return cap
 

@@ -11,6 +11,8 @@ Rules and where they come from (vllm-project/vllm):
 - Sliding-window layers (``SlidingWindowManager`` in ``single_type_kv_cache_manager.py``) free the
   blocks that left the window, so they share only the prefix blocks still inside it.
 - Mamba state (``MambaManager``) is one state per sequence.
+- EAGLE and MTP proposers (``use_eagle``): ``FullAttentionManager.find_longest_cache_hit`` drops the
+  last matched block so the proposer's hidden states are recomputed: one block fewer is shared.
 - Parallel sampling: ``ParallelSampling`` (``vllm/v1/engine/parallel_sampling.py``) fans a request
   with ``n > 1`` out into n child requests with the same prompt; the children share the prompt's
   full blocks through prefix caching, capped at ``prompt - 1`` tokens as above, so the block
@@ -33,6 +35,9 @@ from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.version import Version
 from kvplan.engines.sharing import NOTHING_SHARED, SharedSpans, SharingRule, Workload, floor_to
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE
+
+
+_EAGLE_PROPOSERS = frozenset({"eagle", "eagle3", "mtp"})  # SpeculativeConfig.use_eagle()
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,8 @@ class PrefixCachingBlocks(SharingRule):
             samples = hit
         else:
             samples = prefix
+        if workload.proposer in _EAGLE_PROPOSERS:
+            prefix, samples = max(0, prefix - block), max(0, samples - block)
         return SharedSpans(prefix, max(prefix, samples))
 
     def notes(self, workload: Workload) -> tuple[str, ...]:
@@ -77,6 +84,9 @@ class PrefixCachingBlocks(SharingRule):
         if workload.beam_width > 1:
             notes.append(f"vLLM beam search: {workload.beam_width} beams share the prompt's full blocks; tokens "
                          "the beams have in common after the prompt are counted per beam (an upper bound)")
+        if workload.proposer in _EAGLE_PROPOSERS and (workload.shared_prefix or workload.samples > 1):
+            notes.append(f"vLLM with the {workload.proposer} proposer drops the last block of a prefix-cache hit "
+                         "(recomputed for the proposer): one block fewer is shared")
         return tuple(notes)
 
 
@@ -90,7 +100,7 @@ SHARING = PrefixCachingBlocks()
 
 
 def prefix_max_batch(layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, batched_tokens: int,
-                     context: int, prefix: int) -> int:
+                     context: int, prefix: int, proposer: str | None = None) -> int:
     """Requests of ``context`` tokens one replica admits when their first ``prefix`` tokens are common.
 
     Every KV-cache group of full attention (or MLA) holds the prefix's full blocks once (at most
@@ -105,7 +115,10 @@ def prefix_max_batch(layouts: Sequence[CacheLayout], kv_bytes: int, version: Ver
         pool = vllm_pool(layout)
         blocks = pool.num_blocks(kv_bytes)
         per_request = pool.blocks_per_request(context, in_flight)
-        hit = floor_to(min(prefix, context - 1), hit_alignment(layout))
+        align = hit_alignment(layout)
+        hit = floor_to(min(prefix, context - 1), align)
+        if proposer in _EAGLE_PROPOSERS:
+            hit = max(0, hit - align)
         shared = sum(groups * (hit // t.block_size)
                      for t, groups in zip(pool.types, pool.groups_per_type) if t.kind in ("full", "mla"))
         own = per_request - shared
