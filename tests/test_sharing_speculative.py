@@ -92,3 +92,43 @@ def test_eagle_proposers_share_one_block_fewer_of_a_prefix_hit():
     assert r.kv_bytes == (4096 + 4 * (held - 4096)) * per_token
     eagle_per_token = per_token + 4096  # the head's one layer of 8 x 128 K + V
     assert e.kv_bytes == (4080 + 4 * (held - 4080)) * eagle_per_token
+
+
+# ---- check: vLLM's speculative flags --------------------------------------------------------------
+
+def _check_script(tmp_path, extra: str):
+    from kvplan.deploy import check
+
+    script = tmp_path / "serve.sh"
+    script.write_text("vllm serve meta-llama/Llama-3.1-8B --max-model-len 32k --max-num-seqs 512 "
+                      f"--gpu-memory-utilization 0.9 {extra}\n")
+    report = check([str(script)], gpu="H100-80GB")
+    return {f.code: f for f in report.findings}
+
+
+def test_check_reads_the_speculative_config(tmp_path):
+    plain = _check_script(tmp_path, "")["max-num-seqs-unreachable"]
+    config = '\'{"model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 5}\''
+    draft = _check_script(tmp_path, f"--speculative-config {config}")["max-num-seqs-unreachable"]
+    assert draft.fits < plain.fits  # the draft's layers and weights take KV memory
+
+
+def test_check_reports_a_bad_speculative_config(tmp_path):
+    found = _check_script(tmp_path, "--speculative-config '[1, 2]'")
+    assert "invalid-input" in found
+
+
+def test_read_speculation_infers_the_method_as_vllm_does():
+    from kvplan.engines.vllm.flags import read_speculation
+
+    assert read_speculation({}) == {}
+    assert read_speculation({"speculative_config": '{"model": "ngram", "num_speculative_tokens": 3}'}) == {
+        "speculative_method": "ngram", "num_speculative_tokens": 3, "speculative_model": None}
+    eagle = read_speculation({"speculative_config": '{"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", '
+                                                    '"num_speculative_tokens": 3}'})
+    assert eagle["speculative_method"] == "eagle3"
+    mtp = read_speculation({"speculative_config": '{"method": "deepseek_mtp", "num_speculative_tokens": 1}'})
+    assert mtp["speculative_method"] == "mtp" and mtp["speculative_model"] is None
+    old = read_speculation({"speculative_model": "meta-llama/Llama-3.2-1B", "num_speculative_tokens": 4})
+    assert old == {"speculative_method": "draft_model", "num_speculative_tokens": 4,
+                   "speculative_model": "meta-llama/Llama-3.2-1B"}
