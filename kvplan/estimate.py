@@ -14,7 +14,8 @@ from kvplan import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine, parse_version
 from kvplan.engines.protocol import check_options
-from kvplan.engines.sharing import SharingRule, Workload, group_tokens
+from kvplan.engines.sharing import SharingRule, Workload
+from kvplan.workload import RowSharing, SharingTerm, sharing_terms, speculation_from, split_contexts
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
@@ -44,34 +45,6 @@ class EstimateRow:
     """The dtype ``kv_dtype`` stands for ('auto' -> the engine's default)."""
     sharing: RowSharing | None = None
     """With a prompt / output split, a shared prefix, samples or beams: the plain figure beside it."""
-
-
-@dataclass(frozen=True)
-class RowSharing:
-    prompt_len: int
-    output_len: int
-    sequences: int
-    """batch x samples (n) or beams: the sequences the engine holds."""
-    kv_bytes_plain: int
-    """The same sequences with nothing stored once (each its own cache)."""
-
-
-@dataclass(frozen=True)
-class SharingTerm:
-    """``--explain``: how one rule's tokens add up for the first row of a dtype, sharing applied."""
-
-    kv_dtype: str
-    count: int
-    kind: str
-    tokens_held_formula: str
-    once_tokens: int
-    """Tokens per layer stored once for the whole batch (the common prefix)."""
-    per_request_tokens: int
-    """Tokens per layer stored once per request (the prompt its samples or beams share)."""
-    per_sequence_tokens: int
-    """Tokens per layer every sequence holds on its own."""
-    tokens: int
-    plain_tokens: int
 
 
 @dataclass(frozen=True)
@@ -210,7 +183,7 @@ def estimate(
         spec = load_model(model)
     else:
         spec = model
-    contexts, splits = _contexts(contexts, prompt_len, output_len)
+    contexts, splits = split_contexts(contexts, prompt_len, output_len)
     batches = list(batches)
     dtype_names = list(dict.fromkeys(canonical_kv_dtype_name(d) for d in kv_dtypes))
     _check_positive("context", contexts)
@@ -222,7 +195,7 @@ def estimate(
 
     eng = get_engine(engine)
     target, extra, spec_notes = spec, 0, ()
-    speculation = _speculation(speculative_method, num_speculative_tokens, speculative_model,
+    speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
                                num_nextn_predict_layers)
     if speculation is not None:
         sp = eng.speculate(spec, speculation, 1)
@@ -270,7 +243,7 @@ def estimate(
         first_workload = workloads[contexts[0] + extra]
         assumptions.extend(eng.sharing.notes(first_workload))
         terms = tuple(t for name, layout in layouts
-                      for t in _sharing_terms(name, layout, eng.sharing, first_workload, batches[0]))
+                      for t in sharing_terms(name, layout, eng.sharing, first_workload, batches[0]))
     formulas = tuple(f for name, layout in layouts for f in _formulas(name, layout))
     if extra:
         rows = [_unshift(row, extra) for row in rows]
@@ -292,18 +265,19 @@ def estimate(
     )
 
 
-_DEFAULT_CONTEXT = 8192
+def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: Workload, rule: SharingRule,
+           by_layer: bool) -> EstimateRow:
+    """The row's bytes with the engine's sharing applied; the plain figure kept beside them."""
+    from dataclasses import replace
 
+    from kvplan.workload import shared_figures
 
-def _speculation(method: str | None, tokens: int | None, draft: str | ModelSpec | None,
-                 mtp_layers: int | None) -> Any:
-    from kvplan.engines.speculative import parse_speculation
-
-    if isinstance(draft, str):
-        from kvplan.sources.resolve import load_model
-
-        draft = load_model(draft)
-    return parse_speculation(method, tokens, draft, mtp_layers)
+    layout = next(lay for name, lay in layouts if name == row.kv_dtype)
+    kv, plain, per_layer = shared_figures(layout, rule, workload, row.batch, by_layer)
+    sequences = row.batch * workload.samples
+    layers = tuple(LayerRow(*values) for values in per_layer) if per_layer is not None else row.layers
+    return replace(row, kv_bytes=kv, bytes_per_token=kv / (sequences * row.context), layers=layers,
+                   sharing=RowSharing(workload.prompt_len, workload.output_len, sequences, plain))
 
 
 def _unshift(row: EstimateRow, extra: int) -> EstimateRow:
@@ -314,82 +288,6 @@ def _unshift(row: EstimateRow, extra: int) -> EstimateRow:
     sequences = row.sharing.sequences if row.sharing is not None else row.batch
     sharing = replace(row.sharing, output_len=row.sharing.output_len - extra) if row.sharing is not None else None
     return replace(row, context=context, bytes_per_token=row.kv_bytes / (sequences * context), sharing=sharing)
-
-
-def _contexts(contexts: Iterable[int] | None, prompt_len: int | None,
-              output_len: int | None) -> tuple[list[int], list[tuple[int, int]] | None]:
-    """The contexts, and with a prompt or an output length each context's (prompt, output) split."""
-    if prompt_len is not None and output_len is not None:
-        total = prompt_len + output_len
-        given = list(contexts) if contexts is not None else [total]
-        if given != [total]:
-            raise UsageError(f"context {', '.join(map(str, given))} is not prompt-len + output-len ({total})",
-                             field="contexts")
-        return [total], [(prompt_len, output_len)]
-    chosen = list(contexts) if contexts is not None else (
-        [prompt_len] if prompt_len is not None else [_DEFAULT_CONTEXT])
-    if prompt_len is not None:
-        if any(c < prompt_len for c in chosen):
-            raise UsageError(f"a context is shorter than prompt-len {prompt_len:,}", field="prompt_len")
-        return chosen, [(prompt_len, c - prompt_len) for c in chosen]
-    if output_len is not None:
-        if any(c <= output_len for c in chosen):
-            raise UsageError(f"output-len {output_len:,} leaves no prompt in a context of {min(chosen):,}",
-                             field="output_len")
-        return chosen, [(c - output_len, output_len) for c in chosen]
-    return chosen, None
-
-
-def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: Workload, rule: SharingRule,
-           by_layer: bool) -> EstimateRow:
-    """The row's bytes with the engine's sharing applied; the plain figure kept beside them."""
-    from dataclasses import replace
-
-    from kvplan.engines.sharing import group_bytes, plain_bytes, shared_bytes
-
-    layout = next(lay for name, lay in layouts if name == row.kv_dtype)
-    rule = rule.bind(layout)
-    kv = shared_bytes(layout, rule, workload, row.batch)
-    sequences = row.batch * workload.samples
-    plain = plain_bytes(layout, workload, row.batch)
-    layers = row.layers
-    if by_layer:
-        out = []
-        for g in layout.groups:
-            spans = rule.spans(g, workload)
-            tokens = group_tokens(g, spans, workload.context, row.batch, workload.samples)
-            nbytes = group_bytes(g, spans, workload.context, row.batch, workload.samples)
-            kind = "padding" if g.padding else g.kind
-            out.extend(LayerRow(g.first_layer + i, kind, tokens, nbytes) for i in range(g.count))
-        layers = tuple(out)
-    return replace(row, kv_bytes=kv, bytes_per_token=kv / (sequences * row.context), layers=layers,
-                   sharing=RowSharing(workload.prompt_len, workload.output_len, sequences, plain))
-
-
-def _sharing_terms(dtype_name: str, layout: CacheLayout, rule: SharingRule, workload: Workload,
-                   batch: int) -> Iterable[SharingTerm]:
-    rule = rule.bind(layout)
-    merged: dict[tuple, list[Any]] = {}
-    for g in layout.groups:
-        spans = rule.spans(g, workload)
-        key = (g.padding, g.kind, g.tokens, spans)
-        if key in merged:
-            merged[key][0] += g.count
-        else:
-            merged[key] = [g.count, g, spans]
-    context, samples = workload.context, workload.samples
-    for count, g, spans in merged.values():
-        if g.tokens.held(context) == 0:
-            continue
-        held = g.tokens.held(context)
-        once = g.tokens.prefix_held(context, spans.across_requests)
-        per_request = g.tokens.prefix_held(context, max(spans.across_samples, spans.across_requests))
-        yield SharingTerm(
-            kv_dtype=dtype_name, count=count, kind="padding" if g.padding else g.kind,
-            tokens_held_formula=g.held_formula, once_tokens=once, per_request_tokens=per_request - once,
-            per_sequence_tokens=held - per_request,
-            tokens=group_tokens(g, spans, context, batch, samples),
-            plain_tokens=g.tokens.batch_tokens(context, batch * samples))
 
 
 def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int],

@@ -172,9 +172,9 @@ def max_batch(
             raise UsageError(f"--{name} {value} must be at least 1")
     if shared_prefix and solve == "gpus":
         raise UsageError("--solve gpus does not take a shared prefix yet", field="shared_prefix")
-    from kvplan.estimate import _speculation
+    from kvplan.workload import speculation_from
 
-    speculation = _speculation(speculative_method, num_speculative_tokens, speculative_model,
+    speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
                                num_nextn_predict_layers)
     if speculation is not None and solve == "gpus":
         raise UsageError("--solve gpus does not take speculative decoding yet", field="speculative_method")
