@@ -132,3 +132,12 @@ def test_read_speculation_infers_the_method_as_vllm_does():
     old = read_speculation({"speculative_model": "meta-llama/Llama-3.2-1B", "num_speculative_tokens": 4})
     assert old == {"speculative_method": "draft_model", "num_speculative_tokens": 4,
                    "speculative_model": "meta-llama/Llama-3.2-1B"}
+
+
+def test_mtp_k_defaults_to_the_mtp_layer_count():
+    # vllm/config/speculative.py: num_speculative_tokens defaults to the MTP model's n_predict
+    # (num_nextn_predict_layers): DeepSeek-V3 with no k holds 1 + 1 slots, like k = 1
+    r = kv(DEEPSEEK_V3, speculative_method="mtp")
+    assert r.kv_bytes == kv(DEEPSEEK_V3, speculative_method="mtp", num_speculative_tokens=1).kv_bytes
+    assert any("vLLM's default" in a for a in kvplan.estimate(DEEPSEEK_V3, contexts=[4096],
+                                                              speculative_method="mtp").assumptions)

@@ -20,7 +20,8 @@ _NEEDS_DRAFT = frozenset({"eagle", "eagle3", "draft_model"})
 class Speculation:
     method: str
     """ngram (no cache), eagle / eagle3 (a draft head), mtp (the model's own MTP layers), draft_model."""
-    num_speculative_tokens: int
+    num_speculative_tokens: int | None
+    """k draft tokens per step; None for mtp takes the engine's default (vLLM: the MTP layer count)."""
     draft: ModelSpec | None = None
     """The draft model or EAGLE head (its layers join the pool), for eagle, eagle3 and draft_model."""
     mtp_layers: int | None = None
@@ -30,7 +31,9 @@ class Speculation:
         if self.method not in METHODS:
             raise UsageError(f"speculative method '{self.method}' is not one kvplan knows ({', '.join(METHODS)})",
                              field="speculative_method")
-        if self.num_speculative_tokens < 1:
+        if self.num_speculative_tokens is None and self.method != "mtp":
+            raise UsageError("speculative decoding needs num_speculative_tokens", field="num_speculative_tokens")
+        if self.num_speculative_tokens is not None and self.num_speculative_tokens < 1:
             raise UsageError(f"num-speculative-tokens {self.num_speculative_tokens} must be at least 1",
                              field="num_speculative_tokens")
         if self.method in _NEEDS_DRAFT and self.draft is None:
@@ -62,6 +65,4 @@ def parse_speculation(method: str | None, tokens: int | None, draft: ModelSpec |
             raise UsageError("name the speculative method (ngram, eagle, eagle3, mtp, draft_model)",
                              field="speculative_method")
         return None
-    if not tokens:
-        raise UsageError("speculative decoding needs num_speculative_tokens", field="num_speculative_tokens")
     return Speculation(method.strip().lower(), tokens, draft, mtp_layers)

@@ -31,11 +31,16 @@ _CACHING_PROPOSERS = frozenset({"eagle", "eagle3", "mtp", "draft_model"})
 
 
 def speculate(spec: ModelSpec, speculation: Speculation) -> SpeculativeLayout:
+    notes: list[str] = []
     k = speculation.num_speculative_tokens
+    if k is None:  # SpeculativeConfig: num_speculative_tokens defaults to the MTP model's n_predict
+        k = speculation.mtp_layers or 1
+        notes.append(f"MTP: k = {k}, vLLM's default (num_nextn_predict_layers) when num_speculative_tokens "
+                     "is not given")
     lookahead = k if speculation.method in _CACHING_PROPOSERS else 0
-    notes = [f"vLLM speculative decoding ({speculation.method}, k = {k}): each running sequence holds "
-             f"{k + lookahead} slots beyond its context ({k} draft tokens being verified"
-             + (f" + {lookahead} lookahead for the proposer's KV)" if lookahead else ")")]
+    notes.append(f"vLLM speculative decoding ({speculation.method}, k = {k}): each running sequence holds "
+                 f"{k + lookahead} slots beyond its context ({k} draft tokens being verified"
+                 + (f" + {lookahead} lookahead for the proposer's KV)" if lookahead else ")"))
     if speculation.method == "ngram":
         notes.append("n-gram proposals use no model and no KV cache")
         return SpeculativeLayout(spec, k + lookahead, tuple(notes))
