@@ -44,8 +44,9 @@ class BlockReuse(SharingRule):
     def notes(self, workload: Workload) -> tuple[str, ...]:
         notes = []
         if workload.shared_prefix:
-            notes.append("TensorRT-LLM KV-cache block reuse: the common prefix's full blocks are stored once "
-                         "(sliding layers' cyclic blocks are not counted as shared)")
+            notes.append("TensorRT-LLM KV-cache block reuse (KvCacheConfig.enable_block_reuse, on by default): the "
+                         "common prefix's full blocks are stored once (sliding layers' cyclic blocks are not "
+                         "counted as shared)")
         if workload.beam_width > 1:
             notes.append(f"TensorRT-LLM beam search: the {workload.beam_width} beams share the prompt's blocks "
                          "except the last; that block and every generation block are one per beam")

@@ -79,10 +79,11 @@ class PrefixCachingBlocks(SharingRule):
                          "the partial block after them per request; a hit covers at most prompt - 1 tokens")
         if workload.n > 1:
             notes.append(f"vLLM parallel sampling: n = {workload.n} child requests share the prompt's full blocks "
-                         "(up to prompt - 1 tokens); the block with the prompt's last token and the output are "
-                         "each child's own")
+                         "through prefix caching (on by default; up to prompt - 1 tokens); the block with the "
+                         "prompt's last token and the output are each child's own")
         if workload.beam_width > 1:
-            notes.append(f"vLLM beam search: {workload.beam_width} beams share the prompt's full blocks; tokens "
+            notes.append(f"vLLM beam search: {workload.beam_width} beams share the prompt's full blocks through "
+                         "prefix caching; tokens "
                          "the beams have in common after the prompt are counted per beam (an upper bound)")
         if workload.proposer in _EAGLE_PROPOSERS and (workload.shared_prefix or workload.samples > 1):
             notes.append(f"vLLM with the {workload.proposer} proposer drops the last block of a prefix-cache hit "
