@@ -14,6 +14,8 @@ from kvplan import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine, parse_version
 from kvplan.engines.protocol import check_options
+from kvplan.engines.sharing import SharingRule, Workload
+from kvplan.workload import RowSharing, SharingTerm, sharing_terms, speculation_from, split_contexts
 from kvplan.errors import UsageError
 from kvplan.units import parse_counts
 from kvplan.spec import ModelSpec
@@ -42,6 +44,8 @@ class EstimateRow:
     layers: tuple[LayerRow, ...] | None = None
     kv_dtype_resolved: str = ""
     """The dtype ``kv_dtype`` stands for ('auto' -> the engine's default)."""
+    sharing: RowSharing | None = None
+    """With a prompt / output split, a shared prefix, samples or beams: the plain figure beside it."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,9 @@ class EstimateResult:
     rows: tuple[EstimateRow, ...]
     formulas: tuple[GroupFormula, ...]
     assumptions: tuple[str, ...] = field(default=())
+    sharing: Workload | None = None
+    """What the requests share (prefix, samples, beams); None when nothing was asked."""
+    sharing_terms: tuple[SharingTerm, ...] = ()
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
@@ -100,8 +107,13 @@ class EstimateResult:
             "rows": [_row_dict(row) for row in self.rows],
             "assumptions": list(self.assumptions),
         }
+        if self.sharing is not None:
+            out["sharing"] = {"shared_prefix": self.sharing.shared_prefix, "n": self.sharing.n,
+                              "beam_width": self.sharing.beam_width}
         if explain:
             out["formulas"] = [vars(f).copy() for f in self.formulas]
+            if self.sharing is not None:
+                out["sharing_terms"] = [vars(t).copy() for t in self.sharing_terms]
         return out
 
 
@@ -113,13 +125,18 @@ def _row_dict(row: EstimateRow) -> dict[str, Any]:
     }
     if row.layers is not None:
         out["layers"] = [vars(layer).copy() for layer in row.layers]
+    if row.sharing is not None:
+        sh = row.sharing
+        out.update({"prompt_len": sh.prompt_len, "output_len": sh.output_len, "sequences": sh.sequences,
+                    "kv_bytes_plain": sh.kv_bytes_plain, "saving_bytes": sh.kv_bytes_plain - row.kv_bytes,
+                    "saving_fraction": round(1 - row.kv_bytes / sh.kv_bytes_plain, 6) if sh.kv_bytes_plain else 0.0})
     return out
 
 
 def estimate(
     model: str | ModelSpec,
     *,
-    contexts: int | str | Iterable[int | str] = (8192,),
+    contexts: int | str | Iterable[int | str] | None = None,
     batches: int | str | Iterable[int | str] = (1,),
     kv_dtypes: str | Iterable[str] = ("auto",),
     engine: str = DEFAULT_ENGINE,
@@ -129,6 +146,15 @@ def estimate(
     tp: int = 1,
     swa_full: bool = False,
     async_scheduling: bool | None = None,
+    prompt_len: int | None = None,
+    output_len: int | None = None,
+    shared_prefix: int = 0,
+    n: int = 1,
+    beam_width: int = 1,
+    speculative_method: str | None = None,
+    num_speculative_tokens: int | None = None,
+    speculative_model: str | ModelSpec | None = None,
+    num_nextn_predict_layers: int | None = None,
 ) -> EstimateResult:
     """KV-cache footprint of ``model`` for every (batch, context, kv dtype) combination.
 
@@ -136,6 +162,15 @@ def estimate(
     a model directory or a YAML spec, a bundled model id). ``contexts`` and ``batches`` take an int, a
     text as a person types it ('8k', '1k..128k', '1,8,32': k = 1024) or a list of those. With ``tp`` > 1
     the bytes are those one tensor-parallel rank holds, by the engine's own head-splitting rule.
+
+    Sharing (docs/sharing.md): ``prompt_len`` + ``output_len`` make the context (either may be
+    left out when ``contexts`` gives it); the first ``shared_prefix`` prompt tokens are common to
+    every request; each request has ``n`` parallel samples or ``beam_width`` beams. Rows then hold
+    what the engine stores with its sharing rule, beside the plain figure (nothing stored once).
+
+    Speculative decoding (``speculative_method`` ngram / eagle / eagle3 / mtp / draft_model with
+    ``num_speculative_tokens``; ``speculative_model`` the draft): the draft's layers join the cache and
+    each sequence holds the engine's extra slots beyond its context, where the engine has a rule.
     """
     if isinstance(model, str):
         from kvplan.sources.resolve import load_model
@@ -143,7 +178,9 @@ def estimate(
         spec = load_model(model)
     else:
         spec = model
-    contexts = parse_counts(contexts, "contexts")
+    if contexts is not None:
+        contexts = parse_counts(contexts, "contexts")
+    contexts, splits = split_contexts(contexts, prompt_len, output_len)
     batches = parse_counts(batches, "batches")
     if isinstance(kv_dtypes, str):
         kv_dtypes = [d for d in kv_dtypes.split(",") if d.strip()]
@@ -154,6 +191,19 @@ def estimate(
         raise UsageError(f"{block_size} must be a positive integer", field="block_size")
 
     eng = get_engine(engine)
+    target, extra, spec_notes = spec, 0, ()
+    speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
+                               num_nextn_predict_layers)
+    if speculation is not None:
+        sp = eng.speculate(spec, speculation, 1)
+        spec, extra, spec_notes = sp.spec, sp.extra_tokens, sp.notes
+    workloads = None
+    if splits is not None or shared_prefix or n != 1 or beam_width != 1:
+        splits = splits or [(c, 0) for c in contexts]
+        # speculative slots are each sequence's own, after its output
+        proposer = speculation.method if speculation is not None else None
+        workloads = {p + o + extra: Workload(p, o + extra, shared_prefix, n, beam_width, proposer) for p, o in splits}
+        eng.sharing.check(next(iter(workloads.values())))
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
     options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full, async_scheduling=async_scheduling)
@@ -181,20 +231,60 @@ def estimate(
     rows = [
         row
         for name, layout in layouts
-        for row in _rows(layout, name, batches, contexts, by_layer)
+        for row in _rows(layout, name, batches, [c + extra for c in contexts], by_layer)
     ]
+    terms: tuple[SharingTerm, ...] = ()
+    first_workload = None
+    if workloads is not None:
+        rows = [_share(row, layouts, workloads[row.context], eng.sharing, by_layer) for row in rows]
+        first_workload = workloads[contexts[0] + extra]
+        assumptions.extend(eng.sharing.notes(first_workload))
+        terms = tuple(t for name, layout in layouts
+                      for t in sharing_terms(name, layout, eng.sharing, first_workload, batches[0]))
     formulas = tuple(f for name, layout in layouts for f in _formulas(name, layout))
+    if extra:
+        rows = [_unshift(row, extra) for row in rows]
+    if first_workload is not None and extra:
+        from dataclasses import replace as _replace
+
+        first_workload = _replace(first_workload, output_len=first_workload.output_len - extra)
+    assumptions.extend(spec_notes)
     summary = ModelSummary(
-        id=spec.id, source=spec.source, model_type=spec.model_type, num_layers=spec.num_layers,
-        layer_kinds=spec.layer_kind_counts(), params=spec.params, weights_bytes=spec.weights_bytes,
-        dtype=spec.dtype, max_position_embeddings=spec.max_position_embeddings,
+        id=target.id, source=target.source, model_type=target.model_type, num_layers=target.num_layers,
+        layer_kinds=target.layer_kind_counts(), params=target.params, weights_bytes=target.weights_bytes,
+        dtype=target.dtype, max_position_embeddings=target.max_position_embeddings,
     )
     first = layouts[0][1]
     return EstimateResult(
         kvplan_version=__version__, engine=eng.name, engine_version=version_text,
         block_size=first.block_size, model=summary, rows=tuple(rows), formulas=formulas,
-        assumptions=tuple(dict.fromkeys(assumptions)),
+        assumptions=tuple(dict.fromkeys(assumptions)), sharing=first_workload, sharing_terms=terms,
     )
+
+
+def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: Workload, rule: SharingRule,
+           by_layer: bool) -> EstimateRow:
+    """The row's bytes with the engine's sharing applied; the plain figure kept beside them."""
+    from dataclasses import replace
+
+    from kvplan.workload import shared_figures
+
+    layout = next(lay for name, lay in layouts if name == row.kv_dtype)
+    kv, plain, per_layer = shared_figures(layout, rule, workload, row.batch, by_layer)
+    sequences = row.batch * workload.samples
+    layers = tuple(LayerRow(*values) for values in per_layer) if per_layer is not None else row.layers
+    return replace(row, kv_bytes=kv, bytes_per_token=kv / (sequences * row.context), layers=layers,
+                   sharing=RowSharing(workload.prompt_len, workload.output_len, sequences, plain))
+
+
+def _unshift(row: EstimateRow, extra: int) -> EstimateRow:
+    """A row computed at context + the speculative slots, reported at its context."""
+    from dataclasses import replace
+
+    context = row.context - extra
+    sequences = row.sharing.sequences if row.sharing is not None else row.batch
+    sharing = replace(row.sharing, output_len=row.sharing.output_len - extra) if row.sharing is not None else None
+    return replace(row, context=context, bytes_per_token=row.kv_bytes / (sequences * context), sharing=sharing)
 
 
 def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int],

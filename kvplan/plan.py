@@ -71,6 +71,10 @@ class CapacityPlan:
     assumptions: tuple[str, ...] = ()
     admission_note: str = ""
     """Where the engine admits a request with more than a computed sequence holds (vLLM's windows)."""
+    shared_prefix: int = 0
+    """Leading tokens common to every request (``--shared-prefix``); 0 when none."""
+    max_batch_plain: int | None = None
+    """With a shared prefix: the max batch with nothing shared, beside ``max_batch``."""
 
     @property
     def message(self) -> str:
@@ -99,6 +103,8 @@ class CapacityPlan:
             "decode_tokens_per_second_max": self.decode_tokens_per_second_max,
             "message": self.message,
             "assumptions": list(self.assumptions),
+            **({"shared_prefix": self.shared_prefix, "max_batch_plain": self.max_batch_plain}
+               if self.shared_prefix else {}),
         }
 
 
@@ -135,8 +141,21 @@ def max_batch(
     solve: Solve = "batch",
     concurrency: int | None = None,
     swa_full: bool = False,
+    shared_prefix: int = 0,
+    speculative_method: str | None = None,
+    num_speculative_tokens: int | None = None,
+    speculative_model: str | ModelSpec | None = None,
+    num_nextn_predict_layers: int | None = None,
 ) -> CapacityPlan:
-    """How many sequences (or how long a context, or how many GPUs) a deployment serves."""
+    """How many sequences (or how long a context, or how many GPUs) a deployment serves.
+
+    ``shared_prefix``: leading tokens common to every request; ``max_batch`` then counts them as the
+    engine stores them (vLLM: the prefix's full blocks once in the pool) and ``max_batch_plain``
+    keeps the figure with nothing shared.
+
+    Speculative decoding (``speculative_method`` with ``num_speculative_tokens``, a draft as
+    ``speculative_model``): the draft's layers and weights join the target's, and each sequence
+    holds the engine's extra slots, where the engine has a rule (vLLM)."""
     if isinstance(model, str):
         from kvplan.sources.resolve import load_model
 
@@ -152,6 +171,14 @@ def max_batch(
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("batch", batch), ("max_model_len", mml)):
         if value < 1:
             raise UsageError(f"{value} must be at least 1", field=name)
+    if shared_prefix and solve == "gpus":
+        raise UsageError("--solve gpus does not take a shared prefix yet", field="shared_prefix")
+    from kvplan.workload import speculation_from
+
+    speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
+                               num_nextn_predict_layers)
+    if speculation is not None and solve == "gpus":
+        raise UsageError("--solve gpus does not take speculative decoding yet", field="speculative_method")
     if solve == "gpus":
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
                            concurrency, swa_full)
@@ -159,13 +186,21 @@ def max_batch(
         raise UsageError(f"'{solve}': choose batch, context or gpus", field="solve")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
-                swa_full=swa_full)
+                swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation)
 
 
 def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, engine_version: str | None,
          kv_dtype: str, max_model_len: int, context: int, batch: int, block_size: int | None,
-         settings: Settings, swa_full: bool = False) -> CapacityPlan:
+         settings: Settings, swa_full: bool = False, shared_prefix: int = 0,
+         speculation: Any = None) -> CapacityPlan:
     eng = get_engine(engine)
+    extra, spec_notes = 0, ()
+    if speculation is not None:
+        sp = eng.speculate(spec, speculation, pp)
+        spec, extra, spec_notes = sp.spec, sp.extra_tokens, sp.notes
+    if shared_prefix < 0 or shared_prefix > context:
+        raise UsageError(f"shared-prefix {shared_prefix:,} must be between 0 and the context ({context:,})",
+                         field="shared_prefix")
     options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full)
     check_options(eng, options)
     eng.check_parallel(spec, tp)
@@ -175,10 +210,24 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     layouts = eng.stage_layouts(spec, dtype, version, options, pp)
     model_limit = context_limit(spec)
     limit = max(max_model_len, context, model_limit or 0) if model_limit else 1 << 26
-    demand = Demand(max_model_len=max_model_len, context=context, batch=batch, limit=limit)
+    # speculative slots: each running sequence holds them beyond its context, up to max_model_len
+    demand = Demand(max_model_len=max_model_len, context=min(context + extra, max(max_model_len, context)),
+                    batch=batch, limit=limit)
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
+    plain_batch = None
+    if shared_prefix:
+        from dataclasses import replace
+
+        from kvplan.engines.sharing import Workload
+
+        plain_batch = cap.max_batch * dp
+        proposer = speculation.method if speculation is not None else None
+        cap = eng.capacity(layouts, kv, version, budget,
+                           replace(demand, shared_prefix=shared_prefix, proposer=proposer))
+        notes = eng.sharing.notes(Workload(context, 0, shared_prefix, proposer=proposer))
+        cap = replace(cap, assumptions=(*cap.assumptions, *notes))
     assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version), *budget.assumptions,
                                       *(a for lay in layouts for a in lay.assumptions), *tp_notes(spec, tp)]))
     if hw.estimate or hw.memory_precision != "exact":
@@ -187,6 +236,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     assumptions.extend(cap.assumptions)
     if model_limit and cap.max_context == limit and limit == model_limit:
         assumptions.append(f"the longest context is capped at the model's limit, {model_limit:,} tokens")
+    assumptions.extend(spec_notes)
     max_b = cap.max_batch
 
     decode_seconds = decode_tps = None
@@ -210,11 +260,11 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         kv_dtype=dtype.name, per_gpu=per_gpu, items=budget.items, block_size=cap.block_size,
         num_blocks=cap.num_blocks, kv_cache_tokens=cap.kv_cache_tokens, max_model_len=max_model_len,
         context=context, batch=batch, max_concurrency=concurrency, max_batch=max_b * dp,
-        max_context=cap.max_context, fits=cap.fits, request_kv_bytes=cap.request_bytes,
+        max_context=max(0, cap.max_context - extra), fits=cap.fits, request_kv_bytes=cap.request_bytes,
         max_model_len_fit=cap.max_model_len_fit,
         decode_step_seconds_min=decode_seconds, decode_tokens_per_second_max=decode_tps,
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
-        admission_note=cap.admission_note,
+        admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
     )
 
 

@@ -49,6 +49,17 @@ OPTIONS: tuple[Opt, ...] = (
         "Hugging Face Hub revision (branch, tag or commit) of MODEL; implies the Hub. Also MODEL@REV."),
     Opt("hub", ("--hub",), False, "Read MODEL from the Hugging Face Hub even when a bundled spec has its id.",
         flag=True),
+    Opt("prompt_len", ("--prompt-len",), None, "Prompt tokens per request (context = prompt + output), e.g. 6k."),
+    Opt("output_len", ("--output-len",), None, "Generated tokens per request, e.g. 2k."),
+    Opt("shared_prefix", ("--shared-prefix",), None,
+        "Leading prompt tokens common to every request (a system prompt), stored as the engine shares them."),
+    Opt("n", ("--n",), None, "Parallel samples per request (vLLM, SGLang, transformers)."),
+    Opt("beam_width", ("--beam-width",), None, "Beams per request (vLLM, TensorRT-LLM, transformers)."),
+    Opt("speculative_method", ("--speculative-method",), None,
+        "Speculative decoding (vLLM): ngram, eagle, eagle3, mtp or draft_model."),
+    Opt("num_speculative_tokens", ("--num-speculative-tokens",), None, "Draft tokens per step (k)."),
+    Opt("speculative_model", ("--speculative-model",), None,
+        "The draft model or EAGLE head (bundled id, config.json, directory or YAML spec)."),
 )
 FIELDS = {"contexts": "context", "batches": "batch", "kv_dtypes": "kv_dtype", "format": "fmt", "name": "model"}
 """Library parameter (``kvplan.estimate``, ``load_model``) -> this command's parameter, where they differ."""
@@ -79,13 +90,16 @@ Examples:
 
 def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str, engine_version: str | None,
         block_size: str | int | None, fmt: str, by_layer: bool, explain: bool, plot: bool, revision: str | None = None,
-        hub: bool = False) -> None:
+        hub: bool = False, prompt_len: str | None = None, output_len: str | None = None,
+        shared_prefix: str | None = None, n: str | None = None, beam_width: str | None = None,
+        speculative_method: str | None = None, num_speculative_tokens: str | None = None,
+        speculative_model: str | None = None) -> None:
     """Parse the values, compute, render: the whole command, shared by both parsers."""
     from kvplan.cli.values import whole
     from kvplan.errors import UsageError
     from kvplan.estimate import estimate
     from kvplan.sources.resolve import load_model
-    from kvplan.units import parse_count_list, parse_name_list
+    from kvplan.units import parse_count, parse_count_list, parse_name_list
 
     fmt = fmt.lower()
     if fmt not in FORMATS:
@@ -95,14 +109,26 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
     spec = load_model(model, revision=revision, hub=hub)
     batches = parse_count_list(batch, "batch")
     dtypes = parse_name_list(kv_dtype, "kv_dtype")
-    if context is None:
+    sharing = {
+        "prompt_len": parse_count(prompt_len, "prompt_len") if prompt_len else None,
+        "output_len": parse_count(output_len, "output_len") if output_len else None,
+        "shared_prefix": parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
+        "n": whole(n, "n") or 1, "beam_width": whole(beam_width, "beam_width") or 1,
+        "speculative_method": speculative_method,
+        "num_speculative_tokens": whole(num_speculative_tokens, "num_speculative_tokens"),
+        "speculative_model": speculative_model,
+    }
+    if context is None and (sharing["prompt_len"] or sharing["output_len"]):
+        contexts = None
+    elif context is None:
         top = spec.max_position_embeddings or 8192
         contexts = parse_count_list(f"1k..{top}", "context") if top > 1024 else [top]
     else:
         contexts = parse_count_list(context, "context")
     results = [estimate(spec, contexts=contexts, batches=batches, kv_dtypes=dtypes, engine=name,
-                        engine_version=engine_version, block_size=size, by_layer=by_layer) for name in engines]
-    if context is None:
+                        engine_version=engine_version, block_size=size, by_layer=by_layer, **sharing)
+               for name in engines]
+    if context is None and contexts is not None:
         from dataclasses import replace
 
         note = f"contexts default to 1k..max_position_embeddings ({contexts[-1]:,}); choose with --context"
@@ -205,9 +231,18 @@ def command() -> Callable[..., None]:
         plot: bool = o["plot"],
         revision: str | None = o["revision"],
         hub: bool = o["hub"],
+        prompt_len: str | None = o["prompt_len"],
+        output_len: str | None = o["output_len"],
+        shared_prefix: str | None = o["shared_prefix"],
+        n: int | None = o["n"],
+        beam_width: int | None = o["beam_width"],
+        speculative_method: str | None = o["speculative_method"],
+        num_speculative_tokens: int | None = o["num_speculative_tokens"],
+        speculative_model: str | None = o["speculative_model"],
     ) -> None:
         run(model, context, batch, kv_dtype, engine, engine_version, block_size, fmt, by_layer, explain, plot,
-            revision, hub)
+            revision, hub, prompt_len, output_len, shared_prefix, n, beam_width, speculative_method,
+            num_speculative_tokens, speculative_model)
 
     estimate_command.__doc__ = DOC
     return estimate_command

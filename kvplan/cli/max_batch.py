@@ -44,6 +44,12 @@ def max_batch_command(
     mem_fraction_static: Optional[str] = typer.Option(None, "--mem-fraction-static", help="SGLang's static memory fraction."),
     free_gpu_memory_fraction: Optional[str] = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM's KV fraction (0.9)."),
     weights_bytes: Optional[str] = typer.Option(None, "--weights-bytes", help="Weights per GPU, e.g. 14.99GiB (default: the checkpoint / ranks)."),
+    shared_prefix: Optional[str] = typer.Option(None, "--shared-prefix", help="Leading tokens common to every request "
+                                                "(a system prompt): the larger batch the engine's sharing allows."),
+    speculative_method: Optional[str] = typer.Option(None, "--speculative-method", help="Speculative decoding (vLLM): "
+                                                     "ngram, eagle, eagle3, mtp or draft_model."),
+    num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k)."),
+    speculative_model: Optional[str] = typer.Option(None, "--speculative-model", help="The draft model or EAGLE head."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
                                                "plan from the items the engine measured, when model, GPU and engine version match."),
@@ -103,6 +109,10 @@ def max_batch_command(
         context=parse_count(context, "context") if context else None, batch=whole(batch, "batch"),
         block_size=whole(block_size, "block_size"), settings=settings, solve=solve,  # type: ignore[arg-type]
         concurrency=whole(concurrency, "concurrency"),
+        shared_prefix=parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
+        speculative_method=speculative_method,
+        num_speculative_tokens=whole(num_speculative_tokens, "num_speculative_tokens"),
+        speculative_model=speculative_model,
     )
     if calibrated is not None:
         from dataclasses import replace

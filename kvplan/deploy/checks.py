@@ -259,6 +259,13 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         tp=tp, pp=pp, dp=dp, engine=dep.engine,
         engine_version=dep.engine_version.value if dep.engine_version else None, kv_dtype=kv_dtype,
         max_model_len=None if auto else mml_setting, block_size=dep.setting("block_size"), settings=settings)
+    serve = serve_flags(dep.engine)
+    if serve is not None and serve.speculation is not None:  # the engine's speculative flags (vLLM)
+        try:
+            kwargs.update(serve.speculation({k: v.value for k, v in dep.settings.items()}))
+        except KvplanError as exc:
+            add(_finding(dep, "error", "invalid-input", str(exc), dep.line_of(exc.field or ""), invalid_input=True))
+            return
 
     if ctx.calibration is not None:
         _calibrate(dep, spec, ctx, kwargs, result)

@@ -316,7 +316,7 @@ def _is_number(text: str) -> bool:
 
 # ----------------------------------------------------------------------------- values
 
-_INT_KEYS = ("tp", "pp", "dp", "max_num_seqs", "max_num_batched_tokens", "block_size")
+_INT_KEYS = ("tp", "pp", "dp", "max_num_seqs", "max_num_batched_tokens", "block_size", "num_speculative_tokens")
 _FLOAT_KEYS = ("gpu_memory_utilization", "mem_fraction_static")
 
 

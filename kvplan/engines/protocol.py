@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
     from kvplan.engines.serve import ServeFlags
     from kvplan.logs.reader import LogReader
+    from kvplan.engines.sharing import SharingRule
+    from kvplan.engines.speculative import Speculation, SpeculativeLayout
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,10 @@ class Demand:
     batch: int
     limit: int = 1 << 26
     """The longest context worth searching: the model's own limit (or max_model_len, if longer)."""
+    shared_prefix: int = 0
+    """Leading tokens common to every request (stored as the engine's sharing rule stores them)."""
+    proposer: str | None = None
+    """The speculative method, where one runs (it can change what a prefix-cache hit shares)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,8 @@ class Engine(Protocol):
     """How ``kvplan log`` reads this engine's start-up log (``engines/<engine>/log.py``), where it has one."""
     extra_options: frozenset[str]
     """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
+    sharing: SharingRule
+    """What the engine stores once: a common prefix, the prompt of parallel samples or beams."""
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str: ...
 
@@ -94,6 +102,8 @@ class Engine(Protocol):
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any: ...
 
+    def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout: ...
+
 
 class EngineDefaults:
     """Behaviour most engines share; an engine package overrides what its engine does differently."""
@@ -103,6 +113,13 @@ class EngineDefaults:
     serve: ServeFlags | None = None
     log: LogReader | None = None
     extra_options: frozenset[str] = frozenset()
+
+    @property
+    def sharing(self) -> SharingRule:
+        """Nothing stored once, no rule for samples or beams (refused by name)."""
+        from kvplan.engines.sharing import SharingRule
+
+        return SharingRule(title=self.title)
 
     def layout(self, spec: ModelSpec, kv_dtype: KVDType, version: Version,
                options: EngineOptions) -> CacheLayout:  # pragma: no cover - every engine defines it
@@ -125,11 +142,15 @@ class EngineDefaults:
                  demand: Demand) -> KvCapacity:
         from kvplan.engines.token_pool import byte_pool_capacity
 
-        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=False)
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=False, sharing=self.sharing)
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         """The tensors ``verify`` allocates; None where kvplan has no tensor layout for the engine."""
         return None
+
+    def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout:
+        """The layers and slots speculative decoding adds; refused where kvplan has no rule."""
+        raise UsageError(f"kvplan has no speculative-decoding rule for {self.title}", field="speculative_method")
 
 
 def check_options(engine: Engine, options: EngineOptions) -> None:

@@ -28,6 +28,11 @@ class TokenRule:
         """Tokens ``batch`` sequences occupy in one layer (``batch x held`` unless the cache is shared)."""
         return batch * self.held(context)
 
+    def prefix_held(self, context: int, prefix: int) -> int:
+        """Of the tokens one sequence holds, those at positions below ``prefix`` (the part a shared
+        prefix can cover; ``prefix`` is aligned to the rule's page by the engine's sharing rule)."""
+        return 0
+
     @property
     def per_sequence(self) -> bool:
         """False where a whole batch shares one cache (llama.cpp's cells), so bytes are not batch-linear."""
@@ -59,6 +64,9 @@ class AllTokens(TokenRule):
     def held(self, context: int) -> int:
         return context
 
+    def prefix_held(self, context: int, prefix: int) -> int:
+        return min(context, prefix)
+
     def formula(self) -> str:
         return "context"
 
@@ -73,6 +81,10 @@ class KeepLast(TokenRule):
     def held(self, context: int) -> int:
         keep = self.window - self.less
         return context if context < keep else keep
+
+    def prefix_held(self, context: int, prefix: int) -> int:
+        start = max(0, context - (self.window - self.less))
+        return max(0, min(context, prefix) - start)
 
     @property
     def windowed(self) -> bool:
@@ -91,6 +103,10 @@ class WholePages(TokenRule):
 
     def held(self, context: int) -> int:
         return ceil_to(self.inner.held(context), self.page)
+
+    def prefix_held(self, context: int, prefix: int) -> int:
+        # whole pages of the prefix only: a page holding a token past the prefix is per sequence
+        return min(self.held(context), self.inner.prefix_held(context, prefix) // self.page * self.page)
 
     @property
     def windowed(self) -> bool:
@@ -122,6 +138,12 @@ class WindowBlocks(TokenRule):
         skipped = max(0, computed - self.window + 1)
         return (-(-context // self.block) - skipped // self.block) * self.block
 
+    def prefix_held(self, context: int, prefix: int) -> int:
+        skipped = context - self.window + 1
+        freed = skipped // self.block if skipped > 0 else 0
+        last = min(-(-context // self.block), prefix // self.block)
+        return max(0, last - freed) * self.block
+
     @property
     def windowed(self) -> bool:
         return True
@@ -147,6 +169,11 @@ class ChunkBlocks(TokenRule):
         computed = max(0, context - self.lag)
         skipped = computed // self.chunk * self.chunk
         return (-(-context // self.block) - skipped // self.block) * self.block
+
+    def prefix_held(self, context: int, prefix: int) -> int:
+        freed = (context // self.chunk * self.chunk) // self.block
+        last = min(-(-context // self.block), prefix // self.block)
+        return max(0, last - freed) * self.block
 
     @property
     def windowed(self) -> bool:

@@ -7,8 +7,9 @@ finds launchers and parses flags through these objects only.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def plain_int(text: str) -> int:
@@ -33,6 +34,9 @@ class ServeFlags:
     """The flag that asks for an fp8 KV cache, for suggestions."""
     parse_int: Callable[[str], int] = field(default=plain_int, compare=False)
     """How the engine reads an integer flag (vLLM accepts '32k')."""
+    speculation: Callable[[Mapping[str, Any]], dict[str, Any]] | None = field(default=None, compare=False)
+    """``max_batch``'s speculative keywords from the settings its flags gave (vLLM's
+    ``--speculative-config``), where kvplan reads them; {} when none is asked."""
 
     def setting(self, flag: str) -> str | None:
         return dict(self.flags).get(self.normal_flag(flag))

@@ -7,11 +7,13 @@ from collections.abc import Sequence
 
 from kvplan.engines.layout import CacheLayout
 from kvplan.engines.protocol import Demand, KvCapacity
+from kvplan.engines.sharing import SharingRule, Workload, shared_bytes
 from kvplan.monotone import largest
 
 
 def byte_pool_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, demand: Demand, *,
-                       concurrency_from_tokens: bool, assumptions: tuple[str, ...] = ()) -> KvCapacity:
+                       concurrency_from_tokens: bool, assumptions: tuple[str, ...] = (),
+                       sharing: SharingRule | None = None) -> KvCapacity:
     """The most sequences / longest context whose bytes fit ``kv_bytes`` on every stage.
 
     ``concurrency_from_tokens``: the engine reports concurrency as pool tokens / max_model_len
@@ -20,7 +22,12 @@ def byte_pool_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, demand: De
     def needed(context: int, batch: int) -> int:
         return max(layout.total_bytes(context, batch) for layout in layouts)
 
-    max_b = largest(lambda b: needed(demand.context, b) <= kv_bytes)
+    if demand.shared_prefix and sharing is not None:
+        # the batch of requests whose common prefix is stored as the engine stores it
+        workload = Workload(demand.context, 0, demand.shared_prefix, proposer=demand.proposer)
+        max_b = largest(lambda b: max(shared_bytes(lay, sharing, workload, b) for lay in layouts) <= kv_bytes)
+    else:
+        max_b = largest(lambda b: needed(demand.context, b) <= kv_bytes)
     max_ctx = min(demand.limit, largest(lambda c: needed(c, demand.batch) <= kv_bytes))
     longest = max_ctx if demand.batch == 1 else min(demand.limit, largest(lambda c: needed(c, 1) <= kv_bytes))
     request_bytes = needed(demand.max_model_len, 1)

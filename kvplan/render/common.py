@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kvplan.estimate import EstimateRow, LayerRow
+from kvplan.estimate import EstimateResult, EstimateRow, LayerRow
 from kvplan.units import format_bytes
 
 
@@ -18,6 +18,50 @@ def dtype_label(row: EstimateRow) -> str:
 def row_cells(row: EstimateRow) -> list[str]:
     return [str(row.batch), f"{row.context:,}", dtype_label(row), format_bytes(row.kv_bytes),
             f"{row.kv_bytes:,}", f"{row.bytes_per_token:,.1f}"]
+
+
+SHARING_COLUMNS = ("sequences", "plain", "saving")
+
+
+def sharing_cells(row: EstimateRow) -> list[str]:
+    """The plain figure beside the shared one: sequences held, bytes with nothing shared, the saving."""
+    sh = row.sharing
+    if sh is None:
+        return []
+    saving = sh.kv_bytes_plain - row.kv_bytes
+    fraction = saving / sh.kv_bytes_plain if sh.kv_bytes_plain else 0.0
+    return [f"{sh.sequences:,}", format_bytes(sh.kv_bytes_plain), f"{format_bytes(saving)} (-{fraction:.0%})"]
+
+
+def sharing_summary(result: EstimateResult) -> str:
+    """One line: what is shared ('shared prefix: 2,048 tokens stored once ...')."""
+    w = result.sharing
+    if w is None:
+        return ""
+    parts = [f"prompt {w.prompt_len:,} + output {w.output_len:,} tokens" if len(result.rows) == 1 or
+             len({r.context for r in result.rows}) == 1 else "prompt + output per row"]
+    if w.shared_prefix:
+        parts.append(f"shared prefix: {w.shared_prefix:,} tokens common to every request")
+    if w.n > 1:
+        parts.append(f"n = {w.n} parallel samples per request")
+    if w.beam_width > 1:
+        parts.append(f"beam width {w.beam_width}")
+    return "; ".join(parts)
+
+
+def sharing_term_lines(result: EstimateResult) -> list[str]:
+    """``--explain``: tokens per layer = once + batch x per request + sequences x own, for the first row."""
+    if result.sharing is None:
+        return []
+    first = result.rows[0]
+    seqs = first.sharing.sequences if first.sharing else first.batch
+    lines = []
+    for t in result.sharing_terms:
+        lines.append(f"[{t.kv_dtype}] {t.count} {t.kind} layer{'s' if t.count > 1 else ''}: {t.once_tokens:,} "
+                     f"tokens once + {first.batch} x {t.per_request_tokens:,} per request + {seqs} x "
+                     f"{t.per_sequence_tokens:,} per sequence = {t.tokens:,} tokens per layer "
+                     f"(plain {t.plain_tokens:,})")
+    return lines
 
 
 def layer_ranges(layers: Iterable[LayerRow]) -> list[tuple[str, str, int, int, int]]:

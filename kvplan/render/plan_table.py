@@ -30,7 +30,11 @@ def print_plan(console: Console, plan: CapacityPlan) -> None:
         res.add_row("KV blocks per GPU", f"{plan.num_blocks:,}")
     res.add_row("KV cache tokens (as the engine logs them)", f"{plan.kv_cache_tokens:,}")
     res.add_row(f"max concurrency at {plan.max_model_len:,} tokens", f"{plan.max_concurrency:.2f}x")
-    res.add_row(f"max batch at {plan.context:,} tokens", f"{plan.max_batch:,}")
+    if plan.shared_prefix and plan.max_batch_plain is not None:
+        res.add_row(f"max batch at {plan.context:,} tokens, {plan.shared_prefix:,} shared", f"{plan.max_batch:,}")
+        res.add_row("  with nothing shared", f"{plan.max_batch_plain:,}")
+    else:
+        res.add_row(f"max batch at {plan.context:,} tokens", f"{plan.max_batch:,}")
     res.add_row(f"max context at batch {plan.batch}", f"{plan.max_context:,}")
     if plan.decode_step_seconds_min is not None:
         res.add_row("decode step, lower bound", f"{plan.decode_step_seconds_min * 1000:.2f} ms")

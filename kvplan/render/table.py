@@ -8,7 +8,15 @@ from rich.table import Table
 from collections.abc import Sequence
 
 from kvplan.estimate import EstimateResult
-from kvplan.render.common import dtype_label, layer_ranges, row_cells
+from kvplan.render.common import (
+    SHARING_COLUMNS,
+    dtype_label,
+    layer_ranges,
+    row_cells,
+    sharing_cells,
+    sharing_summary,
+    sharing_term_lines,
+)
 from kvplan.render.console import never_cut
 from kvplan.units import format_bytes
 
@@ -57,9 +65,14 @@ def print_estimate(console: Console, result: EstimateResult, by_layer: bool, exp
                   title_justify="left")
     for name, justify in _COLUMNS:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    if result.sharing is not None:
+        for name in SHARING_COLUMNS:
+            table.add_column(name, justify="right")
     for row in result.rows:
-        table.add_row(*row_cells(row))
+        table.add_row(*row_cells(row), *sharing_cells(row))
     console.print(never_cut(table))
+    if result.sharing is not None:
+        console.print(sharing_summary(result), highlight=False, markup=False)
     _print_details(console, result, by_layer, explain, result.assumptions)
 
 
@@ -90,6 +103,9 @@ def print_formulas(console: Console, result: EstimateResult) -> None:
     console.print("[bold]How each number is made[/bold]")
     console.print("  kv_bytes = Σ layers × tokens held × bytes per token, + layers × batch × state bytes "
                   "for recurrent layers", highlight=False, markup=False)
+    if result.sharing is not None:
+        console.print("  with sharing, tokens per layer = stored once + batch × per request + sequences × per "
+                      "sequence (docs/sharing.md)", highlight=False, markup=False)
     for f in result.formulas:
         what = f"unused pool slot{'s' if f.count > 1 else ''}" if f.kind == "padding" else \
             f"{f.kind} layer{'s' if f.count > 1 else ''}"
@@ -100,6 +116,8 @@ def print_formulas(console: Console, result: EstimateResult) -> None:
         else:
             console.print(head + f"{f.bytes_per_token:,} B per token = {f.token_formula}; "
                           f"tokens held per sequence = {f.tokens_held_formula}", highlight=False, markup=False)
+    for line in sharing_term_lines(result):
+        console.print(f"  {line}", highlight=False, markup=False)
     first = result.rows[0]
     if first.layers:
         terms = {}

@@ -14,6 +14,7 @@ from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
+    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 
@@ -30,6 +31,12 @@ class TransformersEngine(EngineDefaults):
         from kvplan.engines.hf.layout import KV_DTYPES
 
         return KV_DTYPES
+
+    @property
+    def sharing(self) -> "SharingRule":
+        from kvplan.engines.hf.sharing import SHARING
+
+        return SHARING
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

@@ -12,6 +12,7 @@ from kvplan.engines.version import LATEST, Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
+    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 
@@ -34,6 +35,12 @@ class LlamaCppEngine(EngineDefaults):
         from kvplan.engines.llamacpp.log import LOG
 
         return LOG
+
+    @property
+    def sharing(self) -> "SharingRule":
+        from kvplan.engines.llamacpp.sharing import SHARING
+
+        return SHARING
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return "float16"  # --cache-type-k / -v default

@@ -14,6 +14,7 @@ from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
+    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 _SPLIT_POOL_NOTE = ("SGLang splits full and sliding-window pools by swa_full_tokens_ratio (0.8); kvplan treats the "
@@ -45,6 +46,12 @@ class SGLangEngine(EngineDefaults):
 
         return LOG
 
+    @property
+    def sharing(self) -> "SharingRule":
+        from kvplan.engines.sglang.sharing import SHARING
+
+        return SHARING
+
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype
 
@@ -67,7 +74,7 @@ class SGLangEngine(EngineDefaults):
         from kvplan.engines.token_pool import byte_pool_capacity
 
         windowed = any(g.tokens.windowed for layout in layouts for g in layout.groups)
-        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True,
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing,
                                   assumptions=(_SPLIT_POOL_NOTE,) if windowed else ())
 
 

@@ -13,6 +13,7 @@ from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
+    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 
@@ -35,6 +36,12 @@ class TRTLLMEngine(EngineDefaults):
 
         return LOG
 
+    @property
+    def sharing(self) -> "SharingRule":
+        from kvplan.engines.trtllm.sharing import SHARING
+
+        return SHARING
+
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype
 
@@ -54,7 +61,7 @@ class TRTLLMEngine(EngineDefaults):
         from kvplan.engines.token_pool import byte_pool_capacity
 
         # "Allocated ... for max tokens in paged KV cache (N)": concurrency is N / max_seq_len
-        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True)
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing)
 
 
 TRTLLM = TRTLLMEngine()

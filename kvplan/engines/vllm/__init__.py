@@ -22,6 +22,7 @@ from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
+    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 
@@ -49,6 +50,12 @@ class VLLMEngine(EngineDefaults):
         from kvplan.engines.vllm.log import LOG
 
         return LOG
+
+    @property
+    def sharing(self) -> "SharingRule":
+        from kvplan.engines.vllm.sharing import SHARING
+
+        return SHARING
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype
@@ -83,7 +90,26 @@ class VLLMEngine(EngineDefaults):
         from kvplan.engines.vllm import admission
 
         batched = int(budget.defaults.get("max_num_batched_tokens", admission.DEFAULT_BATCHED_TOKENS))
-        return admission.capacity(layouts, kv_bytes, version, batched, demand, demand.limit)
+        cap = admission.capacity(layouts, kv_bytes, version, batched, demand, demand.limit)
+        if demand.shared_prefix:
+            from dataclasses import replace
+
+            from kvplan.engines.vllm.sharing import PREFIX_CACHED_NOTE, prefix_max_batch
+
+            shared = prefix_max_batch(layouts, kv_bytes, version, batched, demand.context, demand.shared_prefix,
+                                      demand.proposer)
+            cap = replace(cap, max_batch=shared, assumptions=(*cap.assumptions, PREFIX_CACHED_NOTE))
+        return cap
+
+    def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
+        from kvplan.engines.vllm.speculative import speculate
+
+        if pp > 1:
+            from kvplan.errors import UsageError
+
+            raise UsageError("kvplan has no rule for vLLM speculative decoding with pipeline parallelism",
+                             field="pp")
+        return speculate(spec, speculation)
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         from kvplan.engines.vllm.tensors import plan_tensors

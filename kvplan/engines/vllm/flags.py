@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from kvplan.engines.serve import ServeFlags
+from kvplan.errors import UsageError
 
 _HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
 
@@ -22,6 +26,45 @@ def vllm_int(text: str) -> int:
     return int(text.strip())
 
 
+_DRAFTLESS = frozenset({"ngram", "mtp"})
+
+
+def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``max_batch``'s speculative keywords from ``--speculative-config`` JSON (or the older
+    ``--speculative-model`` / ``--num-speculative-tokens`` flags).
+
+    ``SpeculativeConfig`` (``vllm/config/speculative.py``): without a ``method``, a ``model`` of
+    ``ngram`` means n-gram, a model whose name says EAGLE-3 / EAGLE is an EAGLE head, any other model
+    a draft model; ``*_mtp`` methods (deepseek_mtp, ...) are MTP."""
+    raw = settings.get("speculative_config")
+    config: Any = {}
+    if raw is not None:
+        try:
+            config = json.loads(str(raw))
+        except json.JSONDecodeError:
+            raise UsageError(f"--speculative-config {raw}: not JSON", field="speculative_config") from None
+        if not isinstance(config, dict):
+            raise UsageError("--speculative-config: not a JSON object", field="speculative_config")
+    model = config.get("model", settings.get("speculative_model"))
+    tokens = config.get("num_speculative_tokens", settings.get("num_speculative_tokens"))
+    method = config.get("method")
+    if method is None and model is None and tokens is None:
+        return {}
+    if method is None:
+        name = str(model or "").lower()
+        method = ("ngram" if name in ("ngram", "[ngram]") else "eagle3" if "eagle3" in name
+                  else "eagle" if "eagle" in name else "draft_model")
+    method = str(method).lower()
+    if method.endswith("_mtp"):
+        method = "mtp"
+    try:
+        count = int(tokens) if tokens is not None else None
+    except (TypeError, ValueError):
+        raise UsageError(f"num_speculative_tokens {tokens}: not an integer", field="num_speculative_tokens") from None
+    return {"speculative_method": method, "num_speculative_tokens": count,
+            "speculative_model": None if method in _DRAFTLESS else model}
+
+
 SERVE = ServeFlags(
     engine="vllm",
     commands=("vllm",),
@@ -33,10 +76,12 @@ SERVE = ServeFlags(
         ("--kv-cache-dtype", "kv_cache_dtype"), ("--max-num-batched-tokens", "max_num_batched_tokens"),
         ("--block-size", "block_size"), ("--enforce-eager", "enforce_eager"),
         ("--kv-cache-memory-bytes", "kv_cache_memory"), ("--kv-cache-memory", "kv_cache_memory"),
-        ("--config", "config"),
+        ("--config", "config"), ("--speculative-config", "speculative_config"),
+        ("--speculative-model", "speculative_model"), ("--num-speculative-tokens", "num_speculative_tokens"),
     ),
     underscores=True,
     images=(r"(^|/)vllm-openai(:|@|$)|(^|/)vllm/vllm-openai|(^|/)vllm-tpu(:|$)",),
     fp8_kv_flag="--kv-cache-dtype fp8",
     parse_int=vllm_int,
+    speculation=read_speculation,
 )

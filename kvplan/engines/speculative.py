@@ -1,0 +1,68 @@
+"""Speculative decoding as a deployment asks for it: neutral types only.
+
+An engine that has a rule for it (``Engine.speculate``) turns a ``Speculation`` into the model whose
+layers its KV pool holds (the target's, plus a draft's or MTP layers where they cache) and the
+token slots each sequence holds beyond its context; engines without one refuse it by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.errors import UsageError
+from kvplan.spec import ModelSpec
+
+METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model")
+_NEEDS_DRAFT = frozenset({"eagle", "eagle3", "draft_model"})
+
+
+@dataclass(frozen=True)
+class Speculation:
+    method: str
+    """ngram (no cache), eagle / eagle3 (a draft head), mtp (the model's own MTP layers), draft_model."""
+    num_speculative_tokens: int | None
+    """k draft tokens per step; None for mtp takes the engine's default (vLLM: the MTP layer count)."""
+    draft: ModelSpec | None = None
+    """The draft model or EAGLE head (its layers join the pool), for eagle, eagle3 and draft_model."""
+    mtp_layers: int | None = None
+    """``num_nextn_predict_layers`` for mtp (None: 1, as DeepSeek-V3 ships, said as an assumption)."""
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise UsageError(f"speculative method '{self.method}' is not one kvplan knows ({', '.join(METHODS)})",
+                             field="speculative_method")
+        if self.num_speculative_tokens is None and self.method != "mtp":
+            raise UsageError("speculative decoding needs num_speculative_tokens", field="num_speculative_tokens")
+        if self.num_speculative_tokens is not None and self.num_speculative_tokens < 1:
+            raise UsageError(f"num-speculative-tokens {self.num_speculative_tokens} must be at least 1",
+                             field="num_speculative_tokens")
+        if self.method in _NEEDS_DRAFT and self.draft is None:
+            raise UsageError(f"speculative method {self.method} needs the draft model (its config)",
+                             field="speculative_model")
+        if self.method not in _NEEDS_DRAFT and self.draft is not None:
+            raise UsageError(f"speculative method {self.method} takes no draft model", field="speculative_model")
+        if self.mtp_layers is not None and (self.method != "mtp" or self.mtp_layers < 1):
+            raise UsageError("num_nextn_predict_layers applies to mtp only and must be at least 1",
+                             field="num_nextn_predict_layers")
+
+
+@dataclass(frozen=True)
+class SpeculativeLayout:
+    """What an engine holds for speculative decoding."""
+
+    spec: ModelSpec
+    """The model whose layers the KV pool holds, weights included (target + draft)."""
+    extra_tokens: int
+    """Slots each running sequence holds beyond its context (draft tokens being verified, lookahead)."""
+    notes: tuple[str, ...]
+
+
+def parse_speculation(method: str | None, tokens: int | None, draft: ModelSpec | None,
+                      mtp_layers: int | None) -> Speculation | None:
+    """The library's keyword arguments as one value (None when no speculation is asked)."""
+    if method is None:
+        if tokens or draft is not None or mtp_layers is not None:
+            raise UsageError("name the speculative method (ngram, eagle, eagle3, mtp, draft_model)",
+                             field="speculative_method")
+        return None
+    return Speculation(method.strip().lower(), tokens, draft, mtp_layers)
