@@ -135,6 +135,7 @@ def estimate(
     by_layer: bool = False,
     tp: int = 1,
     swa_full: bool = False,
+    engine_options: dict[str, Any] | None = None,
 ) -> EstimateResult:
     """KV-cache footprint of ``model`` for every (batch, context, kv dtype) combination.
 
@@ -161,7 +162,8 @@ def estimate(
     eng = get_engine(engine)
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
-    options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full)
+    # engine_options: further EngineOptions fields (transformers' quantized cache: kv_cache, backend, nbits, ...)
+    options = _engine_options(block_size=block_size, tp=tp, swa_full=swa_full, **(engine_options or {}))
     check_options(eng, options)
 
     auto_dtype = eng.auto_kv_dtype(spec)
@@ -200,6 +202,16 @@ def estimate(
         block_size=first.block_size, model=summary, rows=tuple(rows), formulas=formulas,
         assumptions=tuple(dict.fromkeys(assumptions)),
     )
+
+
+def _engine_options(**values: Any) -> EngineOptions:
+    from dataclasses import fields
+
+    known = {f.name for f in fields(EngineOptions)}
+    for name in values:
+        if name not in known:
+            raise UsageError(f"unknown engine option '{name}'", field=name)
+    return EngineOptions(**values)
 
 
 def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int],

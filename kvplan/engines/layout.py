@@ -99,6 +99,21 @@ class EngineOptions:
     """Tensor-parallel ranks: the layout is then what one rank holds."""
     swa_full: bool = False
     """Give sliding-window layers a full-size cache (llama.cpp --swa-full)."""
+    kv_cache: str | None = None
+    """A cache other than the engine's default: 'quantized' (transformers' QuantizedCache)."""
+    backend: str | None = None
+    """The quantized cache's backend (transformers: quanto, hqq, fp8)."""
+    nbits: int | None = None
+    """Bits per quantized element (None: the backend's default)."""
+    residual_length: int | None = None
+    """Tokens kept in full precision between re-quantizations (None: the backend's default)."""
+    q_group_size: int | None = None
+    """Elements sharing one scale and zero point (None: the backend's default)."""
+    axis_key: int | None = None
+    axis_value: int | None = None
+    """The backend's grouping axis for keys and values (None: the backend's default)."""
+    prompt_len: int | None = None
+    """Tokens of the prefill; the rest of the context was decoded one token at a time (None: the worst case)."""
 
 
 def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None) -> GroupRule:

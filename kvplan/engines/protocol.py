@@ -128,9 +128,13 @@ class EngineDefaults:
 
 def check_options(engine: Engine, options: EngineOptions) -> None:
     """Refuse an option the engine does not have, naming it (never silently ignore it)."""
-    for name in ("swa_full",):
-        if getattr(options, name) and name not in engine.extra_options:
-            raise UsageError(f"{engine.title} has no {name.replace('_', '-')} option", field=name)
+    from dataclasses import fields
+
+    for f in fields(options):
+        if f.name in ("block_size", "tp") or getattr(options, f.name) == f.default:
+            continue
+        if f.name not in engine.extra_options:
+            raise UsageError(f"{engine.title} has no {f.name.replace('_', '-')} option", field=f.name)
 
 
 def refuse_uneven_heads(title: str, spec: ModelSpec, tp: int) -> None:

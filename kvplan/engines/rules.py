@@ -181,3 +181,43 @@ class SlidingCells(TokenRule):
 
     def formula(self) -> str:
         return f"pad{self.pad}(min(batch x context, {self.window} x batch + {self.ubatch}))"
+
+
+@dataclass(frozen=True)
+class QuantizedResidual(TokenRule):
+    """transformers' ``QuantizedLayer`` (``src/transformers/cache_utils.py``, ``QuantizedLayer.update``): every
+    token is held, the prefill quantized at once, decoded tokens kept in full precision until the residual
+    reaches ``residual_length``, when the whole layer is re-quantized and the residual emptied. After
+    ``g`` decoded tokens the residual holds ``g mod residual_length``. ``prompt_len`` None: the largest
+    residual any prefill leaves, ``min(residual_length - 1, context - 1)``. ``residual_length`` 0 keeps no
+    residual (the fp8 backend appends quantized tokens). Bytes are the backend's, per batch
+    (``per_sequence`` is False): scales are shared across the batch."""
+
+    residual_length: int
+    prompt_len: int | None = None
+
+    def held(self, context: int) -> int:
+        return context
+
+    @property
+    def per_sequence(self) -> bool:
+        return False
+
+    def split(self, context: int) -> tuple[int, int]:
+        """(quantized, full-precision) tokens of one sequence of ``context`` tokens."""
+        r = self.residual_length
+        if r <= 1:  # transformers re-quantizes at every step when residual + 1 >= residual_length
+            return context, 0
+        if self.prompt_len is None:
+            residual = min(r - 1, context - 1)
+        else:
+            residual = (context - self.prompt_len) % r if context > self.prompt_len else 0
+        return context - residual, residual
+
+    def formula(self) -> str:
+        r = self.residual_length
+        if r <= 1:
+            return "context, all quantized"
+        if self.prompt_len is None:
+            return f"context: min({r} - 1, context - 1) in full precision (worst case), the rest quantized"
+        return (f"context: (context - {self.prompt_len}) mod {r} in full precision, the rest quantized")

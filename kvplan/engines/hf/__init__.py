@@ -24,6 +24,9 @@ class TransformersEngine(EngineDefaults):
     default_version: str = "5.23"
     newest_rules: Version = (5, 23)
     static: bool = False
+    # transformers' QuantizedCache (hf/quantized.py); hf-static refuses them with its reason
+    extra_options: frozenset[str] = frozenset({"kv_cache", "backend", "nbits", "residual_length", "q_group_size",
+                                               "axis_key", "axis_value", "prompt_len"})
 
     @property
     def kv_dtypes(self) -> frozenset[str]:
