@@ -114,6 +114,13 @@ class EngineOptions:
     """The backend's grouping axis for keys and values (None: the backend's default)."""
     prompt_len: int | None = None
     """Tokens of the prefill; the rest of the context was decoded one token at a time (None: the worst case)."""
+    evict: tuple[tuple[str, int], ...] | None = None
+    """A token budget per full-attention layer: (("sink", 4), ("window", 4092)) (StreamingLLM) or
+    (("heavy", h), ("recent", r)) (H2O)."""
+    press: str | None = None
+    """An NVIDIA kvpress press applied at prefill (snapkv, knorm, pyramidkv, adakv, ...)."""
+    compression_ratio: float | None = None
+    """The press's fraction of prompt tokens to remove."""
 
 
 def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None) -> GroupRule:

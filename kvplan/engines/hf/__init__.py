@@ -26,7 +26,8 @@ class TransformersEngine(EngineDefaults):
     static: bool = False
     # transformers' QuantizedCache (hf/quantized.py); hf-static refuses them with its reason
     extra_options: frozenset[str] = frozenset({"kv_cache", "backend", "nbits", "residual_length", "q_group_size",
-                                               "axis_key", "axis_value", "prompt_len"})
+                                               "axis_key", "axis_value", "prompt_len", "evict", "press",
+                                               "compression_ratio"})
 
     @property
     def kv_dtypes(self) -> frozenset[str]:

@@ -56,8 +56,13 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     no_tensor_parallel(title, options)
     if options.block_size is not None:
         raise UsageError(f"{title} does not page its cache: a block size does not apply", field="block_size")
-    from kvplan.engines.hf import quantized
+    from kvplan.engines.hf import eviction, quantized
 
+    evicting = eviction.wants_eviction(options)
+    if evicting and static:
+        raise UsageError(f"{title} evicts nothing: eviction budgets apply to the hf engine", field="evict")
+    if evicting and quantized.wants_quantized(options, kv_dtype):
+        raise UsageError("kvplan does not combine a quantized cache with eviction", field="evict")
     if quantized.wants_quantized(options, kv_dtype):
         if static:
             raise UsageError(f"{title} is not quantized: transformers' QuantizedCache is a dynamic cache "
@@ -76,7 +81,8 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
         assumptions.append(
             f"transformers keeps recurrent SSM state in {where} and the conv window in the model dtype"
         )
-    return CacheLayout(name, render_version(version), kv_dtype, None, groups, tuple(dict.fromkeys(assumptions)))
+    result = CacheLayout(name, render_version(version), kv_dtype, None, groups, tuple(dict.fromkeys(assumptions)))
+    return eviction.apply(spec, result, options) if evicting else result
 
 
 def _group(layer: LayerSpec, first: int, dtype: KVDType, version: Version,
