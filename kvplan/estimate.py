@@ -82,6 +82,8 @@ class EstimateResult:
     rows: tuple[EstimateRow, ...]
     formulas: tuple[GroupFormula, ...]
     assumptions: tuple[str, ...] = field(default=())
+    engine_options: dict[str, Any] = field(default_factory=dict)
+    """Engine options beyond block size and tp that were given (quantized cache, eviction), JSON-ready."""
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
@@ -99,6 +101,8 @@ class EstimateResult:
             "rows": [_row_dict(row) for row in self.rows],
             "assumptions": list(self.assumptions),
         }
+        if self.engine_options:
+            out["engine_options"] = dict(self.engine_options)
         if explain:
             out["formulas"] = [vars(f).copy() for f in self.formulas]
         return out
@@ -201,7 +205,16 @@ def estimate(
         kvplan_version=__version__, engine=eng.name, engine_version=version_text,
         block_size=first.block_size, model=summary, rows=tuple(rows), formulas=formulas,
         assumptions=tuple(dict.fromkeys(assumptions)),
+        engine_options=_json_options(engine_options),
     )
+
+
+def _json_options(values: dict[str, Any] | None) -> dict[str, Any]:
+    """The given engine options as JSON values (``evict`` pairs become an object)."""
+    out = {name: value for name, value in (values or {}).items() if value is not None}
+    if "evict" in out:
+        out["evict"] = dict(out["evict"])
+    return out
 
 
 def _engine_options(**values: Any) -> EngineOptions:

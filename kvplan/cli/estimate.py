@@ -40,6 +40,20 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("engine_version", ("--engine-version",), None,
         "Which release's rules apply, e.g. 0.10 (vLLM) or 4.57 (transformers). Default: the newest kvplan knows."),
     Opt("block_size", ("--block-size",), None, "Override the engine's page size in tokens.", kind=int),
+    # transformers' QuantizedCache and eviction budgets (hf engine; docs/quantized-eviction.md)
+    Opt("kv_cache", ("--kv-cache",), None, "quantized: transformers' QuantizedCache (hf)."),
+    Opt("backend", ("--backend",), None, "QuantizedCache backend: quanto (default), hqq, fp8."),
+    Opt("nbits", ("--nbits",), None, "Quantized bits: quanto 2 or 4 (default 4), hqq 1, 2, 3, 4 or 8.", kind=int),
+    Opt("residual_length", ("--residual-length",), None,
+        "Decoded tokens kept in full precision until re-quantization (default 128).", kind=int),
+    Opt("q_group_size", ("--q-group-size",), None, "Elements per scale and zero point (default 64).", kind=int),
+    Opt("axis_key", ("--axis-key",), None, "Grouping axis for keys (quanto 0 or -1, hqq 0 or 1; default 0).",
+        kind=int),
+    Opt("axis_value", ("--axis-value",), None, "Grouping axis for values (default 0).", kind=int),
+    Opt("evict", ("--evict",), None,
+        "Token budget per full-attention layer: sink=4,window=4092 (StreamingLLM) or heavy=H,recent=R (H2O)."),
+    Opt("press", ("--press",), None, "NVIDIA kvpress press at prefill: snapkv, knorm, pyramidkv, adakv, ..."),
+    Opt("compression_ratio", ("--compression-ratio",), None, "The press's fraction of prompt tokens removed."),
     Opt("fmt", ("--format", "-f"), "table", f"Output format: {', '.join(FORMATS)}."),
     Opt("by_layer", ("--by-layer",), False, "Break every row down per layer.", kind=bool, flag=True),
     Opt("explain", ("--explain",), False, "Show the formula behind each number.", kind=bool, flag=True),
@@ -68,7 +82,7 @@ Examples:
 
 def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str, engine_version: str | None,
         block_size: int | None, fmt: str, by_layer: bool, explain: bool, plot: bool, revision: str | None = None,
-        hub: bool = False) -> None:
+        hub: bool = False, **cache_flags: Any) -> None:
     """Parse the values, compute, render: the whole command, shared by both parsers."""
     from kvplan.errors import UsageError
     from kvplan.estimate import estimate
@@ -87,13 +101,36 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
     else:
         contexts = parse_count_list(context, "context")
     result = estimate(spec, contexts=contexts, batches=batches, kv_dtypes=dtypes, engine=engine,
-                      engine_version=engine_version, block_size=block_size, by_layer=by_layer)
+                      engine_version=engine_version, block_size=block_size, by_layer=by_layer,
+                      engine_options=cache_options(cache_flags))
     if context is None:
         from dataclasses import replace
 
         note = f"contexts default to 1k..max_position_embeddings ({contexts[-1]:,}); choose with --context"
         result = replace(result, assumptions=(*result.assumptions, note))
     _render(result, fmt, by_layer, explain, plot)
+
+
+def cache_options(flags: dict[str, Any]) -> dict[str, Any] | None:
+    """EngineOptions values from the quantized-cache and eviction flags that were given."""
+    from kvplan.errors import UsageError
+
+    given = {name: value for name, value in flags.items() if value is not None}
+    if "evict" in given:
+        from kvplan.engines.hf.eviction import parse_evict
+
+        given["evict"] = parse_evict(given["evict"])
+    if "compression_ratio" in given:
+        try:
+            given["compression_ratio"] = float(given["compression_ratio"])
+        except ValueError:
+            raise UsageError(f"'{given['compression_ratio']}' is not a number",
+                             field="compression_ratio") from None
+    if "kv_cache" in given:
+        given["kv_cache"] = given["kv_cache"].strip().lower()
+    if "backend" in given:
+        given["backend"] = given["backend"].strip().lower()
+    return given or None
 
 
 def _render(result: Any, fmt: str, by_layer: bool, explain: bool, plot: bool) -> None:
@@ -194,9 +231,21 @@ def typer_command() -> Callable[..., None]:
         plot: bool = o["plot"],
         revision: str | None = o["revision"],
         hub: bool = o["hub"],
+        kv_cache: str | None = o["kv_cache"],
+        backend: str | None = o["backend"],
+        nbits: int | None = o["nbits"],
+        residual_length: int | None = o["residual_length"],
+        q_group_size: int | None = o["q_group_size"],
+        axis_key: int | None = o["axis_key"],
+        axis_value: int | None = o["axis_value"],
+        evict: str | None = o["evict"],
+        press: str | None = o["press"],
+        compression_ratio: str | None = o["compression_ratio"],
     ) -> None:
         run(model, context, batch, kv_dtype, engine, engine_version, block_size, fmt, by_layer, explain, plot,
-            revision, hub)
+            revision, hub, kv_cache=kv_cache, backend=backend, nbits=nbits, residual_length=residual_length,
+            q_group_size=q_group_size, axis_key=axis_key, axis_value=axis_value, evict=evict, press=press,
+            compression_ratio=compression_ratio)
 
     estimate_command.__doc__ = DOC
     return estimate_command

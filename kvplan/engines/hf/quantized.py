@@ -245,11 +245,15 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     if quant.residual_length > 1:
         if options.prompt_len is None:
             assumptions.append(f"no prompt length: the largest full-precision residual assumed, "
-                               f"{quant.residual_length} - 1 tokens (give --prompt-len for the exact state)")
+                               f"{quant.residual_length} - 1 tokens (a prompt length gives the exact state)")
         else:
             assumptions.append(f"a prefill of {options.prompt_len:,} tokens, then one token per decode step")
     assumptions.append("each step dequantizes one layer's whole K and V to full precision while it attends "
                        "(transient, not in kv_bytes)")
+    if quant.backend == "fp8":  # the elements are float8_e4m3fn whatever the compute dtype
+        from kvplan.dtypes import KV_DTYPES
+
+        kv_dtype = KV_DTYPES["fp8_e4m3"]
     return CacheLayout(name, render_version(version), kv_dtype, None, groups, tuple(assumptions))
 
 
