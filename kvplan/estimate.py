@@ -13,7 +13,7 @@ from typing import Any
 from kvplan import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine, parse_version
-from kvplan.engines.protocol import check_options
+from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
@@ -167,7 +167,7 @@ def estimate(
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
     # engine_options: further EngineOptions fields (transformers' quantized cache: kv_cache, backend, nbits, ...)
-    options = _engine_options(block_size=block_size, tp=tp, swa_full=swa_full, **(engine_options or {}))
+    options = make_engine_options(block_size=block_size, tp=tp, swa_full=swa_full, **(engine_options or {}))
     check_options(eng, options)
 
     auto_dtype = eng.auto_kv_dtype(spec)
@@ -215,16 +215,6 @@ def _json_options(values: dict[str, Any] | None) -> dict[str, Any]:
     if "evict" in out:
         out["evict"] = dict(out["evict"])
     return out
-
-
-def _engine_options(**values: Any) -> EngineOptions:
-    from dataclasses import fields
-
-    known = {f.name for f in fields(EngineOptions)}
-    for name in values:
-        if name not in known:
-            raise UsageError(f"unknown engine option '{name}'", field=name)
-    return EngineOptions(**values)
 
 
 def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int],

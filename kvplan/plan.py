@@ -16,7 +16,7 @@ from kvplan import __version__
 from kvplan.budgets import MemoryItem, Settings
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import Demand, EngineOptions, get_engine, parse_version
-from kvplan.engines.protocol import check_options
+from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
 from kvplan.parallel import tp_notes
@@ -135,6 +135,7 @@ def max_batch(
     solve: Solve = "batch",
     concurrency: int | None = None,
     swa_full: bool = False,
+    engine_options: dict[str, Any] | None = None,
 ) -> CapacityPlan:
     """How many sequences (or how long a context, or how many GPUs) a deployment serves."""
     if isinstance(model, str):
@@ -153,19 +154,20 @@ def max_batch(
             raise UsageError(f"--{name} {value} must be at least 1")
     if solve == "gpus":
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
-                           concurrency, swa_full)
+                           concurrency, swa_full, engine_options)
     if solve not in ("batch", "context"):
         raise UsageError(f"--solve {solve}: choose batch, context or gpus")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
-                swa_full=swa_full)
+                swa_full=swa_full, engine_options=engine_options)
 
 
 def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, engine_version: str | None,
          kv_dtype: str, max_model_len: int, context: int, batch: int, block_size: int | None,
-         settings: Settings, swa_full: bool = False) -> CapacityPlan:
+         settings: Settings, swa_full: bool = False, engine_options: dict[str, Any] | None = None) -> CapacityPlan:
     eng = get_engine(engine)
-    options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full)
+    # engine_options: further EngineOptions fields (transformers' quantized cache, eviction budgets)
+    options = make_engine_options(block_size=block_size, tp=tp, swa_full=swa_full, **(engine_options or {}))
     check_options(eng, options)
     eng.check_parallel(spec, tp)
     version_text = engine_version or eng.default_version
@@ -215,7 +217,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
 
 def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | None, kv_dtype: str, mml: int,
                 context: int | None, block_size: int | None, settings: Settings,
-                concurrency: int | None, swa_full: bool = False) -> CapacityPlan:
+                concurrency: int | None, swa_full: bool = False,
+                engine_options: dict[str, Any] | None = None) -> CapacityPlan:
     """The fewest GPUs of this type (tp and pp powers of two, any dp) reaching ``concurrency``."""
     if concurrency is None or concurrency < 1:
         raise UsageError("--solve gpus needs --concurrency N (sequences of --max-model-len to serve at once)")
@@ -228,7 +231,8 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
             try:
                 one = plan(spec, hw, tp=tp, pp=pp, dp=1, engine=engine, engine_version=engine_version,
                            kv_dtype=kv_dtype, max_model_len=mml, context=context or mml, batch=1,
-                           block_size=block_size, settings=settings, swa_full=swa_full)
+                           block_size=block_size, settings=settings, swa_full=swa_full,
+                           engine_options=engine_options)
             except UsageError:
                 continue
             if one.max_batch < 1:
@@ -242,7 +246,7 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
     count, _, pp, dp, tp = min(candidates)
     best = plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=1, block_size=block_size, settings=settings,
-                swa_full=swa_full)
+                swa_full=swa_full, engine_options=engine_options)
     note = (f"fewest {hw.name} GPUs for {concurrency} concurrent sequences of {mml:,} tokens: {count} "
             f"(tp {tp} x pp {pp} x dp {dp}; tp and pp searched over powers of two)")
     from dataclasses import replace

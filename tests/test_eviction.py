@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvplan.estimate import EstimateRow, estimate
+import kvplan
 from kvplan.engines.hf.eviction import PyramidKept, RatioKept, parse_evict
 from kvplan.errors import UsageError
+
+if TYPE_CHECKING:
+    from kvplan.estimate import EstimateRow
 
 LLAMA = "meta-llama/Llama-3.1-8B"  # 32 layers x 8 KV heads x (128 + 128) x 2 B = 131,072 B per token
 LLAMA2 = "meta-llama/Llama-2-7b-hf"  # 32 layers x 32 heads x 256 x 2 B = 524,288 B per token
 
 
 def _row(model: str, context: int, batch: int = 1, by_layer: bool = False, **options: object) -> EstimateRow:
-    return estimate(model, contexts=[context], batches=[batch], engine="hf", by_layer=by_layer,
+    return kvplan.estimate(model, contexts=[context], batches=[batch], engine="hf", by_layer=by_layer,
                            engine_options=options).rows[0]
 
 
@@ -47,7 +52,7 @@ def test_sliding_layers_keep_their_window() -> None:
 
 
 def test_output_says_answers_change_and_cites_the_method() -> None:
-    result = estimate(LLAMA, contexts=[8192], engine="hf", engine_options={"evict": parse_evict("sink=4,window=1020")})
+    result = kvplan.estimate(LLAMA, contexts=[8192], engine="hf", engine_options={"evict": parse_evict("sink=4,window=1020")})
     note = next(a for a in result.assumptions if a.startswith("eviction changes the model's answers"))
     assert "StreamingLLM" in note and "2309.17453" in note
 
@@ -83,7 +88,7 @@ def test_pyramidkv_layer_budgets() -> None:
 
 def test_adakv_masks_and_saves_nothing() -> None:
     plain = _row(LLAMA, 8192).kv_bytes
-    result = estimate(LLAMA, contexts=[8192], engine="hf",
+    result = kvplan.estimate(LLAMA, contexts=[8192], engine="hf",
                              engine_options={"press": "adakv", "compression_ratio": 0.5})
     assert result.rows[0].kv_bytes == plain
     assert any("not smaller" in a for a in result.assumptions)
@@ -101,17 +106,17 @@ def test_adakv_masks_and_saves_nothing() -> None:
 ])
 def test_refusals(options: dict[str, object], field: str) -> None:
     with pytest.raises(UsageError) as refused:
-        estimate(LLAMA, contexts=[8192], engine="hf", engine_options=options)
+        kvplan.estimate(LLAMA, contexts=[8192], engine="hf", engine_options=options)
     assert refused.value.field == field
 
 
 def test_press_refuses_models_with_sliding_layers_and_other_engines() -> None:
     with pytest.raises(UsageError) as refused:
-        estimate("google/gemma-3-27b-it", contexts=[8192], engine="hf",
+        kvplan.estimate("google/gemma-3-27b-it", contexts=[8192], engine="hf",
                         engine_options={"press": "snapkv", "compression_ratio": 0.5})
     assert refused.value.field == "press"
     with pytest.raises(UsageError) as refused:
-        estimate(LLAMA, contexts=[8192], engine="vllm", engine_options={"evict": parse_evict("sink=4,window=8")})
+        kvplan.estimate(LLAMA, contexts=[8192], engine="vllm", engine_options={"evict": parse_evict("sink=4,window=8")})
     assert refused.value.field == "evict"
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.estimate import estimate
+import kvplan
 from kvplan.engines.rules import QuantizedResidual
 from kvplan.errors import UsageError
 
@@ -19,7 +19,7 @@ Q = {"kv_cache": "quantized"}
 
 
 def _bytes(model: str, context: int, batch: int = 1, **options: object) -> int:
-    rows = estimate(model, contexts=[context], batches=[batch], engine="hf", engine_options=options).rows
+    rows = kvplan.estimate(model, contexts=[context], batches=[batch], engine="hf", engine_options=options).rows
     return rows[0].kv_bytes
 
 
@@ -41,7 +41,7 @@ def test_quanto_residual_grows_then_is_requantized() -> None:
 def test_no_prompt_length_assumes_the_largest_residual() -> None:
     # hqq 2-bit, axis 0: 873 quantized tokens per K are 893,952 elements = 13,968 groups as [64, 13,968];
     # 4 rows per byte: 223,488 B; scale and zero in bf16: 55,872 B. Residual 127 tokens: 520,192 B.
-    result = estimate(LLAMA, contexts=[1000], engine="hf",
+    result = kvplan.estimate(LLAMA, contexts=[1000], engine="hf",
                              engine_options={**Q, "backend": "hqq", "nbits": 2})
     assert result.rows[0].kv_bytes == 32 * (2 * (223_488 + 55_872) + 520_192) == 34_525_184
     assert any("largest full-precision residual" in a for a in result.assumptions)
@@ -55,10 +55,10 @@ def test_fp8_backend_one_byte_per_element_and_one_fp32_scale_per_tensor() -> Non
 
 
 def test_fp8_kv_dtype_is_the_fp8_backend_since_5_21() -> None:
-    fp8 = estimate(LLAMA, contexts=[4096], engine="hf", kv_dtypes=["fp8"]).rows[0].kv_bytes
+    fp8 = kvplan.estimate(LLAMA, contexts=[4096], engine="hf", kv_dtypes=["fp8"]).rows[0].kv_bytes
     assert fp8 == 32 * (8 * 4096 * 256 + 8)
     with pytest.raises(UsageError) as refused:
-        estimate(LLAMA, contexts=[4096], engine="hf", engine_version="5.20", kv_dtypes=["fp8"])
+        kvplan.estimate(LLAMA, contexts=[4096], engine="hf", engine_version="5.20", kv_dtypes=["fp8"])
     assert refused.value.field == "kv_dtype" and "5.21" in str(refused.value)
 
 
@@ -76,14 +76,14 @@ def test_fp8_kv_dtype_is_the_fp8_backend_since_5_21() -> None:
 ])
 def test_refusals_name_the_option(options: dict[str, object], field: str) -> None:
     with pytest.raises(UsageError) as refused:
-        estimate(LLAMA, contexts=[1024], engine="hf", engine_options=options)
+        kvplan.estimate(LLAMA, contexts=[1024], engine="hf", engine_options=options)
     assert refused.value.field == field
 
 
 def test_only_full_attention_models() -> None:
     # QuantizedCache.__init__: "only supported for models with only full attention layers"
     with pytest.raises(UsageError) as refused:
-        estimate("google/gemma-3-27b-it", contexts=[1024], engine="hf", engine_options=Q)
+        kvplan.estimate("google/gemma-3-27b-it", contexts=[1024], engine="hf", engine_options=Q)
     assert "full attention" in str(refused.value) and "sliding" in str(refused.value)
 
 
@@ -96,10 +96,10 @@ def test_group_size_must_divide_as_quanto_requires() -> None:
 
 def test_other_engines_and_static_refuse_the_option() -> None:
     with pytest.raises(UsageError) as refused:
-        estimate(LLAMA, contexts=[1024], engine="vllm", engine_options=Q)
+        kvplan.estimate(LLAMA, contexts=[1024], engine="vllm", engine_options=Q)
     assert refused.value.field == "kv_cache"
     with pytest.raises(UsageError) as refused:
-        estimate(LLAMA, contexts=[1024], engine="hf-static", engine_options=Q)
+        kvplan.estimate(LLAMA, contexts=[1024], engine="hf-static", engine_options=Q)
     assert refused.value.field == "kv_cache"
 
 

@@ -18,7 +18,6 @@ transformers = pytest.importorskip("transformers")
 cache_utils = pytest.importorskip("transformers.cache_utils")
 
 import kvplan  # noqa: E402
-from kvplan.estimate import estimate  # noqa: E402
 from kvplan.engines import EngineOptions, get_engine, parse_version  # noqa: E402
 from kvplan.dtypes import resolve_kv_dtype  # noqa: E402
 from kvplan.errors import UsageError  # noqa: E402
@@ -137,8 +136,8 @@ def test_refuses_the_models_transformers_refuses(config: str, accepted: bool) ->
     assert theirs is accepted
     spec = kvplan.load_model(str(CONFIGS / config))
     if accepted:
-        estimate(spec, engine="hf", contexts=[1024], engine_options={"kv_cache": "quantized"})
+        kvplan.estimate(spec, engine="hf", contexts=[1024], engine_options={"kv_cache": "quantized"})
     else:
         with pytest.raises(UsageError) as refused:
-            estimate(spec, engine="hf", contexts=[1024], engine_options={"kv_cache": "quantized"})
+            kvplan.estimate(spec, engine="hf", contexts=[1024], engine_options={"kv_cache": "quantized"})
         assert "full attention" in str(refused.value)

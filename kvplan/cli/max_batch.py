@@ -36,6 +36,16 @@ def max_batch_command(
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
                                                "plan from the items the engine measured, when model, GPU and engine version match."),
+    kv_cache: Optional[str] = typer.Option(None, "--kv-cache", help="hf: quantized (transformers' QuantizedCache)."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="hf QuantizedCache backend: quanto, hqq, fp8."),
+    nbits: Optional[int] = typer.Option(None, "--nbits", help="hf QuantizedCache bits."),
+    residual_length: Optional[int] = typer.Option(None, "--residual-length", help="hf QuantizedCache residual."),
+    q_group_size: Optional[int] = typer.Option(None, "--q-group-size", help="hf QuantizedCache group size."),
+    axis_key: Optional[int] = typer.Option(None, "--axis-key", help="hf QuantizedCache key axis."),
+    axis_value: Optional[int] = typer.Option(None, "--axis-value", help="hf QuantizedCache value axis."),
+    evict: Optional[str] = typer.Option(None, "--evict", help="hf: sink=4,window=4092 (StreamingLLM) or heavy=H,recent=R (H2O)."),
+    press: Optional[str] = typer.Option(None, "--press", help="hf: an NVIDIA kvpress press (snapkv, pyramidkv, ...)."),
+    compression_ratio: Optional[str] = typer.Option(None, "--compression-ratio", help="The press's compression ratio."),
 ) -> None:
     """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
 
@@ -54,6 +64,7 @@ def max_batch_command(
     import sys
 
     from kvplan.budgets import Settings
+    from kvplan.cli.estimate import cache_options
     from kvplan.errors import UsageError
     from kvplan.hardware import parse_bytes
     from kvplan.plan import max_batch
@@ -87,6 +98,10 @@ def max_batch_command(
         engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml,
         context=parse_count(context, "context") if context else None, batch=batch, block_size=block_size,
         settings=settings, solve=solve, concurrency=concurrency,  # type: ignore[arg-type]
+        engine_options=cache_options({
+            "kv_cache": kv_cache, "backend": backend, "nbits": nbits, "residual_length": residual_length,
+            "q_group_size": q_group_size, "axis_key": axis_key, "axis_value": axis_value, "evict": evict,
+            "press": press, "compression_ratio": compression_ratio}),
     )
     if calibrated is not None:
         from dataclasses import replace

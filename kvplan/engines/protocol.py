@@ -126,6 +126,17 @@ class EngineDefaults:
         return None
 
 
+def make_engine_options(**values: Any) -> EngineOptions:
+    """``EngineOptions`` from keyword values, an unknown name refused by name (estimate and plan)."""
+    from dataclasses import fields
+
+    known = {f.name for f in fields(EngineOptions)}
+    for name in values:
+        if name not in known:
+            raise UsageError(f"unknown engine option '{name}'", field=name)
+    return EngineOptions(**values)
+
+
 def check_options(engine: Engine, options: EngineOptions) -> None:
     """Refuse an option the engine does not have, naming it (never silently ignore it)."""
     from dataclasses import fields
