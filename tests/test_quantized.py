@@ -132,3 +132,24 @@ def test_residual_rule_matches_the_update_loop(prompt: int, steps: int, residual
         kept = 0 if kept + 1 >= residual else kept + 1
     steps = min(steps, 1200)
     assert QuantizedResidual(residual, prompt).split(prompt + steps) == (prompt + steps - kept, kept)
+
+
+@pytest.mark.parametrize("options", [
+    {**Q, "prompt_len": 1000},
+    {**Q, "nbits": 2, "axis_key": -1, "q_group_size": 32},
+    {**Q, "backend": "hqq", "nbits": 3},
+    {**Q, "backend": "hqq", "nbits": 1, "axis_key": 1, "residual_length": 16},
+    {**Q, "backend": "fp8"},
+])
+def test_verify_tensor_plan_allocates_the_predicted_bytes(options: dict[str, object]) -> None:
+    from kvplan.engines import get_engine, parse_version
+    from kvplan.engines.protocol import make_engine_options
+    from kvplan.dtypes import resolve_kv_dtype
+
+    spec = kvplan.load_model("meta-llama/Llama-3.2-1B-Instruct")
+    engine = get_engine("hf")
+    layout = engine.layout(spec, resolve_kv_dtype("auto", spec.dtype), parse_version("5.23"),
+                           make_engine_options(**options))
+    plan = engine.tensor_plan(spec, layout, 4, 1100)
+    assert sum(b.nbytes for b in plan.buffers) == layout.total_bytes(1100, 4)
+    assert all(info.attend == 0 for info in plan.layers)  # no decode step on quantized states

@@ -141,3 +141,30 @@ def test_refuses_the_models_transformers_refuses(config: str, accepted: bool) ->
         with pytest.raises(UsageError) as refused:
             kvplan.estimate(spec, engine="hf", contexts=[1024], engine_options={"kv_cache": "quantized"})
         assert "full attention" in str(refused.value)
+
+
+def _backend_shapes(state: object) -> list[tuple[int, ...]]:
+    if isinstance(state, tuple):  # hqq (W_q, meta) or fp8 (tensor, scale)
+        data, extra = state
+        if isinstance(extra, dict):
+            width = 4 if data.dtype == torch.int32 else 1  # kvplan counts 3-bit int32 rows as uint8 columns
+            return [(data.shape[0], data.shape[1] * width), tuple(extra["scale"].shape), tuple(extra["zero"].shape)]
+        return [tuple(data.shape), tuple(extra.shape)]
+    return [tuple(state._data._data.shape), tuple(state._scale.shape), tuple(state._shift.shape)]
+
+
+@pytest.mark.parametrize(("model", "backend", "opts", "batch", "prompt", "steps"), CASES)
+def test_verify_shapes_are_transformers_shapes(model: str, backend: str, opts: dict[str, int], batch: int,
+                                               prompt: int, steps: int) -> None:
+    spec = kvplan.load_model(model)
+    engine = get_engine("hf")
+    version = parse_version(transformers.__version__.rsplit(".", 1)[0])
+    options = EngineOptions(kv_cache="quantized", backend=backend, prompt_len=prompt, **opts)
+    layout = engine.layout(spec, resolve_kv_dtype("bfloat16", spec.dtype), version, options)
+    group = layout.groups[0]
+    layer = _make_layer(backend, opts)
+    _fill(layer, (group.k_shape, group.v_shape), batch, prompt, steps, torch.bfloat16)
+    plan = engine.tensor_plan(spec, layout, batch, prompt + steps)
+    ours = [b.shape for b in plan.buffers if b.views[0].layer == group.first_layer and b.views[0].role.startswith("K")
+            and not b.views[0].role.endswith("residual")]
+    assert [tuple(s) for s in ours] == _backend_shapes(layer._quantized_keys)

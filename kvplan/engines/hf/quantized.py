@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups
@@ -80,6 +81,17 @@ class QuantoPacking:
     def describe(self) -> str:
         return f"quanto int{self.nbits}, axis {self.axis}, groups of {self.group_size}, scale + shift per group"
 
+    def tensors(self, shape: tuple[int, ...], dtype: str) -> list[tuple[str, str, tuple[int, ...]]]:
+        """(role, dtype, shape) of what the backend keeps: _data's packed uint8, _scale, _shift."""
+        self.tensor_bytes(shape, 1)  # the same refusals
+        g, per_byte = self.group_size, 8 // self.nbits
+        groups = prod(shape) // g
+        if self.axis == 0:
+            data, scale = (-(-groups // per_byte), g), ((1, g) if groups == 1 else (groups, 1))
+        else:
+            data, scale = (-(-g // per_byte), groups), (1, groups)
+        return [("packed", "uint8", data), ("scale", dtype, scale), ("shift", dtype, scale)]
+
 
 @dataclass(frozen=True)
 class HqqPacking:
@@ -113,6 +125,21 @@ class HqqPacking:
     def describe(self) -> str:
         return f"hqq {self.nbits}-bit, axis {self.axis}, groups of {self.group_size}, scale + zero per group"
 
+    def tensors(self, shape: tuple[int, ...], dtype: str) -> list[tuple[str, str, tuple[int, ...]]]:
+        """(role, dtype, shape) of W_q and the meta's scale and zero (3-bit int32 rows as 4 uint8 columns)."""
+        self.tensor_bytes(shape, 1)  # the same refusals
+        g = self.group_size
+        groups = prod(shape) // g
+        rows, cols = (groups, g) if self.axis == 1 else (g, groups)
+        if self.nbits == 8:
+            data = (rows, cols)
+        elif self.nbits == 3:
+            data = (-(-rows // 10), cols * 4)
+        else:
+            data = (rows // (8 // self.nbits), cols)
+        meta = (groups, 1) if self.axis == 1 else (1, groups)
+        return [("packed", "uint8", data), ("scale", dtype, meta), ("zero", dtype, meta)]
+
 
 @dataclass(frozen=True)
 class Fp8Packing:
@@ -123,6 +150,9 @@ class Fp8Packing:
 
     def describe(self) -> str:
         return "fp8 e4m3 per tensor, one fp32 scale"
+
+    def tensors(self, shape: tuple[int, ...], dtype: str) -> list[tuple[str, str, tuple[int, ...]]]:
+        return [("fp8", "float8_e4m3fn", shape), ("scale", "float32", ())]
 
 
 Packing = QuantoPacking | HqqPacking | Fp8Packing
@@ -285,3 +315,32 @@ def _group(layer: LayerSpec, first: int, quant: QuantizedSettings, rule: Quantiz
                f"{elem_bytes} B")
     return QuantizedGroup(layer, first, TokenCost(per_token, formula), rule, keys=quant.keys, values=quant.values,
                           k_shape=k, v_shape=v, elem_bytes=elem_bytes)
+
+
+def quantized_tensors(layout: CacheLayout, names: dict[int, str], batch: int, context: int) -> Any:
+    """What ``verify`` allocates for a QuantizedCache: per layer, each backend tensor and the residual.
+    The decode step is not run on them (attend 0): the backend dequantizes them, not kvplan."""
+    from kvplan.engines.tensors import BufferSpec, LayerInfo, TensorPlan, ViewSpec
+
+    buffers: list[BufferSpec] = []
+    layers: list[LayerInfo] = []
+    residual_dtype = {4: "float32", 2: "bfloat16"}
+    for gi, g in enumerate(layout.groups):
+        if gi not in names or not isinstance(g, QuantizedGroup):
+            continue
+        assert isinstance(g.tokens, QuantizedResidual)
+        quantized, residual = g.tokens.split(context)
+        dtype = layout.kv_dtype.name if layout.kv_dtype.name in FLOAT_DTYPES else residual_dtype[g.elem_bytes]
+        for index in range(g.first_layer, g.first_layer + g.count):
+            for role, packing, (heads, width) in (("K", g.keys, g.k_shape), ("V", g.values, g.v_shape)):
+                parts = packing.tensors((batch, heads, quantized, width), dtype)
+                if residual:
+                    parts.append(("residual", dtype, (batch, heads, residual, width)))
+                for part, part_dtype, shape in parts:
+                    name = f"{role} {part}"
+                    view = ViewSpec(index, name, part_dtype, shape)
+                    buffers.append(BufferSpec(f"layer {index} {name}", part_dtype, shape, (view,)))
+            layers.append(LayerInfo(index, g.kind, names[gi], g.layer, 0, "bhtd"))
+    notes = ("transformers QuantizedCache: the backend's packed states, scales and zero points allocated "
+             "as stored; the decode step is not run on them",)
+    return TensorPlan(tuple(buffers), tuple(layers), notes=notes)
