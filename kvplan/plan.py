@@ -71,6 +71,8 @@ class CapacityPlan:
     assumptions: tuple[str, ...] = ()
     admission_note: str = ""
     """Where the engine admits a request with more than a computed sequence holds (vLLM's windows)."""
+    offload: dict[str, Any] | None = None
+    """The host-memory KV tier (``OffloadTier.to_dict``), where one was asked for."""
 
     @property
     def message(self) -> str:
@@ -81,7 +83,7 @@ class CapacityPlan:
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
-        return {
+        out = {
             "kvplan_version": self.kvplan_version, "engine": self.engine, "engine_version": self.engine_version,
             "model": self.model_id,
             "gpu": {"name": self.gpu_name, "total_bytes": self.gpu_total_bytes, "count": self.gpu_count},
@@ -100,6 +102,9 @@ class CapacityPlan:
             "message": self.message,
             "assumptions": list(self.assumptions),
         }
+        if self.offload is not None:
+            out["offload"] = dict(self.offload)
+        return out
 
 
 def resolve_gpu(gpu: str | GPU | None, gpu_memory: str | int | None, catalog_file: Any = None) -> GPU:
@@ -184,6 +189,9 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         assumptions.append(f"{hw.name}: total memory {hw.memory_bytes / 2**30:.2f} GiB is "
                            f"{'an estimate' if hw.estimate else 'rounded'} ({hw.memory_precision})")
     assumptions.extend(cap.assumptions)
+    tier = eng.offload_tier(layouts, version, options, tp, demand)  # a host-memory tier, when asked for
+    if tier is not None:
+        assumptions.extend(tier.notes())
     max_b = cap.max_batch
 
     decode_seconds = decode_tps = None
@@ -211,7 +219,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         max_model_len_fit=cap.max_model_len_fit,
         decode_step_seconds_min=decode_seconds, decode_tokens_per_second_max=decode_tps,
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
-        admission_note=cap.admission_note,
+        admission_note=cap.admission_note, offload=tier.to_dict() if tier is not None else None,
     )
 
 

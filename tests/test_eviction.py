@@ -52,7 +52,8 @@ def test_sliding_layers_keep_their_window() -> None:
 
 
 def test_output_says_answers_change_and_cites_the_method() -> None:
-    result = kvplan.estimate(LLAMA, contexts=[8192], engine="hf", engine_options={"evict": parse_evict("sink=4,window=1020")})
+    result = kvplan.estimate(LLAMA, contexts=[8192], engine="hf",
+                             engine_options={"evict": parse_evict("sink=4,window=1020")})
     note = next(a for a in result.assumptions if a.startswith("eviction changes the model's answers"))
     assert "StreamingLLM" in note and "2309.17453" in note
 

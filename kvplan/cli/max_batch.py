@@ -46,6 +46,9 @@ def max_batch_command(
     evict: Optional[str] = typer.Option(None, "--evict", help="hf: sink=4,window=4092 (StreamingLLM) or heavy=H,recent=R (H2O)."),
     press: Optional[str] = typer.Option(None, "--press", help="hf: an NVIDIA kvpress press (snapkv, pyramidkv, ...)."),
     compression_ratio: Optional[str] = typer.Option(None, "--compression-ratio", help="The press's compression ratio."),
+    kv_offloading_size: Optional[str] = typer.Option(None, "--kv-offloading-size", help="vLLM: host KV tier for the whole deployment, e.g. 200GiB (a bare number is GiB)."),
+    swap_space: Optional[str] = typer.Option(None, "--swap-space", help="vLLM V0 (< 0.11): host swap space per GPU, GiB."),
+    offload_link: Optional[str] = typer.Option(None, "--offload-link", help="GPU-host link of the offload tier: pcie4-x16, pcie5-x16 (default), nvlink-c2c."),
 ) -> None:
     """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
 
@@ -101,7 +104,9 @@ def max_batch_command(
         engine_options=cache_options({
             "kv_cache": kv_cache, "backend": backend, "nbits": nbits, "residual_length": residual_length,
             "q_group_size": q_group_size, "axis_key": axis_key, "axis_value": axis_value, "evict": evict,
-            "press": press, "compression_ratio": compression_ratio}),
+            "press": press, "compression_ratio": compression_ratio,
+            "kv_offloading_bytes": _gib(kv_offloading_size, "kv-offloading-size"),
+            "swap_space_bytes": _gib(swap_space, "swap-space"), "offload_link": offload_link}),
     )
     if calibrated is not None:
         from dataclasses import replace
@@ -123,3 +128,16 @@ def max_batch_command(
     if not result.fits:
         sys.stderr.write(f"kvplan: does not fit: {result.message}\n")
         raise typer.Exit(1)
+
+
+def _gib(text: str | None, what: str) -> int | None:
+    """vLLM takes these sizes in GiB: a bare number is GiB, a size with a unit is read as written."""
+    if text is None:
+        return None
+    from kvplan.hardware import parse_bytes
+
+    bare = text.strip()
+    try:
+        return int(float(bare) * (1 << 30))
+    except ValueError:
+        return parse_bytes(bare, what)

@@ -121,6 +121,12 @@ class EngineOptions:
     """An NVIDIA kvpress press applied at prefill (snapkv, knorm, pyramidkv, adakv, ...)."""
     compression_ratio: float | None = None
     """The press's fraction of prompt tokens to remove."""
+    kv_offloading_bytes: int | None = None
+    """A host-memory KV tier for the whole deployment (vLLM --kv-offloading-size)."""
+    swap_space_bytes: int | None = None
+    """Host swap space per GPU (vLLM V0 --swap-space)."""
+    offload_link: str | None = None
+    """The GPU-host link an offload tier copies over (links.yaml; default pcie5-x16)."""
 
 
 def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None) -> GroupRule:

@@ -125,6 +125,11 @@ class EngineDefaults:
         """The tensors ``verify`` allocates; None where kvplan has no tensor layout for the engine."""
         return None
 
+    def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
+                     demand: Demand) -> Any:
+        """The host-memory KV tier the options ask for (``engines/offload.py`` ``OffloadTier``), or None."""
+        return None
+
 
 def make_engine_options(**values: Any) -> EngineOptions:
     """``EngineOptions`` from keyword values, an unknown name refused by name (estimate and plan)."""

@@ -30,6 +30,8 @@ class VLLMEngine(EngineDefaults):
     title: str = "vLLM"
     default_version: str = "0.33"
     newest_rules: Version = (0, 33)
+    # host-memory tiers (vllm/offload.py)
+    extra_options: frozenset[str] = frozenset({"kv_offloading_bytes", "swap_space_bytes", "offload_link"})
 
     @property
     def kv_dtypes(self) -> frozenset[str]:
@@ -77,6 +79,12 @@ class VLLMEngine(EngineDefaults):
 
         batched = int(budget.defaults.get("max_num_batched_tokens", admission.DEFAULT_BATCHED_TOKENS))
         return admission.capacity(layouts, kv_bytes, version, batched, demand)
+
+    def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
+                     demand: Demand) -> Any:
+        from kvplan.engines.vllm.offload import offload_tier
+
+        return offload_tier(layouts, version, options, tp, demand)
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         from kvplan.engines.vllm.tensors import plan_tensors
