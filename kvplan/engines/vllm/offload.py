@@ -9,9 +9,9 @@
   worker pins its share: ``num_blocks`` blocks of its own layers.
 - V0 (before 0.11; ``vllm/worker/worker.py`` ``determine_num_available_blocks``): ``num_cpu_blocks =
   int(swap_space_bytes // CacheEngine.get_cache_block_size(...))``, ``--swap-space`` GiB per GPU
-  (default 4), pinned where the platform allows. Checked against a vLLM V0 log: Llama-3.2-11B-Vision
-  (40 layers x 8 KV heads x 128, bf16; 2,621,440 B per 16-token block) logged ``# CPU blocks: 1638`` for
-  the default 4 GiB (tests/test_offload.py).
+  (default 4), pinned where the platform allows. Checked against a vLLM V0 log (vllm-project/vllm PR
+  #12126): Llama-3.2-11B-Vision (40 layers x 8 KV heads x 128, bf16; 2,621,440 B per 16-token block)
+  logged ``# CPU blocks: 1638`` for the default 4 GiB (tests/test_offload.py).
 """
 
 from __future__ import annotations
