@@ -26,8 +26,8 @@ def test_v0_swap_space_matches_a_vllm_log() -> None:
     # vLLM V0 log posted in vllm-project/vllm PR #12126 (2025-01-16, H100, meta-llama/Llama-3.2-11B-Vision,
     # --max-model-len 65536, default --swap-space 4): "executor_base.py:95] # CUDA blocks: 6001, # CPU blocks:
     # 1638" (collected for issue 11 as vllm-pr12126-llama32-11b-vision-h100-v0). Its cache: 40 layers
-    # (32 self- and 8 cross-attention) x 8 KV heads x 128 x K+V x bf16 = 163,840 B per token, 2,621,440 B per 16-token block;
-    # 4 GiB // 2,621,440 = 1,638.
+    # (32 self- and 8 cross-attention) x 8 KV heads x 128 x K+V x bf16 = 163,840 B per token,
+    # 2,621,440 B per 16-token block; 4 GiB // 2,621,440 = 1,638.
     spec = ModelSpec(id="llama-3.2-11b-vision-text", model_type="mllama",
                      layers=(LayerSpec(kind="full", count=40, kv_heads=8, head_dim=128),),
                      num_attention_heads=32, max_position_embeddings=131072)
