@@ -189,7 +189,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         assumptions.append(f"{hw.name}: total memory {hw.memory_bytes / 2**30:.2f} GiB is "
                            f"{'an estimate' if hw.estimate else 'rounded'} ({hw.memory_precision})")
     assumptions.extend(cap.assumptions)
-    tier = eng.offload_tier(layouts, version, options, tp, demand)  # a host-memory tier, when asked for
+    tier = eng.offload_tier(layouts, version, options, tp, demand, cap)  # a host-memory tier, when asked for
     if tier is not None:
         assumptions.extend(tier.notes())
     max_b = cap.max_batch

@@ -19,7 +19,7 @@ def _tier(spec: ModelSpec, version: str, tp: int = 1, pp: int = 1, mml: int = 65
     engine = get_engine("vllm")
     opts = make_engine_options(tp=tp, **options)
     layouts = engine.stage_layouts(spec, resolve_kv_dtype("auto", spec.dtype), parse_version(version), opts, pp)
-    return engine.offload_tier(layouts, parse_version(version), opts, tp, Demand(mml, mml, 1))
+    return engine.offload_tier(layouts, parse_version(version), opts, tp, Demand(mml, mml, 1), None)
 
 
 def test_v0_swap_space_matches_a_vllm_log() -> None:
@@ -89,3 +89,21 @@ def test_max_batch_reports_the_tier_in_json() -> None:
     doc = plan.to_dict()
     assert doc["offload"]["blocks"] == 40_960 and doc["offload"]["link"] == "nvlink-c2c"
     assert any("bringing one request back" in a for a in doc["assumptions"])
+
+
+def test_sglang_hierarchical_cache_by_size_and_by_ratio() -> None:
+    # pool_host/base.py HostKVCache: int(GB x 1e9 // size_per_token), then (size // page + 1) x page.
+    # Llama-3.1-8B: 131,072 B per token per rank; 100 GB -> 762,939 + 1 page of 1 token = 762,940 tokens,
+    # 100,000,071,680 B ("Allocating 100.00 GB host memory for hierarchical KV cache").
+    llama = kvplan.load_model("meta-llama/Llama-3.1-8B")
+    plan = kvplan.max_batch(llama, gpu="H100-80GB", engine="sglang", max_model_len=32768,
+                            engine_options={"hicache_size_gb": 100})
+    assert plan.offload["tokens"] == 762_940
+    assert plan.offload["pinned_bytes"] == 100_000_071_680
+    assert plan.offload["requests"] == 23
+    by_ratio = kvplan.max_batch(llama, gpu="H100-80GB", engine="sglang", max_model_len=32768,
+                                engine_options={"hicache_ratio": 2.0})
+    assert by_ratio.offload["tokens"] == 2 * by_ratio.kv_cache_tokens + 1
+    with pytest.raises(UsageError) as refused:
+        kvplan.max_batch(llama, gpu="H100-80GB", engine="vllm", engine_options={"hicache_ratio": 2.0})
+    assert refused.value.field == "hicache_ratio"

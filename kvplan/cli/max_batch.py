@@ -48,6 +48,8 @@ def max_batch_command(
     compression_ratio: Optional[str] = typer.Option(None, "--compression-ratio", help="The press's compression ratio."),
     kv_offloading_size: Optional[str] = typer.Option(None, "--kv-offloading-size", help="vLLM: host KV tier for the whole deployment, e.g. 200GiB (a bare number is GiB)."),
     swap_space: Optional[str] = typer.Option(None, "--swap-space", help="vLLM V0 (< 0.11): host swap space per GPU, GiB."),
+    hicache_ratio: Optional[float] = typer.Option(None, "--hicache-ratio", help="SGLang --enable-hierarchical-cache: host pool = ratio x device pool (SGLang's default 2.0)."),
+    hicache_size: Optional[float] = typer.Option(None, "--hicache-size", help="SGLang: host pool GB (10^9 B) per rank, instead of the ratio."),
     offload_link: Optional[str] = typer.Option(None, "--offload-link", help="GPU-host link of the offload tier: pcie4-x16, pcie5-x16 (default), nvlink-c2c."),
 ) -> None:
     """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
@@ -106,7 +108,8 @@ def max_batch_command(
             "q_group_size": q_group_size, "axis_key": axis_key, "axis_value": axis_value, "evict": evict,
             "press": press, "compression_ratio": compression_ratio,
             "kv_offloading_bytes": _gib(kv_offloading_size, "kv-offloading-size"),
-            "swap_space_bytes": _gib(swap_space, "swap-space"), "offload_link": offload_link}),
+            "swap_space_bytes": _gib(swap_space, "swap-space"), "offload_link": offload_link,
+            "hicache_ratio": hicache_ratio, "hicache_size_gb": hicache_size}),
     )
     if calibrated is not None:
         from dataclasses import replace

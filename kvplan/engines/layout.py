@@ -125,6 +125,10 @@ class EngineOptions:
     """A host-memory KV tier for the whole deployment (vLLM --kv-offloading-size)."""
     swap_space_bytes: int | None = None
     """Host swap space per GPU (vLLM V0 --swap-space)."""
+    hicache_ratio: float | None = None
+    """SGLang --enable-hierarchical-cache: host pool = ratio x the device pool (SGLang's default 2.0)."""
+    hicache_size_gb: float | None = None
+    """SGLang --hicache-size: host pool GB (10^9 B) per rank, instead of the ratio."""
     offload_link: str | None = None
     """The GPU-host link an offload tier copies over (links.yaml; default pcie5-x16)."""
 

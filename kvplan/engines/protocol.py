@@ -126,7 +126,7 @@ class EngineDefaults:
         return None
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
-                     demand: Demand) -> Any:
+                     demand: Demand, capacity: KvCapacity) -> Any:
         """The host-memory KV tier the options ask for (``engines/offload.py`` ``OffloadTier``), or None."""
         return None
 

@@ -81,7 +81,7 @@ class VLLMEngine(EngineDefaults):
         return admission.capacity(layouts, kv_bytes, version, batched, demand)
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
-                     demand: Demand) -> Any:
+                     demand: Demand, capacity: KvCapacity) -> Any:
         from kvplan.engines.vllm.offload import offload_tier
 
         return offload_tier(layouts, version, options, tp, demand)
