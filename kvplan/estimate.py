@@ -13,7 +13,7 @@ from typing import Any
 from kvplan import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine, parse_version
-from kvplan.engines.protocol import check_options
+from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.workload import RowSharing, SharingTerm, sharing_terms, speculation_from, split_contexts
 from kvplan.errors import UsageError
@@ -90,6 +90,8 @@ class EstimateResult:
     sharing: Workload | None = None
     """What the requests share (prefix, samples, beams); None when nothing was asked."""
     sharing_terms: tuple[SharingTerm, ...] = ()
+    engine_options: dict[str, Any] = field(default_factory=dict)
+    """Engine options beyond block size and tp that were given (quantized cache, eviction), JSON-ready."""
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
@@ -110,6 +112,8 @@ class EstimateResult:
         if self.sharing is not None:
             out["sharing"] = {"shared_prefix": self.sharing.shared_prefix, "n": self.sharing.n,
                               "beam_width": self.sharing.beam_width}
+        if self.engine_options:
+            out["engine_options"] = dict(self.engine_options)
         if explain:
             out["formulas"] = [vars(f).copy() for f in self.formulas]
             if self.sharing is not None:
@@ -155,6 +159,7 @@ def estimate(
     num_speculative_tokens: int | None = None,
     speculative_model: str | ModelSpec | None = None,
     num_nextn_predict_layers: int | None = None,
+    engine_options: dict[str, Any] | None = None,
 ) -> EstimateResult:
     """KV-cache footprint of ``model`` for every (batch, context, kv dtype) combination.
 
@@ -206,7 +211,12 @@ def estimate(
         eng.sharing.check(next(iter(workloads.values())))
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)
-    options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full, async_scheduling=async_scheduling)
+    # engine_options: further EngineOptions fields (transformers' quantized cache: kv_cache, backend, nbits, ...)
+    extra_options = dict(engine_options or {})
+    if prompt_len is not None and ("kv_cache" in extra_options or "press" in extra_options):
+        extra_options.setdefault("prompt_len", prompt_len)  # the quantized residual and the press need it
+    options = make_engine_options(block_size=block_size, tp=tp, swa_full=swa_full,
+                                  async_scheduling=async_scheduling, **extra_options)
     check_options(eng, options)
 
     auto_dtype = eng.auto_kv_dtype(spec)
@@ -259,6 +269,7 @@ def estimate(
         kvplan_version=__version__, engine=eng.name, engine_version=version_text,
         block_size=first.block_size, model=summary, rows=tuple(rows), formulas=formulas,
         assumptions=tuple(dict.fromkeys(assumptions)), sharing=first_workload, sharing_terms=terms,
+        engine_options=_json_options(engine_options),
     )
 
 
@@ -285,6 +296,14 @@ def _unshift(row: EstimateRow, extra: int) -> EstimateRow:
     sequences = row.sharing.sequences if row.sharing is not None else row.batch
     sharing = replace(row.sharing, output_len=row.sharing.output_len - extra) if row.sharing is not None else None
     return replace(row, context=context, bytes_per_token=row.kv_bytes / (sequences * context), sharing=sharing)
+
+
+def _json_options(values: dict[str, Any] | None) -> dict[str, Any]:
+    """The given engine options as JSON values (``evict`` pairs become an object)."""
+    out = {name: value for name, value in (values or {}).items() if value is not None}
+    if "evict" in out:
+        out["evict"] = dict(out["evict"])
+    return out
 
 
 def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int],

@@ -16,7 +16,7 @@ from kvplan import __version__
 from kvplan.budgets import MemoryItem, Settings
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import Demand, EngineOptions, get_engine, parse_version
-from kvplan.engines.protocol import check_options
+from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
 from kvplan.parallel import tp_notes
@@ -75,6 +75,8 @@ class CapacityPlan:
     """Leading tokens common to every request (``--shared-prefix``); 0 when none."""
     max_batch_plain: int | None = None
     """With a shared prefix: the max batch with nothing shared, beside ``max_batch``."""
+    offload: dict[str, Any] | None = None
+    """The host-memory KV tier (``OffloadTier.to_dict``), where one was asked for."""
 
     @property
     def message(self) -> str:
@@ -85,7 +87,7 @@ class CapacityPlan:
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
-        return {
+        out = {
             "kvplan_version": self.kvplan_version, "engine": self.engine, "engine_version": self.engine_version,
             "model": self.model_id,
             "gpu": {"name": self.gpu_name, "total_bytes": self.gpu_total_bytes, "count": self.gpu_count},
@@ -106,6 +108,9 @@ class CapacityPlan:
             **({"shared_prefix": self.shared_prefix, "max_batch_plain": self.max_batch_plain}
                if self.shared_prefix else {}),
         }
+        if self.offload is not None:
+            out["offload"] = dict(self.offload)
+        return out
 
 
 def resolve_gpu(gpu: str | GPU | None, gpu_memory: str | int | None, catalog_file: Any = None) -> GPU:
@@ -146,6 +151,7 @@ def max_batch(
     num_speculative_tokens: int | None = None,
     speculative_model: str | ModelSpec | None = None,
     num_nextn_predict_layers: int | None = None,
+    engine_options: dict[str, Any] | None = None,
 ) -> CapacityPlan:
     """How many sequences (or how long a context, or how many GPUs) a deployment serves.
 
@@ -181,18 +187,19 @@ def max_batch(
         raise UsageError("--solve gpus does not take speculative decoding yet", field="speculative_method")
     if solve == "gpus":
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
-                           concurrency, swa_full)
+                           concurrency, swa_full, engine_options)
     if solve not in ("batch", "context"):
         raise UsageError(f"'{solve}': choose batch, context or gpus", field="solve")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
-                swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation)
+                swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation,
+                engine_options=engine_options)
 
 
 def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, engine_version: str | None,
          kv_dtype: str, max_model_len: int, context: int, batch: int, block_size: int | None,
          settings: Settings, swa_full: bool = False, shared_prefix: int = 0,
-         speculation: Any = None) -> CapacityPlan:
+         speculation: Any = None, engine_options: dict[str, Any] | None = None) -> CapacityPlan:
     eng = get_engine(engine)
     extra, spec_notes = 0, ()
     if speculation is not None:
@@ -201,7 +208,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     if shared_prefix < 0 or shared_prefix > context:
         raise UsageError(f"shared-prefix {shared_prefix:,} must be between 0 and the context ({context:,})",
                          field="shared_prefix")
-    options = EngineOptions(block_size=block_size, tp=tp, swa_full=swa_full)
+    # engine_options: further EngineOptions fields (transformers' quantized cache, eviction budgets, offload)
+    options = make_engine_options(block_size=block_size, tp=tp, swa_full=swa_full, **(engine_options or {}))
     check_options(eng, options)
     eng.check_parallel(spec, tp)
     version_text = engine_version or eng.default_version
@@ -237,6 +245,9 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     if model_limit and cap.max_context == limit and limit == model_limit:
         assumptions.append(f"the longest context is capped at the model's limit, {model_limit:,} tokens")
     assumptions.extend(spec_notes)
+    tier = eng.offload_tier(layouts, version, options, tp, demand, cap)  # a host-memory tier, when asked for
+    if tier is not None:
+        assumptions.extend(tier.notes())
     max_b = cap.max_batch
 
     decode_seconds = decode_tps = None
@@ -265,6 +276,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         decode_step_seconds_min=decode_seconds, decode_tokens_per_second_max=decode_tps,
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
         admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
+        offload=tier.to_dict() if tier is not None else None,
     )
 
 
@@ -279,7 +291,8 @@ def context_limit(spec: ModelSpec) -> int | None:
 
 def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | None, kv_dtype: str, mml: int,
                 context: int | None, block_size: int | None, settings: Settings,
-                concurrency: int | None, swa_full: bool = False) -> CapacityPlan:
+                concurrency: int | None, swa_full: bool = False,
+                engine_options: dict[str, Any] | None = None) -> CapacityPlan:
     """The fewest GPUs of this type (tp and pp powers of two, any dp) reaching ``concurrency``."""
     if concurrency is None or concurrency < 1:
         raise UsageError("solving for GPUs needs a concurrency (sequences of max-model-len to serve at once)",
@@ -293,7 +306,8 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
             try:
                 one = plan(spec, hw, tp=tp, pp=pp, dp=1, engine=engine, engine_version=engine_version,
                            kv_dtype=kv_dtype, max_model_len=mml, context=context or mml, batch=1,
-                           block_size=block_size, settings=settings, swa_full=swa_full)
+                           block_size=block_size, settings=settings, swa_full=swa_full,
+                           engine_options=engine_options)
             except UsageError:
                 continue
             if one.max_batch < 1:
@@ -307,7 +321,7 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
     count, _, pp, dp, tp = min(candidates)
     best = plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=1, block_size=block_size, settings=settings,
-                swa_full=swa_full)
+                swa_full=swa_full, engine_options=engine_options)
     note = (f"fewest {hw.name} GPUs for {concurrency} concurrent sequences of {mml:,} tokens: {count} "
             f"(tp {tp} x pp {pp} x dp {dp}; tp and pp searched over powers of two)")
     from dataclasses import replace

@@ -71,7 +71,7 @@ def test_default_contexts_are_a_sweep_to_the_model_limit(capsys):
     (["estimate", LLAMA, "--batch", "0"], "--batch"),
     (["estimate", LLAMA, "--kv-dtype", "int3"], "unknown kv dtype 'int3'"),
     (["estimate", LLAMA, "--engine", "tgi"], "unknown engine 'tgi'"),
-    (["estimate", LLAMA, "--engine", "hf", "--kv-dtype", "fp8"], "fp8"),
+    (["estimate", LLAMA, "--engine", "hf", "--engine-version", "5.20", "--kv-dtype", "fp8"], "5.21"),
     (["estimate", LLAMA, "--format", "xml"], "--format"),
     (["estimate", LLAMA, "--engine-version", "x.y"], "--engine-version: 'x.y' is not a version"),
     (["schema", "nothing"], "unknown schema"),

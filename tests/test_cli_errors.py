@@ -19,7 +19,7 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
     # the parser's own mistakes (typer/click), which it used to print as a five-line box
     (["estimate"], "kvplan: error: MODEL: missing"),
     (["estimate", "gpt2", "--bogus"], "kvplan: error: --bogus: no such option for kvplan estimate"),
-    (["estimate", "gpt2", "--batc", "2"], "(did you mean --batch?)"),
+    (["estimate", "gpt2", "--contxt", "2"], "(did you mean --context?)"),
     (["estimate", "gpt2", "-c"], "kvplan: error: -c: needs a value"),
     (["estimate", "gpt2", "--by-layer=yes"], "kvplan: error: --by-layer: is a switch and takes no value"),
     (["estimate", "gpt2", "extra"], "kvplan: error: kvplan estimate: got unexpected extra argument"),

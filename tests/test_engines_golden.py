@@ -149,7 +149,7 @@ def test_engine_dtype_and_option_errors():
     with pytest.raises(UsageError, match="q8_0"):
         kv(LLAMA_31_8B, 1024, dtype="q8_0")  # vLLM has no ggml types
     with pytest.raises(UsageError, match="fp8"):
-        kv(LLAMA_31_8B, 1024, engine="hf", dtype="fp8")
+        kv(LLAMA_31_8B, 1024, engine="hf", dtype="fp8", engine_version="5.20")  # fp8 cache: 5.21+
     with pytest.raises(UsageError, match="unknown engine"):
         kv(LLAMA_31_8B, 1024, engine="tgi")
     with pytest.raises(UsageError, match="version"):

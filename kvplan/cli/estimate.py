@@ -41,6 +41,19 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("engine_version", ("--engine-version",), None,
         "Which release's rules apply, e.g. 0.10 (vLLM) or 4.57 (transformers). Default: the newest kvplan knows."),
     Opt("block_size", ("--block-size",), None, "Override the engine's page size in tokens."),
+    # transformers' QuantizedCache and eviction budgets (hf engine; docs/quantized-eviction.md)
+    Opt("kv_cache", ("--kv-cache",), None, "quantized: transformers' QuantizedCache (hf)."),
+    Opt("backend", ("--backend",), None, "QuantizedCache backend: quanto (default), hqq, fp8."),
+    Opt("nbits", ("--nbits",), None, "Quantized bits: quanto 2 or 4 (default 4), hqq 1, 2, 3, 4 or 8."),
+    Opt("residual_length", ("--residual-length",), None,
+        "Decoded tokens kept in full precision until re-quantization (default 128)."),
+    Opt("q_group_size", ("--q-group-size",), None, "Elements per scale and zero point (default 64)."),
+    Opt("axis_key", ("--axis-key",), None, "Grouping axis for keys (quanto 0 or -1, hqq 0 or 1; default 0)."),
+    Opt("axis_value", ("--axis-value",), None, "Grouping axis for values (default 0)."),
+    Opt("evict", ("--evict",), None,
+        "Token budget per full-attention layer: sink=4,window=4092 (StreamingLLM) or heavy=H,recent=R (H2O)."),
+    Opt("press", ("--press",), None, "NVIDIA kvpress press at prefill: snapkv, knorm, pyramidkv, adakv, ..."),
+    Opt("compression_ratio", ("--compression-ratio",), None, "The press's fraction of prompt tokens removed."),
     Opt("fmt", ("--format", "-f"), "table", f"Output format: {', '.join(FORMATS)}."),
     Opt("by_layer", ("--by-layer",), False, "Break every row down per layer.", flag=True),
     Opt("explain", ("--explain",), False, "Show the formula behind each number.", flag=True),
@@ -93,7 +106,7 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
         hub: bool = False, prompt_len: str | None = None, output_len: str | None = None,
         shared_prefix: str | None = None, n: str | None = None, beam_width: str | None = None,
         speculative_method: str | None = None, num_speculative_tokens: str | None = None,
-        speculative_model: str | None = None) -> None:
+        speculative_model: str | None = None, **cache_flags: Any) -> None:
     """Parse the values, compute, render: the whole command, shared by both parsers."""
     from kvplan.cli.values import whole
     from kvplan.errors import UsageError
@@ -126,7 +139,8 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
     else:
         contexts = parse_count_list(context, "context")
     results = [estimate(spec, contexts=contexts, batches=batches, kv_dtypes=dtypes, engine=name,
-                        engine_version=engine_version, block_size=size, by_layer=by_layer, **sharing)
+                        engine_version=engine_version, block_size=size, by_layer=by_layer,
+                        engine_options=cache_options(cache_flags), **sharing)
                for name in engines]
     if context is None and contexts is not None:
         from dataclasses import replace
@@ -134,6 +148,32 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
         note = f"contexts default to 1k..max_position_embeddings ({contexts[-1]:,}); choose with --context"
         results = [replace(r, assumptions=(*r.assumptions, note)) for r in results]
     _render(results, fmt, by_layer, explain, plot)
+
+
+def cache_options(flags: dict[str, Any]) -> dict[str, Any] | None:
+    """EngineOptions values from the quantized-cache and eviction flags that were given."""
+    from kvplan.cli.values import whole
+    from kvplan.errors import UsageError
+
+    given = {name: value for name, value in flags.items() if value is not None}
+    if "evict" in given:
+        from kvplan.engines.hf.eviction import parse_evict
+
+        given["evict"] = parse_evict(given["evict"])
+    if "compression_ratio" in given:
+        try:
+            given["compression_ratio"] = float(given["compression_ratio"])
+        except ValueError:
+            raise UsageError(f"'{given['compression_ratio']}' is not a number",
+                             field="compression_ratio") from None
+    for name in ("nbits", "residual_length", "q_group_size", "axis_key", "axis_value"):
+        if name in given:
+            given[name] = whole(given[name], name)
+    if "kv_cache" in given:
+        given["kv_cache"] = given["kv_cache"].strip().lower()
+    if "backend" in given:
+        given["backend"] = given["backend"].strip().lower()
+    return given or None
 
 
 def _render(results: list[Any], fmt: str, by_layer: bool, explain: bool, plot: bool) -> None:
@@ -234,15 +274,27 @@ def command() -> Callable[..., None]:
         prompt_len: str | None = o["prompt_len"],
         output_len: str | None = o["output_len"],
         shared_prefix: str | None = o["shared_prefix"],
-        n: int | None = o["n"],
-        beam_width: int | None = o["beam_width"],
+        n: str | None = o["n"],
+        beam_width: str | None = o["beam_width"],
         speculative_method: str | None = o["speculative_method"],
-        num_speculative_tokens: int | None = o["num_speculative_tokens"],
+        num_speculative_tokens: str | None = o["num_speculative_tokens"],
         speculative_model: str | None = o["speculative_model"],
+        kv_cache: str | None = o["kv_cache"],
+        backend: str | None = o["backend"],
+        nbits: str | None = o["nbits"],
+        residual_length: str | None = o["residual_length"],
+        q_group_size: str | None = o["q_group_size"],
+        axis_key: str | None = o["axis_key"],
+        axis_value: str | None = o["axis_value"],
+        evict: str | None = o["evict"],
+        press: str | None = o["press"],
+        compression_ratio: str | None = o["compression_ratio"],
     ) -> None:
         run(model, context, batch, kv_dtype, engine, engine_version, block_size, fmt, by_layer, explain, plot,
             revision, hub, prompt_len, output_len, shared_prefix, n, beam_width, speculative_method,
-            num_speculative_tokens, speculative_model)
+            num_speculative_tokens, speculative_model, kv_cache=kv_cache, backend=backend, nbits=nbits,
+            residual_length=residual_length, q_group_size=q_group_size, axis_key=axis_key, axis_value=axis_value,
+            evict=evict, press=press, compression_ratio=compression_ratio)
 
     estimate_command.__doc__ = DOC
     return estimate_command

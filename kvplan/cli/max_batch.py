@@ -53,6 +53,21 @@ def max_batch_command(
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
                                                "plan from the items the engine measured, when model, GPU and engine version match."),
+    kv_cache: Optional[str] = typer.Option(None, "--kv-cache", help="hf: quantized (transformers' QuantizedCache)."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="hf QuantizedCache backend: quanto, hqq, fp8."),
+    nbits: Optional[int] = typer.Option(None, "--nbits", help="hf QuantizedCache bits."),
+    residual_length: Optional[int] = typer.Option(None, "--residual-length", help="hf QuantizedCache residual."),
+    q_group_size: Optional[int] = typer.Option(None, "--q-group-size", help="hf QuantizedCache group size."),
+    axis_key: Optional[int] = typer.Option(None, "--axis-key", help="hf QuantizedCache key axis."),
+    axis_value: Optional[int] = typer.Option(None, "--axis-value", help="hf QuantizedCache value axis."),
+    evict: Optional[str] = typer.Option(None, "--evict", help="hf: sink=4,window=4092 (StreamingLLM) or heavy=H,recent=R (H2O)."),
+    press: Optional[str] = typer.Option(None, "--press", help="hf: an NVIDIA kvpress press (snapkv, pyramidkv, ...)."),
+    compression_ratio: Optional[str] = typer.Option(None, "--compression-ratio", help="The press's compression ratio."),
+    kv_offloading_size: Optional[str] = typer.Option(None, "--kv-offloading-size", help="vLLM: host KV tier for the whole deployment, e.g. 200GiB (a bare number is GiB)."),
+    swap_space: Optional[str] = typer.Option(None, "--swap-space", help="vLLM V0 (< 0.11): host swap space per GPU, GiB."),
+    hicache_ratio: Optional[float] = typer.Option(None, "--hicache-ratio", help="SGLang --enable-hierarchical-cache: host pool = ratio x device pool (SGLang's default 2.0)."),
+    hicache_size: Optional[float] = typer.Option(None, "--hicache-size", help="SGLang: host pool GB (10^9 B) per rank, instead of the ratio."),
+    offload_link: Optional[str] = typer.Option(None, "--offload-link", help="GPU-host link of the offload tier: pcie4-x16, pcie5-x16 (default), nvlink-c2c."),
 ) -> None:
     """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
 
@@ -72,6 +87,7 @@ def max_batch_command(
 
     from kvplan.budgets import Settings
     from kvplan.cli.values import number, whole
+    from kvplan.cli.estimate import cache_options
     from kvplan.errors import UsageError
     from kvplan.hardware import parse_bytes
     from kvplan.plan import max_batch
@@ -113,6 +129,13 @@ def max_batch_command(
         speculative_method=speculative_method,
         num_speculative_tokens=whole(num_speculative_tokens, "num_speculative_tokens"),
         speculative_model=speculative_model,
+        engine_options=cache_options({
+            "kv_cache": kv_cache, "backend": backend, "nbits": nbits, "residual_length": residual_length,
+            "q_group_size": q_group_size, "axis_key": axis_key, "axis_value": axis_value, "evict": evict,
+            "press": press, "compression_ratio": compression_ratio,
+            "kv_offloading_bytes": _gib(kv_offloading_size, "kv-offloading-size"),
+            "swap_space_bytes": _gib(swap_space, "swap-space"), "offload_link": offload_link,
+            "hicache_ratio": hicache_ratio, "hicache_size_gb": hicache_size}),
     )
     if calibrated is not None:
         from dataclasses import replace
@@ -133,3 +156,16 @@ def max_batch_command(
     if not result.fits:
         sys.stderr.write(f"kvplan: does not fit: {result.message}\n")
         raise typer.Exit(1)
+
+
+def _gib(text: str | None, what: str) -> int | None:
+    """vLLM takes these sizes in GiB: a bare number is GiB, a size with a unit is read as written."""
+    if text is None:
+        return None
+    from kvplan.hardware import parse_bytes
+
+    bare = text.strip()
+    try:
+        return int(float(bare) * (1 << 30))
+    except ValueError:
+        return parse_bytes(bare, what)

@@ -101,6 +101,38 @@ class EngineOptions:
     """Give sliding-window layers a full-size cache (llama.cpp --swa-full)."""
     async_scheduling: bool | None = None
     """Two batches in flight (vLLM's async scheduling); None: the engine version's default."""
+    kv_cache: str | None = None
+    """A cache other than the engine's default: 'quantized' (transformers' QuantizedCache)."""
+    backend: str | None = None
+    """The quantized cache's backend (transformers: quanto, hqq, fp8)."""
+    nbits: int | None = None
+    """Bits per quantized element (None: the backend's default)."""
+    residual_length: int | None = None
+    """Tokens kept in full precision between re-quantizations (None: the backend's default)."""
+    q_group_size: int | None = None
+    """Elements sharing one scale and zero point (None: the backend's default)."""
+    axis_key: int | None = None
+    axis_value: int | None = None
+    """The backend's grouping axis for keys and values (None: the backend's default)."""
+    prompt_len: int | None = None
+    """Tokens of the prefill; the rest of the context was decoded one token at a time (None: the worst case)."""
+    evict: tuple[tuple[str, int], ...] | None = None
+    """A token budget per full-attention layer: (("sink", 4), ("window", 4092)) (StreamingLLM) or
+    (("heavy", h), ("recent", r)) (H2O)."""
+    press: str | None = None
+    """An NVIDIA kvpress press applied at prefill (snapkv, knorm, pyramidkv, adakv, ...)."""
+    compression_ratio: float | None = None
+    """The press's fraction of prompt tokens to remove."""
+    kv_offloading_bytes: int | None = None
+    """A host-memory KV tier for the whole deployment (vLLM --kv-offloading-size)."""
+    swap_space_bytes: int | None = None
+    """Host swap space per GPU (vLLM V0 --swap-space)."""
+    hicache_ratio: float | None = None
+    """SGLang --enable-hierarchical-cache: host pool = ratio x the device pool (SGLang's default 2.0)."""
+    hicache_size_gb: float | None = None
+    """SGLang --hicache-size: host pool GB (10^9 B) per rank, instead of the ratio."""
+    offload_link: str | None = None
+    """The GPU-host link an offload tier copies over (links.yaml; default pcie5-x16)."""
 
 
 def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None) -> GroupRule:

@@ -152,12 +152,32 @@ class EngineDefaults:
         """The layers and slots speculative decoding adds; refused where kvplan has no rule."""
         raise UsageError(f"kvplan has no speculative-decoding rule for {self.title}", field="speculative_method")
 
+    def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
+                     demand: Demand, capacity: KvCapacity) -> Any:
+        """The host-memory KV tier the options ask for (``engines/offload.py`` ``OffloadTier``), or None."""
+        return None
+
+
+def make_engine_options(**values: Any) -> EngineOptions:
+    """``EngineOptions`` from keyword values, an unknown name refused by name (estimate and plan)."""
+    from dataclasses import fields
+
+    known = {f.name for f in fields(EngineOptions)}
+    for name in values:
+        if name not in known:
+            raise UsageError(f"unknown engine option '{name}'", field=name)
+    return EngineOptions(**values)
+
 
 def check_options(engine: Engine, options: EngineOptions) -> None:
     """Refuse an option the engine does not have, naming it (never silently ignore it)."""
-    for name in ("swa_full",):
-        if getattr(options, name) and name not in engine.extra_options:
-            raise UsageError(f"{engine.title} has no {name.replace('_', '-')} option", field=name)
+    from dataclasses import fields
+
+    for f in fields(options):
+        if f.name in ("block_size", "tp") or getattr(options, f.name) == f.default:
+            continue
+        if f.name not in engine.extra_options:
+            raise UsageError(f"{engine.title} has no {f.name.replace('_', '-')} option", field=f.name)
 
 
 def refuse_uneven_heads(title: str, spec: ModelSpec, tp: int) -> None:

@@ -10,6 +10,7 @@ fields for ``--explain``.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 
 def ceil_to(value: int, multiple: int) -> int:
@@ -234,3 +235,86 @@ class SlidingCells(TokenRule):
 
     def formula(self) -> str:
         return f"pad{self.pad}(min(batch x context, {self.window} x batch + {self.ubatch}))"
+
+
+@dataclass(frozen=True)
+class QuantizedResidual(TokenRule):
+    """transformers' ``QuantizedLayer`` (``src/transformers/cache_utils.py``, ``QuantizedLayer.update``): every
+    token is held, the prefill quantized at once, decoded tokens kept in full precision until the residual
+    reaches ``residual_length``, when the whole layer is re-quantized and the residual emptied. After
+    ``g`` decoded tokens the residual holds ``g mod residual_length``. ``prompt_len`` None: the largest
+    residual any prefill leaves, ``min(residual_length - 1, context - 1)``. ``residual_length`` 0 keeps no
+    residual (the fp8 backend appends quantized tokens). Bytes are the backend's, per batch
+    (``per_sequence`` is False): scales are shared across the batch."""
+
+    residual_length: int
+    prompt_len: int | None = None
+
+    def held(self, context: int) -> int:
+        return context
+
+    @property
+    def per_sequence(self) -> bool:
+        return False
+
+    def split(self, context: int) -> tuple[int, int]:
+        """(quantized, full-precision) tokens of one sequence of ``context`` tokens."""
+        r = self.residual_length
+        if r <= 1:  # transformers re-quantizes at every step when residual + 1 >= residual_length
+            return context, 0
+        if self.prompt_len is None:
+            residual = min(r - 1, context - 1)
+        else:
+            residual = (context - self.prompt_len) % r if context > self.prompt_len else 0
+        return context - residual, residual
+
+    def formula(self) -> str:
+        r = self.residual_length
+        if r <= 1:
+            return "context, all quantized"
+        if self.prompt_len is None:
+            return f"context: min({r} - 1, context - 1) in full precision (worst case), the rest quantized"
+        return (f"context: (context - {self.prompt_len}) mod {r} in full precision, the rest quantized")
+
+
+@dataclass(frozen=True)
+class SinkWindow(TokenRule):
+    """StreamingLLM's attention sinks plus a recent window, or H2O's heavy hitters plus a recent window: at
+    most ``keep + recent`` tokens (mit-han-lab/streaming-llm ``streaming_llm/kv_cache.py``
+    ``StartRecentKVCache.__call__``; FMInference/H2O ``h2o_hf/utils_real_drop/modify_llama.py``
+    ``H2OKVCache_LayerWise.__call__``: ``cache_size = hh_size + recent_size``)."""
+
+    keep: int
+    recent: int
+    keep_name: str = "sink"
+
+    def held(self, context: int) -> int:
+        budget = self.keep + self.recent
+        return context if context < budget else budget
+
+    @property
+    def windowed(self) -> bool:
+        return True
+
+    def formula(self) -> str:
+        return f"min(context, {self.keep} {self.keep_name} + {self.recent} recent)"
+
+
+@dataclass(frozen=True)
+class PrefillKept(TokenRule):
+    """A press that compresses the prompt once, at prefill, and appends decoded tokens whole (NVIDIA kvpress
+    ``BasePress.forward_hook`` acts only while prefilling): ``kept(prompt) + (context - prompt)``.
+    ``kept`` is a frozen object with ``kept(tokens) -> int`` and ``formula() -> str``; ``prompt_len`` None:
+    the whole context was the prompt."""
+
+    kept: Any
+    prompt_len: int | None = None
+
+    def held(self, context: int) -> int:
+        prompt = context if self.prompt_len is None or self.prompt_len > context else self.prompt_len
+        return int(self.kept.kept(prompt)) + context - prompt
+
+    def formula(self) -> str:
+        if self.prompt_len is None:
+            return self.kept.formula("context")
+        return f"{self.kept.formula(str(self.prompt_len))} + (context - {self.prompt_len})"

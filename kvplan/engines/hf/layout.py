@@ -39,7 +39,8 @@ from kvplan.errors import UsageError
 from kvplan.layouts import full, mla, recurrent
 from kvplan.spec import LayerSpec, ModelSpec
 
-KV_DTYPES = frozenset({"float32", "bfloat16", "float16"})
+# fp8 only as QuantizedCache(backend="fp8") (5.21+, hf/quantized.py)
+KV_DTYPES = frozenset({"float32", "bfloat16", "float16", "fp8", "fp8_e4m3"})
 
 # Releases whose cache rules differ (see module docstring).
 _LATENT_MLA_SINCE = (5, 13)  # approximate: PR #47761 landed between 5.12 and 5.15
@@ -55,6 +56,18 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     no_tensor_parallel(title, options)
     if options.block_size is not None:
         raise UsageError(f"{title} does not page its cache: a block size does not apply", field="block_size")
+    from kvplan.engines.hf import eviction, quantized
+
+    evicting = eviction.wants_eviction(options)
+    if evicting and static:
+        raise UsageError(f"{title} evicts nothing: eviction budgets apply to the hf engine", field="evict")
+    if evicting and quantized.wants_quantized(options, kv_dtype):
+        raise UsageError("kvplan does not combine a quantized cache with eviction", field="evict")
+    if quantized.wants_quantized(options, kv_dtype):
+        if static:
+            raise UsageError(f"{title} is not quantized: transformers' QuantizedCache is a dynamic cache "
+                             "(use the hf engine)", field="kv_cache")
+        return quantized.layout(spec, kv_dtype, version, options, name=name, title=title)
     assumptions: list[str] = []
     if not static and version < _DYNAMIC_WINDOW_SINCE and spec.model_type in _HYBRID_CACHE_TYPES:
         static = True
@@ -68,7 +81,8 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
         assumptions.append(
             f"transformers keeps recurrent SSM state in {where} and the conv window in the model dtype"
         )
-    return CacheLayout(name, render_version(version), kv_dtype, None, groups, tuple(dict.fromkeys(assumptions)))
+    result = CacheLayout(name, render_version(version), kv_dtype, None, groups, tuple(dict.fromkeys(assumptions)))
+    return eviction.apply(spec, result, options) if evicting else result
 
 
 def _group(layer: LayerSpec, first: int, dtype: KVDType, version: Version,

@@ -32,6 +32,10 @@ from kvplan.spec import LayerSpec, ModelSpec
 def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> TensorPlan:
     names = component_names(layout)
     dtype = layout.kv_dtype
+    from kvplan.engines.hf.quantized import QuantizedGroup, quantized_tensors
+
+    if any(isinstance(g, QuantizedGroup) for g in layout.groups):
+        return quantized_tensors(layout, names, batch, context)
     if dtype.name not in PLAIN:
         raise VerifyError(f"transformers caches hold {', '.join(PLAIN)}; not '{dtype.name}'")
     dt = PLAIN[dtype.name]

@@ -27,6 +27,8 @@ class SGLangEngine(EngineDefaults):
     title: str = "SGLang"
     default_version: str = "latest"
     newest_rules: Version = (0, 5, 3)
+    # the hierarchical cache's host pool (sglang/offload.py)
+    extra_options: frozenset[str] = frozenset({"hicache_ratio", "hicache_size_gb", "offload_link"})
 
     @property
     def kv_dtypes(self) -> frozenset[str]:
@@ -76,6 +78,12 @@ class SGLangEngine(EngineDefaults):
         windowed = any(g.tokens.windowed for layout in layouts for g in layout.groups)
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing,
                                   assumptions=(_SPLIT_POOL_NOTE,) if windowed else ())
+
+    def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
+                     demand: Demand, capacity: KvCapacity) -> Any:
+        from kvplan.engines.sglang.offload import offload_tier
+
+        return offload_tier(layouts, options, tp, demand, capacity)
 
 
 SGLANG = SGLangEngine()

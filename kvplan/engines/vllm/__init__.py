@@ -32,6 +32,9 @@ class VLLMEngine(EngineDefaults):
     title: str = "vLLM"
     default_version: str = "0.33"
     newest_rules: Version = (0, 33)
+    # the scheduling mode (layout.py) and host-memory tiers (offload.py)
+    extra_options: frozenset[str] = frozenset({"async_scheduling", "kv_offloading_bytes", "swap_space_bytes",
+                                               "offload_link"})
 
     @property
     def kv_dtypes(self) -> frozenset[str]:
@@ -110,6 +113,12 @@ class VLLMEngine(EngineDefaults):
             raise UsageError("kvplan has no rule for vLLM speculative decoding with pipeline parallelism",
                              field="pp")
         return speculate(spec, speculation)
+
+    def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
+                     demand: Demand, capacity: KvCapacity) -> Any:
+        from kvplan.engines.vllm.offload import offload_tier
+
+        return offload_tier(layouts, version, options, tp, demand)
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         from kvplan.engines.vllm.tensors import plan_tensors

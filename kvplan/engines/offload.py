@@ -1,0 +1,87 @@
+"""KV-cache offload tiers: what a host-memory tier holds and how long bringing a request back takes.
+
+Shared types and the link catalog (``kvplan/data/links.yaml``). The engine packages own their rules:
+vLLM's in ``engines/vllm/offload.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from kvplan.errors import UsageError
+
+DEFAULT_LINK = "pcie5-x16"
+
+
+@dataclass(frozen=True)
+class Link:
+    name: str
+    bytes_per_s: int
+    """Peak bytes per second in one direction."""
+    source: str
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OffloadTier:
+    """One host-memory tier beside the GPU pool, for the whole deployment (all tp x pp ranks)."""
+
+    kind: str
+    """What the engine calls it: 'vllm native CPU offloading', 'vllm V0 swap space'."""
+    host_bytes: int
+    """Bytes the flag gives the tier."""
+    blocks: int
+    """Blocks the tier holds (what the engine logs)."""
+    block_size: int
+    tokens: int
+    pinned_bytes: int
+    """Page-locked host memory the engine allocates for the tier, all ranks together."""
+    requests: int
+    """Requests of max_model_len the tier holds whole ("warm" sessions)."""
+    request_bytes_per_gpu: int
+    """Bytes one request of max_model_len moves over each GPU's link."""
+    link: Link
+    restore_seconds: float
+    """Time to copy one request back to the GPU at the link's peak: a lower bound."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "host_bytes": self.host_bytes, "blocks": self.blocks, "block_size": self.block_size,
+            "tokens": self.tokens, "pinned_bytes": self.pinned_bytes, "requests": self.requests,
+            "request_bytes_per_gpu": self.request_bytes_per_gpu, "link": self.link.name,
+            "link_bytes_per_s": self.link.bytes_per_s, "restore_seconds": self.restore_seconds,
+        }
+
+    def notes(self) -> list[str]:
+        return [
+            f"{self.kind}: {self.host_bytes / 2**30:.2f} GiB of host memory hold {self.blocks:,} blocks "
+            f"({self.tokens:,} tokens, {self.requests:,} requests of max_model_len kept warm); "
+            f"{self.pinned_bytes:,} B pinned",
+            f"bringing one request back moves {self.request_bytes_per_gpu:,} B per GPU over {self.link.name} "
+            f"({self.link.bytes_per_s / 1e9:.1f} GB/s peak): at least {self.restore_seconds * 1e3:.1f} ms",
+        ]
+
+
+def links_path() -> Path:
+    return Path(__file__).resolve().parent.parent / "data" / "links.yaml"
+
+
+@lru_cache(maxsize=1)
+def load_links() -> tuple[Link, ...]:
+    import yaml
+
+    data = yaml.safe_load(links_path().read_text())
+    return tuple(Link(e["name"], int(e["bytes_per_s"]), e["source"], tuple(e.get("aliases", ())))
+                 for e in data["links"])
+
+
+def find_link(name: str | None) -> Link:
+    key = (name or DEFAULT_LINK).strip().lower()
+    for link in load_links():
+        if key == link.name or key in link.aliases:
+            return link
+    known = ", ".join(link.name for link in load_links())
+    raise UsageError(f"unknown link '{name}' (known: {known})", field="offload_link")

@@ -1,0 +1,72 @@
+"""vLLM's host-memory KV tiers: V1 native CPU offloading (``--kv-offloading-size``) and V0 swap space
+(``--swap-space``).
+
+- V1 (``vllm/config/vllm.py`` ``_post_init_kv_transfer_config``): ``--kv-offloading-size`` GiB, for the
+  whole deployment, becomes ``OffloadingConnector`` with ``cpu_bytes_to_use = size x 2^30``;
+  ``vllm/v1/kv_offload/cpu/spec.py`` ``CPUOffloadingSpec.__init__``: ``num_blocks = cpu_bytes_to_use //
+  (page_size_bytes x len(kv_cache_tensors) x world_size x block_size_factor)``, one page size for all
+  groups (it asserts it), the offloaded block as large as the GPU block by default (factor 1). Each
+  worker pins its share: ``num_blocks`` blocks of its own layers.
+- V0 (before 0.11; ``vllm/worker/worker.py`` ``determine_num_available_blocks``): ``num_cpu_blocks =
+  int(swap_space_bytes // CacheEngine.get_cache_block_size(...))``, ``--swap-space`` GiB per GPU
+  (default 4), pinned where the platform allows. Checked against a vLLM V0 log (vllm-project/vllm PR
+  #12126): Llama-3.2-11B-Vision (40 layers x 8 KV heads x 128, bf16; 2,621,440 B per 16-token block)
+  logged ``# CPU blocks: 1638`` for the default 4 GiB (tests/test_offload.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kvplan.engines.layout import CacheLayout, EngineOptions
+from kvplan.engines.offload import OffloadTier, find_link
+from kvplan.engines.protocol import Demand
+from kvplan.engines.version import Version
+from kvplan.errors import UsageError
+
+V1_SINCE = (0, 11)  # V0 (and --swap-space) removed in v0.11.0
+GIB = 1 << 30
+
+
+def _block_bytes(layout: CacheLayout, block: int) -> int:
+    """One block of every layer one rank of this stage holds (page_size_bytes x kv_cache_tensors)."""
+    for g in layout.groups:
+        if g.padding or g.kind not in ("full", "mla") or g.state is not None:
+            raise UsageError("kvplan models vLLM's host offload tiers for models whose layers all hold every "
+                             f"token (one page size); this one has {g.kind} layers", field="kv_offloading_bytes")
+    return sum(g.count * g.token.bytes * block for g in layout.groups)
+
+
+def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
+                 demand: Demand) -> OffloadTier | None:
+    if options.kv_offloading_bytes is None and options.swap_space_bytes is None:
+        return None
+    if options.kv_offloading_bytes is not None and options.swap_space_bytes is not None:
+        raise UsageError("--swap-space is vLLM V0's, --kv-offloading-size V1's: give one", field="swap_space_bytes")
+    block = layouts[0].block_size or 16
+    per_rank = [_block_bytes(layout, block) for layout in layouts]  # one per pipeline stage
+    world = tp * len(layouts)
+    link = find_link(options.offload_link)
+    request_blocks = -(-demand.max_model_len // block)
+    if options.kv_offloading_bytes is not None:
+        if version < V1_SINCE:
+            raise UsageError("--kv-offloading-size is vLLM V1's (0.11+); V0 had --swap-space",
+                             field="kv_offloading_bytes")
+        host = options.kv_offloading_bytes
+        blocks = host // (per_rank[0] * world)
+        pinned = blocks * tp * sum(per_rank)
+        kind = "vLLM native CPU offloading (OffloadingConnector)"
+    else:
+        if version >= V1_SINCE:
+            raise UsageError("--swap-space was vLLM V0's (before 0.11); V1 offloads with --kv-offloading-size",
+                             field="swap_space_bytes")
+        host = options.swap_space_bytes  # type: ignore[assignment]
+        blocks = host // max(per_rank)  # per GPU; the most loaded stage decides what every rank logs
+        pinned = blocks * tp * sum(per_rank)
+        host = host * world
+        kind = "vLLM V0 swap space (per GPU)"
+    request_bytes = request_blocks * max(per_rank)
+    return OffloadTier(kind=kind, host_bytes=host, blocks=blocks, block_size=block, tokens=blocks * block,
+                       pinned_bytes=pinned, requests=blocks // request_blocks if request_blocks else 0,
+                       request_bytes_per_gpu=request_bytes, link=link,
+                       restore_seconds=request_bytes / link.bytes_per_s)
