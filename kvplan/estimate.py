@@ -6,7 +6,7 @@ evaluates each group's token rule, so sweeps of 10^5 points stay well under a se
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,9 @@ class EstimateRow:
     """The dtype ``kv_dtype`` stands for ('auto' -> the engine's default)."""
     sharing: RowSharing | None = None
     """With a prompt / output split, a shared prefix, samples or beams: the plain figure beside it."""
+    admission_kv_bytes: int | None = None
+    """What the engine reserves to admit ``batch`` requests of ``context`` tokens, where that differs in
+    kind from what they hold while decoding (vLLM: window + tokens in flight for sliding layers)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ def _row_dict(row: EstimateRow) -> dict[str, Any]:
         "batch": row.batch, "context": row.context, "kv_dtype": row.kv_dtype,
         "kv_dtype_resolved": row.kv_dtype_resolved,
         "kv_bytes": row.kv_bytes, "bytes_per_token": row.bytes_per_token,
+        "admission_kv_bytes": row.admission_kv_bytes,
     }
     if row.layers is not None:
         out["layers"] = [vars(layer).copy() for layer in row.layers]
@@ -215,8 +219,8 @@ def estimate(
     extra_options = dict(engine_options or {})
     if prompt_len is not None and ("kv_cache" in extra_options or "press" in extra_options):
         extra_options.setdefault("prompt_len", prompt_len)  # the quantized residual and the press need it
-    options = make_engine_options(block_size=block_size, tp=tp, swa_full=swa_full,
-                                  async_scheduling=async_scheduling, **extra_options)
+    options = make_engine_options(**{"block_size": block_size, "tp": tp, "swa_full": swa_full,
+                                     "async_scheduling": async_scheduling, **extra_options})
     check_options(eng, options)
 
     auto_dtype = eng.auto_kv_dtype(spec)
@@ -241,7 +245,7 @@ def estimate(
     rows = [
         row
         for name, layout in layouts
-        for row in _rows(layout, name, batches, [c + extra for c in contexts], by_layer)
+        for row in _rows(layout, name, batches, [c + extra for c in contexts], by_layer, eng.admission(layout))
     ]
     terms: tuple[SharingTerm, ...] = ()
     first_workload = None
@@ -307,7 +311,7 @@ def _json_options(values: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int],
-          by_layer: bool) -> Iterable[EstimateRow]:
+          by_layer: bool, admission: Callable[[int], int] | None) -> Iterable[EstimateRow]:
     # Groups with equal token rules and sizes add up: merge them so a sweep point costs a few
     # function calls, not one per group (Gemma 3 has 21 groups but two distinct rules).
     merged: dict[tuple, list[Any]] = {}
@@ -323,6 +327,7 @@ def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: li
         per_seq = 0
         if plain:
             per_seq = sum(count * g.layer_bytes(context, 1) for count, g in classes)
+        admit = admission(context) if admission is not None else None
         for batch in batches:
             if plain:
                 kv = per_seq * batch
@@ -330,7 +335,7 @@ def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: li
                 kv = sum(count * g.layer_bytes(context, batch) for count, g in classes)
             layers = _layer_rows(layout, context, batch) if by_layer else None
             yield EstimateRow(batch, context, dtype_name, kv, kv / (batch * context), layers,
-                              layout.kv_dtype.name)
+                              layout.kv_dtype.name, admission_kv_bytes=admit * batch if admit is not None else None)
 
 
 def _layer_rows(layout: CacheLayout, context: int, batch: int) -> tuple[LayerRow, ...]:

@@ -82,8 +82,19 @@ class CapacityPlan:
     def message(self) -> str:
         if self.fits:
             return ""
-        return (f"max-model-len {self.max_model_len:,} needs {self.request_kv_bytes / 2**30:.2f} GiB of KV per GPU; "
-                f"{max(self.per_gpu.kv_cache_bytes, 0) / 2**30:.2f} GiB available; {self.max_model_len_fit:,} fits")
+        gib = 2**30
+        if self.per_gpu.kv_cache_bytes <= 0 and self.per_gpu.weights_bytes > 0:
+            room = self.per_gpu.kv_cache_bytes + self.per_gpu.weights_bytes  # what the weights could have had
+            short = self.per_gpu.weights_bytes - max(room, 0)
+            ranks = self.tp * self.pp
+            fewest = -(-(self.per_gpu.weights_bytes * ranks) // room) if room > 0 else None
+            more = f"at least {fewest} GPUs of this type (tp x pp) for the weights alone" if fewest else "more GPUs"
+            return (f"the weights alone ({self.per_gpu.weights_bytes / gib:.2f} GiB per GPU) leave no KV cache: "
+                    f"{short / gib:.2f} GiB over what this engine leaves for weights and cache "
+                    f"({max(room, 0) / gib:.2f} GiB). What would fit: {more}, a GPU with more memory, or a "
+                    "quantized checkpoint (fp8 / int4 weights)")
+        return (f"max-model-len {self.max_model_len:,} needs {self.request_kv_bytes / gib:.2f} GiB of KV per GPU; "
+                f"{max(self.per_gpu.kv_cache_bytes, 0) / gib:.2f} GiB available; {self.max_model_len_fit:,} fits")
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
@@ -209,7 +220,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         raise UsageError(f"shared-prefix {shared_prefix:,} must be between 0 and the context ({context:,})",
                          field="shared_prefix")
     # engine_options: further EngineOptions fields (transformers' quantized cache, eviction budgets, offload)
-    options = make_engine_options(block_size=block_size, tp=tp, swa_full=swa_full, **(engine_options or {}))
+    options = make_engine_options(**{"block_size": block_size, "tp": tp, "swa_full": swa_full,
+                                     **(engine_options or {})})
     check_options(eng, options)
     eng.check_parallel(spec, tp)
     version_text = engine_version or eng.default_version

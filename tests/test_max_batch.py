@@ -78,7 +78,7 @@ def test_json_schema_and_exit_codes(capsys):
             "kv_cache_bytes"} == set(data["per_gpu"])
     assert data["gpu"] == {"name": "H100-SXM-80GB", "total_bytes": data["gpu"]["total_bytes"], "count": 4}
     code, out, err = run(capsys, "max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "RTX-4090", "--max-model-len", "128k")
-    assert code == 1 and "does not fit" in err and "fits" in err
+    assert code == 1 and "does not fit" in err and ("fits" in err or "weights alone" in err)
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -100,3 +100,20 @@ def test_gpus_command(capsys):
     code, out, _ = run(capsys, "gpus", "-f", "json")
     names = {g["name"] for g in json.loads(out)["gpus"]}
     assert code == 0 and {"H100-SXM-80GB", "A100-SXM4-80GB", "RTX-4090", "MI300X"} <= names
+
+
+def test_weights_that_do_not_fit_are_named_with_what_would():
+    # DeepSeek-V3 (641 GiB of FP8 weights) on one H200: no KV at all; the message says by how much and
+    # the fewest GPUs the weights alone need, not "0.00 GiB available"
+    plan = kvplan.max_batch("deepseek-ai/DeepSeek-V3", gpu="H200")
+    assert not plan.fits and "weights alone" in plan.message and "at least 6 GPUs" in plan.message
+
+
+def test_solve_context_never_passes_the_models_limit(capsys):
+    # the longest context is capped at max_position_embeddings (DeepSeek-V3: 163,840); it said 704,576
+    plan = kvplan.max_batch("deepseek-ai/DeepSeek-V3", gpu="H200", tp=8, solve="context", max_model_len=4096)
+    assert plan.max_context <= 163_840 and plan.max_model_len_fit <= 163_840
+    from kvplan.cli import main
+
+    # --solve context answers (exit 0) although the model's full length does not fit
+    assert main(["max-batch", "Qwen/Qwen3-8B", "--gpu", "RTX-4090", "--solve", "context", "--batch", "16"]) == 0

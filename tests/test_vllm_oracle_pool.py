@@ -95,3 +95,12 @@ def test_the_null_block_in_the_start_up_check():
     exact = 8582 * 1_310_720
     assert not plan("0.33", exact).fits and plan("0.26", exact).fits
     assert plan("0.33", exact + 1_310_720).fits
+
+
+@pytest.mark.parametrize("source,model,entry,meta", CASES, ids=[f"{c[0][18:-5]}:{c[1]}" for c in CASES])
+def test_admission_figure_is_vllms_per_request_memory(source, model, entry, meta):
+    # estimate's admission_kv_bytes at max_model_len = vLLM's _max_memory_usage_bytes_from_groups
+    kv_dtype = "fp8" if model.endswith("@fp8") else "auto"
+    row = kvplan.estimate(_spec(entry["config"]), contexts=[meta["max_model_len"]], kv_dtypes=[kv_dtype],
+                          engine_version="0.33").rows[0]
+    assert row.admission_kv_bytes == entry["pool"]["max_memory_usage_bytes_per_request"]

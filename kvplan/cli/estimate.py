@@ -62,6 +62,10 @@ OPTIONS: tuple[Opt, ...] = (
         "Hugging Face Hub revision (branch, tag or commit) of MODEL; implies the Hub. Also MODEL@REV."),
     Opt("hub", ("--hub",), False, "Read MODEL from the Hugging Face Hub even when a bundled spec has its id.",
         flag=True),
+    Opt("scheduling", ("--scheduling",), None,
+        "vLLM: async (two batches in flight, the default from about 0.12) or sync; sliding and chunked layers "
+        "free their blocks one step later under async."),
+    Opt("swa_full", ("--swa-full",), False, "llama.cpp: a full-size cache for sliding-window layers.", flag=True),
     Opt("prompt_len", ("--prompt-len",), None, "Prompt tokens per request (context = prompt + output), e.g. 6k."),
     Opt("output_len", ("--output-len",), None, "Generated tokens per request, e.g. 2k."),
     Opt("shared_prefix", ("--shared-prefix",), None,
@@ -169,6 +173,13 @@ def cache_options(flags: dict[str, Any]) -> dict[str, Any] | None:
     for name in ("nbits", "residual_length", "q_group_size", "axis_key", "axis_value"):
         if name in given:
             given[name] = whole(given[name], name)
+    if not given.get("swa_full", True):
+        del given["swa_full"]  # a switch left off
+    if "scheduling" in given:
+        mode = str(given.pop("scheduling")).strip().lower()
+        if mode not in ("async", "sync"):
+            raise UsageError(f"'{mode}': choose async or sync", field="scheduling")
+        given["async_scheduling"] = mode == "async"
     if "kv_cache" in given:
         given["kv_cache"] = given["kv_cache"].strip().lower()
     if "backend" in given:
@@ -289,12 +300,14 @@ def command() -> Callable[..., None]:
         evict: str | None = o["evict"],
         press: str | None = o["press"],
         compression_ratio: str | None = o["compression_ratio"],
+        scheduling: str | None = o["scheduling"],
+        swa_full: bool = o["swa_full"],
     ) -> None:
         run(model, context, batch, kv_dtype, engine, engine_version, block_size, fmt, by_layer, explain, plot,
             revision, hub, prompt_len, output_len, shared_prefix, n, beam_width, speculative_method,
             num_speculative_tokens, speculative_model, kv_cache=kv_cache, backend=backend, nbits=nbits,
             residual_length=residual_length, q_group_size=q_group_size, axis_key=axis_key, axis_value=axis_value,
-            evict=evict, press=press, compression_ratio=compression_ratio)
+            evict=evict, press=press, compression_ratio=compression_ratio, scheduling=scheduling, swa_full=swa_full)
 
     estimate_command.__doc__ = DOC
     return estimate_command

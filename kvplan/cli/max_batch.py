@@ -67,6 +67,8 @@ def max_batch_command(
     swap_space: Optional[str] = typer.Option(None, "--swap-space", help="vLLM V0 (< 0.11): host swap space per GPU, GiB."),
     hicache_ratio: Optional[float] = typer.Option(None, "--hicache-ratio", help="SGLang --enable-hierarchical-cache: host pool = ratio x device pool (SGLang's default 2.0)."),
     hicache_size: Optional[float] = typer.Option(None, "--hicache-size", help="SGLang: host pool GB (10^9 B) per rank, instead of the ratio."),
+    scheduling: Optional[str] = typer.Option(None, "--scheduling", help="vLLM: async (the default from about 0.12) or sync."),
+    swa_full: bool = typer.Option(False, "--swa-full", help="llama.cpp: a full-size cache for sliding-window layers."),
     offload_link: Optional[str] = typer.Option(None, "--offload-link", help="GPU-host link of the offload tier: pcie4-x16, pcie5-x16 (default), nvlink-c2c."),
 ) -> None:
     """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
@@ -135,7 +137,8 @@ def max_batch_command(
             "press": press, "compression_ratio": compression_ratio,
             "kv_offloading_bytes": _gib(kv_offloading_size, "kv-offloading-size"),
             "swap_space_bytes": _gib(swap_space, "swap-space"), "offload_link": offload_link,
-            "hicache_ratio": hicache_ratio, "hicache_size_gb": hicache_size}),
+            "hicache_ratio": hicache_ratio, "hicache_size_gb": hicache_size, "scheduling": scheduling,
+            "swa_full": swa_full}),
     )
     if calibrated is not None:
         from dataclasses import replace
@@ -153,6 +156,8 @@ def max_batch_command(
         from kvplan.render.plan_table import print_plan
 
         print_plan(make_console(), result)
+    if solve == "context" and result.max_context > 0:
+        return  # the question was the longest context: answered, whatever max-model-len asks
     if not result.fits:
         sys.stderr.write(f"kvplan: does not fit: {result.message}\n")
         raise typer.Exit(1)

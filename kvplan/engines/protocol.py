@@ -8,7 +8,7 @@ its layout rules (``layout``, ``stage_layouts``), its GPU budget (``budget``), i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -146,6 +146,11 @@ class EngineDefaults:
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         """The tensors ``verify`` allocates; None where kvplan has no tensor layout for the engine."""
+        return None
+
+    def admission(self, layout: CacheLayout) -> Callable[[int], int] | None:
+        """Bytes the engine reserves to admit one request of a given length, where it admits by a rule of
+        its own (vLLM's ``max_memory_usage_bytes``); None where admission is what the layout holds."""
         return None
 
     def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout:

@@ -120,6 +120,14 @@ class VLLMEngine(EngineDefaults):
 
         return offload_tier(layouts, version, options, tp, demand)
 
+    def admission(self, layout: CacheLayout) -> Any:
+        """Pool bytes one request of ``context`` tokens is admitted with, at the default 8,192 batched
+        tokens (``max_admission_blocks_per_request`` x bytes per pool block; padding slots included)."""
+        from kvplan.engines.vllm.admission import DEFAULT_BATCHED_TOKENS, vllm_pool
+
+        pool = vllm_pool(layout)
+        return lambda context: pool.blocks_per_request(context, DEFAULT_BATCHED_TOKENS) * pool.bytes_per_block
+
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
         from kvplan.engines.vllm.tensors import plan_tensors
 

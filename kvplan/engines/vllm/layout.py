@@ -100,7 +100,8 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
         f"vLLM: bytes held while the token at position 'context' is written, {'async' if lag == 2 else 'synchronous'} "
         f"scheduling ({'the default from about 0.12' if lag == 2 else 'the default before about 0.12'}"
         f"{'' if options.async_scheduling is None else ', as asked'}); sliding and chunked layers free "
-        "their blocks one step later under async scheduling"
+        "their blocks one step later under async scheduling. JSON's admission_kv_bytes is what vLLM reserves to "
+        "admit the requests (max_memory_usage_bytes at 8,192 batched tokens), the figure max-batch counts"
     )
     return CacheLayout("vllm", render_version(version), kv_dtype, block, groups, tuple(assumptions), pool)
 
