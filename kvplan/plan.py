@@ -265,10 +265,11 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     decode_seconds = decode_tps = None
     decode_batch = max(1, min(batch if batch > 1 else max_b, max_b)) if max_b else 0
     if hw.bandwidth and decode_batch:
-        read = budget.item("weights") + max(lay.total_bytes(context, decode_batch) for lay in layouts)
+        weights_read, weights_how = decode_weights(spec, budget.item("weights"), decode_batch)
+        read = weights_read + max(lay.total_bytes(context, decode_batch) for lay in layouts)
         decode_seconds = read / hw.bandwidth
         decode_tps = decode_batch * dp / decode_seconds
-        assumptions.append(f"decode bound: one step reads this GPU's weights and the KV of {decode_batch} "
+        assumptions.append(f"decode bound: one step reads {weights_how} and the KV of {decode_batch} "
                            f"sequence(s) of {context:,} tokens at {hw.bandwidth / 1e12:.2f} TB/s: a lower bound "
                            "on time per step (an upper bound on tokens/s)")
     per_gpu = PerGpu(
@@ -290,6 +291,23 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
         offload=tier.to_dict() if tier is not None else None,
     )
+
+
+def decode_weights(spec: ModelSpec, weights_bytes: int, batch: int) -> tuple[int, str]:
+    """Weight bytes one decode step of ``batch`` tokens reads on one GPU, and how they were counted.
+
+    Dense models read every weight. An MoE step reads the weights every token uses plus, per MoE layer,
+    the routed experts its tokens go to: with ``k`` of ``E`` experts per token and uniform routing,
+    ``E x (1 - (1 - k/E)^batch)`` distinct experts on average (at most all E). The routed experts'
+    share of the bytes is their share of the parameters."""
+    experts, top_k, routed = spec.num_experts, spec.experts_per_token, spec.routed_expert_params
+    if not (experts and top_k and routed and spec.params and routed < spec.params):
+        return weights_bytes, "this GPU's weights"
+    touched = experts * (1 - (1 - top_k / experts) ** batch)
+    routed_bytes = weights_bytes * routed / spec.params
+    read = int(weights_bytes - routed_bytes + routed_bytes * touched / experts)
+    return read, (f"this GPU's weights less the routed experts a batch of {batch} does not reach "
+                  f"({touched:.1f} of {experts} experts per MoE layer on average, top-{top_k} uniform routing)")
 
 
 def context_limit(spec: ModelSpec) -> int | None:

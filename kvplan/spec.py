@@ -170,6 +170,13 @@ class ModelSpec:
     mlp_width: PositiveInt | None = None
     """MLP width one token activates: intermediate_size for dense models, top-k x expert width plus
     shared experts for MoE (sizes activation memory in max-batch)."""
+    num_experts: PositiveInt | None = None
+    """Routed experts per MoE layer (MoE models)."""
+    experts_per_token: PositiveInt | None = None
+    """Routed experts each token activates (top-k; MoE models)."""
+    routed_expert_params: PositiveInt | None = None
+    """Parameters of all routed experts (MoE models): the part of the weights a decode step reads only
+    for the experts its tokens are routed to."""
     params: PositiveInt | None = None
     """Parameter count of the published checkpoint, when known."""
     weights_bytes: PositiveInt | None = None

@@ -117,3 +117,20 @@ def test_solve_context_never_passes_the_models_limit(capsys):
 
     # --solve context answers (exit 0) although the model's full length does not fit
     assert main(["max-batch", "Qwen/Qwen3-8B", "--gpu", "RTX-4090", "--solve", "context", "--batch", "16"]) == 0
+
+
+def test_moe_decode_reads_only_the_routed_experts():
+    # Qwen3-30B-A3B: 128 experts, top-8. One token reads 8 of 128 experts per MoE layer; a batch of B
+    # reaches 128 x (1 - (1 - 8/128)^B) on average (uniform routing), never more than all 128.
+    from kvplan.plan import decode_weights
+
+    spec = kvplan.load_model("Qwen/Qwen3-30B-A3B")
+    assert spec.num_experts == 128 and spec.experts_per_token == 8 and spec.routed_expert_params
+    weights = spec.weights_bytes
+    routed = weights * spec.routed_expert_params / spec.params
+    one, _ = decode_weights(spec, weights, 1)
+    assert one == int(weights - routed + routed * 8 / 128)
+    many, _ = decode_weights(spec, weights, 10_000)
+    assert one < many <= weights
+    dense = kvplan.load_model("meta-llama/Llama-3.1-8B")
+    assert decode_weights(dense, dense.weights_bytes, 1) == (dense.weights_bytes, "this GPU's weights")

@@ -28,6 +28,7 @@ Generic rules:
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -165,12 +166,8 @@ def _rope_scaling(reader: ConfigReader, max_positions: int | None) -> RopeScalin
 
 
 def spec_from_config(config: dict, *, model_id: str, source: str | None = None) -> ModelSpec:
-    """Build the ModelSpec a Hugging Face config describes."""
-    from kvplan.sources import families
-
-    reader, family = families.open_config(config)
-    layers = families.layers_of(reader, family)
-    return _spec(reader, layers, model_id=model_id, source=source)
+    """Build the ModelSpec a Hugging Face config describes (its MoE expert share from the same reading)."""
+    return spec_and_count(config, model_id=model_id, source=source)[0]
 
 
 def spec_and_count(config: dict, *, model_id: str,
@@ -188,7 +185,10 @@ def spec_and_count(config: dict, *, model_id: str,
     mark = len(reader.assumptions)
     try:
         counter = families.tensors_of(reader, family)
-        return spec, families.param_count(counter, reader.assumptions[mark:]), None
+        count = families.param_count(counter, reader.assumptions[mark:])
+        if spec.num_experts and count.by_component.get("experts"):
+            spec = replace(spec, routed_expert_params=count.by_component["experts"])
+        return spec, count, None
     except ConfigError as exc:
         return spec, None, exc
 
@@ -204,6 +204,7 @@ def _spec(reader: ConfigReader, layers: list[LayerSpec], *, model_id: str, sourc
     if windows and max_positions is not None and min(windows) >= max_positions:
         reader.note(f"sliding_window={min(windows)} >= max_position_embeddings={max_positions}: the window never binds")
     mlp_width = _mlp_width(reader, hidden)
+    experts, top_k = _experts(reader)
     return ModelSpec(
         id=model_id,
         model_type=reader.model_type,
@@ -216,8 +217,29 @@ def _spec(reader: ConfigReader, layers: list[LayerSpec], *, model_id: str, sourc
         hidden_size=hidden,
         vocab_size=vocab,
         mlp_width=mlp_width,
+        num_experts=experts,
+        experts_per_token=top_k,
         assumptions=tuple(reader.assumptions),
     )
+
+
+def _count_field(reader: ConfigReader, *names: str) -> int | None:
+    found = reader.raw(*names)
+    if found is None or isinstance(found[1], bool) or not isinstance(found[1], (int, float)):
+        return None
+    return int(found[1]) if found[1] > 0 else None
+
+
+_TOP_K = ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk")
+_EXPERTS = ("num_local_experts", "num_experts", "n_routed_experts")
+
+
+def _experts(reader: ConfigReader) -> tuple[int | None, int | None]:
+    """(routed experts, experts per token) of an MoE config; (None, None) for a dense one."""
+    experts, top_k = _count_field(reader, *_EXPERTS), _count_field(reader, *_TOP_K)
+    if experts and top_k and top_k <= experts:
+        return experts, top_k
+    return None, None
 
 
 def _mlp_width(reader: ConfigReader, hidden: int | None) -> int | None:
@@ -229,8 +251,8 @@ def _mlp_width(reader: ConfigReader, hidden: int | None) -> int | None:
             return None
         return int(found[1]) if found[1] > 0 else None
 
-    top_k = num("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk")
-    experts = num("num_local_experts", "num_experts", "n_routed_experts")
+    top_k = num(*_TOP_K)
+    experts = num(*_EXPERTS)
     if top_k and experts:
         expert_width = num("moe_intermediate_size", "intermediate_size")
         if expert_width is None:
