@@ -6,13 +6,13 @@ evaluates each group's token rule, so sweeps of 10^5 points stay well under a se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
-from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine, parse_version
+from kvplan.engines import DEFAULT_ENGINE, CacheLayout, get_engine, parse_version
 from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.workload import RowSharing, SharingTerm, sharing_terms, speculation_from, split_contexts

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from kvplan import __version__
 from kvplan.budgets import MemoryItem, Settings
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
-from kvplan.engines import Demand, EngineOptions, get_engine, parse_version
+from kvplan.engines import Demand, get_engine, parse_version
 from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from kvplan.engines import CacheLayout, EngineOptions, get_engine, parse_version
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
-from kvplan.parallel import pp_partitions, stage_specs, tp_notes
+from kvplan.parallel import pp_partitions, tp_notes
 from kvplan.spec import ModelSpec
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import CachePlan, plan_cache

@@ -1,0 +1,98 @@
+"""The checks of one deployment's plan against what it requires (min context, min concurrency,
+headroom), the fp8 suggestion, and the result fields filled from the plan. Split from ``checks.py``,
+which reads the deployment and makes the plans."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kvplan.deploy.deployment import Deployment
+from kvplan.deploy.report import DeploymentResult, Finding
+from kvplan.engines.serve import serve_flags
+from kvplan.errors import KvplanError
+from kvplan.units import format_bytes
+
+
+def _finding(dep: Deployment, severity: str, code: str, message: str, line: int | None, **kw: Any) -> Finding:
+    return Finding(severity, code, message, dep.file, line, deployment=dep.name, **kw)  # type: ignore[arg-type]
+
+
+def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Callable[..., Any],
+                        fp8: Callable[..., Any], add: Callable[[Finding], None], *, label: str,
+                        code: str | None = None) -> bool:
+    failed = False
+    min_context = req.get("min_context")
+    if min_context is not None and not label:
+        if plan.max_model_len < min_context:
+            failed = True
+            add(_finding(dep, "error", "min-context", f"{dep.spelled('max_model_len')} {plan.max_model_len:,} is "
+                         f"below the required min-context {min_context:,}; {plan.max_model_len_fit:,} fits",
+                         dep.line_of("max_model_len"), value=plan.max_model_len, fits=plan.max_model_len_fit))
+    elif min_context is not None and plan.max_model_len_fit < min_context:
+        failed = True
+        add(_finding(dep, "error", code or "min-context", f"{label}min-context {min_context:,} does not fit; "
+                     f"{plan.max_model_len_fit:,} fits", dep.line_of("min_context"), value=min_context,
+                     fits=plan.max_model_len_fit))
+    want = req.get("min_concurrency")
+    if want is not None:
+        at = req.get("at_context") or plan.max_model_len
+        if at > plan.max_model_len and not label:
+            failed = True
+            add(_finding(dep, "error", "min-concurrency", f"at-context {at:,} is longer than "
+                         f"{dep.spelled('max_model_len')} {plan.max_model_len:,}: the engine rejects such requests",
+                         dep.line_of("at_context"), value=at, fits=plan.max_model_len))
+            return failed
+        at_plan = run(context=at) if at != plan.context else plan
+        if at_plan.max_batch < want:
+            failed = True
+            add(_finding(dep, "error", code or "min-concurrency",
+                         f"{label}min-concurrency {want} sequences of {at:,} tokens: the KV cache holds "
+                         f"{at_plan.max_batch} ({format_bytes(max(at_plan.per_gpu.kv_cache_bytes, 0))} of KV per GPU)",
+                         dep.line_of("min_concurrency"), value=want, fits=at_plan.max_batch,
+                         suggestion=fp8(lambda p: p.max_batch >= want, lambda p: f"{p.max_batch} fit with fp8",
+                                        context=at)))
+        seqs = dep.setting("max_num_seqs") or plan.engine_defaults.get("max_num_seqs")
+        if seqs is not None and seqs < want and not label:
+            failed = True
+            where = dep.spelled("max_num_seqs") if "max_num_seqs" in dep.settings else "the engine's default max-num-seqs"
+            add(_finding(dep, "error", "min-concurrency", f"{where} {int(seqs)} caps concurrency below the "
+                         f"required min-concurrency {want}", dep.line_of("max_num_seqs"), value=int(seqs), fits=want))
+    return failed
+
+
+def _fp8_suggester(dep: Deployment, plan: Any, run: Callable[..., Any]) -> Callable[..., str | None]:
+    """suggest(test, describe, **over): the fp8 suggestion where the fp8 plan passes ``test``."""
+    def suggest(test: Callable[[Any], bool], describe: Callable[[Any], str], **over: Any) -> str | None:
+        serve = serve_flags(dep.engine)
+        if serve is None or plan.kv_dtype.startswith(("fp8", "int", "nvfp4", "q")):
+            return None
+        try:
+            p8 = run(kv_dtype="fp8", **over)
+        except KvplanError:
+            return None
+        if not test(p8):
+            return None
+        if dep.source == "kvplan":
+            how = "engine.kv_cache_dtype: fp8"
+        elif dep.source == "helm":
+            how = "extraArgs --kv-cache-dtype fp8"
+        else:
+            how = serve.fp8_kv_flag
+        return f"{how} would pass: {describe(p8)}"
+
+    return suggest
+
+
+def _fill(result: DeploymentResult, plan: Any) -> None:
+    result.engine = plan.engine
+    result.engine_version = plan.engine_version
+    result.kv_dtype = plan.kv_dtype
+    result.max_model_len = plan.max_model_len
+    result.max_num_seqs = int(plan.engine_defaults["max_num_seqs"]) if "max_num_seqs" in plan.engine_defaults else None
+    result.kv_cache_bytes_per_gpu = plan.per_gpu.kv_cache_bytes
+    result.request_kv_bytes = plan.request_kv_bytes
+    result.max_model_len_fit = plan.max_model_len_fit
+    result.max_concurrency = plan.max_concurrency
+    result.kv_cache_tokens = plan.kv_cache_tokens
+    result.assumptions = list(plan.assumptions)
