@@ -60,9 +60,22 @@ class SpeculativeLayout:
 def parse_speculation(method: str | None, tokens: int | None, draft: ModelSpec | None,
                       mtp_layers: int | None) -> Speculation | None:
     """The library's keyword arguments as one value (None when no speculation is asked)."""
+    if method is None and draft is not None:
+        method = infer_method(draft.id)
     if method is None:
-        if tokens or draft is not None or mtp_layers is not None:
+        if tokens or mtp_layers is not None:
             raise UsageError("name the speculative method (ngram, eagle, eagle3, mtp, draft_model)",
                              field="speculative_method")
         return None
     return Speculation(method.strip().lower(), tokens, draft, mtp_layers)
+
+
+def infer_method(model_id: str) -> str:
+    """The method vLLM's ``SpeculativeConfig`` picks for a draft given without one: EAGLE-3 or EAGLE
+    heads by their name, any other model a draft model (``SpeculativeConfig.__post_init__``)."""
+    name = model_id.lower()
+    if "eagle3" in name or "eagle-3" in name:
+        return "eagle3"
+    if "eagle" in name:
+        return "eagle"
+    return "draft_model"
