@@ -98,6 +98,9 @@ def parse_bytes(text: str, what: str = "gpu-memory") -> int:
     if not m or unit not in _UNITS:
         raise UsageError(f"'{raw}' is not a size (examples: 69524783104, 30.5GiB, 80GB, 512MiB; "
                          "units B, KB/MB/GB/TB = 10^3.., KiB/MiB/GiB/TiB = 2^10..)", field=what.replace("-", "_"))
+    if unit in ("", "b") and "." in m.group(1) and Decimal(m.group(1)) % 1:
+        raise UsageError(f"'{raw}' is a fraction of a byte: a bare number is bytes, as vLLM reads it "
+                         f"(did you mean {m.group(1)}GiB?)", field=what.replace("-", "_"))
     try:
         value = Decimal(m.group(1)) * _UNITS[unit]
     except InvalidOperation:  # pragma: no cover - the pattern admits only plain decimals

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from kvplan import __version__
 from kvplan.budgets import MemoryItem, Settings
+from kvplan.budgets.base import given_kv_notes
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import Demand, get_engine, parse_version
 from kvplan.engines.protocol import check_options, make_engine_options
@@ -254,6 +255,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         assumptions.append(f"{hw.name}: total memory {hw.memory_bytes / 2**30:.2f} GiB is "
                            f"{'an estimate' if hw.estimate else 'rounded'} ({hw.memory_precision})")
     assumptions.extend(cap.assumptions)
+    assumptions.extend(given_kv_notes(settings))
     if model_limit and cap.max_context == limit and limit == model_limit:
         assumptions.append(f"the longest context is capped at the model's limit, {model_limit:,} tokens")
     assumptions.extend(spec_notes)

@@ -134,3 +134,20 @@ def test_moe_decode_reads_only_the_routed_experts():
     assert one < many <= weights
     dense = kvplan.load_model("meta-llama/Llama-3.1-8B")
     assert decode_weights(dense, dense.weights_bytes, 1) == (dense.weights_bytes, "this GPU's weights")
+
+
+def test_flags_named_like_vllms_parse_like_vllms(capsys):
+    # vLLM's human_readable_int: 32k = 32,000, 32K = 32,768 (issue 15 item 12); check reads them the same way
+    import json
+
+    for text, value in (("32k", 32_000), ("32K", 32_768), ("40960", 40_960)):
+        assert main(["max-batch", "Qwen/Qwen3-14B", "--gpu", "A100-80GB", "--max-model-len", text, "-f", "json"]) in (0, 1)
+        assert json.loads(capsys.readouterr().out)["max_model_len"] == value
+
+
+def test_a_bare_fraction_is_not_bytes(capsys):
+    # --kv-cache-memory 30.5 was read as 30 bytes (issue 15 item 11): a bare number is bytes, as in vLLM
+    assert main(["max-batch", "Qwen/Qwen3-14B", "--gpu", "A100-80GB", "--kv-cache-memory", "30.5"]) == 2
+    assert "did you mean 30.5GiB?" in capsys.readouterr().err
+    plan = kvplan.max_batch("Qwen/Qwen3-14B", gpu="A100-80GB", settings=kvplan.Settings(kv_cache_memory_bytes=30))
+    assert any("a bare number is bytes" in a for a in plan.assumptions)

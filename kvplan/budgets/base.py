@@ -69,6 +69,18 @@ class GpuBudget:
         return sum(i.bytes for i in self.items if i.name == name)
 
 
+TINY_KV_BYTES = 64 << 20
+
+
+def given_kv_notes(settings: Settings) -> tuple[str, ...]:
+    """A KV memory given in bytes that is implausibly small: said, since '30' meant '30GiB' more often."""
+    given = settings.kv_cache_memory_bytes
+    if given is not None and given < TINY_KV_BYTES:
+        return (f"the KV memory given is {given:,} bytes (under 64 MiB): a bare number is bytes; "
+                f"for GiB write e.g. {given}GiB",)
+    return ()
+
+
 def kv_item(settings: Settings, computed: int, how: str) -> MemoryItem:
     """The KV memory: the one the user gave (--kv-cache-memory), else what the budget leaves."""
     if settings.kv_cache_memory_bytes is not None:

@@ -30,7 +30,7 @@ def max_batch_command(
     engine: str = typer.Option("vllm", "--engine", "-e", help="vllm, sglang, trtllm, llamacpp or hf."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's accounting (default: newest)."),
     kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", "--kv-dtype", help="KV cache dtype (auto, fp8, ...)."),
-    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Longest request (default: the model's limit); 32k works."),
+    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Longest request (default: the model's limit). Read as vLLM reads it: 32k = 32,000, 32K = 32,768."),
     context: Optional[str] = typer.Option(None, "--context", "-c", help="Context for the max batch (default: --max-model-len)."),
     batch: str = typer.Option("1", "--batch", "-b", help="Batch for the max context."),
     solve: str = typer.Option("batch", "--solve", help="batch, context or gpus (with --concurrency)."),
@@ -88,7 +88,7 @@ def max_batch_command(
     import sys
 
     from kvplan.budgets import Settings
-    from kvplan.cli.values import number, whole
+    from kvplan.cli.values import engine_int, number, whole
     from kvplan.cli.estimate import cache_options
     from kvplan.errors import UsageError
     from kvplan.hardware import parse_bytes
@@ -100,13 +100,13 @@ def max_batch_command(
     settings = Settings(
         gpu_memory_utilization=number(gpu_memory_utilization, "gpu_memory_utilization"),
         kv_cache_memory_bytes=parse_bytes(kv_cache_memory, "kv_cache_memory") if kv_cache_memory else None,
-        max_num_batched_tokens=whole(max_num_batched_tokens, "max_num_batched_tokens"),
-        max_num_seqs=whole(max_num_seqs, "max_num_seqs"), enforce_eager=enforce_eager,
+        max_num_batched_tokens=engine_int(max_num_batched_tokens, "max_num_batched_tokens"),
+        max_num_seqs=engine_int(max_num_seqs, "max_num_seqs"), enforce_eager=enforce_eager,
         mem_fraction_static=number(mem_fraction_static, "mem_fraction_static"),
         free_gpu_memory_fraction=number(free_gpu_memory_fraction, "free_gpu_memory_fraction"),
         weights_bytes=parse_bytes(weights_bytes, "weights_bytes") if weights_bytes else None,
     )
-    mml = parse_count(max_model_len, "max_model_len") if max_model_len else None
+    mml = engine_int(max_model_len, "max_model_len")
     tp, pp, dp = whole(tp, "tp"), whole(pp, "pp"), whole(dp, "dp")
     calibrated = None
     if calibration is not None:

@@ -37,3 +37,20 @@ def number(text: str | float | None, field: str) -> float | None:
     if value != value or value in (float("inf"), float("-inf")):
         raise UsageError(f"'{text}' is not a number", field=field)
     return value
+
+
+def engine_int(text: str | int | None, field: str) -> int | None:
+    """A flag named like vLLM's, read as vLLM reads it (``human_readable_int``: '32k' = 32,000,
+    '32K' = 32,768, '1M'); kvplan's own --context and --batch keep k = 1024."""
+    if text is None or isinstance(text, int):
+        return text
+    from kvplan.engines.vllm.flags import vllm_int
+
+    try:
+        value = vllm_int(text)
+    except ValueError:
+        raise UsageError(f"'{text}' is not a whole number (vLLM reads 32k as 32,000 and 32K as 32,768)",
+                         field=field) from None
+    if value < 1:
+        raise UsageError(f"{value} must be positive", field=field)
+    return value
