@@ -273,7 +273,7 @@ def weights_dtype(weights: Weights, scheme: QuantScheme) -> str:
 INDEX_NAME = "model.safetensors.index.json"
 MAX_INDEX_BYTES = 64 * 1024 * 1024  # a 2,000-shard index is a few MB
 MAX_LOCAL_FILES = 10_000
-_SHARD = re.compile(r"^(?P<prefix>.+?)-(?P<index>\d+)-of-(?P<count>\d+)\.safetensors$")
+_SHARD = re.compile(r"^(?P<prefix>.+?)-(?P<index>\d{1,9})-of-(?P<count>\d{1,9})\.safetensors$")  # bounded: int() of 5,000 digits raises
 
 
 def pick_safetensors(files: list[str]) -> tuple[list[str], str | None]:

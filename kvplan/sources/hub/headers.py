@@ -14,37 +14,19 @@ from typing import Any
 from kvplan.errors import ConfigError
 from kvplan.sources.hub.settings import MAX_SHARDS, HubSettings
 
-_SHARD = re.compile(r"^(?P<prefix>.+?)-(?P<index>\d{1,9})-of-(?P<count>\d{1,9})\.safetensors$")
 _U64 = 1 << 64  # safetensors stores shapes and offsets as unsigned 64-bit integers
 
 
 def pick_safetensors(files: list[str]) -> tuple[list[str], str | None]:
-    """The top-level safetensors files holding the model's weights, or ([], why not)."""
-    top = sorted(f for f in files if "/" not in f and f.endswith(".safetensors"))
-    if not top:
-        return [], "the repository has no safetensors weight files"
-    groups: dict[tuple[str, bool], list[str]] = {}
-    declared: dict[str, int] = {}
-    for name in top:
-        m = _SHARD.match(name)
-        if m:
-            groups.setdefault((m["prefix"], True), []).append(name)
-            declared[m["prefix"]] = int(m["count"])
-        else:
-            groups.setdefault((name.removesuffix(".safetensors"), False), []).append(name)
-    for key in (("model", True), ("model", False), ("consolidated", False), ("consolidated", True)):
-        if key in groups:
-            chosen = key
-            break
-    else:
-        if len(groups) != 1:
-            names = ", ".join(sorted(g[0] for g in groups))
-            return [], f"several safetensors sets ({names}) and none is model.safetensors"
-        chosen = next(iter(groups))
-    shards = groups[chosen]
-    if chosen[1] and len(shards) not in (declared[chosen[0]], declared[chosen[0]] + 1):
-        return [], f"{chosen[0]}-*-of-{declared[chosen[0]]:05d}.safetensors is incomplete ({len(shards)} files)"
-    return shards, None
+    """The top-level safetensors files holding the model's weights, or ([], why not): the same choice
+    as for a local directory (``kvplan.sources.safetensors_weights.pick_safetensors``)."""
+    from kvplan.sources.safetensors_weights import pick_safetensors as pick
+
+    shards, why = pick(files)
+    if not shards and why == "no safetensors weight files":
+        why = "the repository has no safetensors weight files"
+    return shards, why
+
 
 def summarize_headers(repo: str, sha: str, files: list[str], config: dict, settings: HubSettings,
                       record_format: int, progress: Callable[[str], None]) -> dict[str, Any]:
