@@ -7,7 +7,6 @@ huggingface_hub's own ``get_safetensors_metadata`` is not used because it asks f
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
