@@ -180,6 +180,33 @@ def run() -> tuple[list[dict], list[tuple[str, str]]]:
     return rows, skipped
 
 
+def cudagraph_fit() -> tuple[str, list[dict]]:
+    """kvplan's fitted CUDA-graph estimate against the estimate the 0.19.0 logs print (not subtracted there:
+    opt-in before 0.21, so these runs do not enter the KV comparison above)."""
+    from kvplan.engines.vllm.cudagraph import cudagraph_estimate
+    from kvplan.sources.resolve import load_model
+
+    rows = []
+    for case in yaml.safe_load((DATA / "engine_logs_found.yaml").read_text())["cases"]:
+        rep = case.get("reported") or {}
+        if rep.get("cuda_graph_estimated_gib") is None or not case["id"].startswith("llmd-planner-v0190"):
+            continue
+        try:
+            spec = load_model(STAND_INS.get(case["model"], case["model"]))
+        except Exception:  # noqa: BLE001 - as above
+            continue
+        got, _ = cudagraph_estimate(spec, case["tensor_parallel_size"], case["pipeline_parallel_size"],
+                                    case["max_num_seqs"], case["max_num_batched_tokens"], "H100-SXM-80GB")
+        rows.append({"case": case["id"], "logged_gib": rep["cuda_graph_estimated_gib"], "kvplan_gib": got / GIB,
+                     "error_gib": got / GIB - rep["cuda_graph_estimated_gib"]})
+    errs = sorted(abs(r["error_gib"]) for r in rows)
+    worst = sorted(rows, key=lambda r: -abs(r["error_gib"]))[:3]
+    text = (f"CUDA-graph estimate (fitted, cudagraph.py) vs the {len(rows)} 0.19.0 logs that print theirs: median "
+            f"error {statistics.median(errs):.2f} GiB, worst {errs[-1]:.2f} GiB (" +
+            ", ".join(f"{r['case']}: logged {r['logged_gib']:.2f}, kvplan {r['kvplan_gib']:.2f}" for r in worst) + ").")
+    return text, rows
+
+
 def summary(rows: list[dict], which: str) -> tuple[float, float, int]:
     errs = [abs(r["error_pct"]) for r in rows if r["set"] == which]
     return (statistics.median(errs), max(errs), len(errs)) if errs else (0.0, 0.0, 0)
@@ -213,6 +240,8 @@ def main() -> None:
         bmed, bworst, _ = summary(before_rows, which) if before_rows else (float("nan"),) * 3
         lines.append(f"| {which} | {n} | {bmed:.2f} % | {bworst:.2f} % | {med:.2f} % | {worst:.2f} % |")
     text = "\n".join(lines) + "\n\n" + table(rows, before)
+    graphs, graph_rows = cudagraph_fit()
+    text += "\n\n" + graphs
     text += "\n\nLeft out: " + "; ".join(f"{c} ({why})" for c, why in skipped) + "."
     print(text)
     if not opts.no_write:
