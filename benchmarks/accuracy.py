@@ -129,7 +129,8 @@ def usable(case: dict) -> tuple[dict | None, str]:
         settings["gpu_memory_utilization"] = case["gpu_memory_utilization"]
     if case.get("enforce_eager"):
         settings["enforce_eager"] = True
-    stand_in = "" if model == case["model"] else f"config of {Path(model).stem if '/' in model and model.endswith('.json') else model}"
+    shown = Path(model).stem if model.endswith(".json") else model
+    stand_in = "" if model == case["model"] else f"config of {shown}"
     return {"args": args, "settings": settings, "stand_in": stand_in}, ""
 
 
@@ -212,6 +213,10 @@ def summary(rows: list[dict], which: str) -> tuple[float, float, int]:
     return (statistics.median(errs), max(errs), len(errs)) if errs else (0.0, 0.0, 0)
 
 
+def _minimum(row: dict) -> str:
+    return "" if row["judged_against"] == "logged" else f"minimum: {row['judged_against']}"
+
+
 def table(rows: list[dict], before: dict[str, float]) -> str:
     out = ["| set | case | vLLM | logged KV GiB | kvplan GiB | before % | after % | stand-in config, notes |",
            "|---|---|---|---:|---:|---:|---:|---|"]
@@ -219,7 +224,7 @@ def table(rows: list[dict], before: dict[str, float]) -> str:
         b = before.get(r["case"])
         out.append(f"| {r['set']} | {r['case']} | {r['version']} | {r['logged_kv_gib']:.2f} | {r['kv_gib']:.2f} | "
                    f"{'' if b is None else f'{b:+.2f}'} | {r['error_pct']:+.2f} | "
-                   f"{'; '.join(x for x in (r['stand_in'], '' if r['judged_against'] == 'logged' else 'minimum: ' + r['judged_against']) if x)} |")
+                   f"{'; '.join(x for x in (r['stand_in'], _minimum(r)) if x)} |")
     return "\n".join(out)
 
 
