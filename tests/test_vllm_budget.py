@@ -85,6 +85,14 @@ def test_sampler_step_at_0_17():
         assert plan.per_gpu.activation_bytes / GIB == pytest.approx(logged, abs=0.15)
 
 
+def test_moe_buffers_stay_while_the_sampler_runs():
+    # 0.19.0 H100 logs: Qwen3-30B-A3B peaks at 2.68 GiB, the sampler alone would be 2.24; gpt-oss-20b 2.87
+    moe = kvplan.max_batch("Qwen/Qwen3-30B-A3B", gpu="H100", engine_version="0.19.0", max_model_len=8192)
+    oss = kvplan.max_batch("openai/gpt-oss-20b", gpu="H100", engine_version="0.19.0", max_model_len=8192)
+    assert moe.per_gpu.activation_bytes / GIB == pytest.approx(2.68, abs=0.2)
+    assert oss.per_gpu.activation_bytes / GIB == pytest.approx(2.87, abs=0.15)
+
+
 def test_gpu_name_reaches_the_budget():
     a100 = kvplan.max_batch("Qwen/Qwen3-8B", gpu="A100-80GB", engine_version="0.19.0")
     h100 = kvplan.max_batch("Qwen/Qwen3-8B", gpu="H100", engine_version="0.19.0")

@@ -2,7 +2,7 @@
 
 Given each log's weights, kvplan's KV memory per GPU must stay within the errors reached when the rules
 were fitted (docs/accuracy.md): dev logs median 0.37 %, worst 0.70 %; found logs median 0.06 %, worst
-0.56 % of GPU memory. The guards leave a little room; the issue's goal is median <= 1 %, worst <= 2.5 %.
+0.38 % of GPU memory. The guards leave a little room; the issue's goal is median <= 1 %, worst <= 2.5 %.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _accuracy():
 
 def test_budget_errors_stay_within_the_goals():
     rows, skipped = _accuracy().run()
-    for which, count, median_goal, worst_goal in (("dev", 2, 0.5, 1.0), ("found", 57, 0.25, 1.0)):
+    for which, count, median_goal, worst_goal in (("dev", 2, 0.5, 1.0), ("found", 57, 0.25, 0.75)):
         errs = [abs(r["error_pct"]) for r in rows if r["set"] == which]
         assert len(errs) >= count, f"{which}: only {len(errs)} logs judged; left out: {skipped}"
         assert statistics.median(errs) <= median_goal, which

@@ -92,7 +92,7 @@ def weights_per_gpu(spec: ModelSpec, ranks: int, settings: Settings) -> MemoryIt
 
 
 def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int,
-                     sampler_bytes_per_logit: float | None = None) -> tuple[int, str]:
+                     sampler_bytes_per_logit: float | None = None, sampler_extra_bytes: int = 0) -> tuple[int, str]:
     """Peak activation of one forward pass over ``tokens`` tokens on one of ``tp`` ranks.
 
     A profile of the widest tensors alive at once: the MLP's gate/up output (2 x width / tp), a few
@@ -102,7 +102,8 @@ def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int,
 
     ``sampler_bytes_per_logit``: an engine whose profile runs the sampler after the forward pass (vLLM)
     peaks at the larger of the two: the forward pass, or ``logits_rows x vocab`` logits times this many
-    bytes (the fp32 logits and the sampler's copies of them), instead of the forward plus one fp32 copy.
+    bytes (the fp32 logits and the sampler's copies of them), instead of the forward plus one fp32 copy;
+    ``sampler_extra_bytes`` are buffers the forward pass leaves allocated while the sampler runs.
     """
     hidden = spec.hidden_size or 4096
     width = spec.mlp_width or int(3.5 * hidden)
@@ -113,9 +114,11 @@ def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int,
     per_token = (2 * width // tp + 4 * hidden + (heads + 2 * kv_heads) * head_dim // tp) * spec.dtype_bytes
     vocab = spec.vocab_size or 32000
     if sampler_bytes_per_logit is not None:
-        forward, sampler = tokens * per_token, int(logits_rows * vocab * sampler_bytes_per_logit)
+        forward = tokens * per_token
+        sampler = int(logits_rows * vocab * sampler_bytes_per_logit) + sampler_extra_bytes
+        extra = f" + {sampler_extra_bytes:,} B kept from the forward" if sampler_extra_bytes else ""
         return max(forward, sampler), (f"max(forward {tokens:,} tokens x {per_token:,} B, sampler {logits_rows:,} x "
-                                       f"{vocab:,} logits x {sampler_bytes_per_logit:g} B)")
+                                       f"{vocab:,} logits x {sampler_bytes_per_logit:g} B{extra})")
     logits = logits_rows * vocab * 4
     return tokens * per_token + logits, (f"{tokens:,} tokens x {per_token:,} B + {logits_rows} x "
                                          f"{spec.vocab_size or 32000:,} fp32 logits")

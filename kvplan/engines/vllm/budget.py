@@ -47,6 +47,14 @@ NON_TORCH_V0_TP = int(0.25 * GIB)
 # Qwen2.5 2.21-2.29 for 1024 x 152,064, Gemma 2/3 3.62-3.99 for 1024 x 256,000-262,208, phi-4, Mistral-Small);
 # 0.15/0.16: 39 B (Qwen3-14B 5.64 GiB in the llmd-planner sweep, 2.23 from 0.17), assumed for V1 0.8-0.14 too;
 # V0: 39 B for 256 rows (vllm-13882: 1.42 GiB for 256 x 152,064; V0 profiled top-k/top-p sorting).
+# MoE: the fused-MoE kernel's intermediate buffers (gate/up output and activation, tokens x top-k x expert
+# width, here tokens x mlp_width / tp x 3 values x the activation dtype) stay allocated while the sampler
+# runs (assumed: the 0.19.0 MoE logs peak 0.2-0.5 GiB above the sampler alone: Qwen3-30B-A3B 2.68 GiB,
+# DeepSeek-V2-Lite 1.93, Qwen1.5-MoE 2.47, Llama-4-Scout TP4 3.19, Mixtral TP2 1.21). gpt-oss (MXFP4
+# kernels) logs no such excess (2.87 GiB, the sampler alone gives 2.97).
+MOE_MODEL_TYPES = frozenset({"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "llama4",
+                             "glm4_moe", "qwen3_next", "kimi_k2", "minimax", "dbrx", "phimoe", "olmoe"})
+MOE_WORKSPACE_VALUES = 3
 SAMPLER_SMALL_SINCE = (0, 17)
 SAMPLER_BYTES = 15.5
 SAMPLER_BYTES_OLD = 39.0
@@ -66,6 +74,12 @@ def non_torch_bytes(version: Version, tp: int, pp: int) -> tuple[int, str]:
 
 def sampler_bytes_per_logit(version: Version) -> float:
     return SAMPLER_BYTES if version >= SAMPLER_SMALL_SINCE else SAMPLER_BYTES_OLD
+
+
+def moe_workspace_bytes(spec: ModelSpec, tokens: int, tp: int) -> int:
+    if spec.model_type not in MOE_MODEL_TYPES or not spec.mlp_width:
+        return 0
+    return tokens * spec.mlp_width * MOE_WORKSPACE_VALUES * spec.dtype_bytes // tp
 
 
 def default_util(version: Version) -> float:
@@ -104,7 +118,8 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
         return GpuBudget(total_bytes, tuple(items), settings.kv_cache_memory_bytes, defaults,
                          ("--kv-cache-memory given: vLLM skips memory profiling",))
     # the sampler runs on the last pipeline stage; vLLM sizes the pool by the worker with the least room
-    act, how = activation_bytes(spec, tokens, tp, min(seqs, tokens), sampler_bytes_per_logit(version))
+    act, how = activation_bytes(spec, tokens, tp, min(seqs, tokens), sampler_bytes_per_logit(version),
+                                moe_workspace_bytes(spec, tokens, tp))
     non_torch, nt_how = non_torch_bytes(version, tp, pp)
     cudagraph, cg_how = cudagraph_estimate(spec, tp, pp, seqs, tokens, demand.gpu_name)
     # measured items (a calibration read from an engine log, kvplan.logs) replace kvplan's estimates
