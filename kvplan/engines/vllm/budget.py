@@ -32,10 +32,13 @@ INCREASE_SINCE = (0, 10)
 NON_TORCH_TP1 = int(0.25 * GIB)
 NON_TORCH_TP = int(2.1 * GIB)
 NON_TORCH_PP = int(0.07 * GIB)
-# 0.8 / 0.9 V1 (0.8.5 Worker.determine_available_memory): all non-torch memory, the CUDA context included;
-# assumed 0.35 GiB (+0.6 GiB with TP), kvplan's earlier single readings.
-NON_TORCH_ALL = int(0.35 * GIB)
-NON_TORCH_ALL_TP = int(0.6 * GIB)
+# 0.8 / 0.9 V1 (0.8.5 Worker.determine_available_memory): all non-torch memory, the CUDA context included:
+# assumed = what the 0.19.0 logs show at the worker's init snapshot (0.51 GiB TP 1, 1.4-2.05 GiB with TP or
+# PP > 1) plus the growth above; 3.5 GiB with TP matches the 3.58 GiB an old TP build logged (issue 11).
+NON_TORCH_ALL_TP1 = int(0.76 * GIB)
+NON_TORCH_ALL_TP = int(3.5 * GIB)
+NON_TORCH_ALL_PP = int(1.47 * GIB)
+NON_TORCH_V06 = int(0.35 * GIB)  # V0 0.6.x, all of it: vllm-10517 logs 0.35 GiB at TP 1 (assumed for TP too)
 # V0 0.7.x measured the growth since a baseline too: 0.03 GiB TP 1 (vllm-13882), 0.25 GiB TP 2 (vllm-13061);
 # V0 0.6.4 and earlier all of it: 0.35 GiB TP 1 (vllm-10517). Assumed, single readings.
 V0_INCREASE_SINCE = (0, 7)
@@ -67,8 +70,11 @@ def non_torch_bytes(version: Version, tp: int, pp: int) -> tuple[int, str]:
         if pp > 1:
             return NON_TORCH_PP, "growth since the worker's init snapshot, PP only"
         return NON_TORCH_TP1, "growth since the worker's init snapshot"
-    if version >= V1_SINCE or version < V0_INCREASE_SINCE:
-        return NON_TORCH_ALL + (NON_TORCH_ALL_TP if tp > 1 else 0), "all non-torch memory, CUDA context included"
+    if version >= V1_SINCE:
+        how = "all non-torch memory, CUDA context included"
+        return (NON_TORCH_ALL_TP if tp > 1 else NON_TORCH_ALL_PP if pp > 1 else NON_TORCH_ALL_TP1), how
+    if version < V0_INCREASE_SINCE:
+        return NON_TORCH_V06, "V0: all non-torch memory, CUDA context included"
     return (NON_TORCH_V0_TP if tp > 1 else NON_TORCH_V0_TP1), "V0: growth since the profile's baseline"
 
 
