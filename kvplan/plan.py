@@ -233,7 +233,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     limit = max(max_model_len, context, model_limit or 0) if model_limit else 1 << 26
     # speculative slots: each running sequence holds them beyond its context, up to max_model_len
     demand = Demand(max_model_len=max_model_len, context=min(context + extra, max(max_model_len, context)),
-                    batch=batch, limit=limit)
+                    batch=batch, limit=limit, gpu_name=hw.name)
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)

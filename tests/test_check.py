@@ -145,8 +145,8 @@ def test_requirements_min_context_and_headroom(tmp_path):
             "    requirements: {min_context: 32k}\n")
     report = run(_kvplan_file(tmp_path, body))
     assert report.exit_code == 1 and "min-context" in codes(report)
-    # 32k fits on an L4 with a little room: 30 % headroom does not
-    body = ("  - name: a\n    model: meta-llama/Llama-3.1-8B\n    gpu: L4\n    engine: {max_model_len: 32k}\n"
+    # 24k fits on an L4 with a little room (3.0 GiB of KV in 3.7): 30 % headroom does not
+    body = ("  - name: a\n    model: meta-llama/Llama-3.1-8B\n    gpu: L4\n    engine: {max_model_len: 24k}\n"
             "    requirements: {headroom: 30%}\n")
     report = run(_kvplan_file(tmp_path, body))
     f = next(f for f in report.findings if f.code == "headroom")

@@ -29,8 +29,12 @@ class Settings:
     non_torch_bytes: int | None = None
     cudagraph_bytes: int | None = None
     """Measured per-GPU items (a calibration from an engine log: kvplan.logs), replacing kvplan's estimates."""
+    usage_context: Literal["serve", "llm"] = "serve"
+    """vLLM: how the engine is started (`vllm serve` or the `LLM` class); its batch defaults differ."""
 
     def __post_init__(self) -> None:
+        if self.usage_context not in ("serve", "llm"):
+            raise UsageError(f"'{self.usage_context}': choose serve or llm", field="usage_context")
         for name in ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
@@ -99,13 +103,19 @@ def weights_per_gpu(spec: ModelSpec, ranks: int, settings: Settings) -> MemoryIt
     return MemoryItem("weights", share, "computed", note)
 
 
-def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int) -> tuple[int, str]:
+def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int,
+                     sampler_bytes_per_logit: float | None = None, sampler_extra_bytes: int = 0) -> tuple[int, str]:
     """Peak activation of one forward pass over ``tokens`` tokens on one of ``tp`` ranks.
 
     A profile of the widest tensors alive at once: the MLP's gate/up output (2 x width / tp), a few
     hidden-size buffers (residual, norm, attention output, input), the q/k/v projection output, all
     in the activation dtype, plus fp32 logits for ``logits_rows`` sampled rows. Calibrated on the
     activation peaks vLLM logged (docs/accuracy.md); an estimate, tagged as one.
+
+    ``sampler_bytes_per_logit``: an engine whose profile runs the sampler after the forward pass (vLLM)
+    peaks at the larger of the two: the forward pass, or ``logits_rows x vocab`` logits times this many
+    bytes (the fp32 logits and the sampler's copies of them), instead of the forward plus one fp32 copy;
+    ``sampler_extra_bytes`` are buffers the forward pass leaves allocated while the sampler runs.
     """
     hidden = spec.hidden_size or 4096
     width = spec.mlp_width or int(3.5 * hidden)
@@ -114,6 +124,13 @@ def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int) ->
     head_dim = attn[0].head_dim if attn and attn[0].head_dim else hidden // heads
     kv_heads = attn[0].kv_heads if attn and attn[0].kv_heads else heads
     per_token = (2 * width // tp + 4 * hidden + (heads + 2 * kv_heads) * head_dim // tp) * spec.dtype_bytes
-    logits = logits_rows * (spec.vocab_size or 32000) * 4
+    vocab = spec.vocab_size or 32000
+    if sampler_bytes_per_logit is not None:
+        forward = tokens * per_token
+        sampler = int(logits_rows * vocab * sampler_bytes_per_logit) + sampler_extra_bytes
+        extra = f" + {sampler_extra_bytes:,} B kept from the forward" if sampler_extra_bytes else ""
+        return max(forward, sampler), (f"max(forward {tokens:,} tokens x {per_token:,} B, sampler {logits_rows:,} x "
+                                       f"{vocab:,} logits x {sampler_bytes_per_logit:g} B{extra})")
+    logits = logits_rows * vocab * 4
     return tokens * per_token + logits, (f"{tokens:,} tokens x {per_token:,} B + {logits_rows} x "
                                          f"{spec.vocab_size or 32000:,} fp32 logits")

@@ -41,6 +41,8 @@ def max_batch_command(
     max_num_batched_tokens: Optional[str] = typer.Option(None, "--max-num-batched-tokens", help="vLLM: tokens per forward pass."),
     max_num_seqs: Optional[str] = typer.Option(None, "--max-num-seqs", help="vLLM: sequences per batch."),
     enforce_eager: bool = typer.Option(False, "--enforce-eager", help="vLLM: no CUDA graphs."),
+    usage_context: str = typer.Option("serve", "--usage-context", help="vLLM: how it is started, serve (`vllm serve`) "
+                                      "or llm (the LLM class); the batch defaults differ."),
     mem_fraction_static: Optional[str] = typer.Option(None, "--mem-fraction-static", help="SGLang's static memory fraction."),
     free_gpu_memory_fraction: Optional[str] = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM's KV fraction (0.9)."),
     weights_bytes: Optional[str] = typer.Option(None, "--weights-bytes", help="Weights per GPU, e.g. 14.99GiB (default: the checkpoint / ranks)."),
@@ -105,6 +107,7 @@ def max_batch_command(
         mem_fraction_static=number(mem_fraction_static, "mem_fraction_static"),
         free_gpu_memory_fraction=number(free_gpu_memory_fraction, "free_gpu_memory_fraction"),
         weights_bytes=parse_bytes(weights_bytes, "weights_bytes") if weights_bytes else None,
+        usage_context=usage_context,  # type: ignore[arg-type]  # Settings checks the value
     )
     mml = engine_int(max_model_len, "max_model_len")
     tp, pp, dp = whole(tp, "tp"), whole(pp, "pp"), whole(dp, "dp")

@@ -39,6 +39,8 @@ class Demand:
     """Leading tokens common to every request (stored as the engine's sharing rule stores them)."""
     proposer: str | None = None
     """The speculative method, where one runs (it can change what a prefix-cache hit shares)."""
+    gpu_name: str = ""
+    """The GPU's name (vLLM's batch defaults read it: A100s get the smaller tier)."""
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@
 available = ceil(total x gpu_memory_utilization) - (weights + activation peak + non-torch memory)
 - CUDA-graph estimate. Defaults: utilization 0.92 from v0.21 (0.90 before); the CUDA-graph estimate
 from v0.21 unless --enforce-eager; ``--kv-cache-memory`` replaces the whole calculation.
-``max_num_batched_tokens`` (the profiled batch) defaults to 8192 with chunked prefill on GPUs of
-70 GiB and more, 2048 below (``EngineArgs._set_default_args``, OpenAI server); before V1 (v0.7),
-chunked prefill was off and the profile ran ``max(max_model_len, 2048)`` tokens.
+The profiled batch (``max_num_batched_tokens``, ``max_num_seqs``) defaults by version, GPU and entry
+point: defaults.py. The CUDA-graph estimate: cudagraph.py. Each constant below says whether it is
+computed from vLLM's code or assumed (fitted to the logs in tests/data/engine_logs_*.yaml, docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -15,39 +15,105 @@ import math
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
 from kvplan.engines.protocol import Demand
+from kvplan.engines.vllm.cudagraph import cudagraph_estimate
+from kvplan.engines.vllm.defaults import V1_SINCE, UsageContext, batch_defaults
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 UTIL_092_SINCE = (0, 21)
-CUDAGRAPH_ESTIMATE_SINCE = (0, 21)
-V1_SINCE = (0, 8)  # V1 (chunked prefill on by default) became the default engine in v0.8
-# Assumed, from the logs collected in tests/data/engine_logs_dev.yaml (docs/accuracy.md).
-NON_TORCH_BYTES = int(0.35 * GIB)
-NON_TORCH_TP_BYTES = int(0.6 * GIB)  # NCCL buffers and custom all-reduce with tp > 1
-CUDAGRAPH_BYTES = int(0.35 * GIB)
+CUDAGRAPH_ESTIMATE_SINCE = (0, 21)  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default 1 from 0.21 (envs.py)
+
+# Non-torch memory charged to the budget (docs/research-vllm.md section 2).
+# 0.10 to 0.33 (computed structure: utils memory_profiling / gpu_worker.determine_available_memory): only the
+# growth since the worker's init snapshot; sizes assumed from the 0.19.0 H100 logs (llmd-planner-v0190-*):
+# 0.24-0.27 GiB at TP 1, 2.06-2.21 GiB with TP > 1 (NCCL, custom all-reduce), 0.07 GiB with PP only.
+# 0.33's new bookkeeping (free memory at init minus free after profiling) charges the same growth.
+INCREASE_SINCE = (0, 10)
+NON_TORCH_TP1 = int(0.25 * GIB)
+NON_TORCH_TP = int(2.1 * GIB)
+NON_TORCH_PP = int(0.07 * GIB)
+# 0.8 / 0.9 V1 (0.8.5 Worker.determine_available_memory): all non-torch memory, the CUDA context included:
+# assumed = what the 0.19.0 logs show at the worker's init snapshot (0.51 GiB TP 1, 1.4-2.05 GiB with TP or
+# PP > 1) plus the growth above; 3.5 GiB with TP matches the 3.58 GiB an old TP build logged (issue 11).
+NON_TORCH_ALL_TP1 = int(0.76 * GIB)
+NON_TORCH_ALL_TP = int(3.5 * GIB)
+NON_TORCH_ALL_PP = int(1.47 * GIB)
+NON_TORCH_V06 = int(0.35 * GIB)  # V0 0.6.x, all of it: vllm-10517 logs 0.35 GiB at TP 1 (assumed for TP too)
+# V0 0.7.x measured the growth since a baseline too: 0.03 GiB TP 1 (vllm-13882), 0.25 GiB TP 2 (vllm-13061);
+# V0 0.6.4 and earlier all of it: 0.35 GiB TP 1 (vllm-10517). Assumed, single readings.
+V0_INCREASE_SINCE = (0, 7)
+NON_TORCH_V0_TP1 = int(0.03 * GIB)
+NON_TORCH_V0_TP = int(0.25 * GIB)
+
+# The sampler's profile peak per logit row x vocab entry (activation_bytes' sampler term); assumed, fitted:
+# 0.17+: 15.5 B (the 0.19.0 logs whose peak the sampler sets: Llama-3.x 1.89-1.96 GiB for 1024 x 128,256,
+# Qwen2.5 2.21-2.29 for 1024 x 152,064, Gemma 2/3 3.62-3.99 for 1024 x 256,000-262,208, phi-4, Mistral-Small);
+# 0.15/0.16: 39 B (Qwen3-14B 5.64 GiB in the llmd-planner sweep, 2.23 from 0.17), assumed for V1 0.8-0.14 too;
+# V0: 39 B for 256 rows (vllm-13882: 1.42 GiB for 256 x 152,064; V0 profiled top-k/top-p sorting).
+# MoE: the fused-MoE kernel's intermediate buffers (gate/up output and activation, tokens x top-k x expert
+# width, here tokens x mlp_width / tp x 3 values x the activation dtype) stay allocated while the sampler
+# runs (assumed: the 0.19.0 MoE logs peak 0.2-0.5 GiB above the sampler alone: Qwen3-30B-A3B 2.68 GiB,
+# DeepSeek-V2-Lite 1.93, Qwen1.5-MoE 2.47, Llama-4-Scout TP4 3.19, Mixtral TP2 1.21). gpt-oss (MXFP4
+# kernels) logs no such excess (2.87 GiB, the sampler alone gives 2.97).
+MOE_MODEL_TYPES = frozenset({"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "llama4",
+                             "glm4_moe", "qwen3_next", "kimi_k2", "minimax", "dbrx", "phimoe", "olmoe"})
+MOE_WORKSPACE_VALUES = 3
+SAMPLER_SMALL_SINCE = (0, 17)
+SAMPLER_BYTES = 15.5
+SAMPLER_BYTES_OLD = 39.0
+
+
+def non_torch_bytes(version: Version, tp: int, pp: int) -> tuple[int, str]:
+    if version >= INCREASE_SINCE:
+        if tp > 1:
+            return NON_TORCH_TP, "growth since the worker's init snapshot, TP > 1 (NCCL, custom all-reduce)"
+        if pp > 1:
+            return NON_TORCH_PP, "growth since the worker's init snapshot, PP only"
+        return NON_TORCH_TP1, "growth since the worker's init snapshot"
+    if version >= V1_SINCE:
+        how = "all non-torch memory, CUDA context included"
+        return (NON_TORCH_ALL_TP if tp > 1 else NON_TORCH_ALL_PP if pp > 1 else NON_TORCH_ALL_TP1), how
+    if version < V0_INCREASE_SINCE:
+        return NON_TORCH_V06, "V0: all non-torch memory, CUDA context included"
+    return (NON_TORCH_V0_TP if tp > 1 else NON_TORCH_V0_TP1), "V0: growth since the profile's baseline"
+
+
+def sampler_bytes_per_logit(version: Version) -> float:
+    return SAMPLER_BYTES if version >= SAMPLER_SMALL_SINCE else SAMPLER_BYTES_OLD
+
+
+def moe_workspace_bytes(spec: ModelSpec, tokens: int, tp: int) -> int:
+    if spec.model_type not in MOE_MODEL_TYPES or not spec.mlp_width:
+        return 0
+    return tokens * spec.mlp_width * MOE_WORKSPACE_VALUES * spec.dtype_bytes // tp
 
 
 def default_util(version: Version) -> float:
     return 0.92 if version >= UTIL_092_SINCE else 0.90
 
 
-def default_batched_tokens(total_bytes: int, version: Version, max_model_len: int) -> int:
-    if version < V1_SINCE:
-        return max(max_model_len, 2048)
-    return 8192 if total_bytes >= 70 * GIB else 2048
+def default_batched_tokens(total_bytes: int, version: Version, max_model_len: int, gpu_name: str = "",
+                           usage_context: UsageContext = "serve") -> int:
+    return batch_defaults(total_bytes, gpu_name, version, max_model_len, usage_context).max_num_batched_tokens
 
 
-def default_max_num_seqs(total_bytes: int, version: Version) -> int:
-    return 1024 if version >= V1_SINCE and total_bytes >= 70 * GIB else 256
+def default_max_num_seqs(total_bytes: int, version: Version, gpu_name: str = "",
+                         usage_context: UsageContext = "serve") -> int:
+    return batch_defaults(total_bytes, gpu_name, version, 1 << 20, usage_context).max_num_seqs
 
 
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
     max_model_len = demand.max_model_len
     util = settings.gpu_memory_utilization or default_util(version)
-    tokens = settings.max_num_batched_tokens or default_batched_tokens(total_bytes, version, max_model_len)
-    seqs = settings.max_num_seqs or default_max_num_seqs(total_bytes, version)
+    chosen = batch_defaults(total_bytes, demand.gpu_name, version, max_model_len, settings.usage_context)
+    seqs = settings.max_num_seqs or chosen.max_num_seqs
+    tokens = settings.max_num_batched_tokens or (min(chosen.max_num_batched_tokens, seqs * max_model_len)
+                                                 if version >= V1_SINCE else chosen.max_num_batched_tokens)
     defaults = {"gpu_memory_utilization": util, "max_num_batched_tokens": tokens, "max_num_seqs": seqs}
+    entry = f"vLLM started by {'the LLM class' if settings.usage_context == 'llm' else '`vllm serve`'}"
+    batch_note = (f"{entry}: max_num_batched_tokens {tokens:,}, max_num_seqs {seqs:,} ({chosen.why})",) \
+        if settings.max_num_batched_tokens is None or settings.max_num_seqs is None else ()
     requested = math.ceil(total_bytes * util)
     items = [MemoryItem("budget", requested, "given" if settings.gpu_memory_utilization else "computed",
                         f"ceil(total x {util:g})")]
@@ -57,12 +123,14 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
         items.append(MemoryItem("kv_cache", settings.kv_cache_memory_bytes, "given", "--kv-cache-memory"))
         return GpuBudget(total_bytes, tuple(items), settings.kv_cache_memory_bytes, defaults,
                          ("--kv-cache-memory given: vLLM skips memory profiling",))
-    act, how = activation_bytes(spec, tokens, tp, seqs)
-    non_torch = NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if tp > 1 else 0)
-    cudagraph = CUDAGRAPH_BYTES
+    # the sampler runs on the last pipeline stage; vLLM sizes the pool by the worker with the least room
+    act, how = activation_bytes(spec, tokens, tp, min(seqs, tokens), sampler_bytes_per_logit(version),
+                                moe_workspace_bytes(spec, tokens, tp))
+    non_torch, nt_how = non_torch_bytes(version, tp, pp)
+    cudagraph, cg_how = cudagraph_estimate(spec, tp, pp, seqs, tokens, demand.gpu_name)
     # measured items (a calibration read from an engine log, kvplan.logs) replace kvplan's estimates
-    tags = {"activation": how, "non_torch": "cuBLAS/NCCL/custom all-reduce",
-            "cudagraph": "vLLM >= 0.21 subtracts its CUDA-graph estimate"}
+    tags = {"activation": f"profile peak, {how}", "non_torch": nt_how,
+            "cudagraph": f"vLLM >= 0.21 subtracts its CUDA-graph estimate; {cg_how}"}
     values = {"activation": act, "non_torch": non_torch, "cudagraph": cudagraph}
     for name in values:
         measured = getattr(settings, f"{name}_bytes")
@@ -82,4 +150,4 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     notes = (f"vLLM {', '.join(estimated)} memory: kvplan's estimates; vLLM logs 'Available KV cache memory' at "
              "start-up: pass it as --kv-cache-memory, or calibrate from the log (kvplan log --save), to plan "
              "exactly",) if estimated else ()
-    return GpuBudget(total_bytes, tuple(items), kv, defaults, notes)
+    return GpuBudget(total_bytes, tuple(items), kv, defaults, (*batch_note, *notes))
