@@ -205,9 +205,9 @@ class _Tables:
                     "n" if self.workload.n > 1 else "beam_width")
                 # kvplan's WindowBlocks.prefix_held frees without the scheduling lag that held() keeps
                 # (docs/verification.md): a table cannot hold a block both shared and per sequence
-                raise VerifyError(f"verify cannot lay out vLLM's {rule.kind} blocks with it yet: kvplan's "
-                                  f"{tokens // block} of the {overlap} block(s) of the first {span:,} tokens a sequence still holds",
-                                  field=field)
+                raise VerifyError(f"verify cannot lay out vLLM's {rule.kind} blocks with it yet: kvplan's rule "
+                                  f"shares {tokens // block} of the {overlap} block(s) of the first {span:,} "
+                                  "tokens a sequence still holds", field=field)
         return once // block, (shared - once) // block, held - shared // block
 
 
