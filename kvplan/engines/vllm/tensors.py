@@ -113,14 +113,14 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
                                           "layout's padding")
                     chunk.append(slot)
                 groups.append(chunk)
-                per_seq_blocks.append(tables.counts(chunk))
+                per_seq_blocks.append(tables.counts(t.rule))
         size = grouping.group_size
         slot_pages = [max(t.page_bytes for t in grouping.types)] * size
     else:
         only = [m for layers in members.values() for m in layers]
         only.sort(key=lambda m: m[0])
         groups.append(only)
-        per_seq_blocks.append(tables.counts(only))
+        per_seq_blocks.append(tables.counts(only[0][2]))
         size = len(only)
         slot_pages = [page_bytes(rule) for _, _, rule in only]
     regions, offset = [], 0
@@ -176,13 +176,8 @@ class _Tables:
         self.samples = workload.samples if workload is not None else 1
         self.rule = SHARING.bind(layout)
 
-    def counts(self, chunk: list[tuple[int, int, GroupRule]]) -> tuple[int, int, int]:
-        found = {self._counts(rule) for _, _, rule in chunk}
-        if len(found) != 1:
-            raise VerifyError("internal: the layers of one vLLM KV-cache group share different blocks")
-        return found.pop()
-
-    def _counts(self, rule: GroupRule) -> tuple[int, int, int]:
+    def counts(self, rule: GroupRule) -> tuple[int, int, int]:
+        """For a group of ``rule``'s type (its padding slots page like it)."""
         held = _blocks_per_sequence(rule, self.context)
         if self.workload is None or rule.kind == "recurrent":  # Mamba state: one block per sequence
             return 0, 0, held
