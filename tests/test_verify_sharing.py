@@ -227,3 +227,14 @@ def test_cli_parses_like_estimate_and_reports_the_plain_figure():
                           "--output-len", "200", "--shared-prefix", "700"], capture_output=True, text=True, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": REPO})
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--shared-prefix" in bad.stderr
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (["-c", "800", "--prompt-len", "600", "--output-len", "100"], "--context"),
+    (["-c", "800", "--n", "2", "--tp", "2", "--launch", "2"], "--n"),
+    (["-c", "800", "--n", "2", "--decode"], "--decode"),
+])
+def test_cli_refusals_are_one_line_naming_the_flag(args, flag):
+    out = subprocess.run([sys.executable, "-m", "kvplan", "verify", LLAMA, "--device", "cpu", *args],
+                         capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": REPO})
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and out.stderr.startswith(f"kvplan: error: {flag}")

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-FIELDS: dict[str, str] = {"name": "model", "format": "fmt"}
+FIELDS: dict[str, str] = {"name": "model", "format": "fmt", "contexts": "context"}
 """Library parameter -> this command's parameter, where they differ."""
 
 
@@ -99,14 +99,17 @@ def verify_command(
     }
     if launch is not None or tp != 1 or pp != 1 or under_torchrun():
         for flag, given in (("--find-max-batch", find_max_batch), ("--decode", decode),
-                            ("--with-weights", with_weights), ("--activation", activation),
-                            ("--prompt-len", prompt_len), ("--output-len", output_len),
+                            ("--with-weights", with_weights), ("--activation", activation)):
+            if given:
+                raise UsageError(f"{flag} measures one device: not with --tp, --pp, --launch or under torchrun")
+        for flag, given in (("--prompt-len", prompt_len), ("--output-len", output_len),
                             ("--shared-prefix", shared_prefix), ("--n", n), ("--beam-width", beam_width),
                             ("--speculative-method", speculative_method),
                             ("--num-speculative-tokens", num_speculative_tokens),
                             ("--speculative-model", speculative_model)):
             if given:
-                raise UsageError(f"{flag} measures one device: not with --tp, --pp, --launch or under torchrun")
+                raise UsageError(f"{flag} is not allocated per rank yet: not with --tp, --pp, --launch or under "
+                                 "torchrun")
         _ranks(model, whole(batch, "batch") or 1, parse_count(context or "8k", "context"), engine, engine_version, kv_dtype,
                whole(block_size, "block_size"), device, tp, pp, launch, timeout, fmt)
         return
