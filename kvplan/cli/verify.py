@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-FIELDS: dict[str, str] = {"name": "model", "format": "fmt"}
+FIELDS: dict[str, str] = {"name": "model", "format": "fmt", "contexts": "context"}
 """Library parameter -> this command's parameter, where they differ."""
 
 
@@ -20,7 +20,7 @@ def command() -> Callable[..., None]:
 def verify_command(
     model: str = typer.Argument(..., help="Bundled model id, config.json, model directory, YAML spec or Hub id."),
     batch: Optional[str] = typer.Option(None, "--batch", "-b", help="Sequences in the batch (default 1; with --find-max-batch: the batch found)."),
-    context: str = typer.Option("8k", "--context", "-c", help="Tokens per sequence: 8192 or 8k (k = 1024)."),
+    context: Optional[str] = typer.Option(None, "--context", "-c", help="Tokens per sequence: 8192 or 8k (k = 1024); default 8k, or prompt + output."),
     engine: str = typer.Option("vllm", "--engine", "-e", help="Tensor layout: vllm, hf (DynamicCache) or hf-static (StaticCache)."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's rules (e.g. 4.57 for transformers' expanded MLA)."),
     kv_dtype: str = typer.Option("auto", "--kv-dtype", "--kv-cache-dtype", "-d", help="KV dtype: auto, bf16, fp16, fp32, fp8, fp8_e5m2, int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4, fp8_ds_mla."),
@@ -39,6 +39,14 @@ def verify_command(
     timeout: str = typer.Option("300", "--timeout", help="Seconds the ranks may wait on each other (process-group timeout)."),
     activation: bool = typer.Option(False, "--activation", help="Also run one transformers forward from the config (random weights) and measure its activation peak."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    prompt_len: Optional[str] = typer.Option(None, "--prompt-len", help="Prompt tokens per request (context = prompt + output), e.g. 6k."),
+    output_len: Optional[str] = typer.Option(None, "--output-len", help="Generated tokens per request, e.g. 2k."),
+    shared_prefix: Optional[str] = typer.Option(None, "--shared-prefix", help="Leading prompt tokens common to every request: vLLM allocates its full blocks once."),
+    n: Optional[str] = typer.Option(None, "--n", help="Parallel samples per request (vLLM: shared prompt blocks; transformers: batch x n rows)."),
+    beam_width: Optional[str] = typer.Option(None, "--beam-width", help="Beams per request (vLLM: shared prompt blocks; transformers: batch x beams rows)."),
+    speculative_method: Optional[str] = typer.Option(None, "--speculative-method", help="Speculative decoding (vLLM): ngram, eagle, eagle3, mtp or draft_model."),
+    num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k)."),
+    speculative_model: Optional[str] = typer.Option(None, "--speculative-model", help="The draft model or EAGLE head (bundled id, config.json, directory or YAML spec)."),
 ) -> None:
     """Allocate the KV cache as the engine would, on a real device, and compare with the prediction.
 
@@ -53,6 +61,10 @@ def verify_command(
       kvplan verify google/gemma-3-27b-it --batch 8 --context 16k --decode
 
       kvplan verify gpt2 --device cpu --batch 2 --context 1k
+
+      kvplan verify meta-llama/Llama-3.1-8B --device cpu -b 4 --prompt-len 3k --output-len 1k --shared-prefix 2k
+
+      kvplan verify meta-llama/Llama-3.1-8B --device cpu -b 2 -c 2k --speculative-model meta-llama/Llama-3.2-1B-Instruct --num-speculative-tokens 3
 
       torchrun --nproc-per-node 4 -m kvplan verify meta-llama/Llama-3.1-70B --tp 4 -b 16 -c 32k
 
@@ -75,12 +87,30 @@ def verify_command(
 
     tp, pp = whole(tp, "tp"), whole(pp, "pp")
     launch, timeout = whole(launch, "launch"), whole(timeout, "timeout")
+    # parsed as kvplan estimate parses them (kvplan/cli/estimate.py)
+    sharing = {
+        "prompt_len": parse_count(prompt_len, "prompt_len") if prompt_len else None,
+        "output_len": parse_count(output_len, "output_len") if output_len else None,
+        "shared_prefix": parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
+        "n": whole(n, "n") or 1, "beam_width": whole(beam_width, "beam_width") or 1,
+        "speculative_method": speculative_method,
+        "num_speculative_tokens": whole(num_speculative_tokens, "num_speculative_tokens"),
+        "speculative_model": speculative_model,
+    }
     if launch is not None or tp != 1 or pp != 1 or under_torchrun():
         for flag, given in (("--find-max-batch", find_max_batch), ("--decode", decode),
                             ("--with-weights", with_weights), ("--activation", activation)):
             if given:
                 raise UsageError(f"{flag} measures one device: not with --tp, --pp, --launch or under torchrun")
-        _ranks(model, whole(batch, "batch") or 1, parse_count(context, "context"), engine, engine_version, kv_dtype,
+        for flag, given in (("--prompt-len", prompt_len), ("--output-len", output_len),
+                            ("--shared-prefix", shared_prefix), ("--n", n), ("--beam-width", beam_width),
+                            ("--speculative-method", speculative_method),
+                            ("--num-speculative-tokens", num_speculative_tokens),
+                            ("--speculative-model", speculative_model)):
+            if given:
+                raise UsageError(f"{flag} is not allocated per rank yet: not with --tp, --pp, --launch or under "
+                                 "torchrun")
+        _ranks(model, whole(batch, "batch") or 1, parse_count(context or "8k", "context"), engine, engine_version, kv_dtype,
                whole(block_size, "block_size"), device, tp, pp, launch, timeout, fmt)
         return
     if activation:
@@ -88,11 +118,11 @@ def verify_command(
 
         import_transformers()  # a missing transformers fails before anything is allocated
     result = verify(
-        model, batch=whole(batch, "batch"), context=parse_count(context, "context"), engine=engine,
+        model, batch=whole(batch, "batch"), context=parse_count(context, "context") if context else None, engine=engine,
         engine_version=engine_version, kv_dtype=kv_dtype, block_size=whole(block_size, "block_size"), device=device,
         find_max_batch=find_max_batch, gpu_memory_utilization=number(gpu_memory_utilization, "gpu_memory_utilization"),
         memory_budget=parse_bytes(memory_budget, "memory_budget") if memory_budget else None,
-        with_weights=with_weights, decode=decode, repeats=whole(repeats, "repeats"), gpu=gpu,
+        with_weights=with_weights, decode=decode, repeats=whole(repeats, "repeats"), gpu=gpu, **sharing,
     )
     act = None
     if activation:
@@ -254,6 +284,32 @@ def _pct(error: int | None, base: int) -> str:
     return f"{100.0 * error / base:+.4f} %"
 
 
+def print_sharing(console: Any, r: Any) -> None:
+    """The workload allocated: the plain figure beside the prediction, each group's block tables."""
+    sh = r.sharing
+    what = [f"prompt {sh.prompt_len:,} + output {sh.output_len:,}"]
+    if sh.shared_prefix:
+        what.append(f"shared prefix {sh.shared_prefix:,}")
+    if sh.n > 1:
+        what.append(f"n {sh.n}")
+    if sh.beam_width > 1:
+        what.append(f"{sh.beam_width} beams")
+    if sh.speculative_method:
+        draft = f" ({sh.draft})" if sh.draft else ""
+        what.append(f"{sh.speculative_method}{draft}, +{sh.extra_slots} slots per sequence")
+    saving = r.predicted_bytes - sh.kv_bytes_plain
+    pct = f" ({100.0 * saving / sh.kv_bytes_plain:+.1f} %)" if sh.kv_bytes_plain else ""
+    console.print(f"workload: {r.batch} request(s) = {sh.sequences} sequence(s), {', '.join(what)}; "
+                  f"predicted {_b(r.predicted_bytes)}, plain (nothing stored once) {_b(sh.kv_bytes_plain)}{pct}")
+    if sh.referenced_bytes is not None:
+        ok = "[green]=[/green]" if sh.referenced_bytes == r.predicted_bytes else "[red]≠[/red]"
+        console.print(f"block tables reference {_b(sh.referenced_bytes)} of the pool {ok} predicted")
+        for t in sh.block_tables:
+            layers = f"layers {t.layers[0]}-{t.layers[-1]}" if len(t.layers) > 1 else f"layer {t.layers[0]}"
+            console.print(f"  {layers}: {t.sequences} tables of {t.once} shared + {t.per_request} per request + "
+                          f"{t.per_sequence} own blocks reference {t.referenced_blocks:,} of {t.blocks:,} blocks")
+
+
 def print_verify(console: Any, r: Any) -> None:
     """The predicted-vs-measured table, then the max-batch search, the decode step and the notes."""
     from rich.table import Table
@@ -287,6 +343,8 @@ def print_verify(console: Any, r: Any) -> None:
                       f"to 2 MiB) = {_b(r.segment_bytes)} expected reserved; peak {_b(r.peak_allocated_bytes)}")
     verdict = "[green]exact[/green]" if r.exact else "[red]differs[/red]"
     console.print(f"tensors vs prediction: {verdict}; everything freed: {'yes' if r.released else '[red]no[/red]'}")
+    if r.sharing is not None:
+        print_sharing(console, r)
     if r.max_batch is not None:
         mb = r.max_batch
         predicted = "-" if mb.predicted is None else f"{mb.predicted:,}"

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
     from kvplan.engines.serve import ServeFlags
     from kvplan.logs.reader import LogReader
-    from kvplan.engines.sharing import SharingRule
+    from kvplan.engines.sharing import SharingRule, Workload
     from kvplan.engines.speculative import Speculation, SpeculativeLayout
 
 
@@ -102,7 +102,8 @@ class Engine(Protocol):
     def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
                  demand: Demand) -> KvCapacity: ...
 
-    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any: ...
+    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
+                    workload: Workload | None = None) -> Any: ...
 
     def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout: ...
 
@@ -146,8 +147,11 @@ class EngineDefaults:
 
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=False, sharing=self.sharing)
 
-    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
-        """The tensors ``verify`` allocates; None where kvplan has no tensor layout for the engine."""
+    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
+                    workload: Workload | None = None) -> Any:
+        """The tensors ``verify`` allocates for ``batch`` requests of ``context`` tokens (with a
+        ``workload``: its samples or beams, and what the engine stores once); None where kvplan has no
+        tensor layout for the engine."""
         return None
 
     def admission(self, layout: CacheLayout) -> Callable[[int], int] | None:

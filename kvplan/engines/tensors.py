@@ -84,6 +84,42 @@ class LayerInfo:
 
 
 @dataclass(frozen=True)
+class BlockTable:
+    """How the sequences of one KV-cache group reference the blocks of its region of the pool.
+
+    The region is ``blocks`` consecutive block ids from ``first_block``: ``once`` ids every sequence's
+    table starts with (a common prefix), then ``per_request`` ids the samples or beams of one request
+    share, then ``per_sequence`` ids each sequence owns. Without sharing ``once = per_request = 0``.
+    Kept as counts (not lists) so a plan stays small whatever the batch; ``row`` expands one table."""
+
+    layers: tuple[int, ...]
+    """The layers (and padding slots) of the group: each views the region's blocks."""
+    first_block: int
+    requests: int
+    samples: int
+    once: int
+    per_request: int
+    per_sequence: int
+
+    @property
+    def sequences(self) -> int:
+        return self.requests * self.samples
+
+    @property
+    def blocks(self) -> int:
+        return self.once + self.requests * self.per_request + self.sequences * self.per_sequence
+
+    def row(self, request: int, sample: int) -> list[int]:
+        """The block ids of sequence ``sample`` of request ``request``, in position order."""
+        own = self.first_block + self.once + self.requests * self.per_request
+        seq = request * self.samples + sample
+        return [*range(self.first_block, self.first_block + self.once),
+                *range(self.first_block + self.once + request * self.per_request,
+                       self.first_block + self.once + (request + 1) * self.per_request),
+                *range(own + seq * self.per_sequence, own + (seq + 1) * self.per_sequence)]
+
+
+@dataclass(frozen=True)
 class TensorPlan:
     """What an engine allocates for ``batch`` sequences of ``context`` tokens."""
 
@@ -93,6 +129,8 @@ class TensorPlan:
     group_size: int | None = None
     padding_layers: int = 0
     notes: tuple[str, ...] = field(default=())
+    block_tables: tuple[BlockTable, ...] = ()
+    """Paged engines: how each group's sequences reference its blocks (shared blocks once)."""
 
 
 def component_names(layout: CacheLayout) -> dict[int, str]:

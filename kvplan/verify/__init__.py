@@ -15,7 +15,8 @@ from typing import Any
 
 from kvplan.verify.errors import VerifyError
 
-__all__ = ["verify", "VerifyResult", "ComponentCheck", "MaxBatchCheck", "DecodeCheck", "VerifyError"]
+__all__ = ["verify", "VerifyResult", "ComponentCheck", "MaxBatchCheck", "DecodeCheck", "SharingCheck",
+           "BlockTableCheck", "VerifyError"]
 
 DEFAULT_UTILIZATION = 0.9
 
@@ -69,6 +70,45 @@ class DecodeCheck:
 
 
 @dataclass(frozen=True)
+class BlockTableCheck:
+    """One vLLM KV-cache group: its sequences' block tables, built as tensors, against its region."""
+
+    layers: tuple[int, ...]
+    sequences: int
+    blocks: int
+    """Blocks of the group's region of the pool (allocated)."""
+    referenced_blocks: int
+    """Distinct block ids the sequences' tables reference, counted on the tensors."""
+    once: int
+    per_request: int
+    per_sequence: int
+    referenced_bytes: int
+    """Bytes of the group's views in the referenced blocks."""
+
+
+@dataclass(frozen=True)
+class SharingCheck:
+    """The workload verify allocated: requests of prompt + output tokens, samples or beams, what is shared."""
+
+    prompt_len: int
+    output_len: int
+    shared_prefix: int
+    n: int
+    beam_width: int
+    sequences: int
+    kv_bytes_plain: int
+    """``kvplan estimate``'s plain figure: the same sequences with nothing stored once."""
+    referenced_bytes: int | None
+    """Bytes of the pool the block tables reference (paged engines; None for transformers' rows)."""
+    block_tables: tuple[BlockTableCheck, ...] = ()
+    speculative_method: str | None = None
+    num_speculative_tokens: int | None = None
+    extra_slots: int = 0
+    """Slots each sequence holds beyond its context for speculative decoding."""
+    draft: str | None = None
+
+
+@dataclass(frozen=True)
 class VerifyResult:
     kvplan_version: str
     model_id: str
@@ -102,6 +142,8 @@ class VerifyResult:
     max_batch: MaxBatchCheck | None = None
     decode: DecodeCheck | None = None
     notes: tuple[str, ...] = field(default=())
+    sharing: SharingCheck | None = None
+    """The shared-prefix / samples / beams / speculative workload, where one was asked."""
 
     @property
     def error_bytes(self) -> int:
@@ -113,8 +155,9 @@ class VerifyResult:
 
     @property
     def exact(self) -> bool:
-        """The tensors hold exactly the predicted bytes."""
-        return self.measured_storage_bytes == self.predicted_bytes
+        """The tensors hold exactly the predicted bytes (and the block tables reference every one of them)."""
+        referenced = self.sharing.referenced_bytes if self.sharing is not None else None
+        return self.measured_storage_bytes == self.predicted_bytes and referenced in (None, self.predicted_bytes)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
@@ -153,6 +196,19 @@ class VerifyResult:
                                 "error_pct": mb.error_pct, "from_estimate": mb.from_estimate,
                                 "probes": [{"batch": b, "fits": f, "bytes": n, "allocated": a}
                                            for b, f, n, a in mb.probes]}
+        if self.sharing is not None:
+            sh = self.sharing
+            out["sharing"] = {
+                "prompt_len": sh.prompt_len, "output_len": sh.output_len, "shared_prefix": sh.shared_prefix,
+                "n": sh.n, "beam_width": sh.beam_width, "sequences": sh.sequences,
+                "kv_bytes_plain": sh.kv_bytes_plain, "referenced_bytes": sh.referenced_bytes,
+                "speculative_method": sh.speculative_method, "num_speculative_tokens": sh.num_speculative_tokens,
+                "extra_slots": sh.extra_slots, "draft": sh.draft,
+                "block_tables": [{"layers": list(t.layers), "sequences": t.sequences, "blocks": t.blocks,
+                                  "referenced_blocks": t.referenced_blocks, "once": t.once,
+                                  "per_request": t.per_request, "per_sequence": t.per_sequence,
+                                  "referenced_bytes": t.referenced_bytes} for t in sh.block_tables],
+            }
         if self.decode is not None:
             d = self.decode
             out["decode"] = {"seconds": d.seconds, "bound_seconds": d.bound_seconds,
@@ -169,7 +225,7 @@ def verify(
     model: Any,
     *,
     batch: int | None = None,
-    context: int = 8192,
+    context: int | None = None,
     engine: str = "vllm",
     engine_version: str | None = None,
     kv_dtype: str = "auto",
@@ -182,6 +238,14 @@ def verify(
     decode: bool = False,
     repeats: int = 5,
     gpu: str | None = None,
+    prompt_len: int | None = None,
+    output_len: int | None = None,
+    shared_prefix: int = 0,
+    n: int = 1,
+    beam_width: int = 1,
+    speculative_method: str | None = None,
+    num_speculative_tokens: int | None = None,
+    speculative_model: Any = None,
 ) -> VerifyResult:
     """Allocate ``engine``'s cache for ``batch`` sequences of ``context`` tokens on ``device`` and measure it.
 
@@ -189,6 +253,12 @@ def verify(
     that really allocates within ``memory_budget`` bytes (CPU: required; CUDA: default
     ``gpu_memory_utilization`` x total less what is in use) and reports it as ``batch``. ``decode``
     times one decode step of attention over the cache. Every tensor is freed before returning.
+
+    ``context`` defaults to 8,192, or to ``prompt_len + output_len``. With ``shared_prefix``, ``n``,
+    ``beam_width`` or speculative decoding (the arguments of ``kvplan.estimate``, docs/sharing.md),
+    ``batch`` requests are allocated as the engine stores them: vLLM's shared blocks once in the pool,
+    referenced by every sequence's block table; the draft's layers in the pool and each sequence's
+    extra slots; transformers' batch x samples rows.
     """
     from kvplan import __version__
     from kvplan.estimate import estimate
@@ -196,15 +266,27 @@ def verify(
     from kvplan.verify import allocate as al
     from kvplan.verify.shapes import plan_cache, resolve_layout
 
+    from kvplan.verify.shapes import resolve_workload
+
     spec = model if isinstance(model, ModelSpec) else _load(model)
-    if context <= 0:
+    if context is not None and context <= 0:
         raise VerifyError(f"{context} must be positive", field="context")
+    work = resolve_workload(spec, engine, context, prompt_len=prompt_len, output_len=output_len,
+                            shared_prefix=shared_prefix, n=n, beam_width=beam_width,
+                            speculative_method=speculative_method, num_speculative_tokens=num_speculative_tokens,
+                            speculative_model=speculative_model)
+    target, context, spec = spec, work.context, work.spec  # spec: the layers the cache holds (+ draft)
+    if work.workload is not None or work.speculation is not None:
+        for name, given in (("find_max_batch", find_max_batch), ("decode", decode)):
+            if given:
+                raise VerifyError("is not available with a shared prefix, n, beams or speculative decoding yet",
+                                  field=name)
     if batch is not None and batch <= 0:
         raise VerifyError(f"{batch} must be positive", field="batch")
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
         raise VerifyError(f"{gpu_memory_utilization} must be in (0, 1]", field="gpu_memory_utilization")
     layout = resolve_layout(spec, engine, engine_version, kv_dtype, block_size)
-    plan_cache(spec, layout, 1, context)  # refuse unsupported layouts before touching torch
+    plan_cache(spec, layout, 1, work.alloc_context, work.workload)  # refuse unsupported layouts before touching torch
     torch = al.import_torch()
     dev = al.resolve_device(device)
     info = al.device_info(dev)
@@ -238,15 +320,18 @@ def verify(
             if batch is None:
                 batch = search.measured
         batch = batch or 1
-        plan = plan_cache(spec, layout, batch, context)
-        predicted = estimate(spec, contexts=[context], batches=[batch], kv_dtypes=[kv_dtype], engine=engine,
-                             engine_version=engine_version, block_size=block_size).rows[0].kv_bytes
+        plan = plan_cache(spec, layout, batch, work.alloc_context, work.workload)
+        row = estimate(target, contexts=[context], batches=[batch], kv_dtypes=[kv_dtype], engine=engine,
+                       engine_version=engine_version, block_size=block_size, **work.estimate_kwargs).rows[0]
+        predicted = row.kv_bytes
         if predicted != plan.predicted_bytes:
             raise VerifyError(f"internal: estimate says {predicted:,} B, the layout {plan.predicted_bytes:,} B")
+        notes.extend(work.notes)
         notes.extend(plan.notes)
         alloc = al.allocate(plan, dev, fill=decode)
         try:
             m = al.measure(alloc)
+            tables = _block_tables(torch, alloc, plan) if work.workload or work.speculation else ()
             timing = None
             if decode:
                 from kvplan.verify.decode import decode_step
@@ -295,8 +380,56 @@ def verify(
         peak_allocated_bytes=m.peak_allocated_bytes, allocator_bytes=m.allocator_bytes,
         segment_bytes=m.segment_bytes, buffers=len(plan.buffers), num_blocks=plan.num_blocks,
         components=tuple(components), released=released, max_batch=max_check, decode=decode_check,
-        notes=tuple(dict.fromkeys(notes)),
+        notes=tuple(dict.fromkeys(notes)), sharing=_sharing_check(work, row, batch, tables),
     )
+
+
+def _sharing_check(work: Any, row: Any, batch: int, tables: tuple[BlockTableCheck, ...]) -> SharingCheck | None:
+    if work.workload is None and work.speculation is None:
+        return None
+    w, sp = work.workload, work.speculation
+    plain = row.sharing.kv_bytes_plain if row.sharing is not None else row.kv_bytes
+    referenced = sum(t.referenced_bytes for t in tables) if tables else None
+    return SharingCheck(
+        prompt_len=w.prompt_len if w is not None else work.context,
+        output_len=w.output_len - work.extra if w is not None else 0,
+        shared_prefix=w.shared_prefix if w is not None else 0, n=w.n if w is not None else 1,
+        beam_width=w.beam_width if w is not None else 1, sequences=batch * (w.samples if w is not None else 1),
+        kv_bytes_plain=plain, referenced_bytes=referenced, block_tables=tables,
+        speculative_method=sp.method if sp is not None else None,
+        num_speculative_tokens=sp.num_speculative_tokens if sp is not None else None, extra_slots=work.extra,
+        draft=sp.draft.id if sp is not None and sp.draft is not None else None)
+
+
+def _block_tables(torch: Any, alloc: Any, plan: Any) -> tuple[BlockTableCheck, ...]:
+    """Every sequence's block table as an int64 tensor ``[sequences, blocks per sequence]`` (vLLM's
+    ``BlockTable`` rows), then the distinct blocks they reference and those blocks' bytes in the
+    group's views: what the pool holds for the sequences, each shared block counted once."""
+    out = []
+    for t in plan.block_tables:
+        seqs, first = t.sequences, t.first_block
+        once = torch.arange(first, first + t.once).expand(seqs, t.once)
+        request = torch.arange(t.requests).repeat_interleave(t.samples)[:, None]
+        shared = first + t.once + request * t.per_request + torch.arange(t.per_request)[None, :]
+        own_start = first + t.once + t.requests * t.per_request
+        own = own_start + torch.arange(seqs)[:, None] * t.per_sequence + torch.arange(t.per_sequence)[None, :]
+        table = torch.cat([once, shared, own], dim=1)
+        for r, s in {(0, 0), (t.requests - 1, t.samples - 1)}:  # the tensor is the plan's own tables
+            if table[r * t.samples + s].tolist() != t.row(r, s):
+                raise VerifyError(f"internal: block table row ({r}, {s}) differs from the plan")
+        ids = torch.unique(table)
+        count = int(ids.numel())
+        if count and (int(ids.min()) < first or int(ids.max()) >= first + t.blocks):
+            raise VerifyError("internal: a block table references a block outside its group's region")
+        per_block = 0
+        layers = set(t.layers)
+        for (layer, _), view in alloc.views.items():
+            if layer in layers and view.shape[0]:
+                per_block += view[0].numel() * view.element_size()
+        out.append(BlockTableCheck(t.layers, seqs, t.blocks, count, t.once, t.per_request, t.per_sequence,
+                                   count * per_block))
+        del table, ids
+    return tuple(out)
 
 
 def _load(model: str) -> Any:

@@ -8,11 +8,14 @@ every view lies inside its buffer and that the views add up to the prediction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import CacheLayout, EngineOptions, get_engine, parse_version
+from kvplan.engines.sharing import SharedSpans, Workload, group_bytes, shared_bytes
 from kvplan.engines.tensors import (  # noqa: F401  (re-exported: verify's modules read them here)
     DTYPE_BYTES,
+    BlockTable,
     BufferSpec,
     LayerInfo,
     TensorPlan,
@@ -53,6 +56,8 @@ class CachePlan:
     group_size: int | None = None
     padding_layers: int = 0
     notes: tuple[str, ...] = field(default=())
+    block_tables: tuple[BlockTable, ...] = ()
+    """Paged engines: how each group's sequences reference its blocks (shared ones once)."""
 
     @property
     def buffer_bytes(self) -> int:
@@ -82,33 +87,50 @@ def resolve_layout(spec: ModelSpec, engine: str, engine_version: str | None, kv_
     return layout
 
 
-def plan_cache(spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> CachePlan:
-    """Every tensor ``layout.engine`` allocates for ``batch`` sequences of ``context`` tokens."""
+def plan_cache(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
+               workload: Workload | None = None) -> CachePlan:
+    """Every tensor ``layout.engine`` allocates for ``batch`` sequences of ``context`` tokens; with a
+    ``workload`` (``workload.context == context``), ``batch`` requests of its samples or beams, what
+    the engine stores once allocated once (docs/sharing.md)."""
     if batch <= 0 or context <= 0:
         raise VerifyError("batch and context must be positive", field="batch" if batch < 1 else "context")
-    tensors = get_engine(layout.engine).tensor_plan(spec, layout, batch, context)
+    eng = get_engine(layout.engine)
+    tensors = eng.tensor_plan(spec, layout, batch, context, workload)
     if tensors is None:
         raise VerifyError(f"verify has no tensor layout for engine '{layout.engine}'")
+    if workload is None:
+        predicted = layout.total_bytes(context, batch)
+        spans = None
+    else:  # the arithmetic estimate applies (kvplan.engines.sharing), never a copy of it
+        rule = eng.sharing.bind(layout)
+        predicted = shared_bytes(layout, rule, workload, batch)
+        spans = {i: rule.spans(g, workload) for i, g in enumerate(layout.groups)}
     plan = CachePlan(
         model_id=spec.id, engine=layout.engine, engine_version=layout.engine_version,
         kv_dtype=layout.kv_dtype.name, block_size=layout.block_size, batch=batch, context=context,
-        predicted_bytes=layout.total_bytes(context, batch),
-        components=_components(layout, component_names(layout), batch, context),
+        predicted_bytes=predicted,
+        components=_components(layout, component_names(layout), batch, context, spans,
+                               workload.samples if workload is not None else 1),
         buffers=tensors.buffers, layers=tensors.layers, num_blocks=tensors.num_blocks,
         group_size=tensors.group_size, padding_layers=tensors.padding_layers, notes=tensors.notes,
+        block_tables=tensors.block_tables,
     )
     _check(plan)
     return plan
 
 
-def _components(layout: CacheLayout, names: dict[int, str], batch: int, context: int) -> tuple[Component, ...]:
+def _components(layout: CacheLayout, names: dict[int, str], batch: int, context: int,
+                spans: dict[int, SharedSpans] | None = None, samples: int = 1) -> tuple[Component, ...]:
     acc: dict[str, list] = {}
     for i, g in enumerate(layout.groups):
         if i not in names:
             continue
         entry = acc.setdefault(names[i], ["padding" if g.padding else g.kind, 0, 0, g])
         entry[1] += g.count
-        entry[2] += g.count * g.layer_bytes(context, batch)
+        if spans is None:
+            entry[2] += g.count * g.layer_bytes(context, batch)
+        else:
+            entry[2] += g.count * group_bytes(g, spans[i], context, batch, samples)
     out = []
     for name, (kind, count, nbytes, g) in acc.items():
         formula = f"{g.token.formula} per token; tokens {g.held_formula}"
@@ -122,6 +144,14 @@ def _components(layout: CacheLayout, names: dict[int, str], batch: int, context:
 
 def _check(plan: CachePlan) -> None:
     """Every view inside its buffer, and the views of each component add up to its prediction."""
+    if plan.block_tables:  # the groups' regions tile the pool: no block allocated outside a table's reach
+        end = 0
+        for table in plan.block_tables:
+            if table.first_block != end:
+                raise VerifyError(f"internal: a block table starts at block {table.first_block}, not {end}")
+            end += table.blocks
+        if end != plan.num_blocks:
+            raise VerifyError(f"internal: the block tables reach {end} blocks of the pool's {plan.num_blocks}")
     by_component: dict[str, int] = {}
     for buf in plan.buffers:
         for view in buf.views:
@@ -134,3 +164,57 @@ def _check(plan: CachePlan) -> None:
         if got != comp.predicted_bytes:
             raise VerifyError(f"internal: the tensors of '{comp.name}' hold {got:,} B but the {plan.engine} rule "
                               f"predicts {comp.predicted_bytes:,} B")
+
+
+# --------------------------------------------------------------------------------------- workload
+
+@dataclass(frozen=True)
+class VerifyWorkload:
+    """What ``verify`` allocates beyond plain sequences, resolved exactly as ``kvplan.estimate`` does."""
+
+    spec: ModelSpec
+    """The layers the cache holds: the target's, plus a draft's or MTP layers."""
+    context: int
+    """Tokens per sequence as the user gave them (prompt + output)."""
+    alloc_context: int
+    """``context`` plus the speculative slots each sequence holds."""
+    workload: Workload | None
+    speculation: Any
+    extra: int
+    notes: tuple[str, ...]
+    estimate_kwargs: dict[str, Any]
+    """The same request for ``kvplan.estimate``, to compare its row with the tensors."""
+
+
+def resolve_workload(spec: ModelSpec, engine: str, context: int | None, *, prompt_len: int | None = None,
+                     output_len: int | None = None, shared_prefix: int = 0, n: int = 1, beam_width: int = 1,
+                     speculative_method: str | None = None, num_speculative_tokens: int | None = None,
+                     speculative_model: Any = None) -> VerifyWorkload:
+    """The context, the speculative layers and slots, and what requests share, as ``estimate`` reads
+    the same arguments (``kvplan/estimate.py``): verify threads them, the rules stay the engines'."""
+    from kvplan.workload import speculation_from, split_contexts
+
+    contexts, splits = split_contexts([context] if context is not None else None, prompt_len, output_len)
+    (context,) = contexts
+    eng = get_engine(engine)
+    speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model, None)
+    target, extra, notes = spec, 0, ()
+    if speculation is not None:
+        sp = eng.speculate(spec, speculation, 1)
+        target, extra, notes = sp.spec, sp.extra_tokens, tuple(sp.notes)
+    workload = None
+    if splits is not None or shared_prefix or n != 1 or beam_width != 1:
+        prompt, output = (splits or [(context, 0)])[0]
+        # speculative slots are each sequence's own, after its output (as estimate counts them)
+        workload = Workload(prompt, output + extra, shared_prefix, n, beam_width,
+                            speculation.method if speculation is not None else None)
+        eng.sharing.check(workload)
+        notes = (*eng.sharing.notes(workload), *notes)
+    kwargs: dict[str, Any] = {}
+    if workload is not None:
+        kwargs.update(prompt_len=workload.prompt_len, output_len=workload.output_len - extra,
+                      shared_prefix=shared_prefix, n=n, beam_width=beam_width)
+    if speculation is not None:
+        kwargs.update(speculative_method=speculation.method,
+                      num_speculative_tokens=speculation.num_speculative_tokens, speculative_model=speculation.draft)
+    return VerifyWorkload(target, context, context + extra, workload, speculation, extra, notes, kwargs)

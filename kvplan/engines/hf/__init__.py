@@ -56,10 +56,11 @@ class TransformersEngine(EngineDefaults):
 
         return budget.budget(spec, total_bytes, tp, pp, version, demand, settings)
 
-    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
+    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
+                    workload: Any = None) -> Any:
         from kvplan.engines.hf.tensors import plan_tensors
 
-        return plan_tensors(spec, layout, batch, context)
+        return plan_tensors(spec, layout, batch, context, workload)
 
 
 HF = TransformersEngine()

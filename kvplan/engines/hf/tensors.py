@@ -15,6 +15,7 @@ from math import prod
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, GroupRule
+from kvplan.engines.sharing import Workload
 from kvplan.engines.tensors import (
     DTYPE_BYTES,
     PLAIN,
@@ -29,7 +30,15 @@ from kvplan.layouts import mla as mla_layout
 from kvplan.spec import LayerSpec, ModelSpec
 
 
-def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> TensorPlan:
+def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
+                 workload: Workload | None = None) -> TensorPlan:
+    """Every row's tensors. ``n`` samples or ``beam_width`` beams expand the batch to ``batch x
+    samples`` rows, each a full cache (``sharing.py``: ``_expand_inputs_for_generation``); a common
+    prefix is stored in every row."""
+    if workload is not None:
+        if workload.context != context:
+            raise VerifyError(f"internal: a workload of {workload.context} tokens planned at {context}")
+        batch *= workload.samples
     names = component_names(layout)
     dtype = layout.kv_dtype
     from kvplan.engines.hf.quantized import QuantizedGroup, quantized_tensors

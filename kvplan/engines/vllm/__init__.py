@@ -128,10 +128,11 @@ class VLLMEngine(EngineDefaults):
         pool = vllm_pool(layout)
         return lambda context: pool.blocks_per_request(context, DEFAULT_BATCHED_TOKENS) * pool.bytes_per_block
 
-    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> Any:
+    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
+                    workload: Any = None) -> Any:
         from kvplan.engines.vllm.tensors import plan_tensors
 
-        return plan_tensors(spec, layout, batch, context)
+        return plan_tensors(spec, layout, batch, context, workload)
 
 
 VLLM = VLLMEngine()

@@ -21,10 +21,12 @@ from math import prod
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, GroupRule
+from kvplan.engines.sharing import Workload
 from kvplan.engines.tensors import (
     DTYPE_BYTES,
     FP8,
     PLAIN,
+    BlockTable,
     BufferSpec,
     LayerInfo,
     TensorPlan,
@@ -72,8 +74,12 @@ def _mla_row(dtype: KVDType, layer: LayerSpec) -> tuple[str, int]:
     raise VerifyError(f"vLLM's MLA cache has no '{dtype.name}' layout")
 
 
-def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int) -> TensorPlan:
+def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
+                 workload: Workload | None = None) -> TensorPlan:
+    """The pool for ``batch`` requests of ``context`` tokens; with a ``workload`` each request has
+    ``workload.samples`` sequences and the blocks vLLM shares (``sharing.py``) are allocated once."""
     names = component_names(layout)
+    tables = _Tables(layout, batch, context, workload)
     grouping = layout.pool if isinstance(layout.pool, PoolGrouping) else pool_grouping(layout.groups)
     # layers of each spec type, in model order, and the type's padding slots: (index, group position, rule)
     members: dict[tuple, list[tuple[int, int, GroupRule]]] = {}
@@ -107,20 +113,24 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int)
                                           "layout's padding")
                     chunk.append(slot)
                 groups.append(chunk)
-                per_seq_blocks.append(_blocks_per_sequence(t.rule, context))
+                per_seq_blocks.append(tables.counts(t.rule))
         size = grouping.group_size
         slot_pages = [max(t.page_bytes for t in grouping.types)] * size
     else:
         only = [m for layers in members.values() for m in layers]
         only.sort(key=lambda m: m[0])
         groups.append(only)
-        per_seq_blocks.append(_blocks_per_sequence(only[0][2], context))
+        per_seq_blocks.append(tables.counts(only[0][2]))
         size = len(only)
         slot_pages = [page_bytes(rule) for _, _, rule in only]
     regions, offset = [], 0
-    for chunk, per_seq in zip(groups, per_seq_blocks):
-        regions.append((chunk, offset, batch * per_seq))
-        offset += batch * per_seq
+    block_tables = []
+    for chunk, (once, per_request, per_sequence) in zip(groups, per_seq_blocks):
+        table = BlockTable(tuple(index for index, _, _ in chunk), offset, batch, tables.samples, once,
+                           per_request, per_sequence)
+        block_tables.append(table)
+        regions.append((chunk, offset, table.blocks))
+        offset += table.blocks
     num_blocks = offset
     views: list[list[ViewSpec]] = [[] for _ in range(size)]
     infos: list[LayerInfo] = []
@@ -148,7 +158,52 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int)
         notes.append(f"vLLM pads its hybrid groups with {pad} unused layer slot(s): their share of every block "
                      "is allocated and never read (the 'pool padding' row, counted in the prediction)")
     infos.sort(key=lambda info: info.index)
-    return TensorPlan(buffers, tuple(infos), num_blocks, size, pad, tuple(notes))
+    if workload is not None and any(t.once or t.per_request for t in block_tables):
+        notes.append("vLLM block tables: the shared blocks are allocated once in the pool and every sequence's "
+                     "table references the same block ids (BlockPool.touch: a reference count, no copy)")
+    return TensorPlan(buffers, tuple(infos), num_blocks, size, pad, tuple(notes), tuple(block_tables))
+
+
+class _Tables:
+    """Blocks per group: (once, per request, per sequence), from the rule ``estimate`` applies."""
+
+    def __init__(self, layout: CacheLayout, batch: int, context: int, workload: Workload | None) -> None:
+        from kvplan.engines.vllm.sharing import SHARING
+
+        if workload is not None and workload.context != context:
+            raise VerifyError(f"internal: a workload of {workload.context} tokens planned at {context}")
+        self.context, self.workload = context, workload
+        self.samples = workload.samples if workload is not None else 1
+        self.rule = SHARING.bind(layout)
+
+    def counts(self, rule: GroupRule) -> tuple[int, int, int]:
+        """For a group of ``rule``'s type (its padding slots page like it)."""
+        held = _blocks_per_sequence(rule, self.context)
+        if self.workload is None or rule.kind == "recurrent":  # Mamba state: one block per sequence
+            return 0, 0, held
+        block = rule.block_size or DEFAULT_BLOCK_SIZE
+        spans = self.rule.spans(rule, self.workload)
+        once = rule.tokens.prefix_held(self.context, spans.across_requests)
+        shared = rule.tokens.prefix_held(self.context, max(spans.across_requests, spans.across_samples))
+        if once % block or shared % block:
+            raise VerifyError(f"internal: vLLM {rule.kind} layers share {once} / {shared} tokens, not whole "
+                              f"blocks of {block}")
+        # A block table lists the blocks a sequence still holds in position order: the last
+        # ``held`` blocks up to the one holding its newest token (sliding layers freed the others).
+        # The shared blocks must be the held blocks below the shared span, or no table can express it.
+        last = -(-self.context // block)
+        for span, tokens in ((spans.across_requests, once),
+                             (max(spans.across_requests, spans.across_samples), shared)):
+            overlap = max(0, min(last, span // block) - (last - held))
+            if overlap * block != tokens:
+                field = "shared_prefix" if span == spans.across_requests and self.workload.shared_prefix else (
+                    "n" if self.workload.n > 1 else "beam_width")
+                # kvplan's WindowBlocks.prefix_held frees without the scheduling lag that held() keeps
+                # (docs/verification.md): a table cannot hold a block both shared and per sequence
+                raise VerifyError(f"verify cannot lay out vLLM's {rule.kind} blocks with it yet: kvplan's rule "
+                                  f"shares {tokens // block} of the {overlap} block(s) of the first {span:,} "
+                                  "tokens a sequence still holds", field=field)
+        return once // block, (shared - once) // block, held - shared // block
 
 
 def _blocks_per_sequence(rule: GroupRule, context: int) -> int:
