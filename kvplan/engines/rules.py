@@ -135,15 +135,17 @@ class WindowBlocks(TokenRule):
     lag: int = 1
 
     def held(self, context: int) -> int:
+        return (-(-context // self.block) - self._freed_blocks(context)) * self.block
+
+    def _freed_blocks(self, context: int) -> int:
         computed = max(0, context - self.lag)
-        skipped = max(0, computed - self.window + 1)
-        return (-(-context // self.block) - skipped // self.block) * self.block
+        return max(0, computed - self.window + 1) // self.block
 
     def prefix_held(self, context: int, prefix: int) -> int:
-        skipped = context - self.window + 1
-        freed = skipped // self.block if skipped > 0 else 0
+        # the same freeing as ``held``: with the scheduling lag, so a prefix block in the one-step gap is
+        # still the shared one
         last = min(-(-context // self.block), prefix // self.block)
-        return max(0, last - freed) * self.block
+        return max(0, last - self._freed_blocks(context)) * self.block
 
     @property
     def windowed(self) -> bool:
@@ -166,15 +168,16 @@ class ChunkBlocks(TokenRule):
     chunk: int
     lag: int = 1
 
-    def held(self, context: int) -> int:
+    def _freed_blocks(self, context: int) -> int:
         computed = max(0, context - self.lag)
-        skipped = computed // self.chunk * self.chunk
-        return (-(-context // self.block) - skipped // self.block) * self.block
+        return computed // self.chunk * self.chunk // self.block
+
+    def held(self, context: int) -> int:
+        return (-(-context // self.block) - self._freed_blocks(context)) * self.block
 
     def prefix_held(self, context: int, prefix: int) -> int:
-        freed = (context // self.chunk * self.chunk) // self.block
-        last = min(-(-context // self.block), prefix // self.block)
-        return max(0, last - freed) * self.block
+        last = min(-(-context // self.block), prefix // self.block)  # freed as ``held`` frees, lag included
+        return max(0, last - self._freed_blocks(context)) * self.block
 
     @property
     def windowed(self) -> bool:

@@ -198,8 +198,8 @@ class _Tables:
             if overlap * block != tokens:
                 field = "shared_prefix" if span == spans.across_requests and self.workload.shared_prefix else (
                     "n" if self.workload.n > 1 else "beam_width")
-                # kvplan's WindowBlocks.prefix_held frees without the scheduling lag that held() keeps
-                # (docs/verification.md): a table cannot hold a block both shared and per sequence
+                # a guard: the sharing rule and the token rule must free the same blocks (both with the
+                # scheduling lag), or a table would hold a block both shared and per sequence
                 raise VerifyError(f"verify cannot lay out vLLM's {rule.kind} blocks with it yet: kvplan's rule "
                                   f"shares {tokens // block} of the {overlap} block(s) of the first {span:,} "
                                   "tokens a sequence still holds", field=field)
