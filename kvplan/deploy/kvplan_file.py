@@ -7,7 +7,7 @@ deployments:
     model: meta-llama/Llama-3.1-8B        # a bundled id, a Hub id, or {path: spec.yaml} / {spec: {...}}
     gpu: {type: L4, count: 1}              # or gpu: L4 (one GPU); or {memory: 47.5GiB, count: 2}
     engine: {name: vllm, version: "0.11", tp: 1, max_model_len: 32k, max_num_seqs: 64}
-    requirements: {min_concurrency: 16, at_context: 8k, min_context: 32k, headroom: 10%}
+    requirements: {min_concurrency: 16, at_context: 8k, min_context: 32k, headroom: 10%, shared_prefix: 2k, n: 1}
 ```
 
 Validated by pydantic (``kvplan schema deployment`` prints the JSON schema); each problem becomes one
@@ -103,6 +103,8 @@ class Requirements(_Strict):
     min_context: Optional[Count] = Field(None, description="The longest request the deployment must take.")
     headroom: Optional[Fraction] = Field(None, description="Requirements must hold with this much less KV memory (0.1 or 10%).")
     max_num_seqs_reachable: bool = Field(False, description="max_num_seqs sequences of max_model_len must fit at once (an error, not a warning).")
+    shared_prefix: Optional[Count] = Field(None, description="Leading tokens every request shares (a system prompt): min_concurrency is planned with the engine's prefix sharing.")
+    n: Optional[int] = Field(None, ge=1, description="Sequences sampled per request (parallel sampling width); kvplan plans n = 1 and warns otherwise.")
 
 
 class DeploymentSpec(_Strict):
