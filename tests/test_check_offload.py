@@ -241,3 +241,20 @@ def test_llamacpp_no_kv_offload_keeps_the_cache_in_host_memory():
     assert not too_small.fits and too_small.max_batch == 0
     with pytest.raises(kvplan.UsageError):
         kvplan.max_batch(llama, gpu="L4", engine="vllm", engine_options={"no_kv_offload": True})
+
+
+def test_kvplan_file_engine_names_the_engines_offload_settings(tmp_path):
+    path = _kvplan_file(tmp_path, "{}", "{name: vllm, max_model_len: 32768, kv_offloading_size: 100, cpu_offload_gb: 4}")
+    path.write_text(path.read_text().replace("gpu: L4", "gpu: H100"))
+    _, result = _one(path)
+    assert result.offload["blocks"] == 51_200  # as --kv-offloading-size 100 (above)
+    sglang = _kvplan_file(tmp_path, "{}", "{name: sglang, enable_hierarchical_cache: true, hicache_size: 100}")
+    sglang.write_text(sglang.read_text().replace("gpu: L4", "gpu: H100"))
+    _, result = _one(sglang)
+    assert result.offload["tokens"] == 762_940
+    wrong = _kvplan_file(tmp_path, "{}", "{name: sglang, kv_offloading_size: 100}")
+    report = check([str(wrong)])
+    assert report.exit_code == 2
+    assert [f.message for f in report.findings] == ["engine.kv_offloading_size: sglang has no such setting"]
+    assert report.findings[0].line == 6
+    assert "kv_offloading_size" in schema()["$defs"]["EngineSpec"]["properties"]
