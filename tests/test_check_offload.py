@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 import kvplan
 from kvplan.budgets import Settings
 from kvplan.budgets.base import MemoryItem
@@ -258,3 +260,11 @@ def test_kvplan_file_engine_names_the_engines_offload_settings(tmp_path):
     assert [f.message for f in report.findings] == ["engine.kv_offloading_size: sglang has no such setting"]
     assert report.findings[0].line == 6
     assert "kv_offloading_size" in schema()["$defs"]["EngineSpec"]["properties"]
+
+
+@given(weights=st.integers(0, 1 << 40), offload=st.integers(0, 1 << 41), embedding=st.integers(0, 1 << 36))
+def test_weight_offload_invariants(weights, offload, embedding):
+    item = MemoryItem("weights", weights, "computed", "checkpoint")
+    kept = weights_on_gpu(item, offload, embedding).bytes
+    assert kept <= weights and kept >= min(weights, embedding)  # never more, never below the embedding
+    assert weights_on_gpu(item, offload + 1, embedding).bytes <= kept  # more offload never keeps more
