@@ -51,7 +51,11 @@ def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Ca
                          invalid_input=True))
             return failed
         share = {"shared_prefix": prefix} if prefix else {}
-        at_plan = run(context=at, **share) if at != plan.context or share else plan
+        try:
+            at_plan = run(context=at, **share) if at != plan.context or share else plan
+        except KvplanError as exc:  # the engine's rules refuse this workload (a shared prefix it cannot plan)
+            add(_finding(dep, "error", "engine-refuses", str(exc), dep.line_of(exc.field or "min_concurrency")))
+            return True
         shared = f" sharing a {prefix:,}-token prefix" if prefix else ""
         if at_plan.max_batch < want:
             failed = True
@@ -60,7 +64,7 @@ def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Ca
                          f"{at_plan.max_batch} ({format_bytes(max(at_plan.per_gpu.kv_cache_bytes, 0))} of KV per GPU)",
                          dep.line_of("min_concurrency"), value=want, fits=at_plan.max_batch,
                          suggestion=fp8(lambda p: p.max_batch >= want, lambda p: f"{p.max_batch} fit with fp8",
-                                        context=at)))
+                                        context=at, **share)))
         seqs = dep.setting("max_num_seqs") or plan.engine_defaults.get("max_num_seqs")
         if seqs is not None and seqs < want and not label:
             failed = True
