@@ -224,6 +224,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     options = make_engine_options(**{"block_size": block_size, "tp": tp, "swa_full": swa_full,
                                      **(engine_options or {})})
     check_options(eng, options)
+    if settings.cpu_offload_bytes and "cpu_offload_bytes" not in eng.extra_options:
+        raise UsageError(f"{eng.title} has no weight offload to host memory kvplan plans", field="cpu_offload_bytes")
     eng.check_parallel(spec, tp)
     version_text = engine_version or eng.default_version
     version = parse_version(version_text)

@@ -31,6 +31,8 @@ class Settings:
     """Measured per-GPU items (a calibration from an engine log: kvplan.logs), replacing kvplan's estimates."""
     usage_context: Literal["serve", "llm"] = "serve"
     """vLLM: how the engine is started (`vllm serve` or the `LLM` class); its batch defaults differ."""
+    cpu_offload_bytes: int | None = None
+    """Weights per GPU kept in host memory (vLLM --cpu-offload-gb); only vLLM's budget takes it."""
 
     def __post_init__(self) -> None:
         if self.usage_context not in ("serve", "llm"):
@@ -39,7 +41,8 @@ class Settings:
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
                 raise UsageError(f"{value} must be in (0, 1]", field=name)
-        for name in ("kv_cache_memory_bytes", "max_num_batched_tokens", "max_num_seqs", "weights_bytes"):
+        for name in ("kv_cache_memory_bytes", "max_num_batched_tokens", "max_num_seqs", "weights_bytes",
+                     "cpu_offload_bytes"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UsageError(f"{value} must be positive", field=name)

@@ -71,6 +71,8 @@ def max_batch_command(
     hicache_size: Optional[float] = typer.Option(None, "--hicache-size", help="SGLang: host pool GB (10^9 B) per rank, instead of the ratio."),
     scheduling: Optional[str] = typer.Option(None, "--scheduling", help="vLLM: async (the default from about 0.12) or sync."),
     swa_full: bool = typer.Option(False, "--swa-full", help="llama.cpp: a full-size cache for sliding-window layers."),
+    cpu_offload_gb: Optional[str] = typer.Option(None, "--cpu-offload-gb", help="vLLM: GiB of weights per GPU kept in host memory (the GPU holds the rest)."),
+    no_kv_offload: bool = typer.Option(False, "--no-kv-offload", "-nkvo", help="llama.cpp: the KV cache stays in host memory (the GPU holds none of it)."),
     offload_link: Optional[str] = typer.Option(None, "--offload-link", help="GPU-host link of the offload tier: pcie4-x16, pcie5-x16 (default), nvlink-c2c."),
 ) -> None:
     """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
@@ -108,7 +110,11 @@ def max_batch_command(
         free_gpu_memory_fraction=number(free_gpu_memory_fraction, "free_gpu_memory_fraction"),
         weights_bytes=parse_bytes(weights_bytes, "weights_bytes") if weights_bytes else None,
         usage_context=usage_context,  # type: ignore[arg-type]  # Settings checks the value
+        cpu_offload_bytes=_gib(cpu_offload_gb, "cpu-offload-gb") or None,
     )
+    if cpu_offload_gb is not None and engine != "vllm":  # only vLLM's budget takes weight offload
+        raise UsageError(f"--cpu-offload-gb: kvplan plans weight offload for vLLM only, not {engine}",
+                         field="cpu_offload_bytes")
     mml = engine_int(max_model_len, "max_model_len")
     tp, pp, dp = whole(tp, "tp"), whole(pp, "pp"), whole(dp, "dp")
     calibrated = None
@@ -141,7 +147,7 @@ def max_batch_command(
             "kv_offloading_bytes": _gib(kv_offloading_size, "kv-offloading-size"),
             "swap_space_bytes": _gib(swap_space, "swap-space"), "offload_link": offload_link,
             "hicache_ratio": hicache_ratio, "hicache_size_gb": hicache_size, "scheduling": scheduling,
-            "swa_full": swa_full}),
+            "swa_full": swa_full, "no_kv_offload": no_kv_offload or None}),
     )
     if calibrated is not None:
         from dataclasses import replace

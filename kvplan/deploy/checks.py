@@ -228,6 +228,8 @@ def _requirements(dep: Deployment) -> dict[str, Any]:
                 value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
                 if not 0 <= value < 1:
                     raise ValueError
+            elif key in ("shared_prefix", "n") and isinstance(value, str):
+                value = parse_count(value, key.replace("_", "-")) if key == "shared_prefix" else int(value)
             elif key == "max_num_seqs_reachable" and isinstance(value, str):
                 value = value.strip().lower() in ("true", "yes", "1", "on")
         except (ValueError, KvplanError):
@@ -257,12 +259,24 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         engine_version=dep.engine_version.value if dep.engine_version else None, kv_dtype=kv_dtype,
         max_model_len=None if auto else mml_setting, block_size=dep.setting("block_size"), settings=settings)
     serve = serve_flags(dep.engine)
-    if serve is not None and serve.speculation is not None:  # the engine's speculative flags (vLLM)
-        try:
-            kwargs.update(serve.speculation({k: v.value for k, v in dep.settings.items()}))
-        except KvplanError as exc:
-            add(_finding(dep, "error", "invalid-input", str(exc), dep.line_of(exc.field or ""), invalid_input=True))
-            return
+    given = {k: v.value for k, v in dep.settings.items()}
+    sharing = True
+    try:
+        if serve is not None and serve.speculation is not None:  # the engine's speculative flags (vLLM)
+            kwargs.update(serve.speculation(given))
+        if serve is not None and serve.reader is not None:  # offload tiers, prefix caching (the engine's rules)
+            reading = serve.reader(given, kwargs["engine_version"])
+            sharing = reading.sharing
+            if reading.engine_options:
+                kwargs["engine_options"] = reading.engine_options  # pairs: a plan's cache key; a dict in run()
+            if reading.settings:
+                kwargs["settings"] = settings = replace(settings, **dict(reading.settings))
+            for r in reading.remarks:
+                add(_finding(dep, r.severity, r.code, r.message, dep.line_of(r.setting)))  # type: ignore[arg-type]
+    except KvplanError as exc:
+        add(_finding(dep, "error", "invalid-input", str(exc), dep.line_of(exc.field or ""), invalid_input=True))
+        return
+    req = _workload(dep, req, sharing, add)
 
     if ctx.calibration is not None:
         _calibrate(dep, spec, ctx, kwargs, result)
@@ -272,6 +286,8 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         args = {**kwargs, **over}
         key = (spec, tuple(sorted(args.items())))
         if key not in plans:
+            if "engine_options" in args:
+                args["engine_options"] = dict(args["engine_options"])
             try:
                 plans[key] = max_batch(spec, **args)
             except KvplanError as exc:
@@ -353,6 +369,23 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
                          value=tight.max_model_len, fits=tight.max_model_len_fit))
         else:
             _requirement_checks(dep, tight, req, run_tight, lambda *a: None, add, label=label, code="headroom")
+
+
+def _workload(dep: Deployment, req: dict[str, Any], sharing: bool, add: Any) -> dict[str, Any]:
+    """The requirements' workload (shared prefix, sampling width) as the engine will serve it."""
+    out = dict(req)
+    prefix = out.get("shared_prefix")
+    if prefix and not sharing:
+        add(_finding(dep, "note", "prefix-caching", f"{dep.spelled('shared_prefix')} {prefix:,}: the engine does not "
+                     "share prefixes here, so each request stores it: checked without sharing",
+                     dep.line_of("shared_prefix")))
+        out.pop("shared_prefix")
+    n = out.pop("n", 1)
+    if n and n > 1:
+        add(_finding(dep, "warning", "sampling-not-planned", f"{dep.spelled('n')} {n}: kvplan's max-batch does not "
+                     f"plan parallel sampling yet; min-concurrency is checked as {out.get('min_concurrency')} "
+                     f"requests of one sequence each (n = 1), which is optimistic", dep.line_of("n"), value=n))
+    return out
 
 
 def _calibrate(dep: Deployment, spec: ModelSpec, ctx: Context, kwargs: dict[str, Any], result: DeploymentResult) -> None:

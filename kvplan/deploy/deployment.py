@@ -15,7 +15,8 @@ SETTINGS = ("tp", "pp", "dp", "max_model_len", "max_num_seqs", "gpu_memory_utili
             "max_num_batched_tokens", "block_size", "enforce_eager", "mem_fraction_static", "kv_cache_memory",
             "free_gpu_memory_fraction", "weights_bytes")
 #: Requirements a deployment may state.
-REQUIREMENTS = ("min_concurrency", "at_context", "min_context", "headroom", "max_num_seqs_reachable")
+REQUIREMENTS = ("min_concurrency", "at_context", "min_context", "headroom", "max_num_seqs_reachable", "shared_prefix",
+                "n")
 
 
 @dataclass
@@ -80,7 +81,8 @@ ANNOTATION_PREFIXES = ("kvplan/", "kvplan.io/", "kvplan.dev/")
 _ANNOTATION_KEYS = {
     "gpu": "gpu", "model": "model", "engine-version": "engine_version",
     "min-concurrency": "min_concurrency", "at-context": "at_context", "min-context": "min_context",
-    "headroom": "headroom", "max-num-seqs-reachable": "max_num_seqs_reachable",
+    "headroom": "headroom", "max-num-seqs-reachable": "max_num_seqs_reachable", "shared-prefix": "shared_prefix",
+    "n": "n",
 }
 
 

@@ -273,7 +273,8 @@ def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token
         flag, has_eq, inline = text.partition("=")
         flag = serve.normal_flag(flag)
         key = serve.setting(flag)
-        boolean = key in _BOOLEAN_KEYS or flag in _BOOLEAN_FLAGS or (key is None and flag.startswith(_BOOLEAN_PREFIXES))
+        boolean = (key in serve.booleans or key in _BOOLEAN_KEYS or flag in _BOOLEAN_FLAGS
+                   or (key is None and flag.startswith(_BOOLEAN_PREFIXES)))
         if boolean:
             if key is not None:
                 value = inline if has_eq else "true"
@@ -316,7 +317,8 @@ def _is_number(text: str) -> bool:
 
 # ----------------------------------------------------------------------------- values
 
-_INT_KEYS = ("tp", "pp", "dp", "max_num_seqs", "max_num_batched_tokens", "block_size", "num_speculative_tokens")
+_INT_KEYS = ("tp", "pp", "dp", "max_num_seqs", "max_num_batched_tokens", "block_size", "num_speculative_tokens",
+             "hicache_size", "speculative_num_draft_tokens", "cpu_offload_gb")
 _FLOAT_KEYS = ("gpu_memory_utilization", "mem_fraction_static")
 
 
@@ -353,11 +355,16 @@ def convert(key: str, raw: str, flag: str, line: int | None, engine: str = "vllm
             if text.lower() == "auto" or text == "-1":
                 return "auto"
             return parse_int(text)
+        if serve is not None and key in serve.floats:  # argparse type=float: GiB sizes, ratios
+            number = float(text)
+            if not number >= 0 or number == float("inf"):
+                raise ValueError(text)
+            return number
         if key in _INT_KEYS:
             return parse_int(text)
         if key in _FLOAT_KEYS:
             return float(text)
-        if key == "enforce_eager":
+        if key == "enforce_eager" or (serve is not None and key in serve.booleans):
             return text.lower() not in ("false", "0", "no")
         if key == "kv_cache_memory":
             try:

@@ -7,7 +7,7 @@ deployments:
     model: meta-llama/Llama-3.1-8B        # a bundled id, a Hub id, or {path: spec.yaml} / {spec: {...}}
     gpu: {type: L4, count: 1}              # or gpu: L4 (one GPU); or {memory: 47.5GiB, count: 2}
     engine: {name: vllm, version: "0.11", tp: 1, max_model_len: 32k, max_num_seqs: 64}
-    requirements: {min_concurrency: 16, at_context: 8k, min_context: 32k, headroom: 10%}
+    requirements: {min_concurrency: 16, at_context: 8k, min_context: 32k, headroom: 10%, shared_prefix: 2k, n: 1}
 ```
 
 Validated by pydantic (``kvplan schema deployment`` prints the JSON schema); each problem becomes one
@@ -95,6 +95,16 @@ class EngineSpec(_Strict):
     free_gpu_memory_fraction: Optional[float] = Field(None, gt=0, le=1)
     kv_cache_memory: Optional[str] = Field(None, description="KV memory per GPU as the engine logged it, e.g. 30.5GiB.")
     weights_bytes: Optional[str] = Field(None, description="Weights per GPU, e.g. 14.99GiB.")
+    # host-memory tiers and sharing, as the engine's own flags name them (refused for an engine without them)
+    kv_offloading_size: Optional[float] = Field(None, ge=0, description="vLLM --kv-offloading-size: host KV tier, GiB for the whole deployment.")
+    kv_offloading_backend: Optional[Literal["native", "lmcache"]] = Field(None, description="vLLM --kv-offloading-backend (kvplan plans native).")
+    swap_space: Optional[float] = Field(None, ge=0, description="vLLM V0 --swap-space: GiB per GPU.")
+    cpu_offload_gb: Optional[float] = Field(None, ge=0, description="vLLM --cpu-offload-gb: GiB of weights per GPU kept in host memory.")
+    enable_prefix_caching: Optional[bool] = Field(None, description="vLLM prefix caching (on by default in V1).")
+    enable_hierarchical_cache: Optional[bool] = Field(None, description="SGLang --enable-hierarchical-cache.")
+    hicache_ratio: Optional[float] = Field(None, gt=0, description="SGLang --hicache-ratio (default 2.0).")
+    hicache_size: Optional[int] = Field(None, ge=0, description="SGLang --hicache-size: GB per rank (0: use the ratio).")
+    disable_radix_cache: Optional[bool] = Field(None, description="SGLang --disable-radix-cache.")
 
 
 class Requirements(_Strict):
@@ -103,6 +113,8 @@ class Requirements(_Strict):
     min_context: Optional[Count] = Field(None, description="The longest request the deployment must take.")
     headroom: Optional[Fraction] = Field(None, description="Requirements must hold with this much less KV memory (0.1 or 10%).")
     max_num_seqs_reachable: bool = Field(False, description="max_num_seqs sequences of max_model_len must fit at once (an error, not a warning).")
+    shared_prefix: Optional[Count] = Field(None, description="Leading tokens every request shares (a system prompt): min_concurrency is planned with the engine's prefix sharing.")
+    n: Optional[int] = Field(None, ge=1, description="Sequences sampled per request (parallel sampling width); kvplan plans n = 1 and warns otherwise.")
 
 
 class DeploymentSpec(_Strict):
@@ -118,6 +130,27 @@ class DeploymentFile(_Strict):
 
     version: Literal[1] = 1
     deployments: list[DeploymentSpec] = Field(..., min_length=1)
+
+
+_ENGINE_FLAGS = ("kv_offloading_size", "kv_offloading_backend", "swap_space", "cpu_offload_gb", "enable_prefix_caching",
+                 "enable_hierarchical_cache", "hicache_ratio", "hicache_size", "disable_radix_cache")
+
+
+def _engine_flags(engine: EngineSpec, given: set[str], settings: dict[str, Value],
+                  line: Any) -> tuple[str, int | None] | None:
+    """The engine's own flag settings into ``settings``; (message, line) for one the engine does not have."""
+    from kvplan.engines.serve import serve_flags
+
+    serve = serve_flags(engine.name)
+    known = {key for _, key in serve.flags} if serve is not None else set()
+    for key in _ENGINE_FLAGS:
+        value = getattr(engine, key)
+        if key not in given or value is None:
+            continue
+        if key not in known:
+            return f"engine.{key}: {engine.name} has no such setting", line(key)
+        settings[key] = Value(value, line(key), f"engine.{key}")
+    return None
 
 
 def schema() -> dict[str, Any]:
@@ -187,6 +220,9 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
                     "free_gpu_memory_fraction", "kv_cache_memory", "weights_bytes"):
             if key in given and getattr(engine, key) is not None:
                 dep.settings[key] = Value(getattr(engine, key), line_at(data, *at, "engine", key), f"engine.{key}")
+        bad = _engine_flags(engine, given, dep.settings, lambda key: line_at(data, *at, "engine", key))
+        if bad is not None:
+            return [], [Finding("error", "invalid-input", bad[0], path, bad[1], deployment=d.name, invalid_input=True)]
         req = d.requirements
         for key in req.model_fields_set:
             value = getattr(req, key)

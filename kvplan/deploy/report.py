@@ -19,7 +19,7 @@ class Finding:
     code: str
     """Stable identifier: does-not-fit, max-num-seqs-unreachable, min-concurrency, min-context, headroom,
     gpu-count, tp-exceeds-kv-heads, engine-refuses, unknown-value, model-unresolved, unknown-gpu,
-    invalid-input, malformed-yaml, unknown-kind, no-serving-container, unknown-format, no-files."""
+    prefix-caching, speculation-not-planned, offload-not-planned, sampling-not-planned, not-read, invalid-input, malformed-yaml, unknown-kind, no-serving-container, unknown-format, no-files."""
     message: str
     file: str
     line: int | None = None
@@ -65,6 +65,10 @@ class DeploymentResult:
     kv_cache_tokens: int | None = None
     findings: list[Finding] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
+    offload: dict[str, Any] | None = None
+    """The host-memory KV tier the flags ask for (max-batch's ``offload``), or None."""
+    weights_bytes_per_gpu: int | None = None
+    """Weights one GPU holds (less vLLM's --cpu-offload-gb)."""
 
     @property
     def status(self) -> str:
@@ -89,6 +93,7 @@ class DeploymentResult:
             "max_model_len_fit": self.max_model_len_fit,
             "max_concurrency": None if self.max_concurrency is None else round(self.max_concurrency, 4),
             "kv_cache_tokens": self.kv_cache_tokens,
+            "weights_bytes_per_gpu": self.weights_bytes_per_gpu, "offload": self.offload,
             "findings": [f.to_dict() for f in self.findings],
             "assumptions": list(self.assumptions),
         }

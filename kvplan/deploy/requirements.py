@@ -43,15 +43,28 @@ def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Ca
                          f"{dep.spelled('max_model_len')} {plan.max_model_len:,}: the engine rejects such requests",
                          dep.line_of("at_context"), value=at, fits=plan.max_model_len))
             return failed
-        at_plan = run(context=at) if at != plan.context else plan
+        prefix = req.get("shared_prefix") or 0
+        if prefix > at:
+            failed = True
+            add(_finding(dep, "error", "invalid-input", f"shared-prefix {prefix:,} is longer than the "
+                         f"{at:,}-token context of min-concurrency", dep.line_of("shared_prefix"), value=prefix,
+                         invalid_input=True))
+            return failed
+        share = {"shared_prefix": prefix} if prefix else {}
+        try:
+            at_plan = run(context=at, **share) if at != plan.context or share else plan
+        except KvplanError as exc:  # the engine's rules refuse this workload (a shared prefix it cannot plan)
+            add(_finding(dep, "error", "engine-refuses", str(exc), dep.line_of(exc.field or "min_concurrency")))
+            return True
+        shared = f" sharing a {prefix:,}-token prefix" if prefix else ""
         if at_plan.max_batch < want:
             failed = True
             add(_finding(dep, "error", code or "min-concurrency",
-                         f"{label}min-concurrency {want} sequences of {at:,} tokens: the KV cache holds "
+                         f"{label}min-concurrency {want} sequences of {at:,} tokens{shared}: the KV cache holds "
                          f"{at_plan.max_batch} ({format_bytes(max(at_plan.per_gpu.kv_cache_bytes, 0))} of KV per GPU)",
                          dep.line_of("min_concurrency"), value=want, fits=at_plan.max_batch,
                          suggestion=fp8(lambda p: p.max_batch >= want, lambda p: f"{p.max_batch} fit with fp8",
-                                        context=at)))
+                                        context=at, **share)))
         seqs = dep.setting("max_num_seqs") or plan.engine_defaults.get("max_num_seqs")
         if seqs is not None and seqs < want and not label:
             failed = True
@@ -96,3 +109,5 @@ def _fill(result: DeploymentResult, plan: Any) -> None:
     result.max_concurrency = plan.max_concurrency
     result.kv_cache_tokens = plan.kv_cache_tokens
     result.assumptions = list(plan.assumptions)
+    result.offload = dict(plan.offload) if plan.offload is not None else None
+    result.weights_bytes_per_gpu = plan.per_gpu.weights_bytes

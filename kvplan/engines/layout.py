@@ -133,6 +133,8 @@ class EngineOptions:
     """SGLang --hicache-size: host pool GB (10^9 B) per rank, instead of the ratio."""
     offload_link: str | None = None
     """The GPU-host link an offload tier copies over (links.yaml; default pcie5-x16)."""
+    no_kv_offload: bool = False
+    """llama.cpp --no-kv-offload (-nkvo): the KV cache stays in host memory."""
 
 
 def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None) -> GroupRule:

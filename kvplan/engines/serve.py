@@ -37,6 +37,13 @@ class ServeFlags:
     speculation: Callable[[Mapping[str, Any]], dict[str, Any]] | None = field(default=None, compare=False)
     """``max_batch``'s speculative keywords from the settings its flags gave (vLLM's
     ``--speculative-config``), where kvplan reads them; {} when none is asked."""
+    booleans: tuple[str, ...] = ("enforce_eager",)
+    """Settings whose flag takes no value (``--enable-hierarchical-cache``)."""
+    floats: tuple[str, ...] = ()
+    """Settings the engine reads as a float (``--kv-offloading-size 200``: GiB)."""
+    reader: Callable[[Mapping[str, Any], str | None], "ServeReading"] | None = field(default=None, compare=False)
+    """What the settings its flags gave mean for the plan beyond the budget's settings (offload tiers,
+    prefix caching, speculation kvplan does not plan), given the engine version (None: the default)."""
 
     def setting(self, flag: str) -> str | None:
         return dict(self.flags).get(self.normal_flag(flag))
@@ -52,6 +59,29 @@ class ServeFlags:
 
     def runs_image(self, image: str) -> bool:
         return any(re.search(pattern, image) for pattern in self.images)
+
+
+@dataclass(frozen=True)
+class ServeRemark:
+    """Something a deployment's flags say that the check reports (a note, or a warning where the plan
+    leaves out what the engine does)."""
+
+    severity: str
+    code: str
+    message: str
+    setting: str
+    """The setting whose line the finding points at."""
+
+
+@dataclass(frozen=True)
+class ServeReading:
+    engine_options: tuple[tuple[str, Any], ...] = ()
+    """``max_batch``'s ``engine_options`` (sorted pairs: a plan's cache key)."""
+    settings: tuple[tuple[str, Any], ...] = ()
+    """Budget ``Settings`` fields (``cpu_offload_bytes``)."""
+    sharing: bool = True
+    """Whether the engine shares common prefixes (vLLM prefix caching, SGLang's radix cache)."""
+    remarks: tuple[ServeRemark, ...] = ()
 
 
 def serving_engines() -> list[ServeFlags]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.protocol import Demand, EngineDefaults
+from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity
 from kvplan.engines.version import LATEST, Version
 from kvplan.spec import ModelSpec
 
@@ -22,7 +23,7 @@ class LlamaCppEngine(EngineDefaults):
     title: str = "llama.cpp"
     default_version: str = "current"
     newest_rules: Version = LATEST
-    extra_options: frozenset[str] = frozenset({"swa_full"})
+    extra_options: frozenset[str] = frozenset({"swa_full", "no_kv_offload"})
 
     @property
     def kv_dtypes(self) -> frozenset[str]:
@@ -49,6 +50,15 @@ class LlamaCppEngine(EngineDefaults):
         from kvplan.engines.llamacpp import layout
 
         return layout.layout(spec, kv_dtype, version, options)
+
+    def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
+                 demand: Demand) -> KvCapacity:
+        from kvplan.engines.llamacpp.budget import host_kv_capacity
+        from kvplan.engines.llamacpp.layout import HOST_KV
+
+        if layouts and layouts[0].pool == HOST_KV:
+            return host_kv_capacity(layouts, budget, demand, self.sharing)
+        return super().capacity(layouts, kv_bytes, version, budget, demand)
 
     def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
                settings: Settings) -> GpuBudget:

@@ -44,6 +44,15 @@ KV_DTYPES = frozenset({"float32", "float16", "bfloat16", "q8_0", "q5_1", "q5_0",
 _CELLS = UnifiedCells(CELL_PAD)
 
 
+HOST_KV = "host"
+"""``CacheLayout.pool`` of a llama.cpp cache kept in host memory (``--no-kv-offload``)."""
+# llama.cpp src/llama-kv-cache.cpp, llama_kv_cache's constructor: each layer's K and V tensors go to
+# ggml_backend_cpu_buffer_type() unless `offload` (cparams.offload_kqv, which -nkvo clears) picks the
+# layer's device buffer: with -nkvo the whole cache is plain (pageable) host memory.
+HOST_KV_NOTE = ("llama.cpp --no-kv-offload: the KV cache is in host memory (ggml's CPU buffer, not pinned), the GPU "
+                "holds none of it; the kv_cache row is host memory")
+
+
 def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
     check_kv_dtype("llama.cpp", KV_DTYPES, kv_dtype)
     no_tensor_parallel("llama.cpp", options)
@@ -65,9 +74,12 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
                                "(llama-server's default; --swa-full makes it n_ctx)")
         else:
             assumptions.append(f"llama.cpp implements no sliding window for {spec.model_type}: every layer is full")
+    if options.no_kv_offload:
+        assumptions.append(HOST_KV_NOTE)
     windowed = has_swa and not options.swa_full
     groups = build_groups(spec, lambda layer, first: _group(layer, first, kv_dtype, windowed))
-    return CacheLayout("llamacpp", "current", kv_dtype, None, groups, tuple(assumptions))
+    return CacheLayout("llamacpp", "current", kv_dtype, None, groups, tuple(assumptions),
+                       pool=HOST_KV if options.no_kv_offload else None)
 
 
 def _group(layer: LayerSpec, first: int, dtype: KVDType, has_swa: bool) -> GroupRule:

@@ -34,7 +34,7 @@ class VLLMEngine(EngineDefaults):
     newest_rules: Version = (0, 33)
     # the scheduling mode (layout.py) and host-memory tiers (offload.py)
     extra_options: frozenset[str] = frozenset({"async_scheduling", "kv_offloading_bytes", "swap_space_bytes",
-                                               "offload_link"})
+                                               "offload_link", "cpu_offload_bytes"})
 
     @property
     def kv_dtypes(self) -> frozenset[str]:

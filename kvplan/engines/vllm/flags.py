@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.serve import ServeFlags
+from kvplan.engines.serve import ServeFlags, ServeReading, ServeRemark
 from kvplan.errors import UsageError
 
 _HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
@@ -65,6 +65,66 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
             "speculative_model": None if method in _DRAFTLESS else model}
 
 
+GIB = 1 << 30
+
+
+def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading:
+    """Offload tiers, weight offload and prefix caching from the settings ``vllm serve`` flags gave.
+
+    - ``--kv-offloading-size`` GiB (a float, for the whole deployment) with ``--kv-offloading-backend``
+      ``native`` (the default) or ``lmcache`` (``vllm/config/cache.py`` ``CacheConfig``;
+      ``vllm/config/vllm.py`` ``_post_init_kv_transfer_config`` turns native into ``OffloadingConnector``,
+      lmcache into ``LMCacheConnectorV1`` with ``size / ranks`` GB of LMCache's local CPU pool each).
+    - ``--swap-space`` GiB per GPU: V0's CPU swap (before 0.11); V1 never swaps.
+    - ``--cpu-offload-gb`` GiB of weights per GPU in host memory: ``set_cpu_offload_max_bytes(int(gb x
+      1024**3))`` (``vllm/v1/worker/gpu_model_runner.py``), then ``maybe_offload_to_cpu``
+      (``vllm/model_executor/models/utils.py``) moves decoder-layer parameters until that is reached.
+    - ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``: V1 caches prefixes by default.
+    """
+    from kvplan.engines.version import parse_version
+    from kvplan.engines.vllm.offload import V1_SINCE
+
+    options: dict[str, Any] = {}
+    budget: dict[str, Any] = {}
+    remarks: list[ServeRemark] = []
+    v1 = parse_version(version or "latest") >= V1_SINCE
+    size = settings.get("kv_offloading_size")
+    backend = str(settings.get("kv_offloading_backend") or "native").lower()
+    if size is not None:
+        if backend == "native":
+            options["kv_offloading_bytes"] = int(float(size) * GIB)
+        else:
+            remarks.append(ServeRemark("warning", "offload-not-planned", f"--kv-offloading-backend {backend}: "
+                                       f"the {size:g} GiB host tier is LMCache's, which kvplan does not plan (it "
+                                       "plans vLLM's native backend); the GPU plan is unchanged", "kv_offloading_backend"))
+    elif "kv_offloading_backend" in settings:
+        remarks.append(ServeRemark("note", "not-read", f"--kv-offloading-backend {backend} without "
+                                   "--kv-offloading-size: vLLM offloads nothing", "kv_offloading_backend"))
+    swap = settings.get("swap_space")
+    if swap is not None:
+        if v1:
+            remarks.append(ServeRemark("note", "not-read", f"--swap-space {swap:g}: vLLM V1 (0.11+) does not swap to "
+                                       "host memory; the flag has no effect", "swap_space"))
+        else:
+            options["swap_space_bytes"] = int(float(swap) * GIB)
+    gb = settings.get("cpu_offload_gb")
+    if gb:
+        budget["cpu_offload_bytes"] = int(float(gb) * GIB)
+    sharing = True
+    if settings.get("no_enable_prefix_caching") or settings.get("enable_prefix_caching") is False:
+        sharing = False
+        remarks.append(ServeRemark("note", "prefix-caching", "prefix caching is off: requests share no KV blocks, "
+                                   "a shared prefix is stored once per request", "no_enable_prefix_caching"
+                                   if "no_enable_prefix_caching" in settings else "enable_prefix_caching"))
+    elif settings.get("enable_prefix_caching"):
+        remarks.append(ServeRemark("note", "prefix-caching", "--enable-prefix-caching: common prefixes share whole "
+                                   "blocks (requirements.shared_prefix plans it)" + ("" if not v1 else
+                                                                                     "; V1's default anyway"),
+                                   "enable_prefix_caching"))
+    return ServeReading(engine_options=tuple(sorted(options.items())), settings=tuple(sorted(budget.items())),
+                        sharing=sharing, remarks=tuple(remarks))
+
+
 SERVE = ServeFlags(
     engine="vllm",
     commands=("vllm",),
@@ -78,7 +138,13 @@ SERVE = ServeFlags(
         ("--kv-cache-memory-bytes", "kv_cache_memory"), ("--kv-cache-memory", "kv_cache_memory"),
         ("--config", "config"), ("--speculative-config", "speculative_config"),
         ("--speculative-model", "speculative_model"), ("--num-speculative-tokens", "num_speculative_tokens"),
+        ("--kv-offloading-size", "kv_offloading_size"), ("--kv-offloading-backend", "kv_offloading_backend"),
+        ("--swap-space", "swap_space"), ("--cpu-offload-gb", "cpu_offload_gb"),
+        ("--enable-prefix-caching", "enable_prefix_caching"), ("--no-enable-prefix-caching", "no_enable_prefix_caching"),
     ),
+    booleans=("enforce_eager", "enable_prefix_caching", "no_enable_prefix_caching"),
+    floats=("kv_offloading_size", "swap_space", "cpu_offload_gb"),
+    reader=read_serve,
     underscores=True,
     images=(r"(^|/)vllm-openai(:|@|$)|(^|/)vllm/vllm-openai|(^|/)vllm-tpu(:|$)",),
     fp8_kv_flag="--kv-cache-dtype fp8",
