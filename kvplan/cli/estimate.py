@@ -112,11 +112,11 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
         speculative_method: str | None = None, num_speculative_tokens: str | None = None,
         speculative_model: str | None = None, **cache_flags: Any) -> None:
     """Parse the values, compute, render: the whole command, shared by both parsers."""
-    from kvplan.cli.values import whole
+    from kvplan.cli.values import sharing_args, whole
     from kvplan.errors import UsageError
     from kvplan.estimate import estimate
     from kvplan.sources.resolve import load_model
-    from kvplan.units import parse_count, parse_count_list, parse_name_list
+    from kvplan.units import parse_count_list, parse_name_list
 
     fmt = fmt.lower()
     if fmt not in FORMATS:
@@ -126,15 +126,8 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
     spec = load_model(model, revision=revision, hub=hub)
     batches = parse_count_list(batch, "batch")
     dtypes = parse_name_list(kv_dtype, "kv_dtype")
-    sharing = {
-        "prompt_len": parse_count(prompt_len, "prompt_len") if prompt_len else None,
-        "output_len": parse_count(output_len, "output_len") if output_len else None,
-        "shared_prefix": parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
-        "n": whole(n, "n") or 1, "beam_width": whole(beam_width, "beam_width") or 1,
-        "speculative_method": speculative_method,
-        "num_speculative_tokens": whole(num_speculative_tokens, "num_speculative_tokens"),
-        "speculative_model": speculative_model,
-    }
+    sharing = sharing_args(prompt_len, output_len, shared_prefix, n, beam_width, speculative_method,
+                           num_speculative_tokens, speculative_model)
     if context is None and (sharing["prompt_len"] or sharing["output_len"]):
         contexts = None
     elif context is None:

@@ -54,3 +54,20 @@ def engine_int(text: str | int | None, field: str) -> int | None:
     if value < 1:
         raise UsageError(f"{value} must be positive", field=field)
     return value
+
+
+def sharing_args(prompt_len: str | None, output_len: str | None, shared_prefix: str | None, n: str | None,
+                 beam_width: str | None, speculative_method: str | None, num_speculative_tokens: str | None,
+                 speculative_model: str | None) -> dict:
+    """The sharing and speculation options as the library's keywords (estimate and verify read them alike)."""
+    from kvplan.units import parse_count
+
+    return {
+        "prompt_len": parse_count(prompt_len, "prompt_len") if prompt_len else None,
+        "output_len": parse_count(output_len, "output_len") if output_len else None,
+        "shared_prefix": parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
+        "n": whole(n, "n") or 1, "beam_width": whole(beam_width, "beam_width") or 1,
+        "speculative_method": speculative_method,
+        "num_speculative_tokens": whole(num_speculative_tokens, "num_speculative_tokens"),
+        "speculative_model": speculative_model,
+    }

@@ -74,7 +74,7 @@ def verify_command(
     """
     import sys
 
-    from kvplan.cli.values import number, whole
+    from kvplan.cli.values import number, sharing_args, whole
     from kvplan.errors import UsageError
     from kvplan.hardware import parse_bytes
     from kvplan.units import parse_count
@@ -88,15 +88,8 @@ def verify_command(
     tp, pp = whole(tp, "tp"), whole(pp, "pp")
     launch, timeout = whole(launch, "launch"), whole(timeout, "timeout")
     # parsed as kvplan estimate parses them (kvplan/cli/estimate.py)
-    sharing = {
-        "prompt_len": parse_count(prompt_len, "prompt_len") if prompt_len else None,
-        "output_len": parse_count(output_len, "output_len") if output_len else None,
-        "shared_prefix": parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
-        "n": whole(n, "n") or 1, "beam_width": whole(beam_width, "beam_width") or 1,
-        "speculative_method": speculative_method,
-        "num_speculative_tokens": whole(num_speculative_tokens, "num_speculative_tokens"),
-        "speculative_model": speculative_model,
-    }
+    sharing = sharing_args(prompt_len, output_len, shared_prefix, n, beam_width, speculative_method,
+                           num_speculative_tokens, speculative_model)
     if launch is not None or tp != 1 or pp != 1 or under_torchrun():
         for flag, given in (("--find-max-batch", find_max_batch), ("--decode", decode),
                             ("--with-weights", with_weights), ("--activation", activation)):

@@ -108,6 +108,19 @@ class Engine(Protocol):
     def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout: ...
 
 
+class from_module:  # noqa: N801 - used like a decorator-less property
+    """An engine attribute read from a module of its package on first use (keeps ``import kvplan`` and
+    the estimate fast path from importing every engine's flags, logs and sharing rules)."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(self.module), self.name)
+
+
 class EngineDefaults:
     """Behaviour most engines share; an engine package overrides what its engine does differently."""
 

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.protocol import Demand, EngineDefaults
+from kvplan.engines.protocol import Demand, EngineDefaults, from_module
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 
@@ -30,17 +29,8 @@ class TransformersEngine(EngineDefaults):
                                                "axis_key", "axis_value", "prompt_len", "evict", "press",
                                                "compression_ratio"})
 
-    @property
-    def kv_dtypes(self) -> frozenset[str]:
-        from kvplan.engines.hf.layout import KV_DTYPES
-
-        return KV_DTYPES
-
-    @property
-    def sharing(self) -> "SharingRule":
-        from kvplan.engines.hf.sharing import SHARING
-
-        return SHARING
+    kv_dtypes = from_module("kvplan.engines.hf.layout", "KV_DTYPES")
+    sharing = from_module("kvplan.engines.hf.sharing", "SHARING")
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

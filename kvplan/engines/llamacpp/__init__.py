@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity
+from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, from_module
 from kvplan.engines.version import LATEST, Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 
@@ -25,23 +24,9 @@ class LlamaCppEngine(EngineDefaults):
     newest_rules: Version = LATEST
     extra_options: frozenset[str] = frozenset({"swa_full", "no_kv_offload"})
 
-    @property
-    def kv_dtypes(self) -> frozenset[str]:
-        from kvplan.engines.llamacpp.layout import KV_DTYPES
-
-        return KV_DTYPES
-
-    @property
-    def log(self) -> Any:
-        from kvplan.engines.llamacpp.log import LOG
-
-        return LOG
-
-    @property
-    def sharing(self) -> "SharingRule":
-        from kvplan.engines.llamacpp.sharing import SHARING
-
-        return SHARING
+    kv_dtypes = from_module("kvplan.engines.llamacpp.layout", "KV_DTYPES")
+    log = from_module("kvplan.engines.llamacpp.log", "LOG")
+    sharing = from_module("kvplan.engines.llamacpp.sharing", "SHARING")
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return "float16"  # --cache-type-k / -v default

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, refuse_uneven_heads
+from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, refuse_uneven_heads, from_module
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 _SPLIT_POOL_NOTE = ("SGLang splits full and sliding-window pools by swa_full_tokens_ratio (0.8); kvplan treats the "
@@ -30,29 +29,10 @@ class SGLangEngine(EngineDefaults):
     # the hierarchical cache's host pool (sglang/offload.py)
     extra_options: frozenset[str] = frozenset({"hicache_ratio", "hicache_size_gb", "offload_link"})
 
-    @property
-    def kv_dtypes(self) -> frozenset[str]:
-        from kvplan.engines.sglang.layout import KV_DTYPES
-
-        return KV_DTYPES
-
-    @property
-    def serve(self) -> Any:
-        from kvplan.engines.sglang.flags import SERVE
-
-        return SERVE
-
-    @property
-    def log(self) -> Any:
-        from kvplan.engines.sglang.log import LOG
-
-        return LOG
-
-    @property
-    def sharing(self) -> "SharingRule":
-        from kvplan.engines.sglang.sharing import SHARING
-
-        return SHARING
+    kv_dtypes = from_module("kvplan.engines.sglang.layout", "KV_DTYPES")
+    serve = from_module("kvplan.engines.sglang.flags", "SERVE")
+    log = from_module("kvplan.engines.sglang.log", "LOG")
+    sharing = from_module("kvplan.engines.sglang.sharing", "SHARING")
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

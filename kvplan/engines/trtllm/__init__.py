@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity
+from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, from_module
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 
@@ -24,23 +23,9 @@ class TRTLLMEngine(EngineDefaults):
     default_version: str = "latest"
     newest_rules: Version = (1, 2)
 
-    @property
-    def kv_dtypes(self) -> frozenset[str]:
-        from kvplan.engines.trtllm.layout import KV_DTYPES
-
-        return KV_DTYPES
-
-    @property
-    def log(self) -> Any:
-        from kvplan.engines.trtllm.log import LOG
-
-        return LOG
-
-    @property
-    def sharing(self) -> "SharingRule":
-        from kvplan.engines.trtllm.sharing import SHARING
-
-        return SHARING
+    kv_dtypes = from_module("kvplan.engines.trtllm.layout", "KV_DTYPES")
+    log = from_module("kvplan.engines.trtllm.log", "LOG")
+    sharing = from_module("kvplan.engines.trtllm.sharing", "SHARING")
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

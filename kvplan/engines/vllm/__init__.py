@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, refuse_uneven_heads
+from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, refuse_uneven_heads, from_module
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from kvplan.engines.sharing import SharingRule
     from kvplan.budgets.base import GpuBudget, Settings
 
 
@@ -36,29 +35,10 @@ class VLLMEngine(EngineDefaults):
     extra_options: frozenset[str] = frozenset({"async_scheduling", "kv_offloading_bytes", "swap_space_bytes",
                                                "offload_link", "cpu_offload_bytes"})
 
-    @property
-    def kv_dtypes(self) -> frozenset[str]:
-        from kvplan.engines.vllm.layout import KV_DTYPES
-
-        return KV_DTYPES
-
-    @property
-    def serve(self) -> Any:
-        from kvplan.engines.vllm.flags import SERVE
-
-        return SERVE
-
-    @property
-    def log(self) -> Any:
-        from kvplan.engines.vllm.log import LOG
-
-        return LOG
-
-    @property
-    def sharing(self) -> "SharingRule":
-        from kvplan.engines.vllm.sharing import SHARING
-
-        return SHARING
+    kv_dtypes = from_module("kvplan.engines.vllm.layout", "KV_DTYPES")
+    serve = from_module("kvplan.engines.vllm.flags", "SERVE")
+    log = from_module("kvplan.engines.vllm.log", "LOG")
+    sharing = from_module("kvplan.engines.vllm.sharing", "SHARING")
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kvplan.errors import ConfigError
+from kvplan.safe_io import json_kind  # noqa: F401  (read here by the config readers)
 from kvplan.spec import LayerSpec
 
 # Same ceilings as kvplan.spec: far above any real model, low enough to catch typos.
@@ -285,17 +286,5 @@ def model_type_of(config: dict) -> str:
     if not isinstance(model_type, str) or not model_type.strip():
         raise ConfigError(f"model_type={model_type!r} is not a name")
     return model_type
-
-
-def json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    return "a number"
 
 
