@@ -213,7 +213,7 @@ def estimate(
         proposer = speculation.method if speculation is not None else None
         workloads = {p + o + extra: Workload(p, o + extra, shared_prefix, n, beam_width, proposer) for p, o in splits}
         eng.sharing.check(next(iter(workloads.values())))
-    version_text = engine_version or eng.default_version
+    version_text = eng.default_version if engine_version is None else engine_version
     version = parse_version(version_text)
     # engine_options: further EngineOptions fields (transformers' quantized cache: kv_cache, backend, nbits, ...)
     extra_options = dict(engine_options or {})

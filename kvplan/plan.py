@@ -227,7 +227,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     if settings.cpu_offload_bytes and "cpu_offload_bytes" not in eng.extra_options:
         raise UsageError(f"{eng.title} has no weight offload to host memory kvplan plans", field="cpu_offload_bytes")
     eng.check_parallel(spec, tp)
-    version_text = engine_version or eng.default_version
+    version_text = eng.default_version if engine_version is None else engine_version
     version = parse_version(version_text)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     layouts = eng.stage_layouts(spec, dtype, version, options, pp)

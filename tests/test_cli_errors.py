@@ -98,3 +98,21 @@ def test_library_maps_every_field_it_raises_to_a_flag():
     assert flags() == estimate  # the fast path's table is the typer command's
     mb = flag_table(group.commands["max-batch"], COMMANDS["max-batch"].FIELDS)
     assert mb["kv_dtype"] == "--kv-cache-dtype" and mb["catalog"] == "--gpu-catalog"
+
+
+@pytest.mark.parametrize("text", ["", "0", "0.0", "0.0.0.1", "x.y", "v", "1.-2"])
+def test_what_cannot_be_a_version_is_refused(text):
+    # issue 15 item 9: refuse what cannot be a version, naming the field
+    import kvplan
+
+    with pytest.raises(kvplan.UsageError) as refused:
+        kvplan.estimate("gpt2", contexts=1024, engine_version=text)
+    assert refused.value.field == "engine_version"
+
+
+def test_a_version_newer_than_the_rules_is_said():
+    import kvplan
+
+    result = kvplan.estimate("gpt2", contexts=1024, engine_version="99.99")
+    assert any("newer than the newest rules kvplan knows (0.33)" in a for a in result.assumptions)
+    assert not any("newer than" in a for a in kvplan.estimate("gpt2", contexts=1024).assumptions)

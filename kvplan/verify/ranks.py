@@ -63,7 +63,7 @@ def stage_layouts(spec: ModelSpec, *, tp: int, pp: int, engine: str, engine_vers
     if block_size is not None and block_size <= 0:
         raise VerifyError(f"{block_size} must be a positive integer", field="block_size")
     eng.check_parallel(spec, tp)
-    version = parse_version(engine_version or eng.default_version)
+    version = parse_version(eng.default_version if engine_version is None else engine_version)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     layouts = eng.stage_layouts(spec, dtype, version, EngineOptions(block_size=block_size, tp=tp), pp)
     if eng.tensor_plan(spec, layouts[0], 1, 1) is None:

@@ -76,7 +76,7 @@ def resolve_layout(spec: ModelSpec, engine: str, engine_version: str | None, kv_
                    block_size: int | None) -> CacheLayout:
     """The engine's CacheLayout, built exactly as ``kvplan.estimate`` builds it (tp = 1)."""
     eng = get_engine(engine)
-    version = parse_version(engine_version or eng.default_version)
+    version = parse_version(eng.default_version if engine_version is None else engine_version)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     if block_size is not None and block_size <= 0:
         raise VerifyError(f"{block_size} must be a positive integer", field="block_size")
