@@ -12,7 +12,7 @@ from typing import Any
 
 from kvplan import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
-from kvplan.engines import DEFAULT_ENGINE, CacheLayout, get_engine, parse_version
+from kvplan.engines import DEFAULT_ENGINE, CacheLayout, get_engine
 from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.workload import RowSharing, SharingTerm, sharing_terms, speculation_from, split_contexts
@@ -213,8 +213,7 @@ def estimate(
         proposer = speculation.method if speculation is not None else None
         workloads = {p + o + extra: Workload(p, o + extra, shared_prefix, n, beam_width, proposer) for p, o in splits}
         eng.sharing.check(next(iter(workloads.values())))
-    version_text = eng.default_version if engine_version is None else engine_version
-    version = parse_version(version_text)
+    version_text, version = eng.version_of(engine_version)
     # engine_options: further EngineOptions fields (transformers' quantized cache: kv_cache, backend, nbits, ...)
     extra_options = dict(engine_options or {})
     if prompt_len is not None and ("kv_cache" in extra_options or "press" in extra_options):

@@ -16,7 +16,7 @@ from kvplan import __version__
 from kvplan.budgets import MemoryItem, Settings
 from kvplan.budgets.base import given_kv_notes
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
-from kvplan.engines import Demand, get_engine, parse_version
+from kvplan.engines import Demand, get_engine
 from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
@@ -227,8 +227,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     if settings.cpu_offload_bytes and "cpu_offload_bytes" not in eng.extra_options:
         raise UsageError(f"{eng.title} has no weight offload to host memory kvplan plans", field="cpu_offload_bytes")
     eng.check_parallel(spec, tp)
-    version_text = eng.default_version if engine_version is None else engine_version
-    version = parse_version(version_text)
+    version_text, version = eng.version_of(engine_version)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     layouts = eng.stage_layouts(spec, dtype, version, options, pp)
     model_limit = context_limit(spec)

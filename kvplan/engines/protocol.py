@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.version import Version, newer_than_known
+from kvplan.engines.version import Version, newer_than_known, parse_version
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
@@ -96,6 +96,8 @@ class Engine(Protocol):
 
     def version_notes(self, version: Version) -> list[str]: ...
 
+    def version_of(self, text: str | None) -> tuple[str, Version]: ...
+
     def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
                settings: Settings) -> GpuBudget: ...
 
@@ -153,6 +155,11 @@ class EngineDefaults:
 
     def version_notes(self, version: Version) -> list[str]:
         return newer_than_known(self.title, version, self.newest_rules)
+
+    def version_of(self, text: str | None) -> tuple[str, Version]:
+        """The release asked for (None: the engine's default; an empty text is refused) and its tuple."""
+        chosen = self.default_version if text is None else text  # type: ignore[attr-defined]
+        return chosen, parse_version(chosen)
 
     def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
                  demand: Demand) -> KvCapacity:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines import CacheLayout, EngineOptions, get_engine, parse_version
+from kvplan.engines import CacheLayout, EngineOptions, get_engine
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.parallel import pp_partitions, tp_notes
 from kvplan.spec import ModelSpec
@@ -63,7 +63,7 @@ def stage_layouts(spec: ModelSpec, *, tp: int, pp: int, engine: str, engine_vers
     if block_size is not None and block_size <= 0:
         raise VerifyError(f"{block_size} must be a positive integer", field="block_size")
     eng.check_parallel(spec, tp)
-    version = parse_version(eng.default_version if engine_version is None else engine_version)
+    version = eng.version_of(engine_version)[1]
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     layouts = eng.stage_layouts(spec, dtype, version, EngineOptions(block_size=block_size, tp=tp), pp)
     if eng.tensor_plan(spec, layouts[0], 1, 1) is None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
-from kvplan.engines import CacheLayout, EngineOptions, get_engine, parse_version
+from kvplan.engines import CacheLayout, EngineOptions, get_engine
 from kvplan.engines.sharing import SharedSpans, Workload, group_bytes, shared_bytes
 from kvplan.engines.tensors import (  # noqa: F401  (re-exported: verify's modules read them here)
     DTYPE_BYTES,
@@ -76,7 +76,7 @@ def resolve_layout(spec: ModelSpec, engine: str, engine_version: str | None, kv_
                    block_size: int | None) -> CacheLayout:
     """The engine's CacheLayout, built exactly as ``kvplan.estimate`` builds it (tp = 1)."""
     eng = get_engine(engine)
-    version = parse_version(eng.default_version if engine_version is None else engine_version)
+    version = eng.version_of(engine_version)[1]
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     if block_size is not None and block_size <= 0:
         raise VerifyError(f"{block_size} must be a positive integer", field="block_size")
