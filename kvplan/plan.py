@@ -25,6 +25,9 @@ from kvplan.spec import ModelSpec
 
 Solve = Literal["batch", "context", "gpus"]
 _MAX_SEARCH_GPUS = 512
+# refusals of the workload itself, not of one tp x pp candidate (pp with speculation is a candidate's)
+_WORKLOAD_FIELDS = frozenset({"shared_prefix", "n", "beam_width", "prompt_len", "speculative_method",
+                              "num_speculative_tokens", "speculative_model"})
 
 
 @dataclass(frozen=True)
@@ -75,9 +78,18 @@ class CapacityPlan:
     shared_prefix: int = 0
     """Leading tokens common to every request (``--shared-prefix``); 0 when none."""
     max_batch_plain: int | None = None
-    """With a shared prefix: the max batch with nothing shared, beside ``max_batch``."""
+    """With a shared prefix, samples or beams: the max batch with nothing shared, beside ``max_batch``."""
+    n: int = 1
+    """Parallel samples per request: ``batch``, ``max_batch`` and the concurrency count requests of n."""
+    beam_width: int = 1
+    """Beams per request (as ``n``)."""
     offload: dict[str, Any] | None = None
     """The host-memory KV tier (``OffloadTier.to_dict``), where one was asked for."""
+
+    @property
+    def samples(self) -> int:
+        """Sequences per request: its samples or beams."""
+        return self.n * self.beam_width
 
     @property
     def message(self) -> str:
@@ -118,7 +130,9 @@ class CapacityPlan:
             "message": self.message,
             "assumptions": list(self.assumptions),
             **({"shared_prefix": self.shared_prefix, "max_batch_plain": self.max_batch_plain}
-               if self.shared_prefix else {}),
+               if self.shared_prefix or self.samples > 1 else {}),
+            **({"n": self.n, "beam_width": self.beam_width, "max_batch_sequences": self.max_batch * self.samples}
+               if self.samples > 1 else {}),
         }
         if self.offload is not None:
             out["offload"] = dict(self.offload)
@@ -159,6 +173,9 @@ def max_batch(
     concurrency: int | None = None,
     swa_full: bool = False,
     shared_prefix: int = 0,
+    n: int = 1,
+    beam_width: int = 1,
+    prompt_len: int | None = None,
     speculative_method: str | None = None,
     num_speculative_tokens: int | None = None,
     speculative_model: str | ModelSpec | None = None,
@@ -170,6 +187,11 @@ def max_batch(
     ``shared_prefix``: leading tokens common to every request; ``max_batch`` then counts them as the
     engine stores them (vLLM: the prefix's full blocks once in the pool) and ``max_batch_plain``
     keeps the figure with nothing shared.
+
+    ``n`` parallel samples or ``beam_width`` beams: ``batch``, ``max_batch`` (and ``concurrency`` with
+    ``solve="gpus"``) count requests of that many sequences, each engine sharing their prompt its way
+    (vLLM: n child requests, each a sequence its scheduler counts against ``max_num_seqs``).
+    ``prompt_len``: the prompt part of ``context`` the samples share (default: all of it).
 
     Speculative decoding (``speculative_method`` with ``num_speculative_tokens``, a draft as
     ``speculative_model``): the draft's layers and weights join the target's, and each sequence
@@ -189,29 +211,41 @@ def max_batch(
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("batch", batch), ("max_model_len", mml)):
         if value < 1:
             raise UsageError(f"{value} must be at least 1", field=name)
-    if shared_prefix and solve == "gpus":
-        raise UsageError("--solve gpus does not take a shared prefix yet", field="shared_prefix")
     from kvplan.workload import speculation_from
 
     speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
                                num_nextn_predict_layers)
-    if speculation is not None and solve == "gpus":
-        raise UsageError("--solve gpus does not take speculative decoding yet", field="speculative_method")
+    sharing = Sharing(shared_prefix, n, beam_width, prompt_len)
     if solve == "gpus":
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
-                           concurrency, swa_full, engine_options)
+                           concurrency, swa_full, engine_options, sharing, speculation)
     if solve not in ("batch", "context"):
         raise UsageError(f"'{solve}': choose batch, context or gpus", field="solve")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
                 swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation,
-                engine_options=engine_options)
+                engine_options=engine_options, n=n, beam_width=beam_width, prompt_len=prompt_len)
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """What the requests of a plan share (``max_batch``'s keyword arguments, carried to the GPU search)."""
+
+    shared_prefix: int = 0
+    n: int = 1
+    beam_width: int = 1
+    prompt_len: int | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"shared_prefix": self.shared_prefix, "n": self.n, "beam_width": self.beam_width,
+                "prompt_len": self.prompt_len}
 
 
 def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, engine_version: str | None,
          kv_dtype: str, max_model_len: int, context: int, batch: int, block_size: int | None,
          settings: Settings, swa_full: bool = False, shared_prefix: int = 0,
-         speculation: Any = None, engine_options: dict[str, Any] | None = None) -> CapacityPlan:
+         speculation: Any = None, engine_options: dict[str, Any] | None = None, n: int = 1, beam_width: int = 1,
+         prompt_len: int | None = None) -> CapacityPlan:
     eng = get_engine(engine)
     extra, spec_notes = 0, ()
     if speculation is not None:
@@ -220,6 +254,15 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     if shared_prefix < 0 or shared_prefix > context:
         raise UsageError(f"shared-prefix {shared_prefix:,} must be between 0 and the context ({context:,})",
                          field="shared_prefix")
+    if prompt_len is not None and not 1 <= prompt_len <= context:
+        raise UsageError(f"prompt-len {prompt_len:,} must be between 1 and the context ({context:,})",
+                         field="prompt_len")
+    from kvplan.engines.sharing import Workload
+
+    prompt = prompt_len if prompt_len is not None else context
+    # the requests as the user gave them (speculative slots are the engine's, added in its demand)
+    workload = Workload(prompt, context - prompt, shared_prefix, n, beam_width,
+                        speculation.method if speculation is not None else None)
     # engine_options: further EngineOptions fields (transformers' quantized cache, eviction budgets, offload)
     options = make_engine_options(**{"block_size": block_size, "tp": tp, "swa_full": swa_full,
                                      **(engine_options or {})})
@@ -239,16 +282,18 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
     plain_batch = None
-    if shared_prefix:
+    if not workload.plain:
         from dataclasses import replace
 
-        from kvplan.engines.sharing import Workload
-
-        plain_batch = cap.max_batch * dp
-        proposer = speculation.method if speculation is not None else None
+        eng.sharing.check(workload)  # refused by field where the engine has no rule for samples or beams
+        plain_batch = cap.max_batch // workload.samples * dp  # the same requests, each sequence its own cache
         cap = eng.capacity(layouts, kv, version, budget,
-                           replace(demand, shared_prefix=shared_prefix, proposer=proposer))
-        notes = eng.sharing.notes(Workload(context, 0, shared_prefix, proposer=proposer))
+                           replace(demand, shared_prefix=shared_prefix, proposer=workload.proposer, n=n,
+                                   beam_width=beam_width, prompt_len=prompt))
+        notes = eng.sharing.notes(workload)
+        if prompt_len is None and workload.samples > 1:
+            notes = (f"the whole context ({context:,} tokens) is taken as the prompt the samples share; give a "
+                     "prompt length for the part they do not", *notes)
         cap = replace(cap, assumptions=(*cap.assumptions, *notes))
     assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version), *budget.assumptions,
                                       *(a for lay in layouts for a in lay.assumptions), *tp_notes(spec, tp)]))
@@ -268,13 +313,22 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     decode_seconds = decode_tps = None
     decode_batch = max(1, min(batch if batch > 1 else max_b, max_b)) if max_b else 0
     if hw.bandwidth and decode_batch:
-        weights_read, weights_how = decode_weights(spec, budget.item("weights"), decode_batch)
-        read = weights_read + max(lay.total_bytes(context, decode_batch) for lay in layouts)
+        sequences = decode_batch * workload.samples
+        weights_read, weights_how = decode_weights(spec, budget.item("weights"), sequences)
+        if workload.plain:
+            kv_read = max(lay.total_bytes(context, decode_batch) for lay in layouts)
+            kv_how = f"the KV of {decode_batch} sequence(s) of {context:,} tokens"
+        else:
+            reads = [eng.sharing.decode_kv_bytes(lay, workload, decode_batch) for lay in layouts]
+            kv_read, how = max(reads)
+            kv_how = (f"the KV of {sequences} sequence(s) ({decode_batch} request(s)) of {context:,} tokens: "
+                      f"{how}")
+        read = weights_read + kv_read
         decode_seconds = read / hw.bandwidth
-        decode_tps = decode_batch * dp / decode_seconds
-        assumptions.append(f"decode bound: one step reads {weights_how} and the KV of {decode_batch} "
-                           f"sequence(s) of {context:,} tokens at {hw.bandwidth / 1e12:.2f} TB/s: a lower bound "
-                           "on time per step (an upper bound on tokens/s)")
+        decode_tps = sequences * dp / decode_seconds
+        assumptions.append(f"decode bound: one step reads {weights_how} and {kv_how} at "
+                           f"{hw.bandwidth / 1e12:.2f} TB/s: a lower bound on time per step (an upper bound on "
+                           "tokens/s)")
     per_gpu = PerGpu(
         budget_bytes=budget.item("budget") or budget.item("static") or hw.memory_bytes,
         weights_bytes=budget.item("weights"), activation_bytes=budget.item("activation"),
@@ -292,7 +346,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         decode_step_seconds_min=decode_seconds, decode_tokens_per_second_max=decode_tps,
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
         admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
-        offload=tier.to_dict() if tier is not None else None,
+        offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
     )
 
 
@@ -325,8 +379,11 @@ def context_limit(spec: ModelSpec) -> int | None:
 def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | None, kv_dtype: str, mml: int,
                 context: int | None, block_size: int | None, settings: Settings,
                 concurrency: int | None, swa_full: bool = False,
-                engine_options: dict[str, Any] | None = None) -> CapacityPlan:
-    """The fewest GPUs of this type (tp and pp powers of two, any dp) reaching ``concurrency``."""
+                engine_options: dict[str, Any] | None = None, sharing: Sharing = Sharing(),
+                speculation: Any = None) -> CapacityPlan:
+    """The fewest GPUs of this type (tp and pp powers of two, any dp) reaching ``concurrency`` (requests
+    of ``sharing.n`` samples or beams), with what the requests share and the speculation planned as
+    ``max_batch`` plans them: each candidate's max batch is one replica's."""
     if concurrency is None or concurrency < 1:
         raise UsageError("solving for GPUs needs a concurrency (sequences of max-model-len to serve at once)",
                          field="concurrency")
@@ -340,8 +397,10 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
                 one = plan(spec, hw, tp=tp, pp=pp, dp=1, engine=engine, engine_version=engine_version,
                            kv_dtype=kv_dtype, max_model_len=mml, context=context or mml, batch=1,
                            block_size=block_size, settings=settings, swa_full=swa_full,
-                           engine_options=engine_options)
-            except UsageError:
+                           engine_options=engine_options, speculation=speculation, **sharing.kwargs())
+            except UsageError as exc:
+                if exc.field in _WORKLOAD_FIELDS:  # the workload is refused whatever the GPU count
+                    raise
                 continue
             if one.max_batch < 1:
                 continue
@@ -350,13 +409,15 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
                 candidates.append((tp * pp * dp, -tp, pp, dp, tp))
     if not candidates:
         raise UsageError(f"no deployment of up to {_MAX_SEARCH_GPUS} {hw.name} GPUs serves {concurrency} "
-                         f"sequences of {mml:,} tokens")
+                         f"sequences of {context or mml:,} tokens")
     count, _, pp, dp, tp = min(candidates)
     best = plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=1, block_size=block_size, settings=settings,
-                swa_full=swa_full, engine_options=engine_options)
-    note = (f"fewest {hw.name} GPUs for {concurrency} concurrent sequences of {mml:,} tokens: {count} "
-            f"(tp {tp} x pp {pp} x dp {dp}; tp and pp searched over powers of two)")
+                swa_full=swa_full, engine_options=engine_options, speculation=speculation, **sharing.kwargs())
+    what = "sequences" if sharing.n * sharing.beam_width == 1 else f"requests of {sharing.n * sharing.beam_width}"
+    shared = f" sharing a {sharing.shared_prefix:,}-token prefix" if sharing.shared_prefix else ""
+    note = (f"fewest {hw.name} GPUs for {concurrency} concurrent {what} of {context or mml:,} tokens{shared}: "
+            f"{count} (tp {tp} x pp {pp} x dp {dp}; tp and pp searched over powers of two)")
     from dataclasses import replace
 
     return replace(best, assumptions=(note, *best.assumptions))

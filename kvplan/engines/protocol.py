@@ -39,6 +39,12 @@ class Demand:
     """Leading tokens common to every request (stored as the engine's sharing rule stores them)."""
     proposer: str | None = None
     """The speculative method, where one runs (it can change what a prefix-cache hit shares)."""
+    n: int = 1
+    """Parallel samples per request: ``batch`` and the max batch then count requests of n sequences."""
+    beam_width: int = 1
+    """Beams per request (as ``n``)."""
+    prompt_len: int | None = None
+    """The prompt part of ``context`` where requests share something (None: all of it)."""
     gpu_name: str = ""
     """The GPU's name (vLLM's batch defaults read it: A100s get the smaller tier)."""
 

@@ -17,6 +17,7 @@ prefix shares nothing. Recurrent state stays per sequence.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.errors import UsageError
@@ -104,6 +105,11 @@ class SharingRule:
             return (self.prefix_note,)
         return ()
 
+    def decode_kv_bytes(self, layout: CacheLayout, workload: Workload, batch: int) -> tuple[int, str]:
+        """KV bytes one decode step of ``batch`` requests reads, and how: paged attention kernels walk each
+        sequence's own block table, so a block several sequences share is read once per sequence."""
+        return plain_bytes(layout, workload, batch), "each sequence's KV, shared blocks read once per sequence"
+
 
 def group_tokens(group: GroupRule, spans: SharedSpans, context: int, batch: int, samples: int) -> int:
     """Tokens ``batch`` requests of ``samples`` sequences occupy in one layer of ``group``."""
@@ -135,6 +141,17 @@ def shared_bytes(layout: CacheLayout, rule: SharingRule, workload: Workload, bat
 def plain_bytes(layout: CacheLayout, workload: Workload, batch: int) -> int:
     """The same sequences with nothing shared (each its own cache)."""
     return layout.total_bytes(workload.context, batch * workload.samples)
+
+
+def demand_workload(demand: Any, context: int | None = None) -> Workload | None:
+    """The requests a capacity ``Demand`` describes at ``context`` (default its own), or None when each
+    is one sequence sharing nothing (the plain count applies)."""
+    if not demand.shared_prefix and demand.n == 1 and demand.beam_width == 1:
+        return None
+    context = demand.context if context is None else context
+    prompt = max(1, min(demand.prompt_len or context, context))
+    return Workload(prompt, max(0, context - prompt), min(demand.shared_prefix, prompt), demand.n,
+                    demand.beam_width, demand.proposer)
 
 
 def floor_to(value: int, multiple: int) -> int:

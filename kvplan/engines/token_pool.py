@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from kvplan.engines.layout import CacheLayout
 from kvplan.engines.protocol import Demand, KvCapacity
-from kvplan.engines.sharing import SharingRule, Workload, shared_bytes
+from kvplan.engines.sharing import SharingRule, demand_workload, shared_bytes
 from kvplan.monotone import largest
 
 
@@ -22,14 +22,23 @@ def byte_pool_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, demand: De
     def needed(context: int, batch: int) -> int:
         return max(layout.total_bytes(context, batch) for layout in layouts)
 
-    if demand.shared_prefix and sharing is not None:
-        # the batch of requests whose common prefix is stored as the engine stores it
-        workload = Workload(demand.context, 0, demand.shared_prefix, proposer=demand.proposer)
-        max_b = largest(lambda b: max(shared_bytes(lay, sharing, workload, b) for lay in layouts) <= kv_bytes)
+    workload = demand_workload(demand)
+    if workload is not None and sharing is not None:
+        # requests (of n samples or beams) whose common prefix is stored as the engine stores it
+        rule = sharing
+
+        def shared(context: int, batch: int) -> int:
+            at = demand_workload(demand, context)
+            assert at is not None
+            return max(shared_bytes(lay, rule, at, batch) for lay in layouts)
+
+        max_b = largest(lambda b: shared(demand.context, b) <= kv_bytes)
+        max_ctx = min(demand.limit, largest(lambda c: shared(c, demand.batch) <= kv_bytes))
     else:
         max_b = largest(lambda b: needed(demand.context, b) <= kv_bytes)
-    max_ctx = min(demand.limit, largest(lambda c: needed(c, demand.batch) <= kv_bytes))
-    longest = max_ctx if demand.batch == 1 else min(demand.limit, largest(lambda c: needed(c, 1) <= kv_bytes))
+        max_ctx = min(demand.limit, largest(lambda c: needed(c, demand.batch) <= kv_bytes))
+    longest = max_ctx if demand.batch == 1 and workload is None else min(
+        demand.limit, largest(lambda c: needed(c, 1) <= kv_bytes))
     request_bytes = needed(demand.max_model_len, 1)
     tokens = largest(lambda n: needed(n, 1) <= kv_bytes)
     if concurrency_from_tokens:

@@ -74,14 +74,14 @@ class VLLMEngine(EngineDefaults):
 
         batched = int(budget.defaults.get("max_num_batched_tokens", admission.DEFAULT_BATCHED_TOKENS))
         cap = admission.capacity(layouts, kv_bytes, version, batched, demand, demand.limit)
-        if demand.shared_prefix:
+        if demand.shared_prefix or demand.n > 1 or demand.beam_width > 1:
             from dataclasses import replace
 
-            from kvplan.engines.vllm.sharing import PREFIX_CACHED_NOTE, prefix_max_batch
+            from kvplan.engines.vllm.sharing import PREFIX_CACHED_NOTE, shared_capacity
 
-            shared = prefix_max_batch(layouts, kv_bytes, version, batched, demand.context, demand.shared_prefix,
-                                      demand.proposer)
-            cap = replace(cap, max_batch=shared, assumptions=(*cap.assumptions, PREFIX_CACHED_NOTE))
+            requests, longest = shared_capacity(layouts, kv_bytes, batched, demand, cap.max_context)
+            notes = (PREFIX_CACHED_NOTE,) if demand.shared_prefix else ()
+            cap = replace(cap, max_batch=requests, max_context=longest, assumptions=(*cap.assumptions, *notes))
         return cap
 
     def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:

@@ -74,10 +74,11 @@ class PoolShape:
     def blocks_per_request(self, length: int, batched_tokens: int) -> int:
         """Blocks a request of ``length`` tokens is admitted with (``max_memory_usage_bytes`` per group)."""
         in_flight = in_flight_tokens(self.in_flight_batches, batched_tokens)
-        return sum(groups * self._admission_blocks(t, length, in_flight)
+        return sum(groups * self.admission_blocks(t, length, in_flight)
                    for t, groups in zip(self.types, self.groups_per_type))
 
-    def _admission_blocks(self, layer_type: PoolType, length: int, in_flight: int) -> int:
+    def admission_blocks(self, layer_type: PoolType, length: int, in_flight: int) -> int:
+        """Blocks one group of ``layer_type`` is admitted with for a request of ``length`` tokens."""
         block = layer_type.block_size
         if layer_type.kind == "recurrent":
             return self.state_pages

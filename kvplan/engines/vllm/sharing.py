@@ -30,14 +30,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.version import Version
-from kvplan.engines.sharing import NOTHING_SHARED, SharedSpans, SharingRule, Workload, floor_to
+from kvplan.engines.sharing import NOTHING_SHARED, SharedSpans, SharingRule, Workload, floor_to, group_bytes
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE
+
+if TYPE_CHECKING:
+    from kvplan.engines.protocol import Demand
+    from kvplan.engines.vllm.admission import PoolShape
+    from kvplan.engines.vllm.pool import PoolType
 
 
 _EAGLE_PROPOSERS = frozenset({"eagle", "eagle3", "mtp"})  # SpeculativeConfig.use_eagle()
+_CASCADE_MIN_PREFIX = 256  # use_cascade_attention: "too short common prefix" below 256 tokens
+_CASCADE_MIN_REQS = 8  # use_cascade_attention: "too few queries" below 8 requests
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,31 @@ class PrefixCachingBlocks(SharingRule):
             prefix, samples = max(0, prefix - block), max(0, samples - block)
         return SharedSpans(prefix, max(prefix, samples))
 
+    def decode_kv_bytes(self, layout: CacheLayout, workload: Workload, batch: int) -> tuple[int, str]:
+        """vLLM's FlashAttention kernel reads each sequence's block table (shared blocks once per
+        sequence), except cascade attention: ``use_cascade_attention``
+        (``vllm/v1/attention/backends/flash_attn.py``) may read the blocks common to every running
+        request once, from 256 common tokens and 8 requests, in groups without a sliding window or
+        chunked local attention (``GPUModelRunner`` asks ``KVCacheManager.get_num_common_prefix_blocks``).
+        A lower bound counts it once where cascade may run; ``group_tokens`` with equal spans gives
+        ``common + sequences x (held - common)``."""
+        rule = self.bind(layout)
+        sequences = batch * workload.samples
+        total, cascade = 0, False
+        for g in layout.groups:
+            spans = rule.spans(g, workload)
+            common = spans.across_requests if batch > 1 else max(spans.across_samples, spans.across_requests)
+            full = (g.cache_kind or g.kind) == "full" and not g.padding
+            if full and common >= _CASCADE_MIN_PREFIX and sequences >= _CASCADE_MIN_REQS:
+                cascade = True
+                total += g.count * group_bytes(g, SharedSpans(common, common), workload.context, sequences, 1)
+            else:
+                total += g.count * group_bytes(g, NOTHING_SHARED, workload.context, sequences, 1)
+        if cascade:
+            return total, ("the common prefix once (vLLM's FlashAttention cascade attention may read it once per "
+                           "step) and each sequence's own KV")
+        return total, "each sequence's KV (vLLM's attention reads every block table: shared blocks once per sequence)"
+
     def notes(self, workload: Workload) -> tuple[str, ...]:
         notes = []
         if workload.shared_prefix:
@@ -100,33 +133,101 @@ def hit_alignment(layout: CacheLayout) -> int:
 SHARING = PrefixCachingBlocks()
 
 
-def prefix_max_batch(layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, batched_tokens: int,
-                     context: int, prefix: int, proposer: str | None = None) -> int:
-    """Requests of ``context`` tokens one replica admits when their first ``prefix`` tokens are common.
+def admitted_span_blocks(pool: PoolShape, layer_type: PoolType, length: int, in_flight: int, span: int) -> int:
+    """Blocks of the leading ``span`` tokens (whole blocks) that a request of ``length`` tokens, admitted
+    with ``in_flight`` tokens not yet computed, still references in one group of ``layer_type``.
 
-    Every KV-cache group of full attention (or MLA) holds the prefix's full blocks once (at most
-    ``context - 1`` tokens, ``get_computed_blocks``); the rest of each request is admitted as
-    ``max_admission_blocks_per_request`` counts it. Sliding, chunked and Mamba groups are counted
-    per request, as admission reserves their window plus the tokens in flight."""
+    Full and MLA groups keep every block. A sliding group frees the blocks before
+    ``num_computed_tokens - window + 1`` and a chunked group those before the start of the computed
+    tokens' chunk (``SlidingWindowManager`` / ``ChunkedLocalAttentionManager.remove_skipped_blocks``;
+    their ``find_longest_cache_hit`` hands out null blocks there too), so a request far past the prefix
+    references none of it. Mamba state is one per request (``MambaManager``): nothing shared."""
+    block = layer_type.block_size
+    blocks = span // block
+    if layer_type.kind in ("full", "mla"):
+        return blocks
+    computed = max(0, length - in_flight)
+    if layer_type.kind == "sliding" and layer_type.span is not None:
+        first = max(0, computed - layer_type.span + 1) // block
+    elif layer_type.kind == "chunked" and layer_type.span is not None:
+        first = computed // layer_type.span * layer_type.span // block
+    else:
+        return 0
+    return min(max(0, blocks - first), pool.admission_blocks(layer_type, length, in_flight))
+
+
+@dataclass(frozen=True)
+class SharedAdmission:
+    """Pool blocks ``batch`` requests of one workload are admitted with: ``once`` for the whole batch,
+    ``per_request`` more for each request, ``per_sequence`` for each of its samples or beams."""
+
+    once: int
+    per_request: int
+    per_sequence: int
+    samples: int
+
+    def blocks(self, batch: int) -> int:
+        return self.once + batch * (self.per_request + self.samples * self.per_sequence)
+
+    def max_batch(self, usable: int) -> int:
+        each = self.per_request + self.samples * self.per_sequence
+        return (usable - self.once) // each if each > 0 and usable >= self.once else 0
+
+
+def shared_admission(layout: CacheLayout, pool: PoolShape, workload: Workload, in_flight: int) -> SharedAdmission:
+    """``max_admission_blocks_per_request`` per group, less the blocks the workload's requests share there
+    (the spans are the same rule ``estimate`` uses: ``PrefixCachingBlocks.spans``)."""
+    rule = SHARING.bind(layout)
+    length = workload.context
+    once = per_request = per_sequence = 0
+    for layer_type, groups in zip(pool.types, pool.groups_per_type):
+        admitted = pool.admission_blocks(layer_type, length, in_flight)
+        spans = rule.spans(layer_type.rule, workload)
+        common = admitted_span_blocks(pool, layer_type, length, in_flight, spans.across_requests)
+        request = admitted_span_blocks(pool, layer_type, length, in_flight,
+                                       max(spans.across_samples, spans.across_requests))
+        once += groups * common
+        per_request += groups * (request - common)
+        per_sequence += groups * (admitted - request)
+    return SharedAdmission(once, per_request, per_sequence, workload.samples)
+
+
+def shared_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, batched_tokens: int, demand: Demand,
+                    max_context: int) -> tuple[int, int]:
+    """(requests of ``demand.context`` tokens one replica admits, the longest context ``demand.batch``
+    such requests fit) with what they share stored once; ``max_context``: the plain figure, kept where
+    one request of one sequence shares nothing with itself."""
+    from kvplan.engines.sharing import demand_workload
     from kvplan.engines.vllm.admission import in_flight_tokens, vllm_pool
+    from kvplan.monotone import largest
 
-    in_flight = in_flight_tokens(version, batched_tokens)
-    best = None
-    for layout in layouts:
-        pool = vllm_pool(layout)
-        blocks = pool.num_blocks(kv_bytes)
-        per_request = pool.blocks_per_request(context, in_flight)
-        align = hit_alignment(layout)
-        hit = floor_to(min(prefix, context - 1), align)
-        if proposer in _EAGLE_PROPOSERS:
-            hit = max(0, hit - align)
-        shared = sum(groups * (hit // t.block_size)
-                     for t, groups in zip(pool.types, pool.groups_per_type) if t.kind in ("full", "mla"))
-        own = per_request - shared
-        fits = (blocks - shared) // own if own > 0 and blocks >= shared else 0
-        best = fits if best is None else min(best, fits)
-    return best or 0
+    pools = [vllm_pool(layout) for layout in layouts]
+
+    def fits(context: int, batch: int | None) -> int | bool:
+        workload = demand_workload(demand, context)
+        assert workload is not None
+        best = None
+        for layout, pool in zip(layouts, pools):
+            if pool.bytes_per_block == 0:  # a rank without cache layers never limits
+                continue
+            need = shared_admission(layout, pool, workload, in_flight_tokens(pool.in_flight_batches,
+                                                                             batched_tokens))
+            usable = pool.usable_blocks(kv_bytes)
+            if batch is not None:
+                if need.blocks(batch) > usable:
+                    return False
+                continue
+            best = need.max_batch(usable) if best is None else min(best, need.max_batch(usable))
+        return True if batch is not None else (best or 0)
+
+    requests = int(fits(demand.context, None))
+    if demand.batch == 1 and demand.n == 1 and demand.beam_width == 1:
+        return requests, max_context
+    longest = min(demand.limit, largest(lambda c: bool(fits(c, demand.batch))))
+    return requests, longest
 
 
 PREFIX_CACHED_NOTE = ("shared prefix: its full blocks are counted once in the pool, assuming it stays cached "
-                      "(some running request always references it, so it is never evicted)")
+                      "(some running request always references it, so it is never evicted); sliding and chunked "
+                      "groups share only the prefix blocks a request of this context still holds (its window "
+                      "and the tokens in flight), Mamba state is per request")
