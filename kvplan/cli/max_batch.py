@@ -48,6 +48,12 @@ def max_batch_command(
     weights_bytes: Optional[str] = typer.Option(None, "--weights-bytes", help="Weights per GPU, e.g. 14.99GiB (default: the checkpoint / ranks)."),
     shared_prefix: Optional[str] = typer.Option(None, "--shared-prefix", help="Leading tokens common to every request "
                                                 "(a system prompt): the larger batch the engine's sharing allows."),
+    n: Optional[str] = typer.Option(None, "--n", help="Parallel samples per request: --batch, the max batch and "
+                                    "--concurrency count requests of n sequences (vLLM, SGLang, transformers)."),
+    beam_width: Optional[str] = typer.Option(None, "--beam-width", help="Beams per request, counted as --n "
+                                             "(vLLM, TensorRT-LLM, transformers)."),
+    prompt_len: Optional[str] = typer.Option(None, "--prompt-len", help="The prompt part of --context that samples "
+                                             "or beams share (default: all of it)."),
     speculative_method: Optional[str] = typer.Option(None, "--speculative-method", help="Speculative decoding (vLLM): "
                                                      "ngram, eagle, eagle3, mtp or draft_model."),
     num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k)."),
@@ -86,6 +92,8 @@ def max_batch_command(
       kvplan max-batch Qwen/Qwen3-8B --gpu RTX-4090 --engine sglang --solve context --batch 16
 
       kvplan max-batch Qwen/Qwen3-14B --gpu A100-80GB --kv-cache-memory 30.5GiB
+
+      kvplan max-batch meta-llama/Llama-3.1-8B --gpu H100 -c 5k --prompt-len 4k --n 4 --shared-prefix 2k
 
     Exit status 1 when not even one sequence of --max-model-len fits (the message names the longest that does).
     """
@@ -137,6 +145,8 @@ def max_batch_command(
         block_size=whole(block_size, "block_size"), settings=settings, solve=solve,  # type: ignore[arg-type]
         concurrency=whole(concurrency, "concurrency"),
         shared_prefix=parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
+        n=1 if n is None else whole(n, "n"), beam_width=1 if beam_width is None else whole(beam_width, "beam_width"),  # type: ignore[arg-type]
+        prompt_len=parse_count(prompt_len, "prompt_len") if prompt_len else None,
         speculative_method=speculative_method,
         num_speculative_tokens=whole(num_speculative_tokens, "num_speculative_tokens"),
         speculative_model=speculative_model,

@@ -380,11 +380,16 @@ def _workload(dep: Deployment, req: dict[str, Any], sharing: bool, add: Any) -> 
                      "share prefixes here, so each request stores it: checked without sharing",
                      dep.line_of("shared_prefix")))
         out.pop("shared_prefix")
-    n = out.pop("n", 1)
-    if n and n > 1:
-        add(_finding(dep, "warning", "sampling-not-planned", f"{dep.spelled('n')} {n}: kvplan's max-batch does not "
-                     f"plan parallel sampling yet; min-concurrency is checked as {out.get('min_concurrency')} "
-                     f"requests of one sequence each (n = 1), which is optimistic", dep.line_of("n"), value=n))
+    n = out.pop("n", 1) or 1
+    if n > 1 and sharing:
+        out["n"] = n  # max_batch plans requests of n samples, each engine sharing their prompt its way
+    elif n > 1:
+        # vLLM's n children share their prompt only through prefix caching (ParallelSampling): with it off,
+        # a request of n samples is n independent sequences
+        out["unshared_n"] = n
+        add(_finding(dep, "note", "prefix-caching", f"{dep.spelled('n')} {n}: the engine does not share prefixes "
+                     "here, so each sample stores the prompt: min-concurrency is checked as n sequences per request",
+                     dep.line_of("n")))
     return out
 
 

@@ -50,27 +50,36 @@ def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Ca
                          f"{at:,}-token context of min-concurrency", dep.line_of("shared_prefix"), value=prefix,
                          invalid_input=True))
             return failed
-        share = {"shared_prefix": prefix} if prefix else {}
+        n = req.get("n") or 1  # samples the engine shares a prompt among (max_batch counts requests of n)
+        copies = req.get("unshared_n") or 1  # samples it stores apart: the plan counts sequences
+        share = {**({"shared_prefix": prefix} if prefix else {}), **({"n": n} if n > 1 else {})}
         try:
             at_plan = run(context=at, **share) if at != plan.context or share else plan
         except KvplanError as exc:  # the engine's rules refuse this workload (a shared prefix it cannot plan)
             add(_finding(dep, "error", "engine-refuses", str(exc), dep.line_of(exc.field or "min_concurrency")))
             return True
         shared = f" sharing a {prefix:,}-token prefix" if prefix else ""
-        if at_plan.max_batch < want:
+        samples = n * copies
+        what = "sequences" if samples == 1 else f"requests of n = {samples}"
+        held = at_plan.max_batch // copies
+        if held < want:
             failed = True
             add(_finding(dep, "error", code or "min-concurrency",
-                         f"{label}min-concurrency {want} sequences of {at:,} tokens{shared}: the KV cache holds "
-                         f"{at_plan.max_batch} ({format_bytes(max(at_plan.per_gpu.kv_cache_bytes, 0))} of KV per GPU)",
-                         dep.line_of("min_concurrency"), value=want, fits=at_plan.max_batch,
-                         suggestion=fp8(lambda p: p.max_batch >= want, lambda p: f"{p.max_batch} fit with fp8",
-                                        context=at, **share)))
+                         f"{label}min-concurrency {want} {what} of {at:,} tokens{shared}: the KV cache holds "
+                         f"{held} ({format_bytes(max(at_plan.per_gpu.kv_cache_bytes, 0))} of KV per GPU)",
+                         dep.line_of("min_concurrency"), value=want, fits=held,
+                         suggestion=fp8(lambda p: p.max_batch // copies >= want,
+                                        lambda p: f"{p.max_batch // copies} fit with fp8", context=at, **share)))
         seqs = dep.setting("max_num_seqs") or plan.engine_defaults.get("max_num_seqs")
-        if seqs is not None and seqs < want and not label:
+        # vLLM's scheduler runs each of the n samples as its own request (ParallelSampling's child requests),
+        # and max_num_seqs counts those
+        if seqs is not None and seqs < want * samples and not label:
             failed = True
             where = dep.spelled("max_num_seqs") if "max_num_seqs" in dep.settings else "the engine's default max-num-seqs"
+            needs = f"{want}" if samples == 1 else f"{want} x n = {want * samples} sequences"
             add(_finding(dep, "error", "min-concurrency", f"{where} {int(seqs)} caps concurrency below the "
-                         f"required min-concurrency {want}", dep.line_of("max_num_seqs"), value=int(seqs), fits=want))
+                         f"required min-concurrency {needs}", dep.line_of("max_num_seqs"), value=int(seqs),
+                         fits=want * samples))
     return failed
 
 

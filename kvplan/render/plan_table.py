@@ -30,8 +30,10 @@ def print_plan(console: Console, plan: CapacityPlan) -> None:
         res.add_row("KV blocks per GPU", f"{plan.num_blocks:,}")
     res.add_row("KV cache tokens (as the engine logs them)", f"{plan.kv_cache_tokens:,}")
     res.add_row(f"max concurrency at {plan.max_model_len:,} tokens", f"{plan.max_concurrency:.2f}x")
-    if plan.shared_prefix and plan.max_batch_plain is not None:
-        res.add_row(f"max batch at {plan.context:,} tokens, {plan.shared_prefix:,} shared", f"{plan.max_batch:,}")
+    if plan.max_batch_plain is not None:
+        what = f"requests of {plan.samples} x " if plan.samples > 1 else ""
+        shared = f", {plan.shared_prefix:,} shared" if plan.shared_prefix else ""
+        res.add_row(f"max batch at {what}{plan.context:,} tokens{shared}", f"{plan.max_batch:,}")
         res.add_row("  with nothing shared", f"{plan.max_batch_plain:,}")
     else:
         res.add_row(f"max batch at {plan.context:,} tokens", f"{plan.max_batch:,}")
