@@ -139,6 +139,26 @@ def test_vllm_chunked_group_shares_the_prefix_in_its_current_chunk():
     assert far.max_batch == far.max_batch_plain == 9999 // 1536
 
 
+@pytest.mark.parametrize(("kind", "span", "prefix", "observed"), [
+    # (context when the step's token is written, blocks both requests reference), read off
+    # tests/data/vllm_sharing_oracle/outputs.txt: vLLM 0.33.0's KVCacheManager, two requests sharing
+    # ``prefix`` tokens, synchronous decode (one token in flight), 16-token blocks
+    ("sliding", 64, 128, [(161, 2), (175, 2), (176, 1), (191, 1), (192, 0), (200, 0)]),
+    ("sliding", 128, 96, [(101, 6), (143, 6), (144, 5), (160, 4), (208, 1), (224, 0), (300, 0)]),
+    ("chunked", 64, 128, [(161, 0), (300, 0)]),
+    ("chunked", 256, 128, [(161, 8), (256, 8), (257, 0), (600, 0)]),
+])
+def test_sliding_and_chunked_holdings_match_vllm(kind, span, prefix, observed):
+    from kvplan.engines.vllm.admission import PoolShape
+    from kvplan.engines.vllm.pool import PoolType
+    from kvplan.engines.vllm.sharing import admitted_span_blocks
+
+    layer_type = PoolType(kind, span, 16, 16 * 256, 1, None)  # type: ignore[arg-type]  # rule unread here
+    pool = PoolShape(16, (layer_type,), 1, (1,), 0, 16 * 256)
+    for context, common in observed:
+        assert admitted_span_blocks(pool, layer_type, context, 1, prefix) == common, context
+
+
 def test_mamba_state_is_never_shared():
     from kvplan.engines.vllm.admission import PoolShape
     from kvplan.engines.vllm.pool import PoolType
