@@ -277,7 +277,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     limit = max(max_model_len, context, model_limit or 0) if model_limit else 1 << 26
     # speculative slots: each running sequence holds them beyond its context, up to max_model_len
     demand = Demand(max_model_len=max_model_len, context=min(context + extra, max(max_model_len, context)),
-                    batch=batch, limit=limit, gpu_name=hw.name)
+                    batch=batch * workload.samples, limit=limit, gpu_name=hw.name)  # sequences, for the budget
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
@@ -288,8 +288,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         eng.sharing.check(workload)  # refused by field where the engine has no rule for samples or beams
         plain_batch = cap.max_batch // workload.samples * dp  # the same requests, each sequence its own cache
         cap = eng.capacity(layouts, kv, version, budget,
-                           replace(demand, shared_prefix=shared_prefix, proposer=workload.proposer, n=n,
-                                   beam_width=beam_width, prompt_len=prompt))
+                           replace(demand, batch=batch, shared_prefix=shared_prefix, proposer=workload.proposer,
+                                   n=n, beam_width=beam_width, prompt_len=prompt))
         notes = eng.sharing.notes(workload)
         if prompt_len is None and workload.samples > 1:
             notes = (f"the whole context ({context:,} tokens) is taken as the prompt the samples share; give a "

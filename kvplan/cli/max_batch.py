@@ -145,7 +145,8 @@ def max_batch_command(
         block_size=whole(block_size, "block_size"), settings=settings, solve=solve,  # type: ignore[arg-type]
         concurrency=whole(concurrency, "concurrency"),
         shared_prefix=parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
-        n=1 if n is None else whole(n, "n"), beam_width=1 if beam_width is None else whole(beam_width, "beam_width"),  # type: ignore[arg-type]
+        # 0 reaches the library, which refuses it by field (``or 1`` would hide it)
+        n=_count(n, "n"), beam_width=_count(beam_width, "beam_width"),
         prompt_len=parse_count(prompt_len, "prompt_len") if prompt_len else None,
         speculative_method=speculative_method,
         num_speculative_tokens=whole(num_speculative_tokens, "num_speculative_tokens"),
@@ -180,6 +181,14 @@ def max_batch_command(
     if not result.fits:
         sys.stderr.write(f"kvplan: does not fit: {result.message}\n")
         raise typer.Exit(1)
+
+
+def _count(text: str | None, field: str) -> int:
+    """A per-request count (--n, --beam-width): 1 when not given."""
+    from kvplan.cli.values import whole
+
+    value = whole(text, field)
+    return 1 if value is None else value
 
 
 def _gib(text: str | None, what: str) -> int | None:
