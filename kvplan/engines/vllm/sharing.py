@@ -102,7 +102,8 @@ class PrefixCachingBlocks(SharingRule):
                 total += g.count * group_bytes(g, NOTHING_SHARED, workload.context, sequences, 1)
         if cascade:
             return total, ("the common prefix once (vLLM's FlashAttention cascade attention may read it once per "
-                           "step) and each sequence's own KV")
+                           "step; its heuristic, against FlashDecoding for GQA, decides each step) and each "
+                           "sequence's own KV")
         return total, "each sequence's KV (vLLM's attention reads every block table: shared blocks once per sequence)"
 
     def notes(self, workload: Workload) -> tuple[str, ...]:
