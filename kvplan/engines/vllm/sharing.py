@@ -202,29 +202,20 @@ def shared_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, batched_token
     from kvplan.engines.vllm.admission import in_flight_tokens, vllm_pool
     from kvplan.monotone import largest
 
-    pools = [vllm_pool(layout) for layout in layouts]
+    pools = [(layout, pool) for layout in layouts if (pool := vllm_pool(layout)).bytes_per_block]
 
-    def fits(context: int, batch: int | None) -> int | bool:
+    def needs(context: int) -> list[tuple[SharedAdmission, int]]:
+        """Per stage (a rank without cache layers never limits): what the requests need, what it has."""
         workload = demand_workload(demand, context)
         assert workload is not None
-        best = None
-        for layout, pool in zip(layouts, pools):
-            if pool.bytes_per_block == 0:  # a rank without cache layers never limits
-                continue
-            need = shared_admission(layout, pool, workload, in_flight_tokens(pool.in_flight_batches,
-                                                                             batched_tokens))
-            usable = pool.usable_blocks(kv_bytes)
-            if batch is not None:
-                if need.blocks(batch) > usable:
-                    return False
-                continue
-            best = need.max_batch(usable) if best is None else min(best, need.max_batch(usable))
-        return True if batch is not None else (best or 0)
+        return [(shared_admission(layout, pool, workload, in_flight_tokens(pool.in_flight_batches, batched_tokens)),
+                 pool.usable_blocks(kv_bytes)) for layout, pool in pools]
 
-    requests = int(fits(demand.context, None))
+    requests = min((need.max_batch(usable) for need, usable in needs(demand.context)), default=0)
     if demand.batch == 1 and demand.n == 1 and demand.beam_width == 1:
         return requests, max_context
-    longest = min(demand.limit, largest(lambda c: bool(fits(c, demand.batch))))
+    longest = min(demand.limit, largest(lambda c: all(need.blocks(demand.batch) <= usable
+                                                      for need, usable in needs(c))))
     return requests, longest
 
 
