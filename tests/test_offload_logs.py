@@ -214,3 +214,17 @@ def test_compose_environment_reaches_the_reader(tmp_path):
                     " \"8192\"]\n    x-kvplan:\n      gpu: H100\n")
     result = _result(path)
     assert result.offload is not None and result.offload["blocks"] == 2048
+
+
+def test_v0_shares_no_prefix_unless_asked():
+    # vllm 0.8.5 arg_utils.py: _set_default_args_v1 turns prefix caching on; V0 keeps CacheConfig's False.
+    from kvplan.engines.vllm.flags import is_v0, read_serve
+
+    assert read_serve({}, "0.6").sharing is False
+    assert read_serve({"enable_prefix_caching": True}, "0.6").sharing is True
+    assert read_serve({}, "0.33").sharing is True
+    assert is_v0("0.7", {}) and not is_v0("0.7", {"VLLM_USE_V1": "1"})
+    assert not is_v0("0.9", {}) and is_v0("0.9", {"VLLM_USE_V1": "0"}) and not is_v0("0.11", {"VLLM_USE_V1": "0"})
+    with pytest.raises(UsageError) as refused:
+        read_serve({"VLLM_USE_V1": "yes"}, "0.9")
+    assert refused.value.field == "environment"

@@ -114,7 +114,8 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     - ``--cpu-offload-gb`` GiB of weights per GPU in host memory: ``set_cpu_offload_max_bytes(int(gb x
       1024**3))`` (``vllm/v1/worker/gpu_model_runner.py``), then ``maybe_offload_to_cpu``
       (``vllm/model_executor/models/utils.py``) moves decoder-layer parameters until that is reached.
-    - ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``: V1 caches prefixes by default.
+    - ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``: V1 caches prefixes by default, V0 does not
+      (``EngineArgs._set_default_args_v1`` sets True; V0 keeps ``CacheConfig``'s False).
     """
     from kvplan.engines.version import parse_version
     from kvplan.engines.vllm.offload import FLAGS_SINCE, NATIVE_SINCE
@@ -173,7 +174,12 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     if gb:
         budget["cpu_offload_bytes"] = int(float(gb) * GIB)
     sharing = True
-    if prefix_off:
+    if v0 and not prefix_off and not settings.get("enable_prefix_caching"):
+        sharing = False  # V0's CacheConfig.enable_prefix_caching is False unless the flag is given (V1 sets True)
+        remarks.append(ServeRemark("note", "prefix-caching", "vLLM V0 caches no prefixes unless "
+                                   "--enable-prefix-caching: a shared prefix is stored once per request",
+                                   "VLLM_USE_V1" if "VLLM_USE_V1" in settings else "model"))
+    elif prefix_off:
         sharing = False
         remarks.append(ServeRemark("note", "prefix-caching", "prefix caching is off: requests share no KV blocks, "
                                    "a shared prefix is stored once per request", "no_enable_prefix_caching"
