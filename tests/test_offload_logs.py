@@ -210,8 +210,9 @@ def test_check_offloading_size_before_0_14(tmp_path):
 def test_compose_environment_reaches_the_reader(tmp_path):
     path = tmp_path / "compose.yaml"
     path.write_text("services:\n  llm:\n    image: vllm/vllm-openai:v0.9.2\n    environment:\n"
-                    "      - VLLM_USE_V1=0\n    command: [\"--model\", \"meta-llama/Llama-3.1-8B\", \"--max-model-len\","
-                    " \"8192\"]\n    x-kvplan:\n      gpu: H100\n")
+                    "      - VLLM_USE_V1=0\n"
+                    "    command: [\"--model\", \"meta-llama/Llama-3.1-8B\", \"--max-model-len\", \"8192\"]\n"
+                    "    x-kvplan:\n      gpu: H100\n")
     result = _result(path)
     assert result.offload is not None and result.offload["blocks"] == 2048
 

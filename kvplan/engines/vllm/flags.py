@@ -144,8 +144,9 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
             if simple and ver >= SIMPLE_OFFLOAD_SINCE:
                 remarks.append(ServeRemark("note", "simple-offload", "VLLM_USE_SIMPLE_KV_OFFLOAD=1: "
                                            "SimpleCPUOffloadConnector holds the same blocks (size / ranks per rank), "
-                                           "pins exactly that with cudaHostRegister, and logs 'SimpleCPUOffloadScheduler:"
-                                           " Allocating N CPU blocks'", "VLLM_USE_SIMPLE_KV_OFFLOAD"))
+                                           "pins exactly that with cudaHostRegister, and logs "
+                                           "'SimpleCPUOffloadScheduler: Allocating N CPU blocks'",
+                                           "VLLM_USE_SIMPLE_KV_OFFLOAD"))
         else:
             remarks.append(ServeRemark("warning", "offload-not-planned", f"--kv-offloading-backend {backend}: "
                                        f"the {size:g} GiB host tier is LMCache's, which kvplan does not plan (it "

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 _NUM = r"(-?[\d,]*\.?\d+)"
 _SIZE = _NUM + r"\s*(GiB|GB|MiB|MB)"
 
-MARKERS = ("GPU KV cache size", "GPU blocks:", "cuda blocks:", "CUDA blocks:", "Memory profiling", "Available KV cache memory",
+MARKERS = ("GPU KV cache size", "GPU blocks:", "cuda blocks:", "CUDA blocks:", "Memory profiling",
+           "Available KV cache memory",
            "Maximum concurrency for", "vLLM API server", "EngineCore", "gpu_worker.py", "model_runner.py",
            "non-default args", "LLM engine (v", "Model loading took", "Loading model weights took",
            "vllm.v1", "for peak activation", "RayWorkerWrapper")

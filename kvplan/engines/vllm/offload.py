@@ -44,7 +44,7 @@ NATIVE_SINCE = (0, 14)
 # (replicated_layout, kv_offload/config.py). v0.26.0 still allocates torch tensors; the releases between were not
 # read, so they get the older rule.
 SHARED_REGION_SINCE = (0, 33)
-PAGE = 4096  # mmap.PAGESIZE on x86-64 Linux
+PAGE = 4096  # mmap.PAGESIZE on x86-64 Linux (aarch64 kernels with 64 KiB pages, as on some GH200 hosts, round more)
 GIB = 1 << 30
 
 
