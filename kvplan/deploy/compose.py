@@ -55,6 +55,24 @@ def _tokens(value: Any, line: int | None, lines: Any) -> list[Token]:
     return []
 
 
+def _environment(value: Any, env: dict[str, str]) -> dict[str, str]:
+    """A service's ``environment:`` (a mapping, or a list of ``NAME=value``), interpolated like the file."""
+    from kvplan.deploy.flags import substitute
+
+    pairs: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        pairs = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, list):
+        pairs = [(str(item).partition("=")[0], str(item).partition("=")[2]) for item in value if "=" in str(item)]
+    out: dict[str, str] = {}
+    for name, raw in pairs:
+        if raw is not None and not isinstance(raw, (dict, list)):
+            text, missing = substitute(str(raw), env)
+            if not missing:
+                out[name] = text
+    return out
+
+
 def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
     env = dotenv(base_dir)
     deployments: list[Deployment] = []
@@ -74,7 +92,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
             argv.append(Token(text.replace("\0", "$"), t.line))
         implicit = image_server(svc.get("image")) if not entry else None
         try:
-            inv = find_invocation(argv, env, implicit=implicit)
+            inv = find_invocation(argv, {**env, **_environment(svc.get("environment"), env)}, implicit=implicit)
         except FlagError as exc:
             findings.append(Finding("error", "invalid-input", f"service {name}: {exc}", path, exc.line,
                                     deployment=str(name), invalid_input=True))

@@ -52,6 +52,8 @@ class Invocation:
     options: dict[str, Option] = field(default_factory=dict)
     others: list[str] = field(default_factory=list)
     """Flags kvplan does not use (kept for the report)."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """The engine's environment variables that change the plan (ServeFlags.environment), as set."""
 
 
 _BOOLEAN_KEYS = {"enforce_eager"}
@@ -256,6 +258,13 @@ def _launcher(words: list[str]) -> tuple[ServeFlags, str, int] | None:
 def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token], env: dict[str, str], k8s: bool,
            line: int | None) -> Invocation:
     inv = Invocation(engine=serve.engine, launcher=launcher, line=line)
+    env = dict(env)
+    for tok in head:  # VAR=value before the command (also behind env)
+        if m := _ASSIGN.match(tok.text):
+            value, missing = substitute(m.group(2), env, k8s=k8s)
+            if not missing:
+                env[m.group(1)] = value
+    inv.environment = {name: env[name] for name in serve.environment if name in env}
     positional_model = launcher.endswith(" serve")
     i = 0
     while i < len(args):
@@ -332,6 +341,8 @@ def apply_invocation(dep: "Deployment", inv: Invocation) -> None:  # noqa: F821 
             dep.unknowns.append(Unknown(inv.model.flag, inv.model.value, inv.model.line, inv.model.unresolved))
         else:
             dep.model = Value(inv.model.value, inv.model.line, inv.model.flag, inv.model.value)
+    for name, value in inv.environment.items():
+        dep.settings[name] = Value(value, inv.line, f"{name}={value}", value)
     for key, opt in inv.options.items():
         if opt.unresolved:
             dep.unknowns.append(Unknown(opt.flag, opt.value, opt.line, opt.unresolved))

@@ -46,6 +46,8 @@ class OffloadTier:
     link: Link
     restore_seconds: float
     """Time to copy one request back to the GPU at the link's peak: a lower bound."""
+    remarks: tuple[str, ...] = ()
+    """What the engine's release does beyond the block count (how it pins, what it logs), said in notes."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +64,7 @@ class OffloadTier:
             f"{self.pinned_bytes:,} B pinned",
             f"bringing one request back moves {self.request_bytes_per_gpu:,} B per GPU over {self.link.name} "
             f"({self.link.bytes_per_s / 1e9:.1f} GB/s peak): at least {self.restore_seconds * 1e3:.1f} ms",
+            *self.remarks,
         ]
 
 

@@ -44,6 +44,9 @@ class ServeFlags:
     reader: Callable[[Mapping[str, Any], str | None], "ServeReading"] | None = field(default=None, compare=False)
     """What the settings its flags gave mean for the plan beyond the budget's settings (offload tiers,
     prefix caching, speculation kvplan does not plan), given the engine version (None: the default)."""
+    environment: tuple[str, ...] = ()
+    """Environment variables that change the plan (``VLLM_USE_V1``): a deployment's values reach ``reader``
+    among the settings, under their own names."""
 
     def setting(self, flag: str) -> str | None:
         return dict(self.flags).get(self.normal_flag(flag))

@@ -7,6 +7,8 @@ the weights' own usage); "KV Cache is allocated. #tokens: N, K size: X GB, V siz
 the scheduler's "max_total_num_tokens=N, chunked_prefill_size=.., max_running_requests=.., context_len=L,
 available_gpu_mem=.. GB"; the settings from "server_args=ServerArgs(model_path=.., mem_fraction_static=..,
 tp_size=.., ...)". SGLang prints "GB" for ``bytes / (1 << 30)`` (``get_available_gpu_memory``): GiB.
+The hierarchical cache's host pool (``mem_cache/pool_host/base.py`` ``HostKVCache.__init__``): "Allocating X GB
+host memory for hierarchical KV cache." with X = bytes / 10^9 (decimal GB, unlike the lines above), per rank.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ _CONTEXT = re.compile(r"context_len=([\d,]+)")
 _RUNNING = re.compile(r"max_running_requests=([\d,]+)")
 _CHUNKED = re.compile(r"chunked_prefill_size=(-?[\d,]+)")
 _AVAILABLE = re.compile(r"available_gpu_mem=" + _SIZE)
+_HOST_POOL = re.compile(r"Allocating ([\d.]+) GB host memory for hierarchical KV cache")
 _SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)")
 _VERSION = re.compile(r"sglang(?:==|\s+version[:=]?\s*v?)(\d+\.\d+[\w.]*)", re.IGNORECASE)
 _PAIR = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^,\s)]+)")
@@ -98,8 +101,12 @@ def read(lines: list[Line], out: Collector) -> str:
                     out.put(target, value, line)
         if m := _VERSION.search(text):
             out.put("engine_version", m.group(1), line)
+        if m := _HOST_POOL.search(text):
+            out.put("host_pool_gb", m.group(1), line)
     if "max_model_len" not in out.values and out.has("context_len"):
         out.values["max_model_len"] = out.values["context_len"]
+    if gb := out.get("host_pool_gb"):
+        out.notes.append(f"host KV tier (hierarchical cache): {gb} GB (10^9 B) of pinned host memory per rank")
     return "sglang"
 
 

@@ -68,57 +68,126 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
 GIB = 1 << 30
 
 
+ENVIRONMENT = ("VLLM_USE_V1", "VLLM_USE_SIMPLE_KV_OFFLOAD")
+"""Environment variables a deployment sets that change vLLM's host tiers (read by ``kvplan/deploy``)."""
+V0_DEFAULT_SWAP_GIB = 4  # CacheConfig.swap_space = 4 (vllm 0.8.5 vllm/config.py, 0.10.1.1 vllm/config/cache.py)
+V1_DEFAULT_SINCE = (0, 8)  # envs.py: VLLM_USE_V1 defaults to "1" from 0.8.0; before, V1 was opt-in
+SIMPLE_OFFLOAD_SINCE = (0, 19)  # envs.VLLM_USE_SIMPLE_KV_OFFLOAD: in the 0.19.0 wheel, not in 0.18.0
+
+
+def _env_flag(value: object) -> bool | None:
+    """vLLM reads these as ``bool(int(os.getenv(NAME, default)))``; None where the variable is not set."""
+    if value is None:
+        return None
+    try:
+        return bool(int(str(value).strip() or "0"))
+    except ValueError:
+        raise UsageError(f"{value!r}: vLLM reads this environment variable as an integer (0 or 1)",
+                         field="environment") from None
+
+
+def is_v0(version: str | None, settings: Mapping[str, Any]) -> bool:
+    """Whether the deployment runs vLLM's V0 engine: before 0.8 unless ``VLLM_USE_V1=1``, 0.8-0.10 only with
+    ``VLLM_USE_V1=0`` (0.8 still falls back to V0 by itself for features V1 lacked: not modelled), never from
+    0.11 (V0 removed)."""
+    from kvplan.engines.version import parse_version
+    from kvplan.engines.vllm.offload import V1_SINCE
+
+    ver = parse_version(version or "latest")
+    use_v1 = _env_flag(settings.get("VLLM_USE_V1"))
+    if ver >= V1_SINCE:
+        return False
+    if ver < V1_DEFAULT_SINCE:
+        return use_v1 is not True
+    return use_v1 is False
+
+
 def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading:
     """Offload tiers, weight offload and prefix caching from the settings ``vllm serve`` flags gave.
 
     - ``--kv-offloading-size`` GiB (a float, for the whole deployment) with ``--kv-offloading-backend``
-      ``native`` (the default) or ``lmcache`` (``vllm/config/cache.py`` ``CacheConfig``;
+      ``native`` (the default from 0.14) or ``lmcache`` (``vllm/config/cache.py`` ``CacheConfig``;
       ``vllm/config/vllm.py`` ``_post_init_kv_transfer_config`` turns native into ``OffloadingConnector``,
-      lmcache into ``LMCacheConnectorV1`` with ``size / ranks`` GB of LMCache's local CPU pool each).
-    - ``--swap-space`` GiB per GPU: V0's CPU swap (before 0.11); V1 never swaps.
+      or ``SimpleCPUOffloadConnector`` with ``VLLM_USE_SIMPLE_KV_OFFLOAD=1``; lmcache into LMCache's
+      connector). 0.11.1-0.13 offload only with a backend given (``engines/vllm/offload.py``).
+    - ``--swap-space`` GiB per GPU: V0's CPU swap, 4 GiB by default, pinned; V1 never swaps.
     - ``--cpu-offload-gb`` GiB of weights per GPU in host memory: ``set_cpu_offload_max_bytes(int(gb x
       1024**3))`` (``vllm/v1/worker/gpu_model_runner.py``), then ``maybe_offload_to_cpu``
       (``vllm/model_executor/models/utils.py``) moves decoder-layer parameters until that is reached.
-    - ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``: V1 caches prefixes by default.
+    - ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``: V1 caches prefixes by default, V0 does not
+      (``EngineArgs._set_default_args_v1`` sets True; V0 keeps ``CacheConfig``'s False).
     """
     from kvplan.engines.version import parse_version
-    from kvplan.engines.vllm.offload import V1_SINCE
+    from kvplan.engines.vllm.offload import FLAGS_SINCE, NATIVE_SINCE
 
     options: dict[str, Any] = {}
     budget: dict[str, Any] = {}
     remarks: list[ServeRemark] = []
-    v1 = parse_version(version or "latest") >= V1_SINCE
+    ver = parse_version(version or "latest")
+    v0 = is_v0(version, settings)
+    simple = _env_flag(settings.get("VLLM_USE_SIMPLE_KV_OFFLOAD"))
+    prefix_off = bool(settings.get("no_enable_prefix_caching")) or settings.get("enable_prefix_caching") is False
     size = settings.get("kv_offloading_size")
-    backend = str(settings.get("kv_offloading_backend") or "native").lower()
+    given_backend = settings.get("kv_offloading_backend")
+    backend = str(given_backend or "native").lower()
     if size is not None:
-        if backend == "native":
+        if FLAGS_SINCE <= ver < NATIVE_SINCE and given_backend is None:
+            remarks.append(ServeRemark("note", "not-read", f"--kv-offloading-size {size:g} without "
+                                       "--kv-offloading-backend: vLLM before 0.14 offloads nothing then",
+                                       "kv_offloading_size"))
+        elif backend == "native" and simple and ver >= SIMPLE_OFFLOAD_SINCE and prefix_off:
+            remarks.append(ServeRemark("warning", "offload-off", "VLLM_USE_SIMPLE_KV_OFFLOAD=1 without prefix "
+                                       "caching: SimpleCPUOffloadConnector turns CPU offloading off (it needs "
+                                       "prefix caching); no host tier", "VLLM_USE_SIMPLE_KV_OFFLOAD"))
+        elif backend == "native":
             options["kv_offloading_bytes"] = int(float(size) * GIB)
+            if simple and ver >= SIMPLE_OFFLOAD_SINCE:
+                remarks.append(ServeRemark("note", "simple-offload", "VLLM_USE_SIMPLE_KV_OFFLOAD=1: "
+                                           "SimpleCPUOffloadConnector holds the same blocks (size / ranks per rank), "
+                                           "pins exactly that with cudaHostRegister, and logs "
+                                           "'SimpleCPUOffloadScheduler: Allocating N CPU blocks'",
+                                           "VLLM_USE_SIMPLE_KV_OFFLOAD"))
         else:
             remarks.append(ServeRemark("warning", "offload-not-planned", f"--kv-offloading-backend {backend}: "
                                        f"the {size:g} GiB host tier is LMCache's, which kvplan does not plan (it "
                                        "plans vLLM's native backend); the GPU plan is unchanged", "kv_offloading_backend"))
-    elif "kv_offloading_backend" in settings:
+    elif given_backend is not None:
         remarks.append(ServeRemark("note", "not-read", f"--kv-offloading-backend {backend} without "
                                    "--kv-offloading-size: vLLM offloads nothing", "kv_offloading_backend"))
+    if simple and (size is None or ver < SIMPLE_OFFLOAD_SINCE):
+        remarks.append(ServeRemark("note", "not-read", "VLLM_USE_SIMPLE_KV_OFFLOAD=1 " + (
+            "has no effect before vLLM 0.19" if ver < SIMPLE_OFFLOAD_SINCE else
+            "without --kv-offloading-size: vLLM offloads nothing"), "VLLM_USE_SIMPLE_KV_OFFLOAD"))
     swap = settings.get("swap_space")
-    if swap is not None:
-        if v1:
-            remarks.append(ServeRemark("note", "not-read", f"--swap-space {swap:g}: vLLM V1 (0.11+) does not swap to "
-                                       "host memory; the flag has no effect", "swap_space"))
-        else:
-            options["swap_space_bytes"] = int(float(swap) * GIB)
+    if not v0:
+        if swap is not None:
+            remarks.append(ServeRemark("note", "not-read", f"--swap-space {swap:g}: vLLM V1 (the engine from 0.8 "
+                                       "unless VLLM_USE_V1=0; the only one from 0.11) does not swap to host memory; "
+                                       "the flag has no effect", "swap_space"))
+    elif swap is not None:
+        options["swap_space_bytes"] = int(float(swap) * GIB)
+    elif size is None:
+        options["swap_space_bytes"] = V0_DEFAULT_SWAP_GIB * GIB
+        remarks.append(ServeRemark("note", "default-swap", f"vLLM V0 pins --swap-space {V0_DEFAULT_SWAP_GIB} GiB "
+                                   "of host memory per GPU by default (CacheConfig.swap_space); give --swap-space 0 "
+                                   "to turn it off", "VLLM_USE_V1" if "VLLM_USE_V1" in settings else "model"))
     gb = settings.get("cpu_offload_gb")
     if gb:
         budget["cpu_offload_bytes"] = int(float(gb) * GIB)
     sharing = True
-    if settings.get("no_enable_prefix_caching") or settings.get("enable_prefix_caching") is False:
+    if v0 and not prefix_off and not settings.get("enable_prefix_caching"):
+        sharing = False  # V0's CacheConfig.enable_prefix_caching is False unless the flag is given (V1 sets True)
+        remarks.append(ServeRemark("note", "prefix-caching", "vLLM V0 caches no prefixes unless "
+                                   "--enable-prefix-caching: a shared prefix is stored once per request",
+                                   "VLLM_USE_V1" if "VLLM_USE_V1" in settings else "model"))
+    elif prefix_off:
         sharing = False
         remarks.append(ServeRemark("note", "prefix-caching", "prefix caching is off: requests share no KV blocks, "
                                    "a shared prefix is stored once per request", "no_enable_prefix_caching"
                                    if "no_enable_prefix_caching" in settings else "enable_prefix_caching"))
     elif settings.get("enable_prefix_caching"):
         remarks.append(ServeRemark("note", "prefix-caching", "--enable-prefix-caching: common prefixes share whole "
-                                   "blocks (requirements.shared_prefix plans it)" + ("" if not v1 else
+                                   "blocks (requirements.shared_prefix plans it)" + ("" if v0 else
                                                                                      "; V1's default anyway"),
                                    "enable_prefix_caching"))
     return ServeReading(engine_options=tuple(sorted(options.items())), settings=tuple(sorted(budget.items())),
@@ -145,6 +214,7 @@ SERVE = ServeFlags(
     booleans=("enforce_eager", "enable_prefix_caching", "no_enable_prefix_caching"),
     floats=("kv_offloading_size", "swap_space", "cpu_offload_gb"),
     reader=read_serve,
+    environment=ENVIRONMENT,
     underscores=True,
     images=(r"(^|/)vllm-openai(:|@|$)|(^|/)vllm/vllm-openai|(^|/)vllm-tpu(:|$)",),
     fp8_kv_flag="--kv-cache-dtype fp8",

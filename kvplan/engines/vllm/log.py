@@ -15,6 +15,11 @@ Formats (vllm-project/vllm):
   G GiB for CUDAGraph memory ... Current kv cache memory in use is K bytes" (later: "W GiB for consumed
   memory (weights + non-torch)" and "K GiB"); the debug ``MemoryProfilingResult`` line ("torch peak memory
   increase", "non-torch forward increase memory", "weights memory").
+- Host KV tier: V0 "# CPU blocks: M" (swap space, per GPU); 0.19+ ``VLLM_USE_SIMPLE_KV_OFFLOAD``
+  (``vllm/v1/simple_kv_offload/manager.py``) "SimpleCPUOffloadScheduler: Allocating N CPU blocks (X GB, mode=..)"
+  (0.33: "N offload blocks"; X = per-rank bytes / 2^30); native CPU offloading 0.33
+  (``kv_offload/cpu/shared_offload_region.py``) "Created mmap file PATH (X GB)" (bytes / 10^9, the whole region).
+  The native connector before 0.33 prints no size. kvplan shows them in the notes.
 - Settings: "Initializing a V1 LLM engine (v0.10.2) with config: model='..', dtype=.., max_seq_len=..,
   tensor_parallel_size=.., kv_cache_dtype=.." and "non-default args: {...}" (``utils.py``).
 """
@@ -36,7 +41,8 @@ if TYPE_CHECKING:
 _NUM = r"(-?[\d,]*\.?\d+)"
 _SIZE = _NUM + r"\s*(GiB|GB|MiB|MB)"
 
-MARKERS = ("GPU KV cache size", "GPU blocks:", "cuda blocks:", "Memory profiling", "Available KV cache memory",
+MARKERS = ("GPU KV cache size", "GPU blocks:", "cuda blocks:", "CUDA blocks:", "Memory profiling",
+           "Available KV cache memory",
            "Maximum concurrency for", "vLLM API server", "EngineCore", "gpu_worker.py", "model_runner.py",
            "non-default args", "LLM engine (v", "Model loading took", "Loading model weights took",
            "vllm.v1", "for peak activation", "RayWorkerWrapper")
@@ -77,7 +83,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("kv_cache_error", re.compile(r"available KV cache memory \(" + _SIZE + r"\)")),
 ]
 _IN_USE_BYTES = re.compile(r"Current kv cache memory in use is ([\d,]+) bytes")
-_BLOCKS = re.compile(r"#?\s*(?:GPU|cuda) blocks:\s*([\d,]+)")
+_BLOCKS = re.compile(r"#?\s*(?:GPU|cuda|CUDA) blocks:\s*([\d,]+)")  # 0.8.5 executor_base.py: "# CUDA blocks"
+_CPU_BLOCKS = re.compile(r"#\s*CPU blocks:\s*([\d,]+)")
+_SIMPLE_BLOCKS = re.compile(r"SimpleCPUOffloadScheduler: Allocating ([\d,]+) (?:CPU|offload) blocks \(([\d.]+) GB")
+_MMAP_REGION = re.compile(r"Created mmap file \S+ \(([\d.]+) GB\)")
 _TOKENS = re.compile(r"GPU KV cache size:\s*([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request:\s*([\d.,]+)x")
 _ESTIMATED_LEN = re.compile(r"estimated maximum model length is ([\d,]+)")
@@ -106,7 +115,8 @@ _WORTH_READING = re.compile("|".join(re.escape(k) for k in (
     "non KV", "peak", "non_torch", "non-torch", "CUDAGraph", "CUDA graph", "kv_cache_size", "KV Cache is",
     "KV cache memory", "kv cache memory", "KV cache is needed", "blocks:", "GPU KV cache size",
     "Maximum concurrency", "maximum model length", "LLM engine", "API server version", "args",
-    "max_num_batched_tokens", "max model len", "device_name=", "num_gpu_blocks", "weights memory", "weights take")))
+    "max_num_batched_tokens", "max model len", "device_name=", "num_gpu_blocks", "weights memory", "weights take",
+    "offload blocks", "CPU blocks", "mmap file")))
 
 
 def read(lines: list[Line], out: Collector) -> str:
@@ -132,8 +142,15 @@ def read(lines: list[Line], out: Collector) -> str:
             fmt = "vllm-v0-profile"
         elif "the current vLLM instance can use" in text:
             fmt = "vllm-0.7-profile"
-        if (m := _BLOCKS.search(text)) and ("GPU blocks" in text or "cuda blocks" in text):
+        if (m := _BLOCKS.search(text)) and ("GPU blocks" in text or "cuda blocks" in text or "CUDA blocks" in text):
             out.put("num_gpu_blocks", to_int(m.group(1)), line)
+        if m := _CPU_BLOCKS.search(text):
+            out.put("host_tier", ("vLLM V0 swap space", to_int(m.group(1)), None, None), line)
+        elif m := _SIMPLE_BLOCKS.search(text):
+            out.put("host_tier", ("SimpleCPUOffloadConnector", to_int(m.group(1)), m.group(2) + " GiB per rank",
+                                  None), line)
+        elif m := _MMAP_REGION.search(text):
+            out.put("host_tier", ("native CPU offloading", None, None, m.group(1) + " GB (10^9 B) mmap region"), line)
         if m := _TOKENS.search(text):
             out.put("kv_cache_tokens", to_int(m.group(1)), line)
         if m := _CONCURRENCY.search(text):
@@ -169,7 +186,15 @@ def read(lines: list[Line], out: Collector) -> str:
                 fmt = "vllm-v1"
     if "max_model_len" not in out.values and out.has("concurrency_len"):
         out.values["max_model_len"] = out.values["concurrency_len"]
+    if tier := out.get("host_tier"):
+        out.notes.append(host_tier_note(*tier))
     return fmt
+
+
+def host_tier_note(kind: str, blocks: int | None, per_rank: str | None, region: str | None) -> str:
+    """The host KV tier a log names, as a note (``kvplan max-batch`` plans it from the same flags)."""
+    parts = [f"{blocks:,} CPU blocks" if blocks is not None else None, per_rank, region]
+    return f"host KV tier ({kind}): " + ", ".join(p for p in parts if p)
 
 
 def _config_pairs(text: str, line: Line, out: Collector) -> None:

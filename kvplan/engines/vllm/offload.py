@@ -1,12 +1,17 @@
 """vLLM's host-memory KV tiers: V1 native CPU offloading (``--kv-offloading-size``) and V0 swap space
 (``--swap-space``).
 
-- V1 (``vllm/config/vllm.py`` ``_post_init_kv_transfer_config``): ``--kv-offloading-size`` GiB, for the
+- V1 (``vllm/config/vllm.py`` ``_post_init_kv_transfer_config``, 0.14+): ``--kv-offloading-size`` GiB, for the
   whole deployment, becomes ``OffloadingConnector`` with ``cpu_bytes_to_use = size x 2^30``;
   ``vllm/v1/kv_offload/cpu/spec.py`` ``CPUOffloadingSpec.__init__``: ``num_blocks = cpu_bytes_to_use //
   (page_size_bytes x len(kv_cache_tensors) x world_size x block_size_factor)``, one page size for all
   groups (it asserts it), the offloaded block as large as the GPU block by default (factor 1). Each
-  worker pins its share: ``num_blocks`` blocks of its own layers.
+  worker pins its share: ``num_blocks`` blocks of its own layers. 0.33 rounds the chunk up to a page and
+  keeps one copy of an MLA latent at tp > 1. The flag exists from 0.11.1; 0.11.1-0.13 cannot start the
+  native backend (see ``NATIVE_SINCE``). ``VLLM_USE_SIMPLE_KV_OFFLOAD=1`` (0.19+) swaps in
+  ``SimpleCPUOffloadConnector``: ``cpu_bytes_to_use // world_size`` per rank, ``num_gpu_blocks x per_rank //
+  gpu_total_bytes`` blocks (the same count for these models), pinned exactly with ``cudaHostRegister``, and no
+  offloading at all without prefix caching (``engines/vllm/flags.py`` says so for a deployment).
 - V0 (before 0.11; ``vllm/worker/worker.py`` ``determine_num_available_blocks``): ``num_cpu_blocks =
   int(swap_space_bytes // CacheEngine.get_cache_block_size(...))``, ``--swap-space`` GiB per GPU
   (default 4), pinned where the platform allows. Checked against a vLLM V0 log (vllm-project/vllm PR
@@ -26,6 +31,20 @@ from kvplan.engines.version import Version
 from kvplan.errors import UsageError
 
 V1_SINCE = (0, 11)  # V0 (and --swap-space) removed in v0.11.0
+# --kv-offloading-size / --kv-offloading-backend: vllm-project/vllm PR #27621 ("cmdline argument parsing for KV
+# cache offloading modules"); absent from the v0.11.0 wheel, in v0.11.1's vllm/config/cache.py CacheConfig.
+FLAGS_SINCE = (0, 11, 1)
+# v0.11.1-v0.13.x: offloading only with --kv-offloading-backend (default None), and 'native' passes
+# {"num_cpu_blocks": 0} (vllm/config/vllm.py _post_init_kv_transfer_config), which vllm/v1/kv_offload/cpu.py
+# CPUOffloadingSpec refuses ("num_cpu_blocks must be specified"). v0.14.0: backend 'native' by default
+# (PR #32421) and cpu_bytes_to_use = size x 2^30 (PR #24498), the rule below.
+NATIVE_SINCE = (0, 14)
+# v0.33.0 (vllm/v1/kv_offload/cpu/spec.py): the tier is one SharedOffloadRegion (mmap, pinned with
+# cudaHostRegister), a chunk's bytes rounded up to mmap.PAGESIZE, and MLA at tp > 1 stores one replica
+# (replicated_layout, kv_offload/config.py). v0.26.0 still allocates torch tensors; the releases between were not
+# read, so they get the older rule.
+SHARED_REGION_SINCE = (0, 33)
+PAGE = 4096  # mmap.PAGESIZE on x86-64 Linux (aarch64 kernels with 64 KiB pages, as on some GH200 hosts, round more)
 GIB = 1 << 30
 
 
@@ -36,6 +55,10 @@ def _block_bytes(layout: CacheLayout, block: int) -> int:
             raise UsageError("kvplan models vLLM's host offload tiers for models whose layers all hold every "
                              f"token (one page size); this one has {g.kind} layers", field="kv_offloading_bytes")
     return sum(g.count * g.token.bytes * block for g in layout.groups)
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
 
 
 def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
@@ -49,13 +72,34 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
     world = tp * len(layouts)
     link = find_link(options.offload_link)
     request_blocks = -(-demand.max_model_len // block)
+    remarks: list[str] = []
     if options.kv_offloading_bytes is not None:
-        if version < V1_SINCE:
-            raise UsageError("--kv-offloading-size is vLLM V1's (0.11+); V0 had --swap-space",
-                             field="kv_offloading_bytes")
+        if version < FLAGS_SINCE:
+            raise UsageError("--kv-offloading-size came with vLLM 0.11.1; older releases offload with "
+                             "--kv-transfer-config (V1) or --swap-space (V0)", field="kv_offloading_bytes")
+        if version < NATIVE_SINCE:
+            raise UsageError("vLLM 0.11.1 to 0.13 fail to start with --kv-offloading-backend native (the "
+                             "OffloadingConnector gets num_cpu_blocks 0) and ignore --kv-offloading-size without a "
+                             "backend; native offloading works from 0.14", field="kv_offloading_bytes")
         host = options.kv_offloading_bytes
-        blocks = host // (per_rank[0] * world)
-        pinned = blocks * tp * sum(per_rank)
+        mla = all(g.kind == "mla" for layout in layouts for g in layout.groups)
+        if version >= SHARED_REGION_SINCE:
+            replicated = mla and tp > 1 and len(layouts) == 1
+            copies = 1 if replicated else world
+            chunk = _round_up(per_rank[0] * copies, PAGE)
+            blocks = host // chunk
+            pinned = blocks * chunk  # one shared region, registered page by page: no rounding beyond the page
+            if replicated:
+                remarks.append(f"vLLM {'.'.join(map(str, SHARED_REGION_SINCE))}+ keeps one copy of an MLA "
+                               f"model's latent for all {tp} tensor-parallel ranks (replicated_layout; assumed: the "
+                               "'mp' executor on one node)")
+        else:
+            blocks = host // (per_rank[0] * world)
+            pinned = blocks * tp * sum(per_rank)
+            remarks.append("this vLLM release allocates the tier as torch tensors with pin_memory=True, and "
+                           "PyTorch's pinned allocator rounds each one up to a power of two: the host can reserve "
+                           "up to twice the pinned bytes (vllm-project/vllm PR #48436: 40 GiB per worker took "
+                           "64 GiB); from 0.33 one mmap region is pinned exactly")
         kind = "vLLM native CPU offloading (OffloadingConnector)"
     else:
         if version >= V1_SINCE:
@@ -66,11 +110,12 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
         pinned = blocks * tp * sum(per_rank)
         host = host * world
         kind = "vLLM V0 swap space (per GPU)"
+        remarks.append(f"vLLM V0 logs '# CPU blocks: {blocks}' (worker.py determine_num_available_blocks)")
     request_bytes = request_blocks * max(per_rank)
     return OffloadTier(kind=kind, host_bytes=host, blocks=blocks, block_size=block, tokens=blocks * block,
                        pinned_bytes=pinned, requests=blocks // request_blocks if request_blocks else 0,
                        request_bytes_per_gpu=request_bytes, link=link,
-                       restore_seconds=request_bytes / link.bytes_per_s)
+                       restore_seconds=request_bytes / link.bytes_per_s, remarks=tuple(remarks))
 
 
 def weights_on_gpu(weights: MemoryItem, offload_bytes: int, embedding_bytes: int = 0) -> MemoryItem:
