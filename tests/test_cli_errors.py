@@ -34,6 +34,9 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
     (["estimate", "gpt2", "--batch", "x"], "kvplan: error: --batch: 'x' is not a count"),
     (["estimate", "gpt2", "--context", "0"], "kvplan: error: --context: 0 must be positive"),
     (["estimate", "gpt2", "--format", "xml"], "kvplan: error: --format: unknown format 'xml'"),
+    # a zero sampling width is refused, never read as 1
+    (["estimate", "gpt2", "-c", "1k", "--n", "0"], "kvplan: error: --n: n 0 must be at least 1"),
+    (["max-batch", "gpt2", "--gpu", "H100", "--beam-width", "0"], "kvplan: error: --beam-width:"),
     (["max-batch", "gpt2", "--gpu", "H100", "--max-model-len", "0"], "kvplan: error: --max-model-len: 0 must be positive"),
     (["max-batch", "gpt2", "--gpu", "H100", "--pp", "99"], "kvplan: error: --pp: 99 exceeds the model's 12 layers"),
     (["max-batch", "gpt2", "--gpu", "H100", "--kv-cache-memory", "lots"], "kvplan: error: --kv-cache-memory: 'lots' is not a size"),

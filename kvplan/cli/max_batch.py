@@ -100,7 +100,7 @@ def max_batch_command(
     import sys
 
     from kvplan.budgets import Settings
-    from kvplan.cli.values import engine_int, number, whole
+    from kvplan.cli.values import engine_int, number, per_request_count, whole
     from kvplan.cli.estimate import cache_options
     from kvplan.errors import UsageError
     from kvplan.hardware import parse_bytes
@@ -146,7 +146,7 @@ def max_batch_command(
         concurrency=whole(concurrency, "concurrency"),
         shared_prefix=parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
         # 0 reaches the library, which refuses it by field (``or 1`` would hide it)
-        n=_count(n, "n"), beam_width=_count(beam_width, "beam_width"),
+        n=per_request_count(n, "n"), beam_width=per_request_count(beam_width, "beam_width"),
         prompt_len=parse_count(prompt_len, "prompt_len") if prompt_len else None,
         speculative_method=speculative_method,
         num_speculative_tokens=whole(num_speculative_tokens, "num_speculative_tokens"),
@@ -182,13 +182,6 @@ def max_batch_command(
         sys.stderr.write(f"kvplan: does not fit: {result.message}\n")
         raise typer.Exit(1)
 
-
-def _count(text: str | None, field: str) -> int:
-    """A per-request count (--n, --beam-width): 1 when not given."""
-    from kvplan.cli.values import whole
-
-    value = whole(text, field)
-    return 1 if value is None else value
 
 
 def _gib(text: str | None, what: str) -> int | None:

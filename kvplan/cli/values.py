@@ -56,6 +56,13 @@ def engine_int(text: str | int | None, field: str) -> int | None:
     return value
 
 
+def per_request_count(text: str | None, field: str) -> int:
+    """A per-request count (--n, --beam-width): 1 when not given; 0 or less reaches the library, which
+    refuses it by name (never read as 1)."""
+    value = whole(text, field)
+    return 1 if value is None else value
+
+
 def sharing_args(prompt_len: str | None, output_len: str | None, shared_prefix: str | None, n: str | None,
                  beam_width: str | None, speculative_method: str | None, num_speculative_tokens: str | None,
                  speculative_model: str | None) -> dict:
@@ -66,7 +73,7 @@ def sharing_args(prompt_len: str | None, output_len: str | None, shared_prefix: 
         "prompt_len": parse_count(prompt_len, "prompt_len") if prompt_len else None,
         "output_len": parse_count(output_len, "output_len") if output_len else None,
         "shared_prefix": parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
-        "n": whole(n, "n") or 1, "beam_width": whole(beam_width, "beam_width") or 1,
+        "n": per_request_count(n, "n"), "beam_width": per_request_count(beam_width, "beam_width"),
         "speculative_method": speculative_method,
         "num_speculative_tokens": whole(num_speculative_tokens, "num_speculative_tokens"),
         "speculative_model": speculative_model,
