@@ -133,6 +133,9 @@ class EngineOptions:
     """SGLang --hicache-size: host pool GB (10^9 B) per rank, instead of the ratio."""
     offload_link: str | None = None
     """The GPU-host link an offload tier copies over (links.yaml; default pcie5-x16)."""
+    lmcache: Any = None
+    """vLLM with LMCacheConnectorV1: LMCache's settings, a mapping or sorted (name, value) pairs of its config
+    names (chunk_size, max_local_cpu_size, ...; engines/vllm/lmcache.py), None: no LMCache."""
     no_kv_offload: bool = False
     """llama.cpp --no-kv-offload (-nkvo): the KV cache stays in host memory."""
 

@@ -1,0 +1,262 @@
+"""LMCache's local CPU and local disk tiers under vLLM (``LMCacheConnectorV1``).
+
+Read from LMCache 0.5.6 (the PyPI wheel, ``lmcache/``):
+
+- Settings (``v1/config.py`` ``_CONFIG_DEFINITIONS``): ``chunk_size`` 256, ``local_cpu`` true,
+  ``max_local_cpu_size`` 5.0, ``local_disk`` none, ``max_local_disk_size`` 0.0, ``save_unfull_chunk`` false,
+  ``save_decode_cache`` false. ``v1/config_base.py``: the environment variable of each is ``LMCACHE_`` + its
+  name in capitals; ``LMCACHE_CONFIG_FILE`` names a YAML file of the same names, and the environment
+  overrides the file (``integration/vllm/utils.py`` ``lmcache_get_or_create_config``). Then
+  ``vllm_v1_adapter.py`` ``_apply_extra_config`` lets ``"lmcache.NAME"`` keys of vLLM's
+  ``kv_connector_extra_config`` override both. ``enable_blending`` forces ``save_unfull_chunk``
+  (``_validate_config``).
+- Sizes are GiB: ``LocalCPUBackend.initialize_allocator`` pins ``int(max_local_cpu_size * 1024**3)`` bytes
+  and ``LocalDiskBackend.__init__`` caps the disk at ``int(max_local_disk_size * 1024**3)``, per rank.
+- One chunk (``v1/metadata.py`` ``LMCacheMetadata.get_shapes``): ``[kv_size, layers, chunk_size, heads x
+  head_size]`` of the rank's own cache (``kv_size`` 2 for K and V, 1 for the MLA latent), in the cache's
+  dtype (``KV_2LTD`` / ``KV_MLA_FMT``): the rank's bytes per token times ``chunk_size``. The pinned pool
+  (``MixedMemoryAllocator`` -> ``memory_management._allocate_cpu_memory``, allocated whole when the engine
+  starts) hands out chunks rounded up to 4,096 B (``AddressManager.compute_aligned_size``); the disk
+  counts the same physical size (``LocalDiskBackend``: ``memory_obj.get_physical_size()``).
+- Which tokens are stored (``vllm_v1_adapter.py`` ``ReqMeta.from_request_tracker``): the prompt, in whole
+  chunks unless ``save_unfull_chunk`` (``input_token_len // chunk_size * chunk_size``); decoded tokens only
+  with ``save_decode_cache``.
+- Every rank stores its own shard, except MLA: ``save_only_first_rank`` (default: on for MLA;
+  ``cache_engine.py`` ``LMCacheEngine.post_init``) makes rank 0 alone create the storage (and its pinned
+  pool); it broadcasts loaded chunks to the other ranks.
+- ``StorageManager.batched_put`` writes each chunk to every backend: the disk holds copies of what the CPU
+  tier holds, not other tokens beside them. ``LocalDiskBackend`` asserts a ``LocalCPUBackend``.
+- vLLM's ``--kv-offloading-backend lmcache`` (``vllm/config/vllm.py`` ``_post_init_kv_transfer_config``)
+  sets ``kv_connector_extra_config = {"lmcache.local_cpu": True, "lmcache.max_local_cpu_size":
+  size / (tp x pp)}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from kvplan.engines.layout import CacheLayout, EngineOptions
+from kvplan.engines.offload import DiskTier, OffloadTier, find_link
+from kvplan.engines.protocol import Demand
+from kvplan.errors import UsageError
+
+LMCACHE_VERSION = "0.5.6"
+GIB = 1 << 30
+ALIGN_BYTES = 4096  # memory_management.py AddressManager.ALIGN_BYTES
+ENV_PREFIX = "LMCACHE_"
+# KV dtypes whose vLLM pages hold nothing but the K and V elements (LMCache copies the registered tensors)
+PLAIN_DTYPES = frozenset({"float32", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"})
+# settings that change what is stored or where, which kvplan does not plan: named in the notes
+NOT_PLANNED = ("remote_url", "enable_pd", "enable_p2p", "use_layerwise", "gds_path", "enable_nixl_storage",
+               "local_cpu_use_hugepages", "enable_controller")
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("true", "1")  # config_base.py _to_bool
+
+
+def _local_disk(value: Any) -> str | None:
+    """config_base.py ``_parse_local_disk``: comma-separated paths, ``file://`` stripped."""
+    if value is None:
+        return None
+    parts = [p.strip() for p in str(value).split(",") if p.strip()]
+    paths = [p[len("file://"):] if p.startswith("file://") else p for p in parts]
+    return ",".join(paths) or None
+
+
+@dataclass(frozen=True)
+class LMCacheSettings:
+    chunk_size: int = 256
+    local_cpu: bool = True
+    max_local_cpu_size: float = 5.0
+    """GiB of pinned host memory per rank."""
+    local_disk: str | None = None
+    max_local_disk_size: float = 0.0
+    """GiB of disk per rank."""
+    save_unfull_chunk: bool = False
+    save_decode_cache: bool = False
+    enable_blending: bool = False
+    save_only_first_rank: bool | None = None
+    """extra_config['save_only_first_rank']; None: LMCache's default (on for MLA)."""
+    first_rank_max_local_cpu_size: float | None = None
+    given: tuple[str, ...] = ()
+    """The names the deployment set (the rest are LMCache's defaults)."""
+    ignored: tuple[str, ...] = ()
+    """Names given that kvplan does not plan."""
+
+
+_CONVERT = {"chunk_size": int, "local_cpu": _to_bool, "max_local_cpu_size": float, "local_disk": _local_disk,
+            "max_local_disk_size": float, "save_unfull_chunk": _to_bool, "save_decode_cache": _to_bool,
+            "enable_blending": _to_bool}
+
+
+def settings(value: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> LMCacheSettings:
+    """LMCache's settings from ``{name: value}`` (LMCache's config names; values as typed or as the text of
+    an environment variable), refusing a value LMCache would not parse."""
+    items = dict(value.items() if isinstance(value, Mapping) else (value or ()))
+    out: dict[str, Any] = {}
+    ignored: list[str] = []
+    for name, raw in items.items():
+        key = str(name).lower()
+        if key.startswith(ENV_PREFIX.lower()):
+            key = key[len(ENV_PREFIX):]
+        if key.startswith("lmcache."):
+            key = key[len("lmcache."):]
+        if key == "extra_config":
+            extra = raw
+            if isinstance(raw, str):
+                try:
+                    extra = json.loads(raw) if raw.strip() else {}
+                except json.JSONDecodeError:
+                    raise UsageError(f"LMCache extra_config {raw!r}: not JSON", field="lmcache") from None
+            if not isinstance(extra, Mapping):
+                raise UsageError("LMCache extra_config: not a JSON object", field="lmcache")
+            if "save_only_first_rank" in extra:
+                out["save_only_first_rank"] = _to_bool(extra["save_only_first_rank"])
+            if "first_rank_max_local_cpu_size" in extra:
+                out["first_rank_max_local_cpu_size"] = _number(extra["first_rank_max_local_cpu_size"],
+                                                               "first_rank_max_local_cpu_size")
+            continue
+        if key not in _CONVERT:
+            if key in NOT_PLANNED and raw not in (None, False, "", "false", "False", "0"):
+                ignored.append(key)
+            continue
+        try:
+            converted = _CONVERT[key](raw) if raw is not None or key == "local_disk" else None
+        except (TypeError, ValueError):
+            raise UsageError(f"LMCache {key} {raw!r}: not a valid value", field="lmcache") from None
+        if converted is None and key != "local_disk":
+            continue
+        out[key] = converted
+    s = LMCacheSettings(**out, given=tuple(sorted(k for k in out if k in _CONVERT)), ignored=tuple(sorted(ignored)))
+    if s.chunk_size <= 0:
+        raise UsageError(f"LMCache chunk_size {s.chunk_size} must be positive", field="lmcache")
+    for name in ("max_local_cpu_size", "max_local_disk_size"):
+        size = getattr(s, name)
+        if not size >= 0 or size == float("inf"):
+            raise UsageError(f"LMCache {name} {size:g} must be a size in GiB, 0 or more", field="lmcache")
+    return s
+
+
+def _number(raw: Any, name: str) -> float:
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        raise UsageError(f"LMCache {name} {raw!r}: not a number", field="lmcache") from None
+    if not number >= 0 or number == float("inf"):
+        raise UsageError(f"LMCache {name} {raw!r}: must be 0 or more", field="lmcache")
+    return number
+
+
+def vllm_offloading(size_gib: float, ranks: int) -> dict[str, Any]:
+    """The settings vLLM's ``--kv-offloading-backend lmcache --kv-offloading-size SIZE`` gives LMCache."""
+    return {"local_cpu": True, "max_local_cpu_size": size_gib / ranks}
+
+
+def as_option(value: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The ``EngineOptions.lmcache`` value (hashable sorted pairs) of a settings mapping."""
+    return tuple(sorted((str(k), v if not isinstance(v, Mapping) else json.dumps(v, sort_keys=True))
+                        for k, v in value.items()))
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // ALIGN_BYTES) * ALIGN_BYTES
+
+
+def _rank_token_bytes(layout: CacheLayout) -> int:
+    """Bytes per token of every layer one rank of this stage holds (the K and V, or the latent)."""
+    for g in layout.groups:
+        if g.padding or g.kind not in ("full", "mla") or g.state is not None:
+            raise UsageError("kvplan models LMCache's tiers for models whose layers all hold every token; this "
+                             f"one has {g.kind} layers (LMCache keeps sub-chunk windows for sliding layers)",
+                             field="lmcache")
+    return sum(g.count * g.token.bytes for g in layout.groups)
+
+
+def lmcache_tier(layouts: Sequence[CacheLayout], options: EngineOptions, tp: int, demand: Demand) -> OffloadTier:
+    s = settings(options.lmcache)
+    dtype = layouts[0].kv_dtype.name
+    if dtype not in PLAIN_DTYPES:
+        raise UsageError(f"kvplan has not read how LMCache stores vLLM's {dtype} cache (its scales or packing); "
+                         f"it plans LMCache with {', '.join(sorted(PLAIN_DTYPES))}", field="kv_dtype")
+    per_token = [_rank_token_bytes(layout) for layout in layouts]  # one per pipeline stage
+    mla = any(g.kind == "mla" for layout in layouts for g in layout.groups)
+    world = tp * len(layouts)
+    first_only = mla and (s.save_only_first_rank is None or s.save_only_first_rank) and world > 1
+    if first_only and len(layouts) > 1:
+        raise UsageError("LMCache saves an MLA cache on rank 0 only (save_only_first_rank), which holds the first "
+                         "pipeline stage's layers alone: kvplan does not plan it with pipeline parallelism",
+                         field="pp")
+    storing = 1 if first_only else world
+    chunk = s.chunk_size
+    chunk_raw = [chunk * t for t in per_token]
+    chunk_phys = [_aligned(r) for r in chunk_raw]
+    cpu_gib = s.max_local_cpu_size
+    if first_only and s.first_rank_max_local_cpu_size is not None:
+        cpu_gib = s.first_rank_max_local_cpu_size  # rank 0's pool (LocalCPUBackend.initialize_allocator)
+    cpu_bytes = int(cpu_gib * GIB) if s.max_local_cpu_size > 0 else 0  # no LocalCPUBackend at 0
+    disk_bytes = int(s.max_local_disk_size * GIB) if s.local_disk else 0
+    if disk_bytes and not cpu_bytes:
+        raise UsageError("LMCache's local disk needs max_local_cpu_size > 0: LocalDiskBackend asserts a "
+                         "LocalCPUBackend (its pinned pool stages every chunk)", field="lmcache")
+
+    # one request of max_model_len, stored as a prompt of that length
+    length = demand.max_model_len
+    saved = length if s.save_unfull_chunk or s.enable_blending else length // chunk * chunk
+    full, partial = divmod(saved, chunk)
+    request_phys = [full * p + (_aligned(partial * t) if partial else 0) for p, t in zip(chunk_phys, per_token)]
+
+    def held(pool: int) -> tuple[int, int]:
+        chunks = min(pool // p for p in chunk_phys)
+        requests = min(pool // r for r in request_phys) if saved else 0
+        return chunks, requests
+
+    cpu_chunks, cpu_requests = held(cpu_bytes) if s.local_cpu else (0, 0)
+    link = find_link(options.offload_link)
+    request_bytes = saved * max(per_token)
+    notes = [
+        f"LMCache {LMCACHE_VERSION}: a chunk of {chunk} tokens is {max(chunk_raw):,} B per rank (the rank's "
+        f"{max(per_token):,} B per token x {chunk}), {max(chunk_phys):,} B in its pinned pool (4,096-B aligned)",
+        f"LMCache stores a request's prompt" + ("" if s.save_unfull_chunk or s.enable_blending else
+                                                 " in whole chunks (save_unfull_chunk is off)")
+        + ("" if s.save_decode_cache else " and no decoded tokens (save_decode_cache is off)")
+        + f": a {length:,}-token request stores {saved:,} tokens",
+    ]
+    if cpu_bytes:
+        who = "rank 0 pins" if first_only else f"each of the {world} ranks pins"
+        notes.append(f"LMCache allocates its CPU pool whole at start-up: {who} {cpu_bytes:,} B "
+                     "(MixedMemoryAllocator), used or not")
+    if first_only:
+        notes.append("LMCache with MLA: rank 0 alone stores the latent cache (save_only_first_rank) and "
+                     "broadcasts it to the other ranks when loading")
+    if not s.local_cpu and cpu_bytes:
+        notes.append("LMCache local_cpu is off: the pinned pool only stages chunks on their way to disk")
+    if disk_bytes:
+        notes.append("LMCache writes each chunk to every local tier (StorageManager.batched_put): the disk "
+                     "holds copies of the CPU tier's chunks, and older ones")
+    defaults = [f"{f.name} {getattr(LMCacheSettings(), f.name)}" for f in fields(LMCacheSettings)
+                if f.name in _CONVERT and f.name not in s.given and f.name != "enable_blending"]
+    if defaults:
+        notes.append("LMCache defaults assumed: " + ", ".join(defaults))
+    if s.ignored:
+        notes.append(f"LMCache settings kvplan does not plan: {', '.join(s.ignored)} (remote, P2P and "
+                     "layerwise paths are not in these figures)")
+    if saved == 0:
+        notes.append(f"a {length:,}-token request is shorter than one {chunk}-token chunk: LMCache stores none of it")
+    disk = None
+    if disk_bytes:
+        disk_chunks, disk_requests = held(disk_bytes)
+        disk = DiskTier(kind=f"LMCache local disk ({s.max_local_disk_size:g} GiB per rank)",
+                        disk_bytes=disk_bytes * storing, blocks=disk_chunks, tokens=disk_chunks * chunk,
+                        requests=disk_requests)
+    pinned = cpu_bytes * storing
+    return OffloadTier(
+        kind=f"LMCache local CPU ({cpu_gib:g} GiB per rank, LMCacheConnectorV1)", host_bytes=pinned,
+        blocks=cpu_chunks, block_size=chunk, tokens=cpu_chunks * chunk, pinned_bytes=pinned,
+        requests=cpu_requests, request_bytes_per_gpu=request_bytes, link=link,
+        restore_seconds=request_bytes / link.bytes_per_s, disk=disk, extra_notes=tuple(notes))

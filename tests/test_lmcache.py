@@ -1,0 +1,155 @@
+"""LMCache's local CPU and disk tiers under vLLM: golden numbers worked from LMCache 0.5.6's source.
+
+Sources (the PyPI wheel lmcache-0.5.6): v1/config.py _CONFIG_DEFINITIONS (defaults), v1/config_base.py
+(LMCACHE_ environment names), v1/metadata.py LMCacheMetadata.get_shapes (a chunk is [kv_size, layers,
+chunk_size, heads x head_size] of the rank's own cache), v1/memory_management.py AddressManager (4,096-B
+aligned allocations), v1/storage_backend/local_cpu_backend.py initialize_allocator (int(GB x 1024**3)),
+v1/storage_backend/local_disk_backend.py (int(GB x 1024**3), physical sizes), v1/cache_engine.py post_init
+(MLA: rank 0 alone stores), integration/vllm/vllm_v1_adapter.py ReqMeta.from_request_tracker (whole chunks).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import kvplan
+from kvplan.dtypes import resolve_kv_dtype
+from kvplan.engines import get_engine, parse_version
+from kvplan.engines.protocol import Demand, make_engine_options
+from kvplan.engines.vllm.lmcache import settings, vllm_offloading
+from kvplan.errors import UsageError
+from kvplan.spec import LayerSpec, ModelSpec
+
+GIB = 1 << 30
+
+
+def _tier(spec: ModelSpec, lmcache: dict, tp: int = 1, pp: int = 1, mml: int = 65536, kv_dtype: str = "auto"):
+    engine = get_engine("vllm")
+    opts = make_engine_options(tp=tp, lmcache=lmcache)
+    version = parse_version("0.33")
+    layouts = engine.stage_layouts(spec, resolve_kv_dtype(kv_dtype, spec.dtype), version, opts, pp)
+    return engine.offload_tier(layouts, version, opts, tp, Demand(mml, mml, 1), None)
+
+
+# 3 layers x 1 KV head x 80 x K+V x bf16 = 960 B per token: chunks that are not 4,096-B multiples
+SMALL = ModelSpec(id="small", model_type="llama", layers=(LayerSpec(kind="full", count=3, kv_heads=1, head_dim=80),),
+                  num_attention_heads=4, max_position_embeddings=65536)
+
+
+def test_defaults_are_lmcaches() -> None:
+    s = settings({})
+    assert (s.chunk_size, s.local_cpu, s.max_local_cpu_size, s.local_disk, s.max_local_disk_size) == \
+        (256, True, 5.0, None, 0.0)
+    assert not s.save_unfull_chunk and not s.save_decode_cache
+
+
+def test_environment_names_and_values_parse_as_lmcache_parses_them() -> None:
+    s = settings({"LMCACHE_CHUNK_SIZE": "512", "LMCACHE_LOCAL_CPU": "False", "LMCACHE_MAX_LOCAL_CPU_SIZE": "2.5",
+                  "LMCACHE_LOCAL_DISK": "file:///mnt/nvme0/,file:///mnt/nvme1/", "LMCACHE_MAX_LOCAL_DISK_SIZE": "100",
+                  "LMCACHE_SAVE_UNFULL_CHUNK": "1"})
+    assert s.chunk_size == 512 and s.local_cpu is False and s.max_local_cpu_size == 2.5
+    assert s.local_disk == "/mnt/nvme0/,/mnt/nvme1/" and s.max_local_disk_size == 100.0
+    assert s.save_unfull_chunk is True
+    # "lmcache."-prefixed keys of kv_connector_extra_config
+    assert settings({"lmcache.chunk_size": 128}).chunk_size == 128
+    # enable_blending is noted; blending forces save_unfull_chunk (config.py _validate_config)
+    assert settings({"LMCACHE_ENABLE_BLENDING": "true"}).enable_blending
+
+
+def test_vllm_kv_offloading_backend_splits_the_size_over_ranks() -> None:
+    # vllm/config/vllm.py _post_init_kv_transfer_config: kv_offloading_size / (tp x pp) per rank
+    assert vllm_offloading(200, 8) == {"local_cpu": True, "max_local_cpu_size": 25.0}
+
+
+def test_llama_70b_tp4_cpu_and_disk_tiers() -> None:
+    # One rank: 80 layers x 2 KV heads x 128 x K+V x bf16 = 81,920 B per token; a 256-token chunk is
+    # 20,971,520 B (already 4,096-aligned). 50 GiB per rank // 20,971,520 = 2,560 chunks = 655,360 tokens;
+    # a 131,072-token request is 512 chunks: 5 of them. 500 GiB of disk per rank: 25,600 chunks, 50 requests.
+    spec = kvplan.load_model("meta-llama/Llama-3.1-70B")
+    tier = _tier(spec, {"max_local_cpu_size": 50, "local_disk": "/nvme", "max_local_disk_size": 500},
+                 tp=4, mml=131072)
+    assert tier.blocks == 2560 and tier.block_size == 256 and tier.tokens == 655_360
+    assert tier.requests == 5
+    assert tier.pinned_bytes == 4 * 50 * GIB  # every rank pins its whole pool at start-up
+    assert tier.request_bytes_per_gpu == 131_072 * 81_920
+    assert tier.disk is not None
+    assert tier.disk.blocks == 25_600 and tier.disk.requests == 50 and tier.disk.disk_bytes == 4 * 500 * GIB
+    d = tier.to_dict()
+    assert d["disk"]["tokens"] == 25_600 * 256
+
+
+def test_chunks_are_aligned_to_4096_bytes_in_the_pool() -> None:
+    # chunk_size 100: 100 x 960 = 96,000 B, 98,304 B aligned (24 x 4,096); 1 GiB // 98,304 = 10,922 chunks
+    tier = _tier(SMALL, {"max_local_cpu_size": 1, "chunk_size": 100}, mml=1050)
+    assert tier.blocks == 10_922 and tier.tokens == 1_092_200
+    # a 1,050-token request stores 1,000 tokens (10 whole chunks): 10 x 98,304 B, 1,092 requests
+    assert tier.requests == GIB // (10 * 98_304) == 1092
+    assert tier.request_bytes_per_gpu == 1000 * 960
+
+
+def test_unfull_chunk_is_stored_with_its_own_aligned_size() -> None:
+    # save_unfull_chunk: 1,000 tokens = 3 chunks of 256 (245,760 B each) + 232 tokens (222,720 B -> 225,280 B)
+    tier = _tier(SMALL, {"max_local_cpu_size": 1, "save_unfull_chunk": "true"}, mml=1000)
+    assert tier.requests == GIB // (3 * 245_760 + 225_280)
+    assert tier.request_bytes_per_gpu == 1000 * 960
+    whole = _tier(SMALL, {"max_local_cpu_size": 1}, mml=1000)
+    assert whole.request_bytes_per_gpu == 768 * 960
+
+
+def test_mla_is_stored_by_rank_0_only() -> None:
+    # DeepSeek-V3: 61 layers x (512 + 64) x bf16 = 70,272 B per token on every rank; a chunk is 17,989,632 B.
+    # save_only_first_rank (on for MLA): rank 0 alone pins 20 GiB; 20 GiB // 17,989,632 = 1,193 chunks.
+    spec = kvplan.load_model("deepseek-ai/DeepSeek-V3")
+    tier = _tier(spec, {"max_local_cpu_size": 20}, tp=8, mml=32768, kv_dtype="bf16")
+    assert tier.blocks == 1193 and tier.pinned_bytes == 20 * GIB
+    assert tier.requests == 9  # 128 chunks per 32,768-token request
+    off = _tier(spec, {"max_local_cpu_size": 20, "extra_config": '{"save_only_first_rank": false}'}, tp=8,
+                mml=32768, kv_dtype="bf16")
+    assert off.pinned_bytes == 8 * 20 * GIB
+    with pytest.raises(UsageError, match="rank 0"):
+        _tier(spec, {"max_local_cpu_size": 20}, tp=4, pp=2, kv_dtype="bf16")
+
+
+def test_pipeline_stages_each_store_their_own_layers() -> None:
+    spec = kvplan.load_model("meta-llama/Llama-3.1-8B")  # 32 layers, 4,096 B per token per layer
+    tier = _tier(spec, {"max_local_cpu_size": 4}, pp=2)
+    assert tier.blocks == 4 * GIB // (256 * 16 * 4096)
+    assert tier.pinned_bytes == 2 * 4 * GIB
+
+
+def test_disk_without_a_cpu_pool_is_refused_as_lmcache_asserts() -> None:
+    with pytest.raises(UsageError, match="LocalCPUBackend"):
+        _tier(SMALL, {"max_local_cpu_size": 0, "local_disk": "/d", "max_local_disk_size": 10})
+
+
+def test_local_cpu_off_keeps_a_staging_pool_and_no_chunks() -> None:
+    tier = _tier(SMALL, {"local_cpu": False, "local_disk": "/d", "max_local_disk_size": 1})
+    assert tier.blocks == 0 and tier.pinned_bytes == 5 * GIB  # the default 5.0 GiB pool is still pinned
+    assert tier.disk is not None and tier.disk.blocks == GIB // 245_760
+    assert any("only stages chunks" in n for n in tier.notes())
+
+
+@pytest.mark.parametrize("bad", [{"chunk_size": 0}, {"chunk_size": "x"}, {"max_local_cpu_size": -1},
+                                 {"extra_config": "{not json"}])
+def test_bad_settings_are_one_line_errors(bad: dict) -> None:
+    with pytest.raises(UsageError) as info:
+        _tier(SMALL, bad)
+    assert info.value.field == "lmcache" and "\n" not in str(info.value)
+
+
+def test_sliding_models_and_scaled_dtypes_are_refused_with_the_reason() -> None:
+    with pytest.raises(UsageError, match="sliding"):
+        _tier(kvplan.load_model("google/gemma-3-27b-it"), {})
+    with pytest.raises(UsageError, match="int8_per_token_head"):
+        _tier(SMALL, {}, kv_dtype="int8_per_token_head")
+
+
+def test_max_batch_reports_the_tier_and_its_assumptions() -> None:
+    plan = kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu="H100-80GB", max_model_len=32768,
+                            engine_options={"lmcache": {"max_local_cpu_size": 10}})
+    assert plan.offload is not None and plan.offload["block_size"] == 256
+    assert any("LMCache allocates its CPU pool whole" in a for a in plan.assumptions)
+    assert any("LMCache defaults assumed" in a for a in plan.assumptions)
+    with pytest.raises(UsageError):
+        kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu="H100-80GB", engine="sglang",
+                         engine_options={"lmcache": {"max_local_cpu_size": 10}})
