@@ -153,3 +153,102 @@ def test_max_batch_reports_the_tier_and_its_assumptions() -> None:
     with pytest.raises(UsageError):
         kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu="H100-80GB", engine="sglang",
                          engine_options={"lmcache": {"max_local_cpu_size": 10}})
+
+
+# ------------------------------------------------------------------------------------------ kvplan check
+
+def _check(tmp_path, name: str, text: str):
+    from kvplan.deploy import check
+
+    path = tmp_path / name
+    path.write_text(text)
+    report = check([str(path)])
+    assert len(report.deployments) == 1
+    result = report.deployments[0]
+    return result, {f.code: f for f in result.findings}
+
+
+K8S = """apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: llm}}
+spec:
+  template:
+    spec:
+      nodeSelector: {{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        args: ["meta-llama/Llama-3.1-8B", "--max-model-len", "32768", "--kv-transfer-config",
+               '{{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both","kv_connector_extra_config":{{"lmcache.max_local_cpu_size":{extra}}}}}']
+        env:
+        - {{name: LMCACHE_CHUNK_SIZE, value: "512"}}
+        - {{name: LMCACHE_MAX_LOCAL_CPU_SIZE, value: "8"}}
+        resources:
+          limits: {{nvidia.com/gpu: 1, memory: {memory}}}
+"""
+
+
+def test_check_reads_the_connector_and_lmcache_env_from_kubernetes(tmp_path):
+    # env gives chunk 512 and 8 GiB, the connector's extra config overrides the size (vllm_v1_adapter.py
+    # _apply_extra_config): 40 GiB // (512 x 131,072 B) = 640 chunks
+    result, codes = _check(tmp_path, "k8s.yaml", K8S.format(extra=40, memory="64Gi"))
+    assert result.offload["block_size"] == 512 and result.offload["blocks"] == 640
+    assert result.offload["pinned_bytes"] == 40 * GIB
+    assert "host-memory" not in codes
+
+
+def test_pinned_pool_above_the_memory_limit_is_an_error(tmp_path):
+    result, codes = _check(tmp_path, "k8s.yaml", K8S.format(extra=40, memory="32Gi"))
+    finding = codes["host-memory"]
+    assert finding.severity == "error" and finding.value == 40 * GIB and finding.fits == 32 * GIB
+    assert finding.line == 17  # the line of the memory limit
+
+
+def test_lmcache_env_without_the_connector_is_a_note(tmp_path):
+    text = (f"# kvplan/gpu: H100\nexport LMCACHE_CHUNK_SIZE=512\n"
+            "vllm serve meta-llama/Llama-3.1-8B --max-model-len 8192\n")
+    result, codes = _check(tmp_path, "serve.sh", text)
+    assert result.offload is None and codes["not-read"].severity == "note"
+
+
+def test_shell_prefix_and_compose_environment_are_read(tmp_path):
+    kvt = "'{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'"
+    text = (f"# kvplan/gpu: H100\nLMCACHE_MAX_LOCAL_CPU_SIZE=2 LMCACHE_LOCAL_DISK=file:///nvme "
+            f"LMCACHE_MAX_LOCAL_DISK_SIZE=20 vllm serve meta-llama/Llama-3.1-8B --max-model-len 8192 "
+            f"--kv-transfer-config {kvt}\n")
+    result, _ = _check(tmp_path, "serve.sh", text)
+    assert result.offload["blocks"] == 2 * GIB // 33_554_432 and result.offload["disk"]["blocks"] == 640
+    compose = """services:
+  llm:
+    image: vllm/vllm-openai:v0.11.0
+    command: ["meta-llama/Llama-3.1-8B", "--max-model-len", "8192", "--kv-offloading-backend", "lmcache",
+              "--kv-offloading-size", "16", "-tp", "2"]
+    environment:
+      - LMCACHE_CHUNK_SIZE=1024
+    mem_limit: 16g
+    labels: ["kvplan/gpu=H100"]
+"""
+    result, codes = _check(tmp_path, "compose.yaml", compose)
+    # 16 GiB over 2 ranks = 8 GiB each; a 1,024-token chunk of one rank is 1,024 x 65,536 = 64 MiB: 128
+    assert result.offload["block_size"] == 1024 and result.offload["blocks"] == 128
+    assert "host-memory" not in codes  # 2 x 8 GiB = 16 GiB: exactly the limit
+
+
+def test_config_file_is_said_not_read_and_bad_values_point_at_the_deployment(tmp_path):
+    kvt = "'{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'"
+    text = (f"# kvplan/gpu: H100\nexport LMCACHE_CONFIG_FILE=/etc/lmcache.yaml\nvllm serve meta-llama/Llama-3.1-8B "
+            f"--max-model-len 8192 --kv-transfer-config {kvt}\n")
+    result, codes = _check(tmp_path, "serve.sh", text)
+    assert codes["not-read"].severity == "warning" and result.offload["block_size"] == 256
+    bad = text.replace("LMCACHE_CONFIG_FILE=/etc/lmcache.yaml", "LMCACHE_CHUNK_SIZE=abc")
+    _, codes = _check(tmp_path, "bad.sh", bad)
+    assert codes["invalid-input"].invalid_input
+
+
+def test_quantities() -> None:
+    from kvplan.deploy.host_memory import docker_bytes, k8s_quantity
+
+    assert k8s_quantity("64Gi") == 64 * GIB and k8s_quantity("500M") == 500 * 10**6
+    assert k8s_quantity("1e9") == 10**9 and k8s_quantity("129e6") == 129 * 10**6
+    assert k8s_quantity("1500m") == 2 and k8s_quantity("12x") is None
+    assert docker_bytes("16g") == 16 * GIB and docker_bytes("512mb") == 512 * 2**20 and docker_bytes("2048") == 2048

@@ -16,6 +16,7 @@ from typing import Any
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
 from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, image_server, substitute
 from kvplan.deploy.gpus import GPU_LABEL_KEYS
+from kvplan.deploy.host_memory import k8s_limit
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
 
@@ -156,6 +157,7 @@ def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, fi
                 total = count + worker_count * (group - 1)
                 spelled = f"nvidia.com/gpu x {group} pods (LeaderWorkerSet size)"
             dep.gpu_count = Value(total, count_line, spelled)
+        dep.host_memory, dep.pods = k8s_limit(c), group  # pinned offload tiers vs the memory limit
         _apply_annotations(dep, notes)
         out.append(dep)
     return out
@@ -196,7 +198,12 @@ def _invocation(c: LDict) -> Any:
     for t in argv:
         text, _ = substitute(t.text, {k: v for k, v in env.items()}, k8s=True)
         expanded.append(Token(text, t.line))
-    return find_invocation(expanded, env, k8s=True, implicit=implicit)
+    inv = find_invocation(expanded, env, k8s=True, implicit=implicit)
+    if inv is not None:  # the container's env entries, with their lines
+        for e in c.get("env") or []:
+            if isinstance(e, dict) and e.get("name") in env and e["name"] in inv.environment:
+                inv.environment[e["name"]] = (env[e["name"]], line_at(e, "value"))
+    return inv
 
 
 def _gpu_count(c: Any) -> tuple[int | None, int | None]:

@@ -93,13 +93,19 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     if size is not None:
         if backend == "native":
             options["kv_offloading_bytes"] = int(float(size) * GIB)
-        else:
+        elif backend != "lmcache":
             remarks.append(ServeRemark("warning", "offload-not-planned", f"--kv-offloading-backend {backend}: "
-                                       f"the {size:g} GiB host tier is LMCache's, which kvplan does not plan (it "
-                                       "plans vLLM's native backend); the GPU plan is unchanged", "kv_offloading_backend"))
+                                       "kvplan plans the native and lmcache backends only; the GPU plan is unchanged",
+                                       "kv_offloading_backend"))
     elif "kv_offloading_backend" in settings:
         remarks.append(ServeRemark("note", "not-read", f"--kv-offloading-backend {backend} without "
                                    "--kv-offloading-size: vLLM offloads nothing", "kv_offloading_backend"))
+    from kvplan.engines.vllm.lmcache import serve_settings  # LMCacheConnectorV1 (lmcache.py)
+
+    lmcache, lm_remarks = serve_settings(settings)
+    remarks.extend(lm_remarks)
+    if lmcache is not None:
+        options["lmcache"] = lmcache
     swap = settings.get("swap_space")
     if swap is not None:
         if v1:
@@ -141,7 +147,9 @@ SERVE = ServeFlags(
         ("--kv-offloading-size", "kv_offloading_size"), ("--kv-offloading-backend", "kv_offloading_backend"),
         ("--swap-space", "swap_space"), ("--cpu-offload-gb", "cpu_offload_gb"),
         ("--enable-prefix-caching", "enable_prefix_caching"), ("--no-enable-prefix-caching", "no_enable_prefix_caching"),
+        ("--kv-transfer-config", "kv_transfer_config"),
     ),
+    env_prefixes=("LMCACHE_",),
     booleans=("enforce_eager", "enable_prefix_caching", "no_enable_prefix_caching"),
     floats=("kv_offloading_size", "swap_space", "cpu_offload_gb"),
     reader=read_serve,

@@ -260,3 +260,61 @@ def lmcache_tier(layouts: Sequence[CacheLayout], options: EngineOptions, tp: int
         blocks=cpu_chunks, block_size=chunk, tokens=cpu_chunks * chunk, pinned_bytes=pinned,
         requests=cpu_requests, request_bytes_per_gpu=request_bytes, link=link,
         restore_seconds=request_bytes / link.bytes_per_s, disk=disk, extra_notes=tuple(notes))
+
+
+# ------------------------------------------------------------------------------------------ deployments
+
+LMCACHE_CONNECTORS = ("LMCacheConnectorV1", "LMCacheConnectorV1Dynamic")
+
+
+def serve_settings(given: Mapping[str, Any]) -> tuple[tuple[tuple[str, Any], ...] | None, list[Any]]:
+    """``EngineOptions.lmcache`` and the remarks from a deployment's vLLM settings: ``--kv-transfer-config``
+    JSON, ``--kv-offloading-backend lmcache`` with ``--kv-offloading-size``, and the ``LMCACHE_*`` variables
+    (settings ``lmcache_*``). None where vLLM does not load LMCache."""
+    from kvplan.engines.serve import ServeRemark
+
+    remarks: list[ServeRemark] = []
+    extra: dict[str, Any] = {}
+    active = False
+    raw = given.get("kv_transfer_config")
+    if raw is not None:
+        try:
+            config = json.loads(str(raw))
+        except json.JSONDecodeError:
+            raise UsageError(f"--kv-transfer-config {raw}: not JSON", field="kv_transfer_config") from None
+        if not isinstance(config, dict):
+            raise UsageError("--kv-transfer-config: not a JSON object", field="kv_transfer_config")
+        connector = str(config.get("kv_connector") or "")
+        found = config.get("kv_connector_extra_config") or {}
+        if not isinstance(found, dict):
+            raise UsageError("--kv-transfer-config: kv_connector_extra_config is not a JSON object",
+                             field="kv_transfer_config")
+        if connector in LMCACHE_CONNECTORS:
+            active, extra = True, {k: v for k, v in found.items() if str(k).startswith("lmcache.")}
+        elif connector == "LMCacheMPConnector":
+            remarks.append(ServeRemark("warning", "offload-not-planned", "--kv-transfer-config LMCacheMPConnector: "
+                                       "LMCache's multiprocess server holds the tiers outside vLLM; kvplan does not "
+                                       "plan it", "kv_transfer_config"))
+        elif connector:
+            remarks.append(ServeRemark("note", "not-read", f"--kv-transfer-config {connector}: kvplan does not plan "
+                                       "this connector; the GPU plan is unchanged", "kv_transfer_config"))
+    size = given.get("kv_offloading_size")
+    if size is not None and str(given.get("kv_offloading_backend") or "native").lower() == "lmcache":
+        # vLLM replaces kv_connector_extra_config with these two (_post_init_kv_transfer_config)
+        ranks = int(given.get("tp") or 1) * int(given.get("pp") or 1)
+        active, extra = True, {f"lmcache.{k}": v for k, v in vllm_offloading(float(size), ranks).items()}
+    env = {k[len("lmcache_"):]: v for k, v in given.items() if k.startswith("lmcache_")}
+    config_file = env.pop("config_file", None)
+    if not active:
+        if env or config_file is not None:
+            remarks.append(ServeRemark("note", "not-read", "LMCACHE_ variables without LMCacheConnectorV1: vLLM does "
+                                       "not load LMCache", next(f"lmcache_{k}" for k in [*env, "config_file"]
+                                                                if f"lmcache_{k}" in given)))
+        return None, remarks
+    if config_file is not None:
+        remarks.append(ServeRemark("warning", "not-read", f"LMCACHE_CONFIG_FILE {config_file}: the file is read inside "
+                                   "the container, not by kvplan; the LMCACHE_ variables and the connector's extra "
+                                   "config are planned, LMCache's defaults for the rest", "lmcache_config_file"))
+    merged = {**env, **{k[len("lmcache."):]: v for k, v in extra.items()}}  # the extra config overrides
+    settings(merged)  # refuse what LMCache would not parse, here where the deployment's line is known
+    return as_option(merged), remarks
