@@ -247,6 +247,21 @@ def test_llamacpp_no_kv_offload_keeps_the_cache_in_host_memory():
         kvplan.max_batch(llama, gpu="L4", engine="vllm", engine_options={"no_kv_offload": True})
 
 
+def test_llamacpp_no_kv_offload_decode_bound_counts_the_weights_only():
+    # llama.cpp src/llama-graph.cpp build_attn_mha: without offload_kqv (-nkvo) the attention nodes run on
+    # backend_cpu, reading the cache at host memory bandwidth, which the GPU catalog does not give: the
+    # bound keeps the weights' read at the GPU's bandwidth alone (still a lower bound), never the KV at HBM speed
+    llama = kvplan.load_model(LLAMA8)
+    host = Settings(kv_cache_memory_bytes=64 * GIB)
+    on_host = kvplan.max_batch(llama, gpu="L4", engine="llamacpp", max_model_len=32768, settings=host,
+                               engine_options={"no_kv_offload": True})
+    on_gpu = kvplan.max_batch(llama, gpu="L4", engine="llamacpp", max_model_len=32768, settings=host)
+    bandwidth = kvplan.find_gpu("L4", kvplan.load_catalog()).bandwidth
+    assert on_host.decode_step_seconds_min == pytest.approx(on_host.per_gpu.weights_bytes / bandwidth)
+    assert on_gpu.decode_step_seconds_min > on_host.decode_step_seconds_min
+    assert any("host memory bandwidth" in a and "not counted" in a for a in on_host.assumptions)
+
+
 def test_kvplan_file_engine_names_the_engines_offload_settings(tmp_path):
     path = _kvplan_file(tmp_path, "{}", "{name: vllm, max_model_len: 32768, kv_offloading_size: 100, cpu_offload_gb: 4}")
     path.write_text(path.read_text().replace("gpu: L4", "gpu: H100"))

@@ -72,6 +72,11 @@ class GroupRule:
         return (self.tokens, self.token.bytes, self.state.bytes if self.state is not None else 0)
 
 
+HOST_POOL = "host"
+"""``CacheLayout.pool`` of a cache the engine keeps in host memory (llama.cpp --no-kv-offload): the GPU holds
+none of it and attention over it runs on the CPU."""
+
+
 @dataclass(frozen=True)
 class CacheLayout:
     engine: str
