@@ -252,3 +252,40 @@ def test_quantities() -> None:
     assert k8s_quantity("1e9") == 10**9 and k8s_quantity("129e6") == 129 * 10**6
     assert k8s_quantity("1500m") == 2 and k8s_quantity("12x") is None
     assert docker_bytes("16g") == 16 * GIB and docker_bytes("512mb") == 512 * 2**20 and docker_bytes("2048") == 2048
+
+
+# ------------------------------------------------------------------------------------------ max-batch CLI
+
+def test_max_batch_cli_lmcache_backend_and_config_file(tmp_path, capsys):
+    import json
+
+    from kvplan.cli import main
+
+    code = main(["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100-80GB", "--tp", "4", "--max-model-len",
+                 "131072", "--kv-offloading-backend", "lmcache", "--kv-offloading-size", "200", "-f", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["offload"]["blocks"] == 2560 and doc["offload"]["disk"] is None  # 50 GiB per rank
+    config = tmp_path / "lmcache.yaml"
+    config.write_text("chunk_size: 512\nmax_local_cpu_size: 10\nlocal_disk: file:///nvme\nmax_local_disk_size: 100\n")
+    code = main(["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100-80GB", "--tp", "4", "--max-model-len",
+                 "131072", "--lmcache-config", str(config), "-f", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    # 10 GiB // (512 x 81,920 B) = 256 chunks; 100 GiB: 2,560
+    assert code == 0 and doc["offload"]["blocks"] == 256 and doc["offload"]["disk"]["blocks"] == 2560
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--kv-offloading-backend", "lmcache"], "--kv-offloading-backend"),
+    (["--kv-offloading-backend", "x", "--kv-offloading-size", "5"], "--kv-offloading-backend"),
+    (["--lmcache-config", "/nonexistent/lmcache.yaml"], "--lmcache-config"),
+    (["--lmcache-config", "CONFIG", "-e", "sglang"], "--lmcache-config"),
+])
+def test_max_batch_cli_lmcache_mistakes_are_one_line(tmp_path, capsys, args, flag):
+    from kvplan.cli import main
+
+    config = tmp_path / "c.yaml"
+    config.write_text("chunk_size: 256\n")
+    args = [str(config) if a == "CONFIG" else a for a in args]
+    code = main(["max-batch", "meta-llama/Llama-3.1-8B", "--gpu", "H100-80GB", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"kvplan: error: {flag}:")

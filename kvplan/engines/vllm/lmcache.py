@@ -318,3 +318,25 @@ def serve_settings(given: Mapping[str, Any]) -> tuple[tuple[tuple[str, Any], ...
     merged = {**env, **{k[len("lmcache."):]: v for k, v in extra.items()}}  # the extra config overrides
     settings(merged)  # refuse what LMCache would not parse, here where the deployment's line is known
     return as_option(merged), remarks
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """An LMCache YAML config file (what ``LMCACHE_CONFIG_FILE`` names): ``{name: value}``."""
+    from kvplan.errors import KvplanError
+    from kvplan.safe_io import read_yaml
+
+    try:
+        data = read_yaml(path)
+    except KvplanError as exc:
+        raise UsageError(str(exc), field="lmcache_config") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}", field="lmcache_config") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a mapping of LMCache settings", field="lmcache_config")
+    try:
+        settings(data)  # refuse what LMCache would not parse
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc.message}", field="lmcache_config") from None
+    return {str(k): v for k, v in data.items()}
