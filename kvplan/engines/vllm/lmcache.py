@@ -231,6 +231,8 @@ def lmcache_tier(layouts: Sequence[CacheLayout], options: EngineOptions, tp: int
         who = "rank 0 pins" if first_only else f"each of the {world} ranks pins"
         notes.append(f"LMCache allocates its CPU pool whole at start-up: {who} {cpu_bytes:,} B "
                      "(MixedMemoryAllocator), used or not")
+    notes.append(f"LMCache also keeps a one-chunk GPU staging buffer ({max(chunk_raw):,} B per GPU; "
+                 "gpu_connectors.py VLLMPagedMemGPUConnectorV2): the GPU plan does not subtract it")
     if first_only:
         notes.append("LMCache with MLA: rank 0 alone stores the latent cache (save_only_first_rank) and "
                      "broadcasts it to the other ranks when loading")
