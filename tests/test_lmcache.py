@@ -11,6 +11,8 @@ v1/storage_backend/local_disk_backend.py (int(GB x 1024**3), physical sizes), v1
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import kvplan
 from kvplan.dtypes import resolve_kv_dtype
@@ -205,7 +207,7 @@ def test_pinned_pool_above_the_memory_limit_is_an_error(tmp_path):
 
 
 def test_lmcache_env_without_the_connector_is_a_note(tmp_path):
-    text = (f"# kvplan/gpu: H100\nexport LMCACHE_CHUNK_SIZE=512\n"
+    text = ("# kvplan/gpu: H100\nexport LMCACHE_CHUNK_SIZE=512\n"
             "vllm serve meta-llama/Llama-3.1-8B --max-model-len 8192\n")
     result, codes = _check(tmp_path, "serve.sh", text)
     assert result.offload is None and codes["not-read"].severity == "note"
@@ -289,3 +291,25 @@ def test_max_batch_cli_lmcache_mistakes_are_one_line(tmp_path, capsys, args, fla
     code = main(["max-batch", "meta-llama/Llama-3.1-8B", "--gpu", "H100-80GB", *args])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith(f"kvplan: error: {flag}:")
+
+
+def test_lmcache_env_from_elsewhere_is_an_unknown_value(tmp_path):
+    text = K8S.format(extra=40, memory="64Gi").replace(
+        '        - {name: LMCACHE_CHUNK_SIZE, value: "512"}\n',
+        "        - name: LMCACHE_CHUNK_SIZE\n          valueFrom: {configMapKeyRef: {name: lm, key: chunk}}\n")
+    result, codes = _check(tmp_path, "k8s.yaml", text)
+    assert codes["unknown-value"].severity == "warning" and "LMCACHE_CHUNK_SIZE" in codes["unknown-value"].message
+    assert result.offload["block_size"] == 256  # LMCache's default, said in the assumptions
+
+
+@given(cpu=st.floats(0.01, 64), chunk=st.integers(1, 2048), mml=st.integers(1, 300_000),
+       unfull=st.booleans())
+def test_a_tier_never_holds_more_than_its_pool(cpu: float, chunk: int, mml: int, unfull: bool) -> None:
+    tier = _tier(SMALL, {"max_local_cpu_size": cpu, "chunk_size": chunk, "save_unfull_chunk": unfull}, mml=mml)
+    pool = int(cpu * GIB)
+    phys = -(-chunk * 960 // 4096) * 4096
+    assert tier.blocks * phys <= pool < (tier.blocks + 1) * phys
+    assert tier.tokens == tier.blocks * chunk
+    stored = tier.request_bytes_per_gpu // 960
+    assert stored == (mml if unfull else mml // chunk * chunk)
+    assert tier.requests * stored <= tier.tokens + (tier.requests if unfull else 0) * chunk

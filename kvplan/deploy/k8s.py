@@ -142,6 +142,7 @@ def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, fi
         dep_name = name if len(serving) == 1 else f"{name}/{c.get('name')}"
         dep = Deployment(name=dep_name, file=path, line=line_at(c), source="kubernetes", base_dir=base_dir)
         apply_invocation(dep, inv)
+        _unknown_env(dep, c, inv.engine)
         version = image_version(c.get("image"), inv.engine)
         if version:
             dep.engine_version = Value(version, line_at(c, "image"), "image tag")
@@ -161,6 +162,19 @@ def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, fi
         _apply_annotations(dep, notes)
         out.append(dep)
     return out
+
+
+def _unknown_env(dep: Deployment, c: LDict, engine: str) -> None:
+    """Variables the engine reads (LMCACHE_*) whose value comes from elsewhere (valueFrom): unknown here."""
+    from kvplan.deploy.deployment import Unknown
+    from kvplan.engines.serve import serve_flags
+
+    serve = serve_flags(engine)
+    prefixes = serve.env_prefixes if serve is not None else ()
+    for e in c.get("env") or []:
+        name = e.get("name") if isinstance(e, dict) else None
+        if prefixes and isinstance(name, str) and name.startswith(prefixes) and "value" not in e:
+            dep.unknowns.append(Unknown(name, "valueFrom", line_at(e), (name,)))
 
 
 def _apply_annotations(dep: Deployment, notes: dict[str, tuple[str, int | None, str]]) -> None:

@@ -222,7 +222,7 @@ def lmcache_tier(layouts: Sequence[CacheLayout], options: EngineOptions, tp: int
     notes = [
         f"LMCache {LMCACHE_VERSION}: a chunk of {chunk} tokens is {max(chunk_raw):,} B per rank (the rank's "
         f"{max(per_token):,} B per token x {chunk}), {max(chunk_phys):,} B in its pinned pool (4,096-B aligned)",
-        f"LMCache stores a request's prompt" + ("" if s.save_unfull_chunk or s.enable_blending else
+        "LMCache stores a request's prompt" + ("" if s.save_unfull_chunk or s.enable_blending else
                                                  " in whole chunks (save_unfull_chunk is off)")
         + ("" if s.save_decode_cache else " and no decoded tokens (save_decode_cache is off)")
         + f": a {length:,}-token request stores {saved:,} tokens",
