@@ -313,3 +313,12 @@ def test_a_tier_never_holds_more_than_its_pool(cpu: float, chunk: int, mml: int,
     stored = tier.request_bytes_per_gpu // 960
     assert stored == (mml if unfull else mml // chunk * chunk)
     assert tier.requests * stored <= tier.tokens + (tier.requests if unfull else 0) * chunk
+
+
+def test_settings_kvplan_does_not_read_are_named() -> None:
+    # vllm_v1_adapter.py reads LMCACHE_FORCE_SKIP_SAVE to store nothing: kvplan names it rather than ignore it
+    tier = _tier(SMALL, {"LMCACHE_FORCE_SKIP_SAVE": "1", "remote_url": "lm://cache:65432"})
+    note = next(n for n in tier.notes() if n.startswith("LMCache settings kvplan does not read"))
+    assert "force_skip_save=1" in note and "remote_url=lm://cache:65432" in note
+    many = _tier(SMALL, {f"x{i}": i for i in range(20)})
+    assert "and 12 more" in next(n for n in many.notes() if "does not read" in n)

@@ -49,9 +49,8 @@ ALIGN_BYTES = 4096  # memory_management.py AddressManager.ALIGN_BYTES
 ENV_PREFIX = "LMCACHE_"
 # KV dtypes whose vLLM pages hold nothing but the K and V elements (LMCache copies the registered tensors)
 PLAIN_DTYPES = frozenset({"float32", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"})
-# settings that change what is stored or where, which kvplan does not plan: named in the notes
-NOT_PLANNED = ("remote_url", "enable_pd", "enable_p2p", "use_layerwise", "gds_path", "enable_nixl_storage",
-               "local_cpu_use_hugepages", "enable_controller")
+# every other setting given is named in the notes (remote, P2P, GDS and layerwise paths, and
+# LMCACHE_FORCE_SKIP_SAVE, which vllm_v1_adapter.py reads to store nothing, change what is stored)
 
 
 def _to_bool(value: Any) -> bool:
@@ -123,8 +122,8 @@ def settings(value: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> LMC
                                                                "first_rank_max_local_cpu_size")
             continue
         if key not in _CONVERT:
-            if key in NOT_PLANNED and raw not in (None, False, "", "false", "False", "0"):
-                ignored.append(key)
+            if raw is not None and str(raw) != "":
+                ignored.append(f"{key[:60]}={str(raw)[:40]}")
             continue
         try:
             converted = _CONVERT[key](raw) if raw is not None or key == "local_disk" else None
@@ -246,8 +245,9 @@ def lmcache_tier(layouts: Sequence[CacheLayout], options: EngineOptions, tp: int
     if defaults:
         notes.append("LMCache defaults assumed: " + ", ".join(defaults))
     if s.ignored:
-        notes.append(f"LMCache settings kvplan does not plan: {', '.join(s.ignored)} (remote, P2P and "
-                     "layerwise paths are not in these figures)")
+        shown = ", ".join(s.ignored[:8]) + (f" and {len(s.ignored) - 8} more" if len(s.ignored) > 8 else "")
+        notes.append(f"LMCache settings kvplan does not read: {shown} (remote, P2P, GDS and "
+                     "layerwise paths, and anything that changes what is stored, are not in these figures)")
     if saved == 0:
         notes.append(f"a {length:,}-token request is shorter than one {chunk}-token chunk: LMCache stores none of it")
     disk = None
