@@ -17,6 +17,7 @@ from kvplan.budgets import MemoryItem, Settings
 from kvplan.budgets.base import given_kv_notes
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import Demand, get_engine
+from kvplan.engines.layout import HOST_POOL
 from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
@@ -315,20 +316,30 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     if hw.bandwidth and decode_batch:
         sequences = decode_batch * workload.samples
         weights_read, weights_how = decode_weights(spec, budget.item("weights"), sequences)
-        if workload.plain:
+        # a cache in host memory (llama.cpp -nkvo) is read by the CPU, which runs its attention: llama.cpp
+        # src/llama-graph.cpp build_attn_mha puts the attention nodes on backend_cpu unless offload_kqv
+        host_kv = any(lay.pool == HOST_POOL for lay in layouts)
+        if host_kv:
+            kv_read, kv_how = 0, ""
+        elif workload.plain:
             kv_read = max(lay.total_bytes(context, decode_batch) for lay in layouts)
-            kv_how = f"the KV of {decode_batch} sequence(s) of {context:,} tokens"
+            kv_how = f" and the KV of {decode_batch} sequence(s) of {context:,} tokens"
         else:
             reads = [eng.sharing.decode_kv_bytes(lay, workload, decode_batch) for lay in layouts]
             kv_read, how = max(reads)
-            kv_how = (f"the KV of {sequences} sequence(s) ({decode_batch} request(s)) of {context:,} tokens: "
+            kv_how = (f" and the KV of {sequences} sequence(s) ({decode_batch} request(s)) of {context:,} tokens: "
                       f"{how}")
-        read = weights_read + kv_read
-        decode_seconds = read / hw.bandwidth
+        decode_seconds = (weights_read + kv_read) / hw.bandwidth
         decode_tps = sequences * dp / decode_seconds
-        assumptions.append(f"decode bound: one step reads {weights_how} and {kv_how} at "
-                           f"{hw.bandwidth / 1e12:.2f} TB/s: a lower bound on time per step (an upper bound on "
-                           "tokens/s)")
+        if host_kv:
+            assumptions.append(f"decode bound: one step reads {weights_how} at {hw.bandwidth / 1e12:.2f} TB/s; the "
+                               "KV cache is in host memory and its attention runs on the CPU at host memory "
+                               "bandwidth, for which kvplan has no figure: not counted, so the bound is the weights' "
+                               "read alone (still a lower bound on time per step, a looser one)")
+        else:
+            assumptions.append(f"decode bound: one step reads {weights_how}{kv_how} at "
+                               f"{hw.bandwidth / 1e12:.2f} TB/s: a lower bound on time per step (an upper bound on "
+                               "tokens/s)")
     per_gpu = PerGpu(
         budget_bytes=budget.item("budget") or budget.item("static") or hw.memory_bytes,
         weights_bytes=budget.item("weights"), activation_bytes=budget.item("activation"),

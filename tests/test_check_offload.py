@@ -88,12 +88,14 @@ def test_vllm_native_offloading_tier_in_the_result(tmp_path):
     assert data["offload"]["kind"].startswith("vLLM native CPU offloading")
 
 
-def test_vllm_lmcache_backend_is_said_not_planned(tmp_path):
+def test_vllm_lmcache_backend_is_planned(tmp_path):
+    # vLLM gives LMCache max_local_cpu_size = 100 GiB / 1 rank; a 256-token chunk of Llama-3.1-8B is
+    # 256 x 131,072 = 33,554,432 B: 100 GiB hold 3,200 chunks (tests/test_lmcache.py has the sources)
     path = _shell(tmp_path, f"# kvplan/gpu: H100\nvllm serve {LLAMA8} --kv-offloading-size 100 "
                             "--kv-offloading-backend lmcache\n")
     report, result = _one(path)
-    assert _codes(result)["offload-not-planned"] == "warning"
-    assert result.offload is None
+    assert "offload-not-planned" not in _codes(result)
+    assert result.offload["kind"].startswith("LMCache local CPU") and result.offload["blocks"] == 3200
 
 
 def test_vllm_swap_space_v0_tier_and_v1_note(tmp_path):
@@ -243,6 +245,21 @@ def test_llamacpp_no_kv_offload_keeps_the_cache_in_host_memory():
     assert not too_small.fits and too_small.max_batch == 0
     with pytest.raises(kvplan.UsageError):
         kvplan.max_batch(llama, gpu="L4", engine="vllm", engine_options={"no_kv_offload": True})
+
+
+def test_llamacpp_no_kv_offload_decode_bound_counts_the_weights_only():
+    # llama.cpp src/llama-graph.cpp build_attn_mha: without offload_kqv (-nkvo) the attention nodes run on
+    # backend_cpu, reading the cache at host memory bandwidth, which the GPU catalog does not give: the
+    # bound keeps the weights' read at the GPU's bandwidth alone (still a lower bound), never the KV at HBM speed
+    llama = kvplan.load_model(LLAMA8)
+    host = Settings(kv_cache_memory_bytes=64 * GIB)
+    on_host = kvplan.max_batch(llama, gpu="L4", engine="llamacpp", max_model_len=32768, settings=host,
+                               engine_options={"no_kv_offload": True})
+    on_gpu = kvplan.max_batch(llama, gpu="L4", engine="llamacpp", max_model_len=32768, settings=host)
+    bandwidth = kvplan.find_gpu("L4", kvplan.load_catalog()).bandwidth
+    assert on_host.decode_step_seconds_min == pytest.approx(on_host.per_gpu.weights_bytes / bandwidth)
+    assert on_gpu.decode_step_seconds_min > on_host.decode_step_seconds_min
+    assert any("host memory bandwidth" in a and "not counted" in a for a in on_host.assumptions)
 
 
 def test_kvplan_file_engine_names_the_engines_offload_settings(tmp_path):

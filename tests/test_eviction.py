@@ -111,11 +111,30 @@ def test_refusals(options: dict[str, object], field: str) -> None:
     assert refused.value.field == field
 
 
-def test_press_refuses_models_with_sliding_layers_and_other_engines() -> None:
-    with pytest.raises(UsageError) as refused:
-        kvplan.estimate("google/gemma-3-27b-it", contexts=[8192], engine="hf",
-                        engine_options={"press": "snapkv", "compression_ratio": 0.5})
-    assert refused.value.field == "press"
+def test_press_on_gemma3_compresses_the_full_layers_only() -> None:
+    # kvpress 0.5.5 BasePress.__call__: for Gemma3ForConditionalGeneration (model_type gemma3) the hooks skip
+    # layers whose self_attn.is_sliding; the 10 full layers of Gemma 3 27B keep int(8,192 x 0.5) = 4,096
+    plain = _row("google/gemma-3-27b-it", 8192, by_layer=True)
+    pressed = _row("google/gemma-3-27b-it", 8192, by_layer=True, press="snapkv", compression_ratio=0.5)
+    full = [g for g in pressed.layers if g.kind == "full"]
+    assert full and all(g.tokens_held == 4096 for g in full)
+    sliding_before = [g.tokens_held for g in plain.layers if g.kind == "sliding"]
+    assert [g.tokens_held for g in pressed.layers if g.kind == "sliding"] == sliding_before
+    result = kvplan.estimate("google/gemma-3-27b-it", contexts=[8192], engine="hf",
+                             engine_options={"press": "snapkv", "compression_ratio": 0.5})
+    assert any("skips Gemma 3's sliding-window layers" in a for a in result.assumptions)
+    # PyramidKV: layer 5 (the first full layer) has the budget of index 5 of 62
+    pyramid = _row("google/gemma-3-27b-it", 8192, by_layer=True, press="pyramidkv", compression_ratio=0.5)
+    first_full = next(g for g in pyramid.layers if g.kind == "full")
+    assert first_full.tokens_held == PyramidKept(0.5, 5, 62).kept(8192)
+
+
+def test_press_refuses_other_sliding_models_with_kvpress_reason_and_other_engines() -> None:
+    for model in ("google/gemma-3-1b-it", "google/gemma-2-9b-it"):  # Gemma3ForCausalLM, Gemma2: hooked
+        with pytest.raises(UsageError) as refused:
+            kvplan.estimate(model, contexts=[8192], engine="hf",
+                            engine_options={"press": "snapkv", "compression_ratio": 0.5})
+        assert refused.value.field == "press" and "Gemma3ForConditionalGeneration" in str(refused.value)
     with pytest.raises(UsageError) as refused:
         kvplan.estimate(LLAMA, contexts=[8192], engine="vllm", engine_options={"evict": parse_evict("sink=4,window=8")})
     assert refused.value.field == "evict"

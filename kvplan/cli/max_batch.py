@@ -10,7 +10,8 @@ from typing import Optional
 import typer
 
 FIELDS = {"kv_dtype": "kv_cache_dtype", "catalog": "gpu_catalog", "kv_cache_memory_bytes": "kv_cache_memory",
-          "name": "model", "format": "fmt"}
+          "name": "model", "format": "fmt", "kv_offloading_bytes": "kv_offloading_size",
+          "lmcache": "kv_offloading_backend"}
 """Library parameter (``kvplan.max_batch``, ``Settings``) -> this command's parameter, where they differ."""
 
 
@@ -72,6 +73,8 @@ def max_batch_command(
     press: Optional[str] = typer.Option(None, "--press", help="hf: an NVIDIA kvpress press (snapkv, pyramidkv, ...)."),
     compression_ratio: Optional[str] = typer.Option(None, "--compression-ratio", help="The press's compression ratio."),
     kv_offloading_size: Optional[str] = typer.Option(None, "--kv-offloading-size", help="vLLM: host KV tier for the whole deployment, e.g. 200GiB (a bare number is GiB)."),
+    kv_offloading_backend: Optional[str] = typer.Option(None, "--kv-offloading-backend", help="vLLM: native (the default) or lmcache: LMCache's CPU tier gets --kv-offloading-size / (tp x pp) GiB per rank."),
+    lmcache_config: Optional[str] = typer.Option(None, "--lmcache-config", help="vLLM with LMCache: its YAML config file (what LMCACHE_CONFIG_FILE names): chunk size, CPU and disk tiers."),
     swap_space: Optional[str] = typer.Option(None, "--swap-space", help="vLLM V0 (< 0.11): host swap space per GPU, GiB."),
     hicache_ratio: Optional[float] = typer.Option(None, "--hicache-ratio", help="SGLang --enable-hierarchical-cache: host pool = ratio x device pool (SGLang's default 2.0)."),
     hicache_size: Optional[float] = typer.Option(None, "--hicache-size", help="SGLang: host pool GB (10^9 B) per rank, instead of the ratio."),
@@ -125,6 +128,7 @@ def max_batch_command(
                          field="cpu_offload_bytes")
     mml = engine_int(max_model_len, "max_model_len")
     tp, pp, dp = whole(tp, "tp"), whole(pp, "pp"), whole(dp, "dp")
+    lmcache = _lmcache(kv_offloading_backend, kv_offloading_size, lmcache_config, tp * pp, engine)
     calibrated = None
     if calibration is not None:
         from kvplan.logs.calibration import calibrate, load
@@ -155,7 +159,8 @@ def max_batch_command(
             "kv_cache": kv_cache, "backend": backend, "nbits": nbits, "residual_length": residual_length,
             "q_group_size": q_group_size, "axis_key": axis_key, "axis_value": axis_value, "evict": evict,
             "press": press, "compression_ratio": compression_ratio,
-            "kv_offloading_bytes": _gib(kv_offloading_size, "kv-offloading-size"),
+            "kv_offloading_bytes": None if lmcache is not None else _gib(kv_offloading_size, "kv-offloading-size"),
+            "lmcache": lmcache,
             "swap_space_bytes": _gib(swap_space, "swap-space"), "offload_link": offload_link,
             "hicache_ratio": hicache_ratio, "hicache_size_gb": hicache_size, "scheduling": scheduling,
             "swa_full": swa_full, "no_kv_offload": no_kv_offload or None}),
@@ -182,6 +187,32 @@ def max_batch_command(
         sys.stderr.write(f"kvplan: does not fit: {result.message}\n")
         raise typer.Exit(1)
 
+
+def _lmcache(backend: str | None, size: str | None, config: str | None, ranks: int,
+             engine: str) -> tuple[tuple[str, object], ...] | None:
+    """LMCache's settings from --kv-offloading-backend lmcache and --lmcache-config (the flags win over the
+    file, as vLLM's kv_connector_extra_config wins over LMCACHE_CONFIG_FILE)."""
+    from kvplan.engines.vllm import lmcache as lm
+    from kvplan.errors import UsageError
+
+    choice = (backend or "native").strip().lower()
+    if choice not in ("native", "lmcache"):
+        raise UsageError(f"'{backend}': choose native or lmcache", field="kv_offloading_backend")
+    if choice == "native" and config is None:
+        return None
+    if engine != "vllm":
+        raise UsageError(f"kvplan plans LMCache under vLLM only, not {engine}", field="lmcache_config")
+    if choice == "lmcache" and size is None:
+        raise UsageError("lmcache needs --kv-offloading-size (vLLM refuses the backend without it)",
+                         field="kv_offloading_backend")
+    if choice == "native" and size is not None:
+        raise UsageError("native with --lmcache-config: give lmcache to size LMCache's CPU tier",
+                         field="kv_offloading_backend")
+    merged: dict[str, object] = lm.read_config_file(config) if config is not None else {}
+    if choice == "lmcache":
+        gib = _gib(size, "kv-offloading-size") or 0
+        merged.update(lm.vllm_offloading(gib / (1 << 30), ranks))
+    return lm.as_option(merged)
 
 
 def _gib(text: str | None, what: str) -> int | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from kvplan.budgets import Settings
 from kvplan.deploy.deployment import Deployment, Value
+from kvplan.deploy.host_memory import pinned_check
 from kvplan.deploy.report import DeploymentResult, Finding
 from kvplan.deploy.requirements import _fill, _finding, _fp8_suggester, _requirement_checks
 from kvplan.engines.serve import serve_flags
@@ -327,6 +328,9 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         add(_finding(dep, "note", "max-model-len-auto", f"{dep.spelled('max_model_len')} auto: the engine picks "
                      f"{plan.max_model_len:,}", dep.line_of("max_model_len"), value="auto", fits=plan.max_model_len))
     _fill(result, plan)
+    pinned = pinned_check(dep, plan.offload, dp)  # an offload tier's pinned pool vs the container's memory limit
+    if pinned is not None:
+        add(_finding(dep, "error", "host-memory", pinned[0], pinned[1], value=pinned[2], fits=pinned[3]))
     fp8 = _fp8_suggester(dep, plan, run)
 
     # 1. vLLM's start-up check: one sequence of max_model_len

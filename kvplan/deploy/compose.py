@@ -16,6 +16,7 @@ from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
 from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, image_server
 from kvplan.deploy.k8s import _apply_annotations, image_version
 from kvplan.deploy.report import Finding
+from kvplan.deploy.host_memory import compose_limit
 from kvplan.deploy.yaml_lines import dig, line_at
 
 
@@ -55,24 +56,6 @@ def _tokens(value: Any, line: int | None, lines: Any) -> list[Token]:
     return []
 
 
-def _environment(value: Any, env: dict[str, str]) -> dict[str, str]:
-    """A service's ``environment:`` (a mapping, or a list of ``NAME=value``), interpolated like the file."""
-    from kvplan.deploy.flags import substitute
-
-    pairs: list[tuple[str, Any]] = []
-    if isinstance(value, dict):
-        pairs = [(str(k), v) for k, v in value.items()]
-    elif isinstance(value, list):
-        pairs = [(str(item).partition("=")[0], str(item).partition("=")[2]) for item in value if "=" in str(item)]
-    out: dict[str, str] = {}
-    for name, raw in pairs:
-        if raw is not None and not isinstance(raw, (dict, list)):
-            text, missing = substitute(str(raw), env)
-            if not missing:
-                out[name] = text
-    return out
-
-
 def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
     env = dotenv(base_dir)
     deployments: list[Deployment] = []
@@ -92,18 +75,22 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
             argv.append(Token(text.replace("\0", "$"), t.line))
         implicit = image_server(svc.get("image")) if not entry else None
         try:
-            inv = find_invocation(argv, {**env, **_environment(svc.get("environment"), env)}, implicit=implicit)
+            # a `sh -c` script sees the container's environment too
+            container_env = {k: value for k, (value, _) in _environment(svc, env).items()}
+            inv = find_invocation(argv, {**env, **container_env}, implicit=implicit)
         except FlagError as exc:
             findings.append(Finding("error", "invalid-input", f"service {name}: {exc}", path, exc.line,
                                     deployment=str(name), invalid_input=True))
             continue
         if inv is None:
             continue
+        inv.environment = {**_environment(svc, env), **{k: v for k, v in inv.environment.items() if v[1] is not None}}
         dep = Deployment(name=str(name), file=path, line=line_at(services, name), source="compose", base_dir=base_dir)
         apply_invocation(dep, inv)
         version = image_version(svc.get("image"), inv.engine)
         if version:
             dep.engine_version = Value(version, line_at(svc, "image"), "image tag")
+        dep.host_memory = compose_limit(svc)  # pinned offload tiers vs the memory limit
         count, count_line = _gpu_count(svc)
         if count is not None:
             dep.gpu_count = Value(count, count_line, "GPU device reservation")
@@ -115,6 +102,30 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         _apply_annotations(dep, notes)
         deployments.append(dep)
     return deployments, findings, len(services)
+
+
+def _environment(svc: Any, env: dict[str, str]) -> dict[str, tuple[str, int | None]]:
+    """The service's ``environment`` (a mapping or ``NAME=value`` list), interpolated like the rest of the file:
+    name -> (value, line). The ``.env`` file only feeds interpolation; it is not the container's environment."""
+    from kvplan.deploy.flags import substitute
+
+    out: dict[str, tuple[str, int | None]] = {}
+    section = svc.get("environment")
+    if isinstance(section, dict):
+        items = [(str(k), v, line_at(svc, "environment", k)) for k, v in section.items()]
+    elif isinstance(section, list):
+        lines = list(getattr(section, "lines", [None] * len(section)))
+        items = [(str(e).partition("=")[0], str(e).partition("=")[2], lines[i])
+                 for i, e in enumerate(section) if isinstance(e, str) and "=" in e]
+    else:
+        return out
+    for name, value, line in items:
+        if value is None:
+            continue
+        text, missing = substitute(str(value).replace("$$", "\0"), env)
+        if not missing:
+            out[name.strip()] = (text.replace("\0", "$"), line)
+    return out
 
 
 def _gpu_count(svc: Any) -> tuple[int | None, int | None]:

@@ -59,6 +59,10 @@ class Deployment:
     requirements: dict[str, Value] = field(default_factory=dict)
     unknowns: list[Unknown] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    host_memory: Value | None = None
+    """Host memory (bytes) one pod / container may use: its memory limit; None: not stated."""
+    pods: int = 1
+    """Pods the deployment's GPUs are spread over (a LeaderWorkerSet's size)."""
 
     def setting(self, key: str, default: Any = None) -> Any:
         v = self.settings.get(key)

@@ -52,8 +52,8 @@ class Invocation:
     options: dict[str, Option] = field(default_factory=dict)
     others: list[str] = field(default_factory=list)
     """Flags kvplan does not use (kept for the report)."""
-    environment: dict[str, str] = field(default_factory=dict)
-    """The engine's environment variables that change the plan (ServeFlags.environment), as set."""
+    environment: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    """The server's environment as far as the file says it: name -> (value, line)."""
 
 
 _BOOLEAN_KEYS = {"enforce_eager"}
@@ -212,11 +212,19 @@ def find_invocation(argv: list[Token], env: dict[str, str] | None = None, *, k8s
     if start is None:
         if implicit is not None and (not words or words[0].startswith("-") or "/" in words[0]):
             line = argv[0].line if argv else None
-            return _parse(implicit, implicit.default_launcher, [], argv, env, k8s, line)
+            inv = _parse(implicit, implicit.default_launcher, [], argv, env, k8s, line)
+            inv.environment = {name: (value, None) for name, value in env.items()}
+            return inv
         return None
     serve, launcher, index = start
     line = argv[index - 1].line if index > 0 else (argv[0].line if argv else None)
-    return _parse(serve, launcher, argv[:index], argv[index:], env, k8s, line)
+    inv = _parse(serve, launcher, argv[:index], argv[index:], env, k8s, line)
+    inv.environment = {name: (value, None) for name, value in env.items()}
+    for tok in argv[:index]:  # VAR=value prefixes: the server's environment only
+        m = _ASSIGN.match(tok.text)
+        if m:
+            inv.environment[m.group(1)] = (substitute(m.group(2), env, k8s=k8s)[0], tok.line)
+    return inv
 
 
 def image_server(image: object) -> ServeFlags | None:
@@ -264,7 +272,6 @@ def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token
             value, missing = substitute(m.group(2), env, k8s=k8s)
             if not missing:
                 env[m.group(1)] = value
-    inv.environment = {name: env[name] for name in serve.environment if name in env}
     positional_model = launcher.endswith(" serve")
     i = 0
     while i < len(args):
@@ -341,8 +348,6 @@ def apply_invocation(dep: "Deployment", inv: Invocation) -> None:  # noqa: F821 
             dep.unknowns.append(Unknown(inv.model.flag, inv.model.value, inv.model.line, inv.model.unresolved))
         else:
             dep.model = Value(inv.model.value, inv.model.line, inv.model.flag, inv.model.value)
-    for name, value in inv.environment.items():
-        dep.settings[name] = Value(value, inv.line, f"{name}={value}", value)
     for key, opt in inv.options.items():
         if opt.unresolved:
             dep.unknowns.append(Unknown(opt.flag, opt.value, opt.line, opt.unresolved))
@@ -351,6 +356,15 @@ def apply_invocation(dep: "Deployment", inv: Invocation) -> None:  # noqa: F821 
             dep.notes.append(f"{opt.flag} {opt.value}: settings in the engine's config file are not read")
             continue
         dep.settings[key] = Value(convert(key, opt.value, opt.flag, opt.line, inv.engine), opt.line, opt.flag, opt.value)
+    serve = serve_flags(inv.engine)
+    for name, (value, line) in sorted(inv.environment.items()):  # the variables the engine reads
+        at = line if line is not None else inv.line
+        if serve is None:
+            continue
+        if name in serve.environment:  # VLLM_USE_V1, VLLM_USE_SIMPLE_KV_OFFLOAD: read by the engine's flags
+            dep.settings[name] = Value(value, at, f"{name}={value}", value)
+        elif serve.env_prefixes and name.startswith(serve.env_prefixes):  # LMCACHE_*: LMCache's settings
+            dep.settings[name.lower()] = Value(value, at, name, value)
 
 
 def convert(key: str, raw: str, flag: str, line: int | None, engine: str = "vllm") -> object:

@@ -16,6 +16,7 @@ from typing import Any
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
 from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, image_server, substitute
 from kvplan.deploy.gpus import GPU_LABEL_KEYS
+from kvplan.deploy.host_memory import k8s_limit
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
 
@@ -141,6 +142,7 @@ def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, fi
         dep_name = name if len(serving) == 1 else f"{name}/{c.get('name')}"
         dep = Deployment(name=dep_name, file=path, line=line_at(c), source="kubernetes", base_dir=base_dir)
         apply_invocation(dep, inv)
+        _unknown_env(dep, c, inv.engine)
         version = image_version(c.get("image"), inv.engine)
         if version:
             dep.engine_version = Value(version, line_at(c, "image"), "image tag")
@@ -156,9 +158,23 @@ def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, fi
                 total = count + worker_count * (group - 1)
                 spelled = f"nvidia.com/gpu x {group} pods (LeaderWorkerSet size)"
             dep.gpu_count = Value(total, count_line, spelled)
+        dep.host_memory, dep.pods = k8s_limit(c), group  # pinned offload tiers vs the memory limit
         _apply_annotations(dep, notes)
         out.append(dep)
     return out
+
+
+def _unknown_env(dep: Deployment, c: LDict, engine: str) -> None:
+    """Variables the engine reads (LMCACHE_*) whose value comes from elsewhere (valueFrom): unknown here."""
+    from kvplan.deploy.deployment import Unknown
+    from kvplan.engines.serve import serve_flags
+
+    serve = serve_flags(engine)
+    prefixes = serve.env_prefixes if serve is not None else ()
+    for e in c.get("env") or []:
+        name = e.get("name") if isinstance(e, dict) else None
+        if prefixes and isinstance(name, str) and name.startswith(prefixes) and "value" not in e:
+            dep.unknowns.append(Unknown(name, "valueFrom", line_at(e), (name,)))
 
 
 def _apply_annotations(dep: Deployment, notes: dict[str, tuple[str, int | None, str]]) -> None:
@@ -196,7 +212,12 @@ def _invocation(c: LDict) -> Any:
     for t in argv:
         text, _ = substitute(t.text, {k: v for k, v in env.items()}, k8s=True)
         expanded.append(Token(text, t.line))
-    return find_invocation(expanded, env, k8s=True, implicit=implicit)
+    inv = find_invocation(expanded, env, k8s=True, implicit=implicit)
+    if inv is not None:  # the container's env entries, with their lines
+        for e in c.get("env") or []:
+            if isinstance(e, dict) and e.get("name") in env and e["name"] in inv.environment:
+                inv.environment[e["name"]] = (env[e["name"]], line_at(e, "value"))
+    return inv
 
 
 def _gpu_count(c: Any) -> tuple[int | None, int | None]:

@@ -97,7 +97,7 @@ class EngineSpec(_Strict):
     weights_bytes: Optional[str] = Field(None, description="Weights per GPU, e.g. 14.99GiB.")
     # host-memory tiers and sharing, as the engine's own flags name them (refused for an engine without them)
     kv_offloading_size: Optional[float] = Field(None, ge=0, description="vLLM --kv-offloading-size: host KV tier, GiB for the whole deployment.")
-    kv_offloading_backend: Optional[Literal["native", "lmcache"]] = Field(None, description="vLLM --kv-offloading-backend (kvplan plans native).")
+    kv_offloading_backend: Optional[Literal["native", "lmcache"]] = Field(None, description="vLLM --kv-offloading-backend: native (OffloadingConnector) or lmcache (LMCache's local CPU tier).")
     swap_space: Optional[float] = Field(None, ge=0, description="vLLM V0 --swap-space: GiB per GPU.")
     cpu_offload_gb: Optional[float] = Field(None, ge=0, description="vLLM --cpu-offload-gb: GiB of weights per GPU kept in host memory.")
     enable_prefix_caching: Optional[bool] = Field(None, description="vLLM prefix caching (on by default in V1).")

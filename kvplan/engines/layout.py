@@ -72,6 +72,11 @@ class GroupRule:
         return (self.tokens, self.token.bytes, self.state.bytes if self.state is not None else 0)
 
 
+HOST_POOL = "host"
+"""``CacheLayout.pool`` of a cache the engine keeps in host memory (llama.cpp --no-kv-offload): the GPU holds
+none of it and attention over it runs on the CPU."""
+
+
 @dataclass(frozen=True)
 class CacheLayout:
     engine: str
@@ -133,6 +138,9 @@ class EngineOptions:
     """SGLang --hicache-size: host pool GB (10^9 B) per rank, instead of the ratio."""
     offload_link: str | None = None
     """The GPU-host link an offload tier copies over (links.yaml; default pcie5-x16)."""
+    lmcache: Any = None
+    """vLLM with LMCacheConnectorV1: LMCache's settings, a mapping or sorted (name, value) pairs of its config
+    names (chunk_size, max_local_cpu_size, ...; engines/vllm/lmcache.py), None: no LMCache."""
     no_kv_offload: bool = False
     """llama.cpp --no-kv-offload (-nkvo): the KV cache stays in host memory."""
 

@@ -46,8 +46,10 @@ class OffloadTier:
     link: Link
     restore_seconds: float
     """Time to copy one request back to the GPU at the link's peak: a lower bound."""
+    disk: DiskTier | None = None
+    """A disk tier below this one (LMCache's local disk), or None."""
     remarks: tuple[str, ...] = ()
-    """What the engine's release does beyond the block count (how it pins, what it logs), said in notes."""
+    """What else the engine's rules say about this tier (how its release pins, what it logs), said in notes."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,17 +57,43 @@ class OffloadTier:
             "tokens": self.tokens, "pinned_bytes": self.pinned_bytes, "requests": self.requests,
             "request_bytes_per_gpu": self.request_bytes_per_gpu, "link": self.link.name,
             "link_bytes_per_s": self.link.bytes_per_s, "restore_seconds": self.restore_seconds,
+            "disk": self.disk.to_dict() if self.disk is not None else None,
         }
 
     def notes(self) -> list[str]:
-        return [
+        out = [
             f"{self.kind}: {self.host_bytes / 2**30:.2f} GiB of host memory hold {self.blocks:,} blocks "
             f"({self.tokens:,} tokens, {self.requests:,} requests of max_model_len kept warm); "
             f"{self.pinned_bytes:,} B pinned",
             f"bringing one request back moves {self.request_bytes_per_gpu:,} B per GPU over {self.link.name} "
             f"({self.link.bytes_per_s / 1e9:.1f} GB/s peak): at least {self.restore_seconds * 1e3:.1f} ms",
-            *self.remarks,
         ]
+        if self.disk is not None:
+            out.append(self.disk.note())
+        return out + list(self.remarks)
+
+
+@dataclass(frozen=True)
+class DiskTier:
+    """A disk tier beside a host-memory tier, for the whole deployment (all ranks that store)."""
+
+    kind: str
+    disk_bytes: int
+    """Bytes the configuration gives the tier, all storing ranks together."""
+    blocks: int
+    """Chunks (blocks) each storing rank keeps on disk."""
+    tokens: int
+    requests: int
+    """Requests of max_model_len the tier holds whole."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "disk_bytes": self.disk_bytes, "blocks": self.blocks, "tokens": self.tokens,
+                "requests": self.requests}
+
+    def note(self) -> str:
+        return (f"{self.kind}: {self.disk_bytes / 2**30:.2f} GiB of disk hold {self.blocks:,} chunks per rank "
+                f"({self.tokens:,} tokens, {self.requests:,} requests of max_model_len); reading them back is "
+                "bounded by the disk, which kvplan has no figure for: not modelled")
 
 
 def links_path() -> Path:

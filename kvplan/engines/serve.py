@@ -41,6 +41,9 @@ class ServeFlags:
     """Settings whose flag takes no value (``--enable-hierarchical-cache``)."""
     floats: tuple[str, ...] = ()
     """Settings the engine reads as a float (``--kv-offloading-size 200``: GiB)."""
+    env_prefixes: tuple[str, ...] = ()
+    """Environment variables the server reads (``LMCACHE_`` for vLLM's LMCache connector): each one set in
+    the deployment becomes a setting named as the variable in lower case (``lmcache_chunk_size``)."""
     reader: Callable[[Mapping[str, Any], str | None], "ServeReading"] | None = field(default=None, compare=False)
     """What the settings its flags gave mean for the plan beyond the budget's settings (offload tiers,
     prefix caching, speculation kvplan does not plan), given the engine version (None: the default)."""

@@ -147,8 +147,16 @@ def _press(spec: ModelSpec, layout: CacheLayout, options: EngineOptions) -> Cach
         raise UsageError(f"--compression-ratio {ratio:g} must be in [0, 1) (ScorerPress asserts it)",
                          field="compression_ratio")
     others = sorted({layer.kind for layer in spec.layers} - {"full"})
-    if others:
-        raise UsageError(f"kvplan models kvpress on full-attention models only; {spec.id} has "
+    # kvpress 0.5.5 BasePress.__call__ hooks every decoder layer but skips the sliding-window ones of
+    # Gemma3ForConditionalGeneration (model_type gemma3) only; transformers' sliding cache keeps its window
+    gemma3 = others == ["sliding"] and spec.model_type == "gemma3"
+    if others == ["sliding"] and not gemma3:
+        raise UsageError(f"kvpress skips sliding-window layers on Gemma 3 (Gemma3ForConditionalGeneration) only "
+                         f"(BasePress.__call__); on {spec.model_type} it hooks them too and compresses what "
+                         "transformers' sliding cache holds after prefill, which kvplan does not model",
+                         field="press")
+    if others and not gemma3:
+        raise UsageError(f"kvplan models kvpress on full-attention models (and Gemma 3) only; {spec.id} has "
                          f"{', '.join(others)} layers", field="press")
     cited = f"NVIDIA kvpress {PRESSES[key]}, compression_ratio {ratio:g}"
     if key in MASKING_PRESSES:
@@ -157,7 +165,9 @@ def _press(spec: ModelSpec, layout: CacheLayout, options: EngineOptions) -> Cach
         return replace(layout, assumptions=(*layout.assumptions, note))
     groups: list[GroupRule] = []
     for g in layout.groups:
-        if key in PER_LAYER_PRESSES:
+        if g.kind != "full":  # Gemma 3's sliding layers: not hooked
+            groups.append(g)
+        elif key in PER_LAYER_PRESSES:
             for offset in range(g.count):
                 index = g.first_layer + offset
                 rule = PrefillKept(PyramidKept(ratio, index, spec.num_layers), options.prompt_len)
@@ -168,4 +178,8 @@ def _press(spec: ModelSpec, layout: CacheLayout, options: EngineOptions) -> Cach
         f"a prompt of {options.prompt_len:,} tokens"
     notes = [f"eviction changes the model's answers: {cited} keeps the prompt tokens it scores highest at "
              f"prefill ({where}); decoded tokens are all kept"]
+    if gemma3:
+        notes.append("kvpress skips Gemma 3's sliding-window layers (BasePress.__call__): they keep their window"
+                     + ("; PyramidKV's budgets still step over every layer's index" if key in PER_LAYER_PRESSES
+                        else ""))
     return replace(layout, groups=tuple(groups), assumptions=(*layout.assumptions, *notes))

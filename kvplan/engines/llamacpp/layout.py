@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import (
+    HOST_POOL,
     CacheLayout,
     EngineOptions,
     GroupRule,
@@ -44,7 +45,7 @@ KV_DTYPES = frozenset({"float32", "float16", "bfloat16", "q8_0", "q5_1", "q5_0",
 _CELLS = UnifiedCells(CELL_PAD)
 
 
-HOST_KV = "host"
+HOST_KV = HOST_POOL
 """``CacheLayout.pool`` of a llama.cpp cache kept in host memory (``--no-kv-offload``)."""
 # llama.cpp src/llama-kv-cache.cpp, llama_kv_cache's constructor: each layer's K and V tensors go to
 # ggml_backend_cpu_buffer_type() unless `offload` (cparams.offload_kqv, which -nkvo clears) picks the

@@ -33,7 +33,7 @@ class VLLMEngine(EngineDefaults):
     newest_rules: Version = (0, 33)
     # the scheduling mode (layout.py) and host-memory tiers (offload.py)
     extra_options: frozenset[str] = frozenset({"async_scheduling", "kv_offloading_bytes", "swap_space_bytes",
-                                               "offload_link", "cpu_offload_bytes"})
+                                               "offload_link", "cpu_offload_bytes", "lmcache"})
 
     kv_dtypes = from_module("kvplan.engines.vllm.layout", "KV_DTYPES")
     serve = from_module("kvplan.engines.vllm.flags", "SERVE")
@@ -96,6 +96,10 @@ class VLLMEngine(EngineDefaults):
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> Any:
+        if options.lmcache is not None:  # LMCacheConnectorV1's local tiers (lmcache.py)
+            from kvplan.engines.vllm.lmcache import lmcache_tier
+
+            return lmcache_tier(layouts, options, tp, demand)
         from kvplan.engines.vllm.offload import offload_tier
 
         return offload_tier(layouts, version, options, tp, demand)

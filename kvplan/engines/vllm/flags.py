@@ -147,10 +147,10 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
                                            "pins exactly that with cudaHostRegister, and logs "
                                            "'SimpleCPUOffloadScheduler: Allocating N CPU blocks'",
                                            "VLLM_USE_SIMPLE_KV_OFFLOAD"))
-        else:
+        elif backend != "lmcache":  # lmcache: serve_settings below
             remarks.append(ServeRemark("warning", "offload-not-planned", f"--kv-offloading-backend {backend}: "
-                                       f"the {size:g} GiB host tier is LMCache's, which kvplan does not plan (it "
-                                       "plans vLLM's native backend); the GPU plan is unchanged", "kv_offloading_backend"))
+                                       "kvplan plans the native and lmcache backends only; the GPU plan is unchanged",
+                                       "kv_offloading_backend"))
     elif given_backend is not None:
         remarks.append(ServeRemark("note", "not-read", f"--kv-offloading-backend {backend} without "
                                    "--kv-offloading-size: vLLM offloads nothing", "kv_offloading_backend"))
@@ -158,6 +158,12 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
         remarks.append(ServeRemark("note", "not-read", "VLLM_USE_SIMPLE_KV_OFFLOAD=1 " + (
             "has no effect before vLLM 0.19" if ver < SIMPLE_OFFLOAD_SINCE else
             "without --kv-offloading-size: vLLM offloads nothing"), "VLLM_USE_SIMPLE_KV_OFFLOAD"))
+    from kvplan.engines.vllm.lmcache import serve_settings  # LMCacheConnectorV1 (lmcache.py)
+
+    lmcache, lm_remarks = serve_settings(settings)
+    remarks.extend(lm_remarks)
+    if lmcache is not None:
+        options["lmcache"] = lmcache
     swap = settings.get("swap_space")
     if not v0:
         if swap is not None:
@@ -210,7 +216,9 @@ SERVE = ServeFlags(
         ("--kv-offloading-size", "kv_offloading_size"), ("--kv-offloading-backend", "kv_offloading_backend"),
         ("--swap-space", "swap_space"), ("--cpu-offload-gb", "cpu_offload_gb"),
         ("--enable-prefix-caching", "enable_prefix_caching"), ("--no-enable-prefix-caching", "no_enable_prefix_caching"),
+        ("--kv-transfer-config", "kv_transfer_config"),
     ),
+    env_prefixes=("LMCACHE_",),
     booleans=("enforce_eager", "enable_prefix_caching", "no_enable_prefix_caching"),
     floats=("kv_offloading_size", "swap_space", "cpu_offload_gb"),
     reader=read_serve,
