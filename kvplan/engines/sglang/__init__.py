@@ -59,6 +59,11 @@ class SGLangEngine(EngineDefaults):
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing,
                                   assumptions=(_SPLIT_POOL_NOTE,) if windowed else ())
 
+    def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
+        from kvplan.engines.sglang.speculative import speculate
+
+        return speculate(spec, speculation, pp)
+
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> Any:
         from kvplan.engines.sglang.offload import offload_tier
