@@ -98,7 +98,7 @@ def test_sglang_ngram_has_no_cache_only_slots():
 @pytest.mark.parametrize("kw, field", [
     ({"spec": interleaved("openai/gpt-oss-20b", "gpt_oss", 24, 2, 128, 8, 64),
       "speculative_method": "mtp"}, "speculative_method"),
-    ({"pp": 2, "speculative_method": "ngram", "num_speculative_tokens": 2}, "speculative_method"),
+    ({"pp": 2, "speculative_method": "ngram", "num_speculative_tokens": 2}, "pp"),
 ])
 def test_sglang_refusals_name_the_field(kw, field):
     spec = kw.pop("spec", LLAMA_31_8B)

@@ -61,7 +61,7 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
     name = ALGORITHMS[method]
     if pp > 1:
         raise UsageError("kvplan has no rule for SGLang speculative decoding with pipeline parallelism",
-                         field="speculative_method")
+                         field="pp")
     notes = [f"SGLang speculative decoding ({name}): rules of SGLang >= {RULE_SINCE}; before it the draft's "
              "pool and weights came out of an extra 2 GiB (6 GiB for STANDALONE) outside mem_fraction_static "
              "and the target's token count left the draft out"]

@@ -45,7 +45,7 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
                          "use eagle3", field="speculative_method")
     if pp > 1 and method != "ngram":
         raise UsageError("kvplan has no rule for TensorRT-LLM speculative decoding with pipeline parallelism",
-                         field="speculative_method")
+                         field="pp")
     k = speculation.num_speculative_tokens
     notes: list[str] = []
     if method == "ngram":
