@@ -1,6 +1,6 @@
 """Speculative decoding in SGLang and TensorRT-LLM: golden numbers worked from the engines' source.
 
-SGLang (sglang 0.5.14 / 0.5.23 wheels, ``python/sglang/srt/``):
+SGLang (sglang 0.5.14 / 0.5.23 wheels from PyPI, ``python/sglang/srt/``; older rules in 0.5.2 - 0.5.13):
 - ``MemoryPoolConfigurator.__init__`` (``model_executor/pool_configurator.py``): for EAGLE / STANDALONE the
   target's bytes per token grow by ``int(cell_size x draft_layers / target_layers)``; the token count is
   ``available_bytes // cell_size`` (``calculate_pool_sizes``), the draft pool gets as many tokens.
@@ -55,6 +55,34 @@ def test_sglang_eagle3_head_grows_the_token_cell_by_its_layers():
     assert plain.kv_cache_tokens == 30 * 2**30 // LLAMA_TOKEN == 245_760
     assert eagle.kv_cache_tokens == 30 * 2**30 // 135_168 == 238_312
     assert any("EAGLE3" in a for a in eagle.assumptions)
+
+
+def test_sglang_before_0_5_14_sizes_the_draft_apart():
+    # 0.5.7 - 0.5.13 (model_runner_kv_cache_mixin.py, ModelRunnerKVCacheMixin.init_memory): the target's
+    # count divides by its own 131,072 B; the draft worker gets draft_runner_cache_size = that count
+    mid = plan("sglang", engine_version="0.5.13", speculative_method="eagle3", num_speculative_tokens=3,
+               speculative_model=EAGLE3_HEAD)
+    assert mid.kv_cache_tokens == 30 * 2**30 // LLAMA_TOKEN == 245_760
+    # up to 0.5.6 (ModelRunner.init_memory_pool): + max_running_requests (48 by default with speculation)
+    # x (steps x topk + draft tokens) + 100 = 48 x (3 + 4) + 100 = 436
+    old = plan("sglang", engine_version="0.5.6", speculative_method="eagle3", num_speculative_tokens=3,
+               speculative_model=EAGLE3_HEAD)
+    assert old.kv_cache_tokens == 245_760 + 436
+    assert old.engine_defaults["max_running_requests"] == 48
+
+
+def test_sglang_before_0_5_14_reserves_more_outside_the_fraction():
+    # _handle_gpu_memory_settings (0.5.3 - 0.5.13): H100 80 GiB, tp 1: 512 + 8192 x 1.5 + 256 x 2 + 128 =
+    # 13,440 MiB reserved; +2,048 for an EAGLE draft, +6,144 for STANDALONE
+    def mfs(version: str, method: str, draft: ModelSpec) -> float:
+        p = max_batch(LLAMA_31_8B, gpu_memory="80GiB", engine="sglang", engine_version=version,
+                      max_model_len=8192, settings=Settings(weights_bytes=16 * 2**30), speculative_method=method,
+                      num_speculative_tokens=3, speculative_model=draft)
+        return p.engine_defaults["mem_fraction_static"]
+
+    assert mfs("0.5.13", "eagle3", EAGLE3_HEAD) == round((81920 - 13440 - 2048) / 81920, 3) == 0.811
+    assert mfs("0.5.13", "draft_model", LLAMA_32_1B) == round((81920 - 13440 - 6144) / 81920, 3) == 0.761
+    assert mfs("latest", "eagle3", EAGLE3_HEAD) == round((81920 - 13440) / 81920, 3) == 0.836
 
 
 def test_sglang_slots_are_max_of_steps_times_topk_and_draft_tokens():

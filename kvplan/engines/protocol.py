@@ -41,6 +41,8 @@ class Demand:
     """The speculative method, where one runs (it can change what a prefix-cache hit shares)."""
     gpu_name: str = ""
     """The GPU's name (vLLM's batch defaults read it: A100s get the smaller tier)."""
+    speculative: SpeculativeLayout | None = None
+    """What speculative decoding adds, where it runs (SGLang's older releases size the draft apart)."""
 
 
 @dataclass(frozen=True)

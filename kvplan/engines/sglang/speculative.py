@@ -22,22 +22,33 @@ Rules read in sglang 0.5.14 and 0.5.23 (the PyPI wheels), ``python/sglang/srt/``
   unset, ``_auto_choose_speculative_params`` picks (steps, topk, draft tokens) = (5, 4, 8) for Llama
   (``LlamaForCausalLM``) and (3, 1, 4) otherwise; NGRAM verifies ``speculative_num_draft_tokens`` (12 by
   default, ``_handle_ngram``) tokens per request.
-- Before 0.5.14 (read in 0.5.3, 0.5.6, 0.5.8, 0.5.13) the target's count left the draft out and
-  ``ServerArgs._handle_gpu_memory_settings`` reserved 2 GiB (EAGLE family) or 6 GiB (STANDALONE) more
-  outside ``mem_fraction_static`` for the draft; up to 0.5.6 ``ModelRunner.init_memory_pool`` also added
-  ``max_running_requests x (steps x topk + draft tokens) + 100`` tokens to both pools. kvplan plans the
-  0.5.14 rule and says so.
+- Before 0.5.14 (read in 0.5.3, 0.5.6, 0.5.8, 0.5.13; ``draft_apart``): the target worker sized its pool
+  before the draft worker was built (``Scheduler.init_model_worker``), so the token count left the
+  draft's layers and weights out, and ``ServerArgs._handle_gpu_memory_settings`` reserved 2 GiB (EAGLE
+  family) or 6 GiB (STANDALONE) more outside ``mem_fraction_static`` for them (budget.py). Up to 0.5.6
+  ``ModelRunner.init_memory_pool`` also grew both pools by ``max_running_requests x (steps x topk +
+  draft tokens) + 100`` tokens (``headroom_tokens``; 0.5.7 dropped it).
+- ``--max-running-requests`` defaults to 48 with speculation (``_handle_speculative_decoding``, 0.5.3;
+  ``_handle_eagle_family``, 0.5.23).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
+from kvplan.engines.layout import CacheLayout
 from kvplan.engines.speculative import Speculation, SpeculativeLayout
+from kvplan.engines.version import Version
 from kvplan.errors import UsageError
 from kvplan.spec import LayerSpec, ModelSpec
 
 RULE_SINCE = "0.5.14"
+POOL_RULE_SINCE: Version = (0, 5, 14)
+"""From this release the target's token count pays for the draft's pool."""
+HEADROOM_UNTIL: Version = (0, 5, 7)
+"""Before this release both pools grew by the draft and verify tokens of max_running_requests."""
+DEFAULT_MAX_RUNNING_REQUESTS = 48
 ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE", "ngram": "NGRAM"}
 NGRAM_DEFAULT_DRAFT_TOKENS = 12
 _CACHE_KINDS = ("full", "sliding", "chunked", "mla")
@@ -62,23 +73,20 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
     if pp > 1:
         raise UsageError("kvplan has no rule for SGLang speculative decoding with pipeline parallelism",
                          field="pp")
-    notes = [f"SGLang speculative decoding ({name}): rules of SGLang >= {RULE_SINCE}; before it the draft's "
-             "pool and weights came out of an extra 2 GiB (6 GiB for STANDALONE) outside mem_fraction_static "
-             "and the target's token count left the draft out"]
+    notes = [f"SGLang speculative decoding ({name})"]
     k = speculation.num_speculative_tokens
     if method == "ngram":
         assert k is not None  # Speculation requires it for every method but mtp
         notes.append(f"NGRAM: no draft model and no KV pool; each running request holds its {k} draft tokens "
                      "(--speculative-num-draft-tokens) beyond its context while they are verified")
-        return SpeculativeLayout(spec, k, tuple(notes))
+        return SpeculativeLayout(spec, k, tuple(notes), speculation=speculation)
     layer = _uniform_cache_layer(spec)
+    steps, topk, tokens = step_params(spec, speculation)
     if k is None:
-        steps, topk, tokens = auto_params(spec, method)
         notes.append(f"{name}: --speculative-num-steps {steps}, --speculative-eagle-topk {topk}, "
                      f"--speculative-num-draft-tokens {tokens}, SGLang's choice for {spec.model_type} when none "
                      "is given")
     else:
-        steps, topk, tokens = k, 1, k + 1
         notes.append(f"{name}: num-speculative-tokens {k} read as --speculative-num-steps {k} with "
                      f"--speculative-eagle-topk 1, so --speculative-num-draft-tokens {k + 1}")
     extra = slots_per_request(steps, topk, tokens)
@@ -91,8 +99,10 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
         if speculation.mtp_layers is None:
             notes.append("MTP: 1 layer (num_nextn_predict_layers of DeepSeek-V3 / R1; give the count if it differs)")
         notes.append(f"NEXTN: the draft worker's pool holds {count} MTP layer(s) caching like the target's, for "
-                     "as many tokens as the target's pool (their weights are assumed in the checkpoint's size)")
-        return SpeculativeLayout(_with_draft(spec, layer, count, spec.weights_bytes), extra, tuple(notes))
+                     f"as many tokens as the target's pool; from SGLang {RULE_SINCE} the target's token count pays "
+                     "for them (their weights are assumed in the checkpoint's size)")
+        return SpeculativeLayout(_with_draft(spec, layer, count, spec.weights_bytes), extra, tuple(notes),
+                                 target=spec, speculation=speculation)
     draft = speculation.draft
     assert draft is not None
     count = draft.num_layers
@@ -101,14 +111,63 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
         weights += draft.weights_bytes
     else:
         notes.append(f"draft {draft.id}: weights size unknown, not counted in the budget")
-    notes.append(f"draft {draft.id}: its own KV pool of the target's token count; the target's bytes per token "
-                 f"grow by {count} of its own layer(s) for it (pool_configurator.py); the draft's weights are "
-                 "loaded before the pool is sized")
+    notes.append(f"draft {draft.id}: its own KV pool of the target's token count; from SGLang {RULE_SINCE} the "
+                 f"target's bytes per token grow by {count} of its own layer(s) for it (pool_configurator.py) and "
+                 "the draft's weights are loaded before the pool is sized")
     own = _uniform_cache_layer(draft, role="draft")
     if _shape(own) != _shape(layer):
         notes.append(f"draft {draft.id}: its layers cache another shape than the target's; SGLang sizes the token "
                      "count as if they were the target's, so the memory its pool really takes differs from this plan")
-    return SpeculativeLayout(_with_draft(spec, layer, count, weights), extra, tuple(notes))
+    return SpeculativeLayout(_with_draft(spec, layer, count, weights), extra, tuple(notes), target=spec,
+                             speculation=speculation)
+
+
+def draft_apart(speculative: SpeculativeLayout | None, version: Version) -> SpeculativeLayout | None:
+    """The speculative layout where this release sizes the draft outside the target's pool (before
+    0.5.14), else None."""
+    if speculative is None or speculative.target is None or version >= POOL_RULE_SINCE:
+        return None
+    return speculative
+
+
+def reserve_mib(speculative: SpeculativeLayout) -> int:
+    """``_handle_gpu_memory_settings`` (0.5.3 - 0.5.13): MiB more kept outside mem_fraction_static."""
+    assert speculative.speculation is not None
+    return 6 * 1024 if speculative.speculation.method == "draft_model" else 2 * 1024
+
+
+def step_params(target: ModelSpec, speculation: Speculation) -> tuple[int, int, int]:
+    """(steps, topk, draft tokens) as ``speculate`` reads them."""
+    k = speculation.num_speculative_tokens
+    return auto_params(target, speculation.method) if k is None else (k, 1, k + 1)
+
+
+def headroom_tokens(speculative: SpeculativeLayout, version: Version, max_running_requests: int | None) -> int:
+    """Tokens both pools grew by before 0.5.7 (``ModelRunner.init_memory_pool``): max_running_requests x
+    (steps x topk + draft tokens) + 100; 0 from 0.5.7."""
+    if version >= HEADROOM_UNTIL or speculative.target is None or speculative.speculation is None:
+        return 0
+    steps, topk, tokens = step_params(speculative.target, speculative.speculation)
+    return (max_running_requests or DEFAULT_MAX_RUNNING_REQUESTS) * (steps * topk + tokens) + 100
+
+
+def target_pool(layouts: Sequence[CacheLayout], kv_bytes: int, speculative: SpeculativeLayout, version: Version,
+                max_running_requests: int | None) -> tuple[list[CacheLayout], int, tuple[str, ...]]:
+    """Before 0.5.14: the target's layers only (the draft's pool of as many tokens lies outside the KV
+    memory), and before 0.5.7 the pool grown by ``headroom_tokens`` of the target's size."""
+    assert speculative.target is not None
+    first_draft = speculative.target.num_layers
+    kept = [replace(lay, groups=tuple(g for g in lay.groups if g.first_layer < first_draft)) for lay in layouts]
+    notes = [f"SGLang < {RULE_SINCE}: the token count is the target's alone; the draft's pool of as many tokens "
+             "is allocated outside mem_fraction_static's KV memory"]
+    headroom = headroom_tokens(speculative, version, max_running_requests)
+    if headroom:
+        page = kept[0].block_size or 1
+        cell = max(lay.total_bytes(page, 1) for lay in kept) // page
+        kv_bytes += headroom * cell
+        notes.append(f"SGLang < 0.5.7: both pools grow by max_running_requests x (steps x topk + draft tokens) "
+                     f"+ 100 = {headroom:,} tokens (ModelRunner.init_memory_pool)")
+    return kept, kv_bytes, tuple(notes)
 
 
 def _with_draft(spec: ModelSpec, layer: LayerSpec, count: int, weights: int | None) -> ModelSpec:
