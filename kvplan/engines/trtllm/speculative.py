@@ -1,7 +1,8 @@
 """TensorRT-LLM (PyTorch backend) speculative decoding: the layers its KV cache holds and the slots of
 each sequence.
 
-Rules (NVIDIA/TensorRT-LLM, ``tensorrt_llm/_torch/``; read in the 1.x sources kvplan follows):
+Rules (NVIDIA/TensorRT-LLM, ``tensorrt_llm/_torch/``; read in several 1.x versions of these files and the
+2026 main branch: they moved between releases, and kvplan follows the newest where they differ):
 - One-model drafts (MTP, EAGLE-3 with ``eagle3_one_model``, its default) run inside the target's engine:
   ``get_num_spec_layers`` (``speculative/utils.py``) adds ``num_nextn_predict_layers`` (MTP) or
   ``num_eagle_layers`` (EAGLE-3; 1 when unset) to the layers of the target's ``KVCacheManager``
@@ -12,12 +13,15 @@ Rules (NVIDIA/TensorRT-LLM, ``tensorrt_llm/_torch/``; read in the 1.x sources kv
   slot for each of the request's draft tokens (``max_draft_len``) after its context and on every
   generation step; rejected ones are rewound. A sequence of ``context`` tokens holds
   ``context + 2 x max_draft_len - 1`` slots (one-model), ``context + max_draft_len`` (two-model, n-gram).
-- MTP: ``max_draft_len`` is the MTP config's ``num_nextn_predict_layers`` (``update_spec_config_from_model_config``);
-  more than the checkpoint's MTP layers runs them MTP-Eagle style (one layer reused).
-- Two-model drafts (``DraftTargetDecodingConfig``; EAGLE-3 with ``eagle3_one_model=False``) get their own
-  ``KVCacheManager`` and ``KvCacheCreator._get_kv_size_per_token`` (``pyexecutor/_util.py``) adds the
-  draft's bytes per token (its own config, the target's mapping) to the target's: both caches get the
-  same token count out of one budget.
+- MTP: ``max_draft_len`` is the MTP config's ``num_nextn_predict_layers`` (``update_spec_config_from_model_config``).
+  A checkpoint with one MTP layer runs MTP-Eagle one-model (``MTPDecodingConfig.spec_dec_mode``), and
+  ``get_num_spec_layers`` gives it that one layer however many tokens it drafts (main; earlier 1.x gave
+  it ``num_nextn_predict_layers``, the draft length: said in the notes).
+- Draft-target (``DraftTargetDecodingConfig``): the draft gets a ``KVCacheManager`` of its own and
+  ``KvCacheCreator._get_kv_size_per_token`` (``pyexecutor/_util.py``) adds its bytes per token (its own
+  config, the target's mapping) to the target's: both caches get the same token count out of one
+  budget. 1.x ran it two-model (k slots); main runs it one-model by default (``_draft_target_one_model``),
+  which adds ``max_draft_len - 1`` extra tokens: kvplan counts k and says so.
 - N-gram (``NGramDecodingConfig``): no model, no cache; ``max_draft_len`` slots per sequence.
 - EAGLE-1/2 heads run only in the TensorRT engine backend: refused.
 """
@@ -56,9 +60,10 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
     if method == "draft_model":
         assert k is not None and speculation.draft is not None
         draft = speculation.draft
-        notes.append(f"TensorRT-LLM draft-target (two-model, max_draft_len {k}): draft {draft.id} has a KV cache of "
-                     "its own with the target's token count, its bytes per token added to the target's "
-                     f"(KvCacheCreator); each sequence holds {k} draft-token slots beyond its context")
+        notes.append(f"TensorRT-LLM draft-target (max_draft_len {k}): draft {draft.id} has a KV cache of its own with "
+                     "the target's token count, its bytes per token added to the target's (KvCacheCreator); each "
+                     f"sequence holds {k} draft-token slots beyond its context, as 1.x's two-model mode does (the "
+                     f"one-model default of newer releases holds {k - 1} more)")
         return SpeculativeLayout(_combined(spec, draft.layers, draft, notes), k, tuple(notes))
     target = _uniform_layer(spec)
     if method == "mtp":
@@ -70,7 +75,8 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
         notes.append(f"TensorRT-LLM MTP (one-model, max_draft_len {k}): {count} MTP layer(s) join the target's "
                      "KV cache manager (their weights are assumed in the checkpoint's size)")
         if k > count:
-            notes.append(f"MTP: {k} draft tokens from {count} layer(s) is MTP-Eagle mode (the layers reused)")
+            notes.append(f"MTP: {k} draft tokens from {count} layer(s) is MTP-Eagle mode, the layer reused; TensorRT-LLM "
+                         f"1.x before the fix in get_num_spec_layers gave the cache {k} MTP layers")
         combined = replace(spec, layers=(*spec.layers, *layers))
     else:  # eagle3: one-model by default
         assert k is not None and speculation.draft is not None
