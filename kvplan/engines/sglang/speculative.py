@@ -20,7 +20,8 @@ Rules read in sglang 0.5.14 and 0.5.23 (the PyPI wheels), ``python/sglang/srt/``
   ``max(speculative_num_steps x speculative_eagle_topk, speculative_num_draft_tokens)`` at page size 1.
   With topk 1 the draft-token count is steps + 1 (``_handle_eagle_family``, ``arg_groups/speculative_hook.py``);
   unset, ``_auto_choose_speculative_params`` picks (steps, topk, draft tokens) = (5, 4, 8) for Llama
-  (``LlamaForCausalLM``) and (3, 1, 4) otherwise; NGRAM verifies ``speculative_num_draft_tokens`` (12 by
+  (``LlamaForCausalLM``) and (3, 1, 4) otherwise (before 0.5.8: (5, 4, 8) for architectures outside
+  its list, said); NGRAM verifies ``speculative_num_draft_tokens`` (12 by
   default, ``_handle_ngram``) tokens per request.
 - Before 0.5.14 (read in 0.5.3, 0.5.6, 0.5.8, 0.5.13; ``draft_apart``): the target worker sized its pool
   before the draft worker was built (``Scheduler.init_model_worker``), so the token count left the
@@ -52,6 +53,8 @@ DEFAULT_MAX_RUNNING_REQUESTS = 48
 ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE", "ngram": "NGRAM"}
 NGRAM_DEFAULT_DRAFT_TOKENS = 12
 _CACHE_KINDS = ("full", "sliding", "chunked", "mla")
+# model types whose automatic (steps, topk, draft tokens) every release read agrees on (0.5.3 - 0.5.23)
+_SAME_AUTO_SINCE_0_5_3 = frozenset({"llama", "deepseek_v2", "deepseek_v3", "deepseek_v32", "gpt_oss"})
 
 
 def auto_params(spec: ModelSpec, method: str) -> tuple[int, int, int]:
@@ -86,6 +89,9 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
         notes.append(f"{name}: --speculative-num-steps {steps}, --speculative-eagle-topk {topk}, "
                      f"--speculative-num-draft-tokens {tokens}, SGLang's choice for {spec.model_type} when none "
                      "is given")
+        if spec.model_type not in _SAME_AUTO_SINCE_0_5_3:
+            notes.append("SGLang before 0.5.8 chose 5 steps, topk 4, 8 draft tokens (20 slots) for architectures "
+                         "outside its list: give --num-speculative-tokens to plan a pinned older release")
     else:
         notes.append(f"{name}: num-speculative-tokens {k} read as --speculative-num-steps {k} with "
                      f"--speculative-eagle-topk 1, so --speculative-num-draft-tokens {k + 1}")
