@@ -190,7 +190,8 @@ def test_trtllm_eagle3_one_model_and_draft_target_two_model():
     one = row(engine="trtllm", speculative_method="eagle3", num_speculative_tokens=3, speculative_model=EAGLE3_HEAD)
     assert one.kv_bytes == 129 * 32 * 33 * 8 * 256 * 2
     # two-model draft-target: the draft's own 16 layers of 8 x 64 heads, k = 4 slots, same token count
-    two = row(engine="trtllm", speculative_method="draft_model", num_speculative_tokens=4, speculative_model=LLAMA_32_1B)
+    two = row(engine="trtllm", speculative_method="draft_model", num_speculative_tokens=4,
+              speculative_model=LLAMA_32_1B)
     assert two.kv_bytes == 129 * 32 * (LLAMA_TOKEN + 16 * 8 * 128 * 2)
     ngram = row(engine="trtllm", speculative_method="ngram", num_speculative_tokens=4)
     assert ngram.kv_bytes == 129 * 32 * LLAMA_TOKEN

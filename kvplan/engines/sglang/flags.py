@@ -98,15 +98,17 @@ def speculation_remarks(settings: Mapping[str, Any]) -> list[ServeRemark]:
     topk = _int(settings, "speculative_eagle_topk")
     draft_tokens = _int(settings, "speculative_num_draft_tokens")
     if steps is None and algorithm in ("EAGLE", "EAGLE3"):
-        remarks.append(ServeRemark("warning", "speculation-not-planned", "no --speculative-num-steps: planned at SGLang's "
-                                   "choice for most targets (3 steps, topk 1, 4 draft tokens); for Llama and Grok "
-                                   "targets SGLang picks 5 steps, topk 4, 8 draft tokens (20 slots a request), "
-                                   "so give the flags to plan them", "speculative_algorithm"))
+        remarks.append(ServeRemark("warning", "speculation-not-planned",
+                                   "no --speculative-num-steps: planned at SGLang's choice for most targets (3 steps, "
+                                   "topk 1, 4 draft tokens); for Llama and Grok targets SGLang picks 5 steps, topk 4, "
+                                   "8 draft tokens (20 slots a request), so give the flags to plan them",
+                                   "speculative_algorithm"))
     if topk is not None and topk > 1 and steps is not None:
         slots = max(steps * topk, draft_tokens or 0)
-        remarks.append(ServeRemark("warning", "speculation-not-planned", f"--speculative-eagle-topk {topk}: each request "
-                                   f"holds max(steps x topk, draft tokens) = {slots} slots beyond its context; the "
-                                   f"plan counts topk 1 ({steps + 1}), which is optimistic", "speculative_eagle_topk"))
+        remarks.append(ServeRemark("warning", "speculation-not-planned",
+                                   f"--speculative-eagle-topk {topk}: each request holds max(steps x topk, draft "
+                                   f"tokens) = {slots} slots beyond its context; the plan counts topk 1 ({steps + 1}), "
+                                   "which is optimistic", "speculative_eagle_topk"))
     return remarks
 
 

@@ -190,7 +190,8 @@ def _uniform_cache_layer(spec: ModelSpec, role: str = "target") -> LayerSpec:
     kinds = {group.kind for group in spec.layers}
     if not kinds <= set(_CACHE_KINDS) or len(shapes) != 1 or spec.model_type in HYBRID_SWA_MODEL_TYPES:
         raise UsageError(f"kvplan's SGLang speculation rule covers models whose layers all cache alike; the {role} "
-                         f"{spec.id} has {', '.join(sorted(kinds))} layers of {len(shapes)} cache shape(s)", field="speculative_method")
+                         f"{spec.id} has {', '.join(sorted(kinds))} layers of {len(shapes)} cache shape(s)",
+                         field="speculative_method")
     return spec.layers[-1]
 
 

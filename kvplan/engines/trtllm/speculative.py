@@ -75,8 +75,8 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
         notes.append(f"TensorRT-LLM MTP (one-model, max_draft_len {k}): {count} MTP layer(s) join the target's "
                      "KV cache manager (their weights are assumed in the checkpoint's size)")
         if k > count:
-            notes.append(f"MTP: {k} draft tokens from {count} layer(s) is MTP-Eagle mode, the layer reused; TensorRT-LLM "
-                         f"1.x before the fix in get_num_spec_layers gave the cache {k} MTP layers")
+            notes.append(f"MTP: {k} draft tokens from {count} layer(s) is MTP-Eagle mode, the layer reused; "
+                         f"TensorRT-LLM 1.x before the fix in get_num_spec_layers gave the cache {k} MTP layers")
         combined = replace(spec, layers=(*spec.layers, *layers))
     else:  # eagle3: one-model by default
         assert k is not None and speculation.draft is not None
