@@ -14,6 +14,8 @@ TensorRT-LLM (``tensorrt_llm/_torch/``): ``get_num_spec_layers`` / ``get_num_ext
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kvplan
 from kvplan.budgets import Settings
@@ -216,3 +218,13 @@ def test_speculation_never_costs_less_than_none():
         for kw in ({"speculative_method": "ngram", "num_speculative_tokens": 1},
                    {"speculative_method": "eagle3", "num_speculative_tokens": 1, "speculative_model": EAGLE3_HEAD}):
             assert row(engine=engine, **kw).kv_bytes >= plain
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 16), context=st.integers(1, 32768), engine=st.sampled_from(["sglang", "trtllm"]))
+def test_more_draft_tokens_never_hold_less(k, context, engine):
+    # invariant: a deeper draft holds at least as many slots per sequence, never fewer bytes
+    kw = {"engine": engine, "speculative_method": "eagle3", "speculative_model": EAGLE3_HEAD}
+    fewer = row(context=context, num_speculative_tokens=k, **kw).kv_bytes
+    assert row(context=context, num_speculative_tokens=k + 1, **kw).kv_bytes >= fewer >= row(
+        context=context, engine=engine).kv_bytes
