@@ -248,7 +248,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
          speculation: Any = None, engine_options: dict[str, Any] | None = None, n: int = 1, beam_width: int = 1,
          prompt_len: int | None = None) -> CapacityPlan:
     eng = get_engine(engine)
-    extra, spec_notes = 0, ()
+    extra, spec_notes, sp = 0, (), None
     if speculation is not None:
         sp = eng.speculate(spec, speculation, pp)
         spec, extra, spec_notes = sp.spec, sp.extra_tokens, sp.notes
@@ -278,7 +278,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     limit = max(max_model_len, context, model_limit or 0) if model_limit else 1 << 26
     # speculative slots: each running sequence holds them beyond its context, up to max_model_len
     demand = Demand(max_model_len=max_model_len, context=min(context + extra, max(max_model_len, context)),
-                    batch=batch * workload.samples, limit=limit, gpu_name=hw.name)  # sequences, for the budget
+                    batch=batch * workload.samples, limit=limit, gpu_name=hw.name, speculative=sp)  # sequences, for the budget
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)

@@ -158,12 +158,14 @@ def test_sglang_hicache_sizing_without_the_switch_is_a_note(tmp_path):
 
 def test_sglang_speculation_is_never_ignored(tmp_path):
     path = _shell(tmp_path, f"# kvplan/gpu: H100\npython -m sglang.launch_server --model-path {LLAMA8} "
-                            "--context-length 8192 --speculative-algorithm EAGLE --speculative-num-draft-tokens 4 "
-                            "--speculative-draft-model-path yuhuili/EAGLE-LLaMA3.1-Instruct-8B\n")
+                            "--context-length 8192 --speculative-algorithm EAGLE --speculative-num-steps 3 "
+                            "--speculative-eagle-topk 4 --speculative-num-draft-tokens 8 "
+                            "--speculative-draft-model-path meta-llama/Llama-3.2-1B-Instruct\n")
     report, result = _one(path)
+    # planned (sglang/speculative.py); the tree wider than one is what the plan leaves out, said
     finding = next(f for f in result.findings if f.code == "speculation-not-planned")
     assert finding.severity == "warning" and finding.line == 2
-    assert "EAGLE" in finding.message and "4 draft tokens" in finding.message
+    assert "topk 4" in finding.message and "12 slots" in finding.message
     assert report.exit_code == 0 and check([str(path)], strict=True).exit_code == 1
 
 

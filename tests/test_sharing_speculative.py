@@ -51,7 +51,7 @@ def test_mtp_adds_num_nextn_predict_layers_mla_layers():
     ({"speculative_method": "medusa", "num_speculative_tokens": 3}, "speculative_method"),
     ({"speculative_method": "ngram"}, "num_speculative_tokens"),
     ({"num_speculative_tokens": 3}, "speculative_method"),
-    ({"speculative_method": "ngram", "num_speculative_tokens": 3, "engine": "sglang"}, "speculative_method"),
+    ({"speculative_method": "ngram", "num_speculative_tokens": 3, "engine": "llamacpp"}, "speculative_method"),
 ])
 def test_speculation_refusals_name_the_field(kw, field):
     with pytest.raises(UsageError) as err:

@@ -47,6 +47,8 @@ class Demand:
     """The prompt part of ``context`` where requests share something (None: all of it)."""
     gpu_name: str = ""
     """The GPU's name (vLLM's batch defaults read it: A100s get the smaller tier)."""
+    speculative: SpeculativeLayout | None = None
+    """What speculative decoding adds, where it runs (SGLang's older releases size the draft apart)."""
 
 
 @dataclass(frozen=True)

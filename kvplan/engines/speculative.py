@@ -55,6 +55,11 @@ class SpeculativeLayout:
     extra_tokens: int
     """Slots each running sequence holds beyond its context (draft tokens being verified, lookahead)."""
     notes: tuple[str, ...]
+    target: ModelSpec | None = None
+    """The model without the draft, where an engine's budget or pool treats the draft apart (SGLang
+    before 0.5.14 sized the draft's pool outside the target's); its layers come first in ``spec``."""
+    speculation: Speculation | None = None
+    """What was asked, for engines whose pool rules read its parameters."""
 
 
 def parse_speculation(method: str | None, tokens: int | None, draft: ModelSpec | None,

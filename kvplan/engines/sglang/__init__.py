@@ -55,9 +55,22 @@ class SGLangEngine(EngineDefaults):
                  demand: Demand) -> KvCapacity:
         from kvplan.engines.token_pool import byte_pool_capacity
 
+        from kvplan.engines.sglang.speculative import draft_apart, target_pool
+
         windowed = any(g.tokens.windowed for layout in layouts for g in layout.groups)
+        notes: tuple[str, ...] = (_SPLIT_POOL_NOTE,) if windowed else ()
+        apart = draft_apart(demand.speculative, version)
+        if apart is not None:  # before 0.5.14 the draft's pool is sized apart, outside kv_bytes
+            layouts, kv_bytes, more = target_pool(layouts, kv_bytes, apart, version,
+                                                  int(budget.defaults.get("max_running_requests", 0)) or None)
+            notes = (*notes, *more)
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing,
-                                  assumptions=(_SPLIT_POOL_NOTE,) if windowed else ())
+                                  assumptions=notes)
+
+    def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
+        from kvplan.engines.sglang.speculative import speculate
+
+        return speculate(spec, speculation, pp)
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> Any:

@@ -6,6 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvplan.engines.serve import ServeFlags, ServeReading, ServeRemark
+from kvplan.errors import UsageError
+
+# --speculative-algorithm -> kvplan's method (``SpeculativeAlgorithm``; NEXTN is SGLang's MTP)
+_METHODS = {"EAGLE": "eagle", "EAGLE3": "eagle3", "NEXTN": "mtp", "STANDALONE": "draft_model", "NGRAM": "ngram"}
+_DRAFTLESS = frozenset({"mtp", "ngram"})
 
 
 def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading:
@@ -13,10 +18,9 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
 
     ``ServerArgs``: ``--enable-hierarchical-cache`` (store_true) turns the host pool on; ``--hicache-ratio``
     (float, default 2.0) and ``--hicache-size`` (int GB per rank, 0 = use the ratio) size it and do nothing
-    without it. ``--disable-radix-cache`` turns prefix sharing off. ``--speculative-algorithm`` (EAGLE,
-    EAGLE3, NEXTN, STANDALONE, NGRAM) with ``--speculative-num-draft-tokens`` and
-    ``--speculative-draft-model-path``: kvplan has no SGLang speculation rule, so the check says the plan
-    leaves the draft out. ``--cpu-offload-gb`` (int GiB per GPU, the same ``set_cpu_offload_max_bytes`` as
+    without it. ``--disable-radix-cache`` turns prefix sharing off. ``--speculative-algorithm``: planned
+    (``read_speculation``); a tree wider than one (``--speculative-eagle-topk`` > 1) or steps left to
+    SGLang's choice are said. ``--cpu-offload-gb`` (int GiB per GPU, the same ``set_cpu_offload_max_bytes`` as
     vLLM in ``model_executor/model_runner.py``) is not in kvplan's SGLang budget: said likewise.
     """
     options: dict[str, Any] = {}
@@ -35,20 +39,77 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     if not sharing:
         remarks.append(ServeRemark("note", "prefix-caching", "--disable-radix-cache: requests share no KV, a shared "
                                    "prefix is stored once per request", "disable_radix_cache"))
-    algorithm = settings.get("speculative_algorithm")
-    if algorithm is not None:
-        tokens = settings.get("speculative_num_draft_tokens")
-        draft = settings.get("speculative_draft_model_path")
-        what = ", ".join([str(algorithm)] + ([f"{tokens} draft tokens"] if tokens is not None else [])
-                         + ([f"draft {draft}"] if draft else []))
-        remarks.append(ServeRemark("warning", "speculation-not-planned", f"the deployment speculates ({what}); "
-                                   "kvplan has no SGLang speculative-decoding rule: the draft's KV pool, weights and "
-                                   "slots are not in this plan, which is optimistic", "speculative_algorithm"))
+    remarks.extend(speculation_remarks(settings))
     if settings.get("cpu_offload_gb"):
         remarks.append(ServeRemark("warning", "offload-not-planned", f"--cpu-offload-gb {settings['cpu_offload_gb']}: "
                                    "kvplan's SGLang budget does not take weight offload: the plan counts every "
                                    "weight on the GPU (pessimistic)", "cpu_offload_gb"))
     return ServeReading(engine_options=tuple(sorted(options.items())), sharing=sharing, remarks=tuple(remarks))
+
+
+def _int(settings: Mapping[str, Any], key: str) -> int | None:
+    value = settings.get(key)
+    if value is None:
+        return None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise UsageError(f"--{key.replace('_', '-')} {value}: not an integer", field=key) from None
+
+
+def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``max_batch``'s speculative keywords from ``--speculative-algorithm`` and its flags ({} without it).
+
+    ``--speculative-num-steps`` is kvplan's num_speculative_tokens (the draft depth; topk 1 makes the
+    draft-token count steps + 1, ``_handle_eagle_family``). Unset: NEXTN leaves SGLang's per-model choice to
+    ``sglang/speculative.py``; STANDALONE's choice is always 3 steps; EAGLE / EAGLE3 are planned at 3 steps,
+    SGLang's choice for every target but Llama and Grok (said by ``speculation_remarks``). NGRAM verifies
+    ``--speculative-num-draft-tokens`` (12 by default, ``_handle_ngram``)."""
+    algorithm = settings.get("speculative_algorithm")
+    if algorithm is None:
+        return {}
+    name = str(algorithm).strip().upper()
+    if name not in _METHODS:
+        raise UsageError(f"--speculative-algorithm {algorithm}: kvplan plans {', '.join(_METHODS)}",
+                         field="speculative_algorithm")
+    method = _METHODS[name]
+    steps = _int(settings, "speculative_num_steps")
+    if method == "ngram":
+        steps = _int(settings, "speculative_num_draft_tokens") or 12
+    elif steps is None:
+        for key in ("speculative_eagle_topk", "speculative_num_draft_tokens"):
+            if settings.get(key) is not None:  # _handle_eagle_family asserts both unset without the steps
+                raise UsageError(f"SGLang refuses --{key.replace('_', '-')} without --speculative-num-steps",
+                                 field=key)
+        if method != "mtp":
+            steps = 3
+    model = settings.get("speculative_draft_model_path")
+    return {"speculative_method": method, "num_speculative_tokens": steps,
+            "speculative_model": None if method in _DRAFTLESS else model}
+
+
+def speculation_remarks(settings: Mapping[str, Any]) -> list[ServeRemark]:
+    """What the plan of ``read_speculation`` leaves out, said."""
+    algorithm = str(settings.get("speculative_algorithm") or "").strip().upper()
+    if algorithm not in _METHODS or algorithm == "NGRAM":
+        return []
+    remarks = []
+    steps = _int(settings, "speculative_num_steps")
+    topk = _int(settings, "speculative_eagle_topk")
+    draft_tokens = _int(settings, "speculative_num_draft_tokens")
+    if steps is None and algorithm in ("EAGLE", "EAGLE3"):
+        remarks.append(ServeRemark("warning", "speculation-not-planned",
+                                   "no --speculative-num-steps: planned at SGLang's choice for most targets (3 steps, "
+                                   "topk 1, 4 draft tokens); for Llama and Grok targets SGLang picks 5 steps, topk 4, "
+                                   "8 draft tokens (20 slots a request), so give the flags to plan them",
+                                   "speculative_algorithm"))
+    if topk is not None and topk > 1 and steps is not None:
+        slots = max(steps * topk, draft_tokens or 0)
+        remarks.append(ServeRemark("warning", "speculation-not-planned",
+                                   f"--speculative-eagle-topk {topk}: each request holds max(steps x topk, draft "
+                                   f"tokens) = {slots} slots beyond its context; the plan counts topk 1 ({steps + 1}), "
+                                   "which is optimistic", "speculative_eagle_topk"))
+    return remarks
 
 
 SERVE = ServeFlags(
@@ -66,9 +127,11 @@ SERVE = ServeFlags(
         ("--speculative-algorithm", "speculative_algorithm"),
         ("--speculative-num-draft-tokens", "speculative_num_draft_tokens"),
         ("--speculative-draft-model-path", "speculative_draft_model_path"), ("--cpu-offload-gb", "cpu_offload_gb"),
+        ("--speculative-num-steps", "speculative_num_steps"), ("--speculative-eagle-topk", "speculative_eagle_topk"),
     ),
     booleans=("enforce_eager", "enable_hierarchical_cache", "disable_radix_cache"),
     floats=("hicache_ratio",),
     fp8_kv_flag="--kv-cache-dtype fp8_e4m3",
+    speculation=read_speculation,
     reader=read_serve,
 )

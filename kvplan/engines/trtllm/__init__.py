@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
@@ -47,6 +47,11 @@ class TRTLLMEngine(EngineDefaults):
 
         # "Allocated ... for max tokens in paged KV cache (N)": concurrency is N / max_seq_len
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing)
+
+    def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
+        from kvplan.engines.trtllm.speculative import speculate
+
+        return speculate(spec, speculation, pp)
 
 
 TRTLLM = TRTLLMEngine()
