@@ -276,11 +276,6 @@ def verify(
                             speculative_method=speculative_method, num_speculative_tokens=num_speculative_tokens,
                             speculative_model=speculative_model)
     target, context, spec = spec, work.context, work.spec  # spec: the layers the cache holds (+ draft)
-    if work.workload is not None or work.speculation is not None:
-        for name, given in (("find_max_batch", find_max_batch), ("decode", decode)):
-            if given:
-                raise VerifyError("is not available with a shared prefix, n, beams or speculative decoding yet",
-                                  field=name)
     if batch is not None and batch <= 0:
         raise VerifyError(f"{batch} must be positive", field="batch")
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
@@ -309,11 +304,10 @@ def verify(
             from kvplan.verify.search import find_max_batch as search_max
 
             budget = _budget(torch, dev, memory_budget, gpu_memory_utilization, notes)
-            predicted_max, note = _predicted_max(spec, layout, context, budget, info.total_bytes, engine,
-                                                 engine_version, block_size)
-            if note:
-                notes.append(note)
-            search = search_max(spec, layout, context, dev, budget, predicted_max or 1)
+            predicted_max, mb_notes = _predicted_max(target, layout, work, budget, info.total_bytes, engine,
+                                                     engine_version, block_size)
+            notes.extend(mb_notes)
+            search = search_max(spec, layout, work.alloc_context, dev, budget, predicted_max or 1, work.workload)
             if search.measured == 0:
                 raise VerifyError(f"not one sequence of {context:,} tokens fits in "
                                   f"{_fmt(budget)}", field="find_max_batch")
@@ -365,7 +359,10 @@ def verify(
         from kvplan.monotone import largest
 
         budget_bytes = search.budget_bytes
-        steady = largest(lambda b: layout.total_bytes(context, b) <= budget_bytes, search.measured)
+        from kvplan.verify.shapes import predicted_bytes
+
+        steady = largest(lambda b: predicted_bytes(layout, b, work.alloc_context, work.workload) <= budget_bytes,
+                         search.measured)
         max_check = MaxBatchCheck(predicted_max, search.measured, budget_bytes,
                                   tuple((p.batch, p.fits, p.bytes, p.allocated) for p in search.probes), steady)
     if dev.type == "cpu":
@@ -462,25 +459,48 @@ def _budget(torch: Any, dev: Any, memory_budget: int | None, util: float | None,
     return budget
 
 
-def _predicted_max(spec: Any, layout: Any, context: int, budget: int, total: int | None, engine: str,
-                   engine_version: str | None, block_size: int | None) -> tuple[int | None, str]:
-    """kvplan.max_batch for the same budget, given as the KV memory (--kv-cache-memory)."""
+def _predicted_max(target: Any, layout: Any, work: Any, budget: int, total: int | None, engine: str,
+                   engine_version: str | None, block_size: int | None) -> tuple[int | None, list[str]]:
+    """kvplan.max_batch for the same budget, given as the KV memory (--kv-cache-memory), with the same
+    shared prefix, samples or beams and speculation where max_batch takes them."""
+    import inspect
+
     from kvplan.budgets import Settings
     from kvplan.errors import KvplanError
     from kvplan.plan import max_batch
 
+    w, sp = work.workload, work.speculation
+    kwargs: dict[str, Any] = {}
+    notes: list[str] = []
+    if sp is not None:
+        kwargs.update(speculative_method=sp.method, num_speculative_tokens=sp.num_speculative_tokens,
+                      speculative_model=sp.draft)
+    if w is not None:
+        kwargs["shared_prefix"] = w.shared_prefix
+        accepts = inspect.signature(max_batch).parameters
+        for name in ("n", "beam_width"):
+            if getattr(w, name) > 1:
+                if name in accepts:
+                    kwargs[name] = getattr(w, name)
+                else:  # the planner without a rule for it: say so, never compare unlike batches
+                    return None, [f"max-batch takes no {name} here: no prediction to compare with"]
+        if w.shared_prefix and w.shared_prefix == w.prompt_len < work.context:
+            notes.append("max-batch reads the whole context as the prompt: its prefix hit is capped at context - 1, "
+                         "verify's at prompt - 1 (one block more may be shared by max-batch)")
     try:
-        plan = max_batch(spec, gpu_memory=str(max(budget, total or 0)), engine=engine,
-                         engine_version=engine_version, kv_dtype=layout.kv_dtype.name, max_model_len=context,
-                         context=context, block_size=block_size,
-                         settings=Settings(kv_cache_memory_bytes=budget, weights_bytes=spec.weights_bytes or 1))
+        # max_model_len = the tokens a sequence holds (context + speculative slots): vLLM caps the slots
+        # at max_model_len (KVCacheManager.allocate_slots), verify allocates them all
+        plan = max_batch(target, gpu_memory=str(max(budget, total or 0)), engine=engine,
+                         engine_version=engine_version, kv_dtype=layout.kv_dtype.name,
+                         max_model_len=work.alloc_context, context=work.context, block_size=block_size,
+                         settings=Settings(kv_cache_memory_bytes=budget, weights_bytes=target.weights_bytes or 1),
+                         **kwargs)
     except KvplanError as exc:
-        return None, f"max-batch could not predict for this budget: {exc}"
-    note = ""
+        return None, [f"max-batch could not predict for this budget: {exc}"]
     if plan.admission_note:
-        note = f"max-batch follows the engine's admission rule ({plan.admission_note}); verify allocates " \
-               "what a sequence holds once its context is computed"
-    return plan.max_batch, note
+        notes.append(f"max-batch follows the engine's admission rule ({plan.admission_note}); verify allocates "
+                     "what a sequence holds once its context is computed")
+    return plan.max_batch, notes
 
 
 def _decode_check(timing: Any, dev: Any, device_name: str, gpu: str | None, notes: list[str]) -> DecodeCheck:

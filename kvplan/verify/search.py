@@ -4,6 +4,8 @@ Each probe plans the cache for a batch, allocates it for real, measures it, and 
 fits when the allocation succeeds and what it took stays within the budget: the caching allocator's
 reserved growth on CUDA (what the driver gave it), the tensors' storage bytes on CPU. The search
 starts at max-batch's prediction and gallops then bisects, so a right prediction costs two probes.
+With a shared prefix, samples, beams or speculative slots every probe allocates the shared layout
+(shared blocks once, referenced by every sequence's block table), as a plain ``verify`` does.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvplan.engines import CacheLayout
+from kvplan.engines.sharing import Workload
 from kvplan.monotone import largest
 from kvplan.spec import ModelSpec
 from kvplan.verify.allocate import allocate, measure, segment_bytes
@@ -38,7 +41,9 @@ class SearchResult:
 
 
 def find_max_batch(spec: ModelSpec, layout: CacheLayout, context: int, device: Any, budget: int,
-                   guess: int) -> SearchResult:
+                   guess: int, workload: Workload | None = None) -> SearchResult:
+    """``batch`` counts requests: with a ``workload`` each probe allocates ``batch`` requests of its
+    samples or beams, what the engine stores once allocated once (``plan_cache``)."""
     if budget <= 0:
         raise VerifyError(f"the budget is {budget:,} B: nothing can be allocated", field="find_max_batch")
     probes: list[Probe] = []
@@ -47,7 +52,7 @@ def find_max_batch(spec: ModelSpec, layout: CacheLayout, context: int, device: A
     def ok(batch: int) -> bool:
         if batch in cache:
             return cache[batch]
-        plan = plan_cache(spec, layout, batch, context)
+        plan = plan_cache(spec, layout, batch, context, workload)
         sizes = [b.nbytes for b in plan.buffers]
         need = segment_bytes(sizes) if device.type == "cuda" else plan.buffer_bytes
         if need > budget:

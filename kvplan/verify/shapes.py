@@ -98,12 +98,10 @@ def plan_cache(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     tensors = eng.tensor_plan(spec, layout, batch, context, workload)
     if tensors is None:
         raise VerifyError(f"verify has no tensor layout for engine '{layout.engine}'")
-    if workload is None:
-        predicted = layout.total_bytes(context, batch)
-        spans = None
-    else:  # the arithmetic estimate applies (kvplan.engines.sharing), never a copy of it
+    predicted = predicted_bytes(layout, batch, context, workload)
+    spans = None
+    if workload is not None:
         rule = eng.sharing.bind(layout)
-        predicted = shared_bytes(layout, rule, workload, batch)
         spans = {i: rule.spans(g, workload) for i, g in enumerate(layout.groups)}
     plan = CachePlan(
         model_id=spec.id, engine=layout.engine, engine_version=layout.engine_version,
@@ -117,6 +115,16 @@ def plan_cache(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     )
     _check(plan)
     return plan
+
+
+def predicted_bytes(layout: CacheLayout, batch: int, context: int, workload: Workload | None = None) -> int:
+    """What ``kvplan estimate`` prints for ``batch`` requests of ``context`` tokens: the engine's sharing
+    applied by the arithmetic estimate uses (kvplan.engines.sharing), never a copy of it."""
+    if workload is None:
+        return layout.total_bytes(context, batch)
+    if workload.context != context:
+        raise VerifyError(f"internal: a workload of {workload.context} tokens planned at {context}")
+    return shared_bytes(layout, get_engine(layout.engine).sharing, workload, batch)
 
 
 def _components(layout: CacheLayout, names: dict[int, str], batch: int, context: int,

@@ -108,14 +108,13 @@ def prefix_max_batch(layouts: Sequence[CacheLayout], kv_bytes: int, version: Ver
     ``context - 1`` tokens, ``get_computed_blocks``); the rest of each request is admitted as
     ``max_admission_blocks_per_request`` counts it. Sliding, chunked and Mamba groups are counted
     per request, as admission reserves their window plus the tokens in flight."""
-    from kvplan.engines.vllm.admission import in_flight_tokens, vllm_pool
+    from kvplan.engines.vllm.admission import vllm_pool
 
-    in_flight = in_flight_tokens(version, batched_tokens)
     best = None
     for layout in layouts:
         pool = vllm_pool(layout)
         blocks = pool.num_blocks(kv_bytes)
-        per_request = pool.blocks_per_request(context, in_flight)
+        per_request = pool.blocks_per_request(context, batched_tokens)  # in flight: the pool's own rule
         align = hit_alignment(layout)
         hit = floor_to(min(prefix, context - 1), align)
         if proposer in _EAGLE_PROPOSERS:
