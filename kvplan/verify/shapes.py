@@ -197,7 +197,7 @@ class VerifyWorkload:
 def resolve_workload(spec: ModelSpec, engine: str, context: int | None, *, prompt_len: int | None = None,
                      output_len: int | None = None, shared_prefix: int = 0, n: int = 1, beam_width: int = 1,
                      speculative_method: str | None = None, num_speculative_tokens: int | None = None,
-                     speculative_model: Any = None) -> VerifyWorkload:
+                     speculative_model: Any = None, pp: int = 1) -> VerifyWorkload:
     """The context, the speculative layers and slots, and what requests share, as ``estimate`` reads
     the same arguments (``kvplan/estimate.py``): verify threads them, the rules stay the engines'."""
     from kvplan.workload import speculation_from, split_contexts
@@ -208,7 +208,7 @@ def resolve_workload(spec: ModelSpec, engine: str, context: int | None, *, promp
     speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model, None)
     target, extra, notes = spec, 0, ()
     if speculation is not None:
-        sp = eng.speculate(spec, speculation, 1)
+        sp = eng.speculate(spec, speculation, pp)  # vLLM refuses pp > 1 (field=pp)
         target, extra, notes = sp.spec, sp.extra_tokens, tuple(sp.notes)
     workload = None
     if splits is not None or shared_prefix or n != 1 or beam_width != 1:
@@ -226,3 +226,18 @@ def resolve_workload(spec: ModelSpec, engine: str, context: int | None, *, promp
         kwargs.update(speculative_method=speculation.method,
                       num_speculative_tokens=speculation.num_speculative_tokens, speculative_model=speculation.draft)
     return VerifyWorkload(target, context, context + extra, workload, speculation, extra, notes, kwargs)
+
+
+def workload_dict(work: VerifyWorkload, batch: int) -> dict[str, Any] | None:
+    """The JSON form of what a sharing or speculative workload allocates (None for plain sequences)."""
+    w, sp = work.workload, work.speculation
+    if w is None and sp is None:
+        return None
+    return {"prompt_len": w.prompt_len if w is not None else work.context,
+            "output_len": w.output_len - work.extra if w is not None else 0,
+            "shared_prefix": w.shared_prefix if w is not None else 0, "n": w.n if w is not None else 1,
+            "beam_width": w.beam_width if w is not None else 1,
+            "sequences": batch * (w.samples if w is not None else 1),
+            "speculative_method": sp.method if sp is not None else None,
+            "num_speculative_tokens": sp.num_speculative_tokens if sp is not None else None,
+            "extra_slots": work.extra, "draft": sp.draft.id if sp is not None and sp.draft is not None else None}
