@@ -313,6 +313,26 @@ def print_sharing(console: Any, r: Any) -> None:
                           f"{t.per_sequence} own blocks reference {t.referenced_blocks:,} of {t.blocks:,} blocks")
 
 
+def print_decode_steps(console: Any, steps: Any) -> None:
+    """Decoding a shared workload: the checked steps, the tables' bytes against the prediction."""
+    from rich.table import Table
+
+    wrong = [t for t in steps if not t.exact]
+    verdict = "[green]measured = predicted at every one[/green]" if not wrong else \
+        f"[red]{len(wrong)} differ[/red]"
+    console.print(f"decoded from the prompt to {steps[-1].length:,} tokens a sequence: {len(steps)} steps checked, "
+                  f"{verdict}")
+    table = Table(show_header=True, header_style="bold")
+    for col in ("step", "tokens", "predicted B", "block tables B", "blocks", "own prompt blocks", "tokens read back"):
+        table.add_column(col, justify="right")
+    shown = steps if len(steps) <= 12 else [*steps[:6], *wrong[:3], *steps[-5:]]
+    for t in sorted(set(shown), key=lambda s: s.step):
+        table.add_row(str(t.step), f"{t.length:,}", f"{t.predicted_bytes:,}", f"{t.referenced_bytes:,}",
+                      f"{t.blocks:,}", f"{t.own_prompt_blocks:,}",
+                      "[green]yes[/green]" if t.tokens_ok else "[red]no[/red]")
+    console.print(table)
+
+
 def print_verify(console: Any, r: Any) -> None:
     """The predicted-vs-measured table, then the max-batch search, the decode step and the notes."""
     from rich.table import Table
@@ -361,5 +381,7 @@ def print_verify(console: Any, r: Any) -> None:
         ws = _b(d.peak_workspace_bytes)
         console.print(f"decode step: {d.seconds * 1e3:.3f} ms (median of {d.repeats}); bandwidth bound {bound}; "
                       f"cache read {_b(d.read_bytes)}; peak workspace {ws}")
+        if d.steps:
+            print_decode_steps(console, d.steps)
     for note in r.notes:
         console.print(f"[dim]• {note}[/dim]")

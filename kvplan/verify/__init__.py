@@ -15,7 +15,8 @@ from typing import Any
 
 from kvplan.verify.errors import VerifyError
 
-__all__ = ["verify", "VerifyResult", "ComponentCheck", "MaxBatchCheck", "DecodeCheck", "SharingCheck",
+__all__ = ["verify", "VerifyResult", "ComponentCheck", "MaxBatchCheck", "DecodeCheck", "DecodeStepCheck",
+           "SharingCheck",
            "BlockTableCheck", "VerifyError"]
 
 DEFAULT_UTILIZATION = 0.9
@@ -59,6 +60,30 @@ class MaxBatchCheck:
 
 
 @dataclass(frozen=True)
+class DecodeStepCheck:
+    """One checked step of decoding a shared workload (``--decode`` with sharing, vLLM)."""
+
+    step: int
+    """Output tokens generated (0: after the prefill)."""
+    length: int
+    """Tokens each sequence holds: prompt + step + speculative slots."""
+    predicted_bytes: int
+    """``kvplan estimate`` for the same requests at this length."""
+    referenced_bytes: int
+    """Distinct blocks the block tables (tensors) reference x their bytes in the pool's views."""
+    blocks: int
+    tokens_ok: bool
+    """Every sequence read its own tokens back through its table (shared blocks hold the shared tokens)."""
+    own_prompt_blocks: int
+    """Blocks holding prompt tokens another sequence also has, each sequence's own (recomputed, e.g. the
+    block with the prompt's last token for every child of n)."""
+
+    @property
+    def exact(self) -> bool:
+        return self.referenced_bytes == self.predicted_bytes and self.tokens_ok
+
+
+@dataclass(frozen=True)
 class DecodeCheck:
     seconds: float
     bound_seconds: float | None
@@ -67,6 +92,8 @@ class DecodeCheck:
     read_bytes: int
     repeats: int
     gpu: str | None
+    steps: tuple[DecodeStepCheck, ...] = ()
+    """With sharing: the checked steps of decoding from the prompt to the full length."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +184,9 @@ class VerifyResult:
     def exact(self) -> bool:
         """The tensors hold exactly the predicted bytes (and the block tables reference every one of them)."""
         referenced = self.sharing.referenced_bytes if self.sharing is not None else None
-        return self.measured_storage_bytes == self.predicted_bytes and referenced in (None, self.predicted_bytes)
+        steps = self.decode.steps if self.decode is not None else ()
+        return self.measured_storage_bytes == self.predicted_bytes and referenced in (None, self.predicted_bytes) \
+            and all(step.exact for step in steps)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
@@ -213,7 +242,11 @@ class VerifyResult:
             d = self.decode
             out["decode"] = {"seconds": d.seconds, "bound_seconds": d.bound_seconds,
                              "peak_workspace_bytes": d.peak_workspace_bytes, "read_bytes": d.read_bytes,
-                             "repeats": d.repeats, "gpu": d.gpu}
+                             "repeats": d.repeats, "gpu": d.gpu,
+                             "steps": [{"step": t.step, "length": t.length, "predicted_bytes": t.predicted_bytes,
+                                        "referenced_bytes": t.referenced_bytes, "blocks": t.blocks,
+                                        "tokens_ok": t.tokens_ok, "own_prompt_blocks": t.own_prompt_blocks,
+                                        "exact": t.exact} for t in d.steps]}
         return out
 
 
@@ -293,6 +326,7 @@ def verify(
     weights: list[Any] = []
     search = None
     predicted_max = None
+    decoded: tuple[DecodeStepCheck, ...] = ()
     try:
         if with_weights:
             if spec.weights_bytes is None:
@@ -330,7 +364,16 @@ def verify(
             if decode:
                 from kvplan.verify.decode import decode_step
 
-                timing = decode_step(alloc, spec, repeats)
+                paged = None
+                if work.workload is not None and plan.block_tables:
+                    from kvplan.verify.decode_shared import decode_shared
+
+                    # the pool decoded from the prompt to the full length, measured at the checked steps
+                    decoded, paged = decode_shared(alloc, plan, layout, work, batch)
+                    if work.workload.output_len == work.extra:
+                        notes.append("--decode with sharing: no output tokens to generate (give --prompt-len and "
+                                     "--output-len): only the prefill was stepped")
+                timing = decode_step(alloc, spec, repeats, paged)
         finally:
             alloc.release()
             del alloc
@@ -353,7 +396,12 @@ def verify(
         components.append(ComponentCheck("unaccounted", "unaccounted", 0, 0, unused))
     decode_check = None
     if timing is not None:
-        decode_check = _decode_check(timing, dev, info.name, gpu, notes)
+        decode_check = _decode_check(timing, dev, info.name, gpu, notes, decoded)
+        if decoded:
+            notes.append("--decode with sharing: every sequence grows from its prompt one token a step; shared "
+                         "blocks stay referenced, sliding layers drop what left their window, a sequence appends "
+                         "only into blocks it alone references; the timed step gathers each sequence's blocks "
+                         "through its table (shared blocks read by every sequence, as vLLM's paged kernels do)")
     max_check = None
     if search is not None:
         from kvplan.monotone import largest
@@ -503,7 +551,8 @@ def _predicted_max(target: Any, layout: Any, work: Any, budget: int, total: int 
     return plan.max_batch, notes
 
 
-def _decode_check(timing: Any, dev: Any, device_name: str, gpu: str | None, notes: list[str]) -> DecodeCheck:
+def _decode_check(timing: Any, dev: Any, device_name: str, gpu: str | None, notes: list[str],
+                  steps: tuple[DecodeStepCheck, ...] = ()) -> DecodeCheck:
     from kvplan.errors import KvplanError
     from kvplan.hardware import find_gpu, load_catalog
 
@@ -521,4 +570,4 @@ def _decode_check(timing: Any, dev: Any, device_name: str, gpu: str | None, note
         notes.append(f"--decode bound: {timing.read_bytes:,} B of cache read at {hw.bandwidth / 1e12:.2f} TB/s "
                      f"({hw.name}): a lower bound on the step")
     return DecodeCheck(timing.seconds, bound, timing.peak_workspace_bytes, timing.read_bytes, timing.repeats,
-                       hw.name if hw is not None else None)
+                       hw.name if hw is not None else None, steps)
