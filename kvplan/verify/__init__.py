@@ -356,6 +356,10 @@ def verify(
             raise VerifyError(f"internal: estimate says {predicted:,} B, the layout {plan.predicted_bytes:,} B")
         notes.extend(work.notes)
         notes.extend(plan.notes)
+        if decode and work.workload is not None and plan.block_tables:
+            from kvplan.verify.paging import check_bounded
+
+            check_bounded(plan.block_tables, work.workload)  # before anything is allocated
         alloc = al.allocate(plan, dev, fill=decode)
         try:
             m = al.measure(alloc)

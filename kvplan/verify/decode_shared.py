@@ -50,15 +50,16 @@ def _tag_plane(torch: Any, alloc: Allocation, plan: CachePlan, layers: tuple[int
     return None
 
 
-def decode_shared(alloc: Allocation, plan: CachePlan, layout: Any, work: Any,
-                  batch: int) -> tuple[tuple[DecodeStepCheck, ...], dict[int, Any]]:
+def decode_shared(alloc: Allocation, plan: CachePlan, layout: Any, work: Any, batch: int,
+                  sharing: Any = None) -> tuple[tuple[DecodeStepCheck, ...], dict[int, Any]]:
     """Decode ``work.workload`` over ``alloc``'s pool; the checked steps and the last step's tables
-    (layer -> int64 ``[sequences, blocks]`` of block ids within the layer's view)."""
+    (layer -> int64 ``[sequences, blocks]`` of block ids within the layer's view). ``sharing``: the
+    engine's rule bound to ``layout`` unless given (tests give a wrong one to see it caught)."""
     from kvplan.engines import get_engine
 
     torch = import_torch()
     workload: Workload = work.workload
-    sharing = get_engine(layout.engine).sharing.bind(layout)
+    sharing = sharing if sharing is not None else get_engine(layout.engine).sharing.bind(layout)
     tables = plan.block_tables
     planes = [_tag_plane(torch, alloc, plan, t.layers) for t in tables]
     block_bytes = [per_block_bytes(alloc, t.layers) for t in tables]

@@ -177,6 +177,16 @@ class _Group:
         return GroupState(self.index, lo, rows, len(self.ref), own)
 
 
+def check_bounded(tables: tuple[BlockTable, ...], workload: Workload) -> None:
+    """Refuse (``field=decode``) a decode that would step more than ``MAX_WORK`` tokens x sequences x groups."""
+    sequences = tables[0].sequences if tables else 0
+    work = workload.context * sequences * len(tables)
+    if work > MAX_WORK:
+        raise VerifyError(f"decoding {sequences} sequences of {workload.context:,} tokens in {len(tables)} KV-cache "
+                          f"group(s) steps {work:,} token-slots, more than verify's {MAX_WORK:,}: lower --batch, "
+                          "--prompt-len or --output-len", field="decode")
+
+
 def steps(layout: CacheLayout, tables: tuple[BlockTable, ...], workload: Workload, extra: int,
           sharing: object) -> Iterator[Step]:
     """Every step from the prefill (step 0) to ``workload.output_len - extra`` tokens generated.
@@ -194,12 +204,7 @@ def steps(layout: CacheLayout, tables: tuple[BlockTable, ...], workload: Workloa
     output = workload.output_len - extra
     if output < 0:
         raise VerifyError("internal: fewer output tokens than speculative slots")
-    sequences = tables[0].sequences if tables else 0
-    work = (output + prompt + extra) * sequences * len(groups)
-    if work > MAX_WORK:
-        raise VerifyError(f"decoding {sequences} sequences of {workload.context:,} tokens over {len(groups)} groups "
-                          f"steps {work:,} sequence-tokens, more than verify's {MAX_WORK:,}: lower --batch or "
-                          "--output-len", field="decode")
+    check_bounded(tables, workload)
     stride = max(1, -(-(output + 1) // MAX_CHECKED_STEPS))
     before, last_checked = 0, 0
     shapes: list[object] = []
