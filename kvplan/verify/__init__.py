@@ -300,6 +300,7 @@ def verify(
     from kvplan.verify.shapes import plan_cache, resolve_layout
 
     from kvplan.verify.shapes import resolve_workload
+    from kvplan.verify.tables import block_table_checks
 
     spec = model if isinstance(model, ModelSpec) else _load(model)
     if context is not None and context <= 0:
@@ -335,11 +336,11 @@ def verify(
             notes.append(f"--with-weights: {len(weights)} buffers of the checkpoint's {spec.weights_bytes:,} B "
                          "allocated first")
         if find_max_batch:
-            from kvplan.verify.search import find_max_batch as search_max
+            from kvplan.verify.search import find_max_batch as search_max, predicted_max_batch, search_budget
 
-            budget = _budget(torch, dev, memory_budget, gpu_memory_utilization, notes)
-            predicted_max, mb_notes = _predicted_max(target, layout, work, budget, info.total_bytes, engine,
-                                                     engine_version, block_size)
+            budget = search_budget(torch, dev, memory_budget, gpu_memory_utilization, notes)
+            predicted_max, mb_notes = predicted_max_batch(target, layout, work, budget, info.total_bytes, engine,
+                                                          engine_version, block_size)
             notes.extend(mb_notes)
             search = search_max(spec, layout, work.alloc_context, dev, budget, predicted_max or 1, work.workload)
             if search.measured == 0:
@@ -363,7 +364,7 @@ def verify(
         alloc = al.allocate(plan, dev, fill=decode)
         try:
             m = al.measure(alloc)
-            tables = _block_tables(torch, alloc, plan) if work.workload or work.speculation else ()
+            tables = block_table_checks(torch, alloc, plan) if work.workload or work.speculation else ()
             timing = None
             if decode:
                 from kvplan.verify.decode import decode_step
@@ -450,37 +451,6 @@ def _sharing_check(work: Any, row: Any, batch: int, tables: tuple[BlockTableChec
         draft=sp.draft.id if sp is not None and sp.draft is not None else None)
 
 
-def _block_tables(torch: Any, alloc: Any, plan: Any) -> tuple[BlockTableCheck, ...]:
-    """Every sequence's block table as an int64 tensor ``[sequences, blocks per sequence]`` (vLLM's
-    ``BlockTable`` rows), then the distinct blocks they reference and those blocks' bytes in the
-    group's views: what the pool holds for the sequences, each shared block counted once."""
-    out = []
-    for t in plan.block_tables:
-        seqs, first = t.sequences, t.first_block
-        once = torch.arange(first, first + t.once).expand(seqs, t.once)
-        request = torch.arange(t.requests).repeat_interleave(t.samples)[:, None]
-        shared = first + t.once + request * t.per_request + torch.arange(t.per_request)[None, :]
-        own_start = first + t.once + t.requests * t.per_request
-        own = own_start + torch.arange(seqs)[:, None] * t.per_sequence + torch.arange(t.per_sequence)[None, :]
-        table = torch.cat([once, shared, own], dim=1)
-        for r, s in {(0, 0), (t.requests - 1, t.samples - 1)}:  # the tensor is the plan's own tables
-            if table[r * t.samples + s].tolist() != t.row(r, s):
-                raise VerifyError(f"internal: block table row ({r}, {s}) differs from the plan")
-        ids = torch.unique(table)
-        count = int(ids.numel())
-        if count and (int(ids.min()) < first or int(ids.max()) >= first + t.blocks):
-            raise VerifyError("internal: a block table references a block outside its group's region")
-        per_block = 0
-        layers = set(t.layers)
-        for (layer, _), view in alloc.views.items():
-            if layer in layers and view.shape[0]:
-                per_block += view[0].numel() * view.element_size()
-        out.append(BlockTableCheck(t.layers, seqs, t.blocks, count, t.once, t.per_request, t.per_sequence,
-                                   count * per_block))
-        del table, ids
-    return tuple(out)
-
-
 def _load(model: str) -> Any:
     from kvplan.sources.resolve import load_model
 
@@ -491,68 +461,6 @@ def _fmt(n: int) -> str:
     from kvplan.units import format_bytes
 
     return format_bytes(n)
-
-
-def _budget(torch: Any, dev: Any, memory_budget: int | None, util: float | None, notes: list[str]) -> int:
-    if dev.type == "cpu":
-        assert memory_budget is not None
-        notes.append(f"--find-max-batch budget: --memory-budget {memory_budget:,} B of tensor storage")
-        return memory_budget
-    torch.cuda.synchronize(dev)
-    free, total = torch.cuda.mem_get_info(dev)
-    in_use = int(total - free)
-    if memory_budget is not None:
-        notes.append(f"--find-max-batch budget: --memory-budget {memory_budget:,} B")
-        return memory_budget
-    share = util if util is not None else DEFAULT_UTILIZATION
-    budget = int(total * share) - in_use
-    notes.append(f"--find-max-batch budget: {share:g} x {int(total):,} B total - {in_use:,} B already in use "
-                 f"= {budget:,} B (reserved growth must stay within it)")
-    return budget
-
-
-def _predicted_max(target: Any, layout: Any, work: Any, budget: int, total: int | None, engine: str,
-                   engine_version: str | None, block_size: int | None) -> tuple[int | None, list[str]]:
-    """kvplan.max_batch for the same budget, given as the KV memory (--kv-cache-memory), with the same
-    shared prefix, samples or beams and speculation where max_batch takes them."""
-    import inspect
-
-    from kvplan.budgets import Settings
-    from kvplan.errors import KvplanError
-    from kvplan.plan import max_batch
-
-    w, sp = work.workload, work.speculation
-    kwargs: dict[str, Any] = {}
-    notes: list[str] = []
-    if sp is not None:
-        kwargs.update(speculative_method=sp.method, num_speculative_tokens=sp.num_speculative_tokens,
-                      speculative_model=sp.draft)
-    if w is not None:
-        kwargs["shared_prefix"] = w.shared_prefix
-        accepts = inspect.signature(max_batch).parameters
-        for name in ("n", "beam_width"):
-            if getattr(w, name) > 1:
-                if name in accepts:
-                    kwargs[name] = getattr(w, name)
-                else:  # the planner without a rule for it: say so, never compare unlike batches
-                    return None, [f"max-batch takes no {name} here: no prediction to compare with"]
-        if w.shared_prefix and w.shared_prefix == w.prompt_len < work.context:
-            notes.append("max-batch reads the whole context as the prompt: its prefix hit is capped at context - 1, "
-                         "verify's at prompt - 1 (one block more may be shared by max-batch)")
-    try:
-        # max_model_len = the tokens a sequence holds (context + speculative slots): vLLM caps the slots
-        # at max_model_len (KVCacheManager.allocate_slots), verify allocates them all
-        plan = max_batch(target, gpu_memory=str(max(budget, total or 0)), engine=engine,
-                         engine_version=engine_version, kv_dtype=layout.kv_dtype.name,
-                         max_model_len=work.alloc_context, context=work.context, block_size=block_size,
-                         settings=Settings(kv_cache_memory_bytes=budget, weights_bytes=target.weights_bytes or 1),
-                         **kwargs)
-    except KvplanError as exc:
-        return None, [f"max-batch could not predict for this budget: {exc}"]
-    if plan.admission_note:
-        notes.append(f"max-batch follows the engine's admission rule ({plan.admission_note}); verify allocates "
-                     "what a sequence holds once its context is computed")
-    return plan.max_batch, notes
 
 
 def _decode_check(timing: Any, dev: Any, device_name: str, gpu: str | None, notes: list[str],

@@ -23,15 +23,7 @@ from kvplan.verify import DecodeStepCheck
 from kvplan.verify.allocate import Allocation, import_torch
 from kvplan.verify.paging import COMMON, REQUEST, SEQUENCE, steps, tag
 from kvplan.verify.shapes import CachePlan, predicted_bytes
-
-
-def per_block_bytes(alloc: Allocation, layers: tuple[int, ...]) -> int:
-    """Bytes one block holds in the views of these layers (every slot of a vLLM group)."""
-    wanted, out = set(layers), 0
-    for (layer, _), view in alloc.views.items():
-        if layer in wanted and view.shape[0]:
-            out += view[0].numel() * view.element_size()
-    return out
+from kvplan.verify.tables import per_block_bytes
 
 
 def _tag_plane(torch: Any, alloc: Allocation, plan: CachePlan, layers: tuple[int, ...]) -> Any | None:

@@ -191,10 +191,10 @@ def _measure(rp: RankPlan, dev: Any, local_rank: int) -> RankCheck:
         m = al.measure(alloc)
         if rp.work is not None and (rp.work.workload is not None or rp.work.speculation is not None) \
                 and plan.block_tables:
-            from kvplan.verify import _block_tables
+            from kvplan.verify.tables import block_table_checks
 
             # the shard's block tables as tensors: the distinct blocks they reference, in this rank's views
-            referenced = sum(t.referenced_bytes for t in _block_tables(al.import_torch(), alloc, plan))
+            referenced = sum(t.referenced_bytes for t in block_table_checks(al.import_torch(), alloc, plan))
     finally:
         alloc.release()
         del alloc

@@ -17,6 +17,7 @@ from kvplan.engines import CacheLayout
 from kvplan.engines.sharing import Workload
 from kvplan.monotone import largest
 from kvplan.spec import ModelSpec
+from kvplan.verify import DEFAULT_UTILIZATION
 from kvplan.verify.allocate import allocate, measure, segment_bytes
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import plan_cache
@@ -77,3 +78,66 @@ def find_max_batch(spec: ModelSpec, layout: CacheLayout, context: int, device: A
 
     best = largest(ok, guess, LIMIT)
     return SearchResult(budget, best, tuple(probes))
+
+
+def search_budget(torch: Any, dev: Any, memory_budget: int | None, util: float | None, notes: list[str]) -> int:
+    """The bytes the search may take: ``memory_budget``, or (CUDA) ``util`` x total less what is in use."""
+    if dev.type == "cpu":
+        assert memory_budget is not None
+        notes.append(f"--find-max-batch budget: --memory-budget {memory_budget:,} B of tensor storage")
+        return memory_budget
+    torch.cuda.synchronize(dev)
+    free, total = torch.cuda.mem_get_info(dev)
+    in_use = int(total - free)
+    if memory_budget is not None:
+        notes.append(f"--find-max-batch budget: --memory-budget {memory_budget:,} B")
+        return memory_budget
+    share = util if util is not None else DEFAULT_UTILIZATION
+    budget = int(total * share) - in_use
+    notes.append(f"--find-max-batch budget: {share:g} x {int(total):,} B total - {in_use:,} B already in use "
+                 f"= {budget:,} B (reserved growth must stay within it)")
+    return budget
+
+
+def predicted_max_batch(target: Any, layout: Any, work: Any, budget: int, total: int | None, engine: str,
+                   engine_version: str | None, block_size: int | None) -> tuple[int | None, list[str]]:
+    """kvplan.max_batch for the same budget, given as the KV memory (--kv-cache-memory), with the same
+    shared prefix, samples or beams and speculation where max_batch takes them."""
+    import inspect
+
+    from kvplan.budgets import Settings
+    from kvplan.errors import KvplanError
+    from kvplan.plan import max_batch
+
+    w, sp = work.workload, work.speculation
+    kwargs: dict[str, Any] = {}
+    notes: list[str] = []
+    if sp is not None:
+        kwargs.update(speculative_method=sp.method, num_speculative_tokens=sp.num_speculative_tokens,
+                      speculative_model=sp.draft)
+    if w is not None:
+        kwargs["shared_prefix"] = w.shared_prefix
+        accepts = inspect.signature(max_batch).parameters
+        for name in ("n", "beam_width"):
+            if getattr(w, name) > 1:
+                if name in accepts:
+                    kwargs[name] = getattr(w, name)
+                else:  # the planner without a rule for it: say so, never compare unlike batches
+                    return None, [f"max-batch takes no {name} here: no prediction to compare with"]
+        if w.shared_prefix and w.shared_prefix == w.prompt_len < work.context:
+            notes.append("max-batch reads the whole context as the prompt: its prefix hit is capped at context - 1, "
+                         "verify's at prompt - 1 (one block more may be shared by max-batch)")
+    try:
+        # max_model_len = the tokens a sequence holds (context + speculative slots): vLLM caps the slots
+        # at max_model_len (KVCacheManager.allocate_slots), verify allocates them all
+        plan = max_batch(target, gpu_memory=str(max(budget, total or 0)), engine=engine,
+                         engine_version=engine_version, kv_dtype=layout.kv_dtype.name,
+                         max_model_len=work.alloc_context, context=work.context, block_size=block_size,
+                         settings=Settings(kv_cache_memory_bytes=budget, weights_bytes=target.weights_bytes or 1),
+                         **kwargs)
+    except KvplanError as exc:
+        return None, [f"max-batch could not predict for this budget: {exc}"]
+    if plan.admission_note:
+        notes.append(f"max-batch follows the engine's admission rule ({plan.admission_note}); verify allocates "
+                     "what a sequence holds once its context is computed")
+    return plan.max_batch, notes
