@@ -95,16 +95,9 @@ def verify_command(
                             ("--with-weights", with_weights), ("--activation", activation)):
             if given:
                 raise UsageError(f"{flag} measures one device: not with --tp, --pp, --launch or under torchrun")
-        for flag, given in (("--prompt-len", prompt_len), ("--output-len", output_len),
-                            ("--shared-prefix", shared_prefix), ("--n", n), ("--beam-width", beam_width),
-                            ("--speculative-method", speculative_method),
-                            ("--num-speculative-tokens", num_speculative_tokens),
-                            ("--speculative-model", speculative_model)):
-            if given:
-                raise UsageError(f"{flag} is not allocated per rank yet: not with --tp, --pp, --launch or under "
-                                 "torchrun")
-        _ranks(model, whole(batch, "batch") or 1, parse_count(context or "8k", "context"), engine, engine_version, kv_dtype,
-               whole(block_size, "block_size"), device, tp, pp, launch, timeout, fmt)
+        _ranks(model, whole(batch, "batch") or 1, parse_count(context, "context") if context else None, engine,
+               engine_version, kv_dtype, whole(block_size, "block_size"), device, tp, pp, launch, timeout, fmt,
+               sharing)
         return
     if activation:
         from kvplan.verify.activation import import_transformers
@@ -163,9 +156,9 @@ def print_activation(console: Any, a: Any) -> None:
         console.print(f"[dim]• {note}[/dim]")
 
 
-def _ranks(model: str, batch: int, context: int, engine: str, engine_version: str | None, kv_dtype: str,
+def _ranks(model: str, batch: int, context: int | None, engine: str, engine_version: str | None, kv_dtype: str,
            block_size: int | None, device: str | None, tp: int, pp: int, launch: int | None, timeout: int,
-           fmt: str) -> None:
+           fmt: str, sharing: dict[str, Any]) -> None:
     """One rank per process (torchrun or --launch); rank 0 (or the launcher) renders everyone's shard."""
     import sys
 
@@ -175,7 +168,7 @@ def _ranks(model: str, batch: int, context: int, engine: str, engine_version: st
     from kvplan.verify.distributed import RankError, launch as start, rank_env, run_rank, under_torchrun
 
     kw = dict(tp=tp, pp=pp, batch=batch, context=context, engine=engine, engine_version=engine_version,
-              kv_dtype=kv_dtype, block_size=block_size, device=device, timeout_s=timeout)
+              kv_dtype=kv_dtype, block_size=block_size, device=device, timeout_s=timeout, **sharing)
     if launch is not None:
         result = start(model, nprocs=launch, **kw)  # type: ignore[arg-type]
     elif under_torchrun():
@@ -252,6 +245,8 @@ def print_ranks(console: Any, r: Any) -> None:
     table.add_row("[bold]all[/bold]", "", "", "[bold]sum[/bold]", "", f"{r.predicted_bytes:,}", measured_sum,
                   error_sum)
     console.print(table)
+    if r.sharing is not None:
+        print_rank_sharing(console, r)
     if any(k.reserved_bytes is not None for k in r.ranks):
         for k in r.ranks:
             console.print(f"rank {k.rank} ({k.device_name}): memory_allocated Δ {_b(k.allocated_bytes)}, "
@@ -263,6 +258,21 @@ def print_ranks(console: Any, r: Any) -> None:
     console.print(f"tensors vs prediction: {verdict}; everything freed: {'yes' if freed else '[red]no[/red]'}")
     for note in r.notes:
         console.print(f"[dim]• {note}[/dim]")
+
+
+def print_rank_sharing(console: Any, r: Any) -> None:
+    """The workload every rank allocated, and each rank's block tables against its prediction."""
+    sh = r.sharing
+    what = [f"prompt {sh['prompt_len']:,} + output {sh['output_len']:,}"]
+    what += [f"{label} {sh[key]:,}" for key, label in (("shared_prefix", "shared prefix"), ("n", "n"),
+                                                       ("beam_width", "beams")) if sh[key] > 1]
+    if sh["speculative_method"]:
+        what.append(f"{sh['speculative_method']}, +{sh['extra_slots']} slots per sequence")
+    console.print(f"workload on every rank: {r.batch} request(s) = {sh['sequences']} sequence(s), {', '.join(what)}")
+    for k in r.ranks:
+        if k.referenced_bytes is not None:
+            ok = "[green]=[/green]" if k.referenced_bytes == k.predicted_bytes else "[red]≠[/red]"
+            console.print(f"  rank {k.rank}: block tables reference {_b(k.referenced_bytes)} {ok} predicted")
 
 
 def _b(n: int | None) -> str:
@@ -301,6 +311,26 @@ def print_sharing(console: Any, r: Any) -> None:
             layers = f"layers {t.layers[0]}-{t.layers[-1]}" if len(t.layers) > 1 else f"layer {t.layers[0]}"
             console.print(f"  {layers}: {t.sequences} tables of {t.once} shared + {t.per_request} per request + "
                           f"{t.per_sequence} own blocks reference {t.referenced_blocks:,} of {t.blocks:,} blocks")
+
+
+def print_decode_steps(console: Any, steps: Any) -> None:
+    """Decoding a shared workload: the checked steps, the tables' bytes against the prediction."""
+    from rich.table import Table
+
+    wrong = [t for t in steps if not t.exact]
+    verdict = "[green]measured = predicted at every one[/green]" if not wrong else \
+        f"[red]{len(wrong)} differ[/red]"
+    console.print(f"decoded from the prompt to {steps[-1].length:,} tokens a sequence: {len(steps)} steps checked, "
+                  f"{verdict}")
+    table = Table(show_header=True, header_style="bold")
+    for col in ("step", "tokens", "predicted B", "block tables B", "blocks", "own prompt blocks", "tokens read back"):
+        table.add_column(col, justify="right")
+    shown = steps if len(steps) <= 12 else [*steps[:6], *wrong[:3], *steps[-5:]]
+    for t in sorted(set(shown), key=lambda s: s.step):
+        table.add_row(str(t.step), f"{t.length:,}", f"{t.predicted_bytes:,}", f"{t.referenced_bytes:,}",
+                      f"{t.blocks:,}", f"{t.own_prompt_blocks:,}",
+                      "[green]yes[/green]" if t.tokens_ok else "[red]no[/red]")
+    console.print(table)
 
 
 def print_verify(console: Any, r: Any) -> None:
@@ -351,5 +381,7 @@ def print_verify(console: Any, r: Any) -> None:
         ws = _b(d.peak_workspace_bytes)
         console.print(f"decode step: {d.seconds * 1e3:.3f} ms (median of {d.repeats}); bandwidth bound {bound}; "
                       f"cache read {_b(d.read_bytes)}; peak workspace {ws}")
+        if d.steps:
+            print_decode_steps(console, d.steps)
     for note in r.notes:
         console.print(f"[dim]• {note}[/dim]")

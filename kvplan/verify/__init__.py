@@ -15,7 +15,8 @@ from typing import Any
 
 from kvplan.verify.errors import VerifyError
 
-__all__ = ["verify", "VerifyResult", "ComponentCheck", "MaxBatchCheck", "DecodeCheck", "SharingCheck",
+__all__ = ["verify", "VerifyResult", "ComponentCheck", "MaxBatchCheck", "DecodeCheck", "DecodeStepCheck",
+           "SharingCheck",
            "BlockTableCheck", "VerifyError"]
 
 DEFAULT_UTILIZATION = 0.9
@@ -59,6 +60,30 @@ class MaxBatchCheck:
 
 
 @dataclass(frozen=True)
+class DecodeStepCheck:
+    """One checked step of decoding a shared workload (``--decode`` with sharing, vLLM)."""
+
+    step: int
+    """Output tokens generated (0: after the prefill)."""
+    length: int
+    """Tokens each sequence holds: prompt + step + speculative slots."""
+    predicted_bytes: int
+    """``kvplan estimate`` for the same requests at this length."""
+    referenced_bytes: int
+    """Distinct blocks the block tables (tensors) reference x their bytes in the pool's views."""
+    blocks: int
+    tokens_ok: bool
+    """Every sequence read its own tokens back through its table (shared blocks hold the shared tokens)."""
+    own_prompt_blocks: int
+    """Blocks holding prompt tokens another sequence also has, each sequence's own (recomputed, e.g. the
+    block with the prompt's last token for every child of n)."""
+
+    @property
+    def exact(self) -> bool:
+        return self.referenced_bytes == self.predicted_bytes and self.tokens_ok
+
+
+@dataclass(frozen=True)
 class DecodeCheck:
     seconds: float
     bound_seconds: float | None
@@ -67,6 +92,8 @@ class DecodeCheck:
     read_bytes: int
     repeats: int
     gpu: str | None
+    steps: tuple[DecodeStepCheck, ...] = ()
+    """With sharing: the checked steps of decoding from the prompt to the full length."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +184,9 @@ class VerifyResult:
     def exact(self) -> bool:
         """The tensors hold exactly the predicted bytes (and the block tables reference every one of them)."""
         referenced = self.sharing.referenced_bytes if self.sharing is not None else None
-        return self.measured_storage_bytes == self.predicted_bytes and referenced in (None, self.predicted_bytes)
+        steps = self.decode.steps if self.decode is not None else ()
+        return self.measured_storage_bytes == self.predicted_bytes and referenced in (None, self.predicted_bytes) \
+            and all(step.exact for step in steps)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
@@ -213,7 +242,11 @@ class VerifyResult:
             d = self.decode
             out["decode"] = {"seconds": d.seconds, "bound_seconds": d.bound_seconds,
                              "peak_workspace_bytes": d.peak_workspace_bytes, "read_bytes": d.read_bytes,
-                             "repeats": d.repeats, "gpu": d.gpu}
+                             "repeats": d.repeats, "gpu": d.gpu,
+                             "steps": [{"step": t.step, "length": t.length, "predicted_bytes": t.predicted_bytes,
+                                        "referenced_bytes": t.referenced_bytes, "blocks": t.blocks,
+                                        "tokens_ok": t.tokens_ok, "own_prompt_blocks": t.own_prompt_blocks,
+                                        "exact": t.exact} for t in d.steps]}
         return out
 
 
@@ -267,6 +300,7 @@ def verify(
     from kvplan.verify.shapes import plan_cache, resolve_layout
 
     from kvplan.verify.shapes import resolve_workload
+    from kvplan.verify.tables import block_table_checks
 
     spec = model if isinstance(model, ModelSpec) else _load(model)
     if context is not None and context <= 0:
@@ -276,11 +310,6 @@ def verify(
                             speculative_method=speculative_method, num_speculative_tokens=num_speculative_tokens,
                             speculative_model=speculative_model)
     target, context, spec = spec, work.context, work.spec  # spec: the layers the cache holds (+ draft)
-    if work.workload is not None or work.speculation is not None:
-        for name, given in (("find_max_batch", find_max_batch), ("decode", decode)):
-            if given:
-                raise VerifyError("is not available with a shared prefix, n, beams or speculative decoding yet",
-                                  field=name)
     if batch is not None and batch <= 0:
         raise VerifyError(f"{batch} must be positive", field="batch")
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
@@ -298,6 +327,7 @@ def verify(
     weights: list[Any] = []
     search = None
     predicted_max = None
+    decoded: tuple[DecodeStepCheck, ...] = ()
     try:
         if with_weights:
             if spec.weights_bytes is None:
@@ -306,14 +336,13 @@ def verify(
             notes.append(f"--with-weights: {len(weights)} buffers of the checkpoint's {spec.weights_bytes:,} B "
                          "allocated first")
         if find_max_batch:
-            from kvplan.verify.search import find_max_batch as search_max
+            from kvplan.verify.search import find_max_batch as search_max, predicted_max_batch, search_budget
 
-            budget = _budget(torch, dev, memory_budget, gpu_memory_utilization, notes)
-            predicted_max, note = _predicted_max(spec, layout, context, budget, info.total_bytes, engine,
-                                                 engine_version, block_size)
-            if note:
-                notes.append(note)
-            search = search_max(spec, layout, context, dev, budget, predicted_max or 1)
+            budget = search_budget(torch, dev, memory_budget, gpu_memory_utilization, notes)
+            predicted_max, mb_notes = predicted_max_batch(target, layout, work, budget, info.total_bytes, engine,
+                                                          engine_version, block_size)
+            notes.extend(mb_notes)
+            search = search_max(spec, layout, work.alloc_context, dev, budget, predicted_max or 1, work.workload)
             if search.measured == 0:
                 raise VerifyError(f"not one sequence of {context:,} tokens fits in "
                                   f"{_fmt(budget)}", field="find_max_batch")
@@ -328,15 +357,28 @@ def verify(
             raise VerifyError(f"internal: estimate says {predicted:,} B, the layout {plan.predicted_bytes:,} B")
         notes.extend(work.notes)
         notes.extend(plan.notes)
+        if decode and work.workload is not None and plan.block_tables:
+            from kvplan.verify.paging import check_bounded
+
+            check_bounded(plan.block_tables, work.workload)  # before anything is allocated
         alloc = al.allocate(plan, dev, fill=decode)
         try:
             m = al.measure(alloc)
-            tables = _block_tables(torch, alloc, plan) if work.workload or work.speculation else ()
+            tables = block_table_checks(torch, alloc, plan) if work.workload or work.speculation else ()
             timing = None
             if decode:
                 from kvplan.verify.decode import decode_step
 
-                timing = decode_step(alloc, spec, repeats)
+                paged = None
+                if work.workload is not None and plan.block_tables:
+                    from kvplan.verify.decode_shared import decode_shared
+
+                    # the pool decoded from the prompt to the full length, measured at the checked steps
+                    decoded, paged = decode_shared(alloc, plan, layout, work, batch)
+                    if work.workload.output_len == work.extra:
+                        notes.append("--decode with sharing: no output tokens to generate (give --prompt-len and "
+                                     "--output-len): only the prefill was stepped")
+                timing = decode_step(alloc, spec, repeats, paged)
         finally:
             alloc.release()
             del alloc
@@ -359,13 +401,21 @@ def verify(
         components.append(ComponentCheck("unaccounted", "unaccounted", 0, 0, unused))
     decode_check = None
     if timing is not None:
-        decode_check = _decode_check(timing, dev, info.name, gpu, notes)
+        decode_check = _decode_check(timing, dev, info.name, gpu, notes, decoded)
+        if decoded:
+            notes.append("--decode with sharing: every sequence grows from its prompt one token a step; shared "
+                         "blocks stay referenced, sliding layers drop what left their window, a sequence appends "
+                         "only into blocks it alone references; the timed step gathers each sequence's blocks "
+                         "through its table (shared blocks read by every sequence, as vLLM's paged kernels do)")
     max_check = None
     if search is not None:
         from kvplan.monotone import largest
 
         budget_bytes = search.budget_bytes
-        steady = largest(lambda b: layout.total_bytes(context, b) <= budget_bytes, search.measured)
+        from kvplan.verify.shapes import predicted_bytes
+
+        steady = largest(lambda b: predicted_bytes(layout, b, work.alloc_context, work.workload) <= budget_bytes,
+                         search.measured)
         max_check = MaxBatchCheck(predicted_max, search.measured, budget_bytes,
                                   tuple((p.batch, p.fits, p.bytes, p.allocated) for p in search.probes), steady)
     if dev.type == "cpu":
@@ -401,37 +451,6 @@ def _sharing_check(work: Any, row: Any, batch: int, tables: tuple[BlockTableChec
         draft=sp.draft.id if sp is not None and sp.draft is not None else None)
 
 
-def _block_tables(torch: Any, alloc: Any, plan: Any) -> tuple[BlockTableCheck, ...]:
-    """Every sequence's block table as an int64 tensor ``[sequences, blocks per sequence]`` (vLLM's
-    ``BlockTable`` rows), then the distinct blocks they reference and those blocks' bytes in the
-    group's views: what the pool holds for the sequences, each shared block counted once."""
-    out = []
-    for t in plan.block_tables:
-        seqs, first = t.sequences, t.first_block
-        once = torch.arange(first, first + t.once).expand(seqs, t.once)
-        request = torch.arange(t.requests).repeat_interleave(t.samples)[:, None]
-        shared = first + t.once + request * t.per_request + torch.arange(t.per_request)[None, :]
-        own_start = first + t.once + t.requests * t.per_request
-        own = own_start + torch.arange(seqs)[:, None] * t.per_sequence + torch.arange(t.per_sequence)[None, :]
-        table = torch.cat([once, shared, own], dim=1)
-        for r, s in {(0, 0), (t.requests - 1, t.samples - 1)}:  # the tensor is the plan's own tables
-            if table[r * t.samples + s].tolist() != t.row(r, s):
-                raise VerifyError(f"internal: block table row ({r}, {s}) differs from the plan")
-        ids = torch.unique(table)
-        count = int(ids.numel())
-        if count and (int(ids.min()) < first or int(ids.max()) >= first + t.blocks):
-            raise VerifyError("internal: a block table references a block outside its group's region")
-        per_block = 0
-        layers = set(t.layers)
-        for (layer, _), view in alloc.views.items():
-            if layer in layers and view.shape[0]:
-                per_block += view[0].numel() * view.element_size()
-        out.append(BlockTableCheck(t.layers, seqs, t.blocks, count, t.once, t.per_request, t.per_sequence,
-                                   count * per_block))
-        del table, ids
-    return tuple(out)
-
-
 def _load(model: str) -> Any:
     from kvplan.sources.resolve import load_model
 
@@ -444,46 +463,8 @@ def _fmt(n: int) -> str:
     return format_bytes(n)
 
 
-def _budget(torch: Any, dev: Any, memory_budget: int | None, util: float | None, notes: list[str]) -> int:
-    if dev.type == "cpu":
-        assert memory_budget is not None
-        notes.append(f"--find-max-batch budget: --memory-budget {memory_budget:,} B of tensor storage")
-        return memory_budget
-    torch.cuda.synchronize(dev)
-    free, total = torch.cuda.mem_get_info(dev)
-    in_use = int(total - free)
-    if memory_budget is not None:
-        notes.append(f"--find-max-batch budget: --memory-budget {memory_budget:,} B")
-        return memory_budget
-    share = util if util is not None else DEFAULT_UTILIZATION
-    budget = int(total * share) - in_use
-    notes.append(f"--find-max-batch budget: {share:g} x {int(total):,} B total - {in_use:,} B already in use "
-                 f"= {budget:,} B (reserved growth must stay within it)")
-    return budget
-
-
-def _predicted_max(spec: Any, layout: Any, context: int, budget: int, total: int | None, engine: str,
-                   engine_version: str | None, block_size: int | None) -> tuple[int | None, str]:
-    """kvplan.max_batch for the same budget, given as the KV memory (--kv-cache-memory)."""
-    from kvplan.budgets import Settings
-    from kvplan.errors import KvplanError
-    from kvplan.plan import max_batch
-
-    try:
-        plan = max_batch(spec, gpu_memory=str(max(budget, total or 0)), engine=engine,
-                         engine_version=engine_version, kv_dtype=layout.kv_dtype.name, max_model_len=context,
-                         context=context, block_size=block_size,
-                         settings=Settings(kv_cache_memory_bytes=budget, weights_bytes=spec.weights_bytes or 1))
-    except KvplanError as exc:
-        return None, f"max-batch could not predict for this budget: {exc}"
-    note = ""
-    if plan.admission_note:
-        note = f"max-batch follows the engine's admission rule ({plan.admission_note}); verify allocates " \
-               "what a sequence holds once its context is computed"
-    return plan.max_batch, note
-
-
-def _decode_check(timing: Any, dev: Any, device_name: str, gpu: str | None, notes: list[str]) -> DecodeCheck:
+def _decode_check(timing: Any, dev: Any, device_name: str, gpu: str | None, notes: list[str],
+                  steps: tuple[DecodeStepCheck, ...] = ()) -> DecodeCheck:
     from kvplan.errors import KvplanError
     from kvplan.hardware import find_gpu, load_catalog
 
@@ -501,4 +482,4 @@ def _decode_check(timing: Any, dev: Any, device_name: str, gpu: str | None, note
         notes.append(f"--decode bound: {timing.read_bytes:,} B of cache read at {hw.bandwidth / 1e12:.2f} TB/s "
                      f"({hw.name}): a lower bound on the step")
     return DecodeCheck(timing.seconds, bound, timing.peak_workspace_bytes, timing.read_bytes, timing.repeats,
-                       hw.name if hw is not None else None)
+                       hw.name if hw is not None else None, steps)

@@ -42,7 +42,9 @@ class DecodeTiming:
     layers: int
 
 
-def decode_step(alloc: Allocation, spec: Any, repeats: int = 5) -> DecodeTiming:
+def decode_step(alloc: Allocation, spec: Any, repeats: int = 5, tables: dict[int, Any] | None = None) -> DecodeTiming:
+    """``tables``: layer -> int64 ``[sequences, blocks]`` block ids (a shared workload): each step
+    gathers every sequence's blocks through its table, as a paged kernel reads them."""
     torch = import_torch()
     plan = alloc.plan
     if plan.kv_dtype in _NO_DECODE:
@@ -58,7 +60,8 @@ def decode_step(alloc: Allocation, spec: Any, repeats: int = 5) -> DecodeTiming:
     read = 0
     steps_layers = [info for info in plan.layers if info.kind not in ("recurrent", "padding") and info.attend]
     for info in steps_layers:
-        step, nbytes = _layer_step(torch, alloc, info, spec, compute, gen)
+        step, nbytes = _layer_step(torch, alloc, info, spec, compute, gen,
+                                   None if tables is None else tables.get(info.index))
         steps.append(step)
         read += nbytes
     if not steps:
@@ -113,13 +116,15 @@ def _dequant(torch: Any, data: Any, scale: Any | None, compute: Any) -> Any:
 
 
 def _layer_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compute: Any,
-                gen: Any) -> tuple[Callable[[], Any], int]:
+                gen: Any, table: Any = None) -> tuple[Callable[[], Any], int]:
     F = torch.nn.functional
     views = alloc.views
     layer = info.layer
     batch = alloc.plan.batch
     device = alloc.device
     i = info.index
+    if table is not None:
+        return _paged_table_step(torch, alloc, info, spec, compute, gen, table.to(device))
     if info.kind == "mla":
         heads = layer.num_heads or spec.num_attention_heads or 1
         qk = (layer.qk_nope_head_dim or layer.kv_lora_rank) + layer.qk_rope_head_dim
@@ -136,6 +141,7 @@ def _layer_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compu
 
             return step, _nbytes(lat)
         k, v = views[(i, "K")], views[(i, "V")]
+        batch = k.shape[0]  # transformers' rows: batch x samples (n or beams)
         if k.shape[1] == 1 and k.shape[-1] == rank:  # transformers 5.x: split latent
             q_lat = _rand(torch, (batch, 1, heads, rank), compute, device, gen)
             q_rope = _rand(torch, (batch, 1, heads, v.shape[-1]), compute, device, gen)
@@ -155,6 +161,8 @@ def _layer_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compu
     kv_heads = layer.kv_heads
     group = max(1, (spec.num_attention_heads or kv_heads) // kv_heads)
     k, v = views[(i, "K")], views[(i, "V")]
+    if info.layout != "paged":
+        batch = k.shape[0]  # transformers' rows: batch x samples (n or beams)
     ks, vs = views.get((i, "K scale")), views.get((i, "V scale"))
     if info.layout == "paged":  # [blocks, block, heads, d] -> [B, heads, tokens, d], in place
         def seq(t: Any) -> Any:
@@ -174,3 +182,40 @@ def _layer_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compu
         return F.scaled_dot_product_attention(q, kk, vv)
 
     return step, nbytes
+
+
+def _paged_table_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compute: Any, gen: Any,
+                      table: Any) -> tuple[Callable[[], Any], int]:
+    """One layer's step through block tables: each sequence's blocks gathered (shared ones read by
+    every sequence that references them, as vLLM's paged kernels do), then attention."""
+    F = torch.nn.functional
+    views, device, i, layer = alloc.views, alloc.device, info.index, info.layer
+    seqs = table.shape[0]
+    if info.kind == "mla":
+        latent = views[(i, "latent")]
+        heads = layer.num_heads or spec.num_attention_heads or 1
+        scale = 1.0 / math.sqrt((layer.qk_nope_head_dim or layer.kv_lora_rank) + layer.qk_rope_head_dim)
+        rank = layer.kv_lora_rank
+        q = _rand(torch, (seqs, 1, heads, latent.shape[-1]), compute, device, gen)
+
+        def mla_step() -> Any:
+            kv = latent[table].reshape(seqs, -1, latent.shape[-1])[:, :info.attend].unsqueeze(1)
+            kv = _dequant(torch, kv, None, compute)
+            return F.scaled_dot_product_attention(q, kv, kv[..., :rank], scale=scale)
+
+        return mla_step, seqs * info.attend * latent.shape[-1] * latent.element_size()
+    kv_heads = layer.kv_heads
+    group = max(1, (spec.num_attention_heads or kv_heads) // kv_heads)
+    planes = [views.get((i, role)) for role in ("K", "V", "K scale", "V scale")]
+
+    def gather(t: Any) -> Any:
+        return t[table].reshape(seqs, -1, *t.shape[2:])[:, :info.attend].transpose(1, 2)
+
+    q = _rand(torch, (seqs, kv_heads, group, layer.head_dim), compute, device, gen)
+    per_token = sum(p[0, 0].numel() * p.element_size() for p in planes if p is not None)
+
+    def step() -> Any:
+        k, v, ks, vs = (gather(p) if p is not None else None for p in planes)
+        return F.scaled_dot_product_attention(q, _dequant(torch, k, ks, compute), _dequant(torch, v, vs, compute))
+
+    return step, seqs * info.attend * per_token

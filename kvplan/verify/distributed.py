@@ -31,6 +31,7 @@ from kvplan.verify import ComponentCheck
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.rank_results import RankCheck, RanksResult
 from kvplan.verify.ranks import RankPlan, check_parallel, parallel_notes, plan_ranks
+from kvplan.verify.shapes import workload_dict
 
 __all__ = ["RankCheck", "RankError", "RanksResult", "launch", "run_rank", "under_torchrun", "free_port"]
 
@@ -110,11 +111,14 @@ def _require_numpy() -> None:
 
 # --------------------------------------------------------------------------------------- one rank
 
-def run_rank(model: str | ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1, context: int = 8192,
+def run_rank(model: str | ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1, context: int | None = None,
              engine: str = "vllm", engine_version: str | None = None, kv_dtype: str = "auto",
              block_size: int | None = None, device: str | None = None, timeout_s: int = DEFAULT_TIMEOUT_S,
-             launcher: str = "torchrun") -> RanksResult:
-    """Run this process's rank (from the torchrun environment) and return every rank's measurement."""
+             launcher: str = "torchrun", **sharing: Any) -> RanksResult:
+    """Run this process's rank (from the torchrun environment) and return every rank's measurement.
+
+    ``sharing``: ``prompt_len``, ``output_len``, ``shared_prefix``, ``n``, ``beam_width`` and the
+    speculative arguments of ``kvplan.verify.verify``; every rank allocates its shard of that layout."""
     from datetime import timedelta
 
     from kvplan import __version__
@@ -128,7 +132,7 @@ def run_rank(model: str | ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1
                           f"{tp * pp} processes (torchrun --nproc-per-node {tp * pp})")
     spec = model if isinstance(model, ModelSpec) else _load(model)
     plans = plan_ranks(spec, tp=tp, pp=pp, batch=batch, context=context, engine=engine,
-                       engine_version=engine_version, kv_dtype=kv_dtype, block_size=block_size)
+                       engine_version=engine_version, kv_dtype=kv_dtype, block_size=block_size, **sharing)
     _require_numpy()
     from kvplan.verify.allocate import import_torch
 
@@ -149,15 +153,16 @@ def run_rank(model: str | ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1
         dist.all_gather_object(gathered, mine)
     finally:
         dist.destroy_process_group()
-    first = plans[0].plan
-    notes = [*first.notes, *parallel_notes(spec, tp, pp), *([note] if note else [])]
+    first, work = plans[0].plan, plans[0].work
+    assert work is not None
+    notes = [*work.notes, *first.notes, *parallel_notes(spec, tp, pp), *([note] if note else [])]
     if dev.type == "cpu":
         notes.append("on the CPU torch keeps no allocator statistics: measured = the tensors' storage bytes")
     return RanksResult(
         kvplan_version=__version__, model_id=spec.id, engine=first.engine, engine_version=first.engine_version,
-        kv_dtype=first.kv_dtype, block_size=first.block_size, batch=batch, context=context, tp=tp, pp=pp,
+        kv_dtype=first.kv_dtype, block_size=first.block_size, batch=batch, context=work.context, tp=tp, pp=pp,
         backend=backend, launcher=launcher, ranks=tuple(RankCheck.from_dict(d) for d in gathered),
-        notes=tuple(dict.fromkeys(notes)),
+        notes=tuple(dict.fromkeys(notes)), sharing=workload_dict(work, batch),
     )
 
 
@@ -181,8 +186,15 @@ def _measure(rp: RankPlan, dev: Any, local_rank: int) -> RankCheck:
                          components=tuple(ComponentCheck(c.name, c.kind, c.layers, c.predicted_bytes, 0)
                                           for c in plan.components),
                          released=al.live_tensors() == 0, error=str(exc))
+    referenced = None
     try:
         m = al.measure(alloc)
+        if rp.work is not None and (rp.work.workload is not None or rp.work.speculation is not None) \
+                and plan.block_tables:
+            from kvplan.verify.tables import block_table_checks
+
+            # the shard's block tables as tensors: the distinct blocks they reference, in this rank's views
+            referenced = sum(t.referenced_bytes for t in block_table_checks(al.import_torch(), alloc, plan))
     finally:
         alloc.release()
         del alloc
@@ -195,7 +207,8 @@ def _measure(rp: RankPlan, dev: Any, local_rank: int) -> RankCheck:
         components.append(ComponentCheck("unaccounted", "unaccounted", 0, 0, unused))
     return RankCheck(**base, measured_storage_bytes=m.storage_bytes, allocated_bytes=m.allocated_bytes,
                      reserved_bytes=m.reserved_bytes, driver_bytes=m.driver_bytes,
-                     peak_allocated_bytes=m.peak_allocated_bytes, components=tuple(components), released=released)
+                     peak_allocated_bytes=m.peak_allocated_bytes, components=tuple(components), released=released,
+                     referenced_bytes=referenced)
 
 
 def _load(model: str) -> ModelSpec:
@@ -213,12 +226,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def launch(model: str | ModelSpec, *, nprocs: int, tp: int = 1, pp: int = 1, batch: int = 1, context: int = 8192,
-           engine: str = "vllm", engine_version: str | None = None, kv_dtype: str = "auto",
-           block_size: int | None = None, device: str | None = None,
-           timeout_s: int = DEFAULT_TIMEOUT_S) -> RanksResult:
+def launch(model: str | ModelSpec, *, nprocs: int, tp: int = 1, pp: int = 1, batch: int = 1,
+           context: int | None = None, engine: str = "vllm", engine_version: str | None = None,
+           kv_dtype: str = "auto", block_size: int | None = None, device: str | None = None,
+           timeout_s: int = DEFAULT_TIMEOUT_S, **sharing: Any) -> RanksResult:
     """Start ``nprocs`` = tp x pp rank processes on this machine (torch.multiprocessing, spawn) and
-    return what rank 0 gathered. Everything that can be refused is refused here, before spawning."""
+    return what rank 0 gathered. Everything that can be refused is refused here, before spawning.
+    ``sharing``: as ``run_rank``."""
     import json
     import tempfile
 
@@ -230,8 +244,10 @@ def launch(model: str | ModelSpec, *, nprocs: int, tp: int = 1, pp: int = 1, bat
     if timeout_s <= 0:
         raise VerifyError(f"--timeout {timeout_s} must be positive")
     spec = model if isinstance(model, ModelSpec) else _load(model)
+    if isinstance(sharing.get("speculative_model"), str):  # loaded once here, not in every rank
+        sharing["speculative_model"] = _load(sharing["speculative_model"])
     plan_ranks(spec, tp=tp, pp=pp, batch=batch, context=context, engine=engine, engine_version=engine_version,
-               kv_dtype=kv_dtype, block_size=block_size)
+               kv_dtype=kv_dtype, block_size=block_size, **sharing)
     _require_numpy()
     from kvplan.verify.allocate import import_torch
 
@@ -241,7 +257,7 @@ def launch(model: str | ModelSpec, *, nprocs: int, tp: int = 1, pp: int = 1, bat
     import torch.multiprocessing as mp
 
     kwargs = dict(tp=tp, pp=pp, batch=batch, context=context, engine=engine, engine_version=engine_version,
-                  kv_dtype=kv_dtype, block_size=block_size, device=device, timeout_s=timeout_s)
+                  kv_dtype=kv_dtype, block_size=block_size, device=device, timeout_s=timeout_s, **sharing)
     with tempfile.TemporaryDirectory(prefix="kvplan-ranks-") as tmp:
         out = os.path.join(tmp, "rank0.json")
         ctx = mp.start_processes(_launched, args=(nprocs, free_port(), spec, kwargs, out), nprocs=nprocs,

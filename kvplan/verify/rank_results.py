@@ -38,10 +38,13 @@ class RankCheck:
     released: bool
     error: str | None = None
     """Why this rank measured nothing (out of memory, no device); None when it measured."""
+    referenced_bytes: int | None = None
+    """With sharing: bytes of the distinct blocks this rank's block tables reference (None otherwise)."""
 
     @property
     def exact(self) -> bool:
-        return self.error is None and self.measured_storage_bytes == self.predicted_bytes
+        return self.error is None and self.measured_storage_bytes == self.predicted_bytes \
+            and self.referenced_bytes in (None, self.predicted_bytes)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +64,7 @@ class RankCheck:
                            for c in self.components],
             "released": self.released,
             "error": self.error,
+            "referenced_bytes": self.referenced_bytes,
         }
 
     @classmethod
@@ -75,7 +79,7 @@ class RankCheck:
             peak_allocated_bytes=m["peak_allocated_bytes"], buffers=d["buffers"], num_blocks=d["num_blocks"],
             components=tuple(ComponentCheck(c["name"], c["kind"], c["layers"], c["predicted_bytes"],
                                             c["measured_bytes"]) for c in d["components"]),
-            released=d["released"], error=d["error"],
+            released=d["released"], error=d["error"], referenced_bytes=d.get("referenced_bytes"),
         )
 
 
@@ -96,6 +100,8 @@ class RanksResult:
     """'torchrun' (the environment gave the ranks) or 'launch' (--launch spawned them)."""
     ranks: tuple[RankCheck, ...]
     notes: tuple[str, ...] = ()
+    sharing: dict[str, Any] | None = None
+    """The shared-prefix / samples / beams / speculative workload every rank allocated (as verify's JSON)."""
 
     @property
     def world_size(self) -> int:
@@ -127,10 +133,11 @@ class RanksResult:
             "world_size": self.world_size, "backend": self.backend, "launcher": self.launcher,
             "predicted_bytes": self.predicted_bytes, "measured_storage_bytes": self.measured_storage_bytes,
             "exact": self.exact, "ranks": [r.to_dict() for r in self.ranks], "notes": list(self.notes),
+            "sharing": self.sharing,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RanksResult:
         return cls(d["kvplan_version"], d["model"], d["engine"], d["engine_version"], d["kv_dtype"],
                    d["block_size"], d["batch"], d["context"], d["tp"], d["pp"], d["backend"], d["launcher"],
-                   tuple(RankCheck.from_dict(r) for r in d["ranks"]), tuple(d["notes"]))
+                   tuple(RankCheck.from_dict(r) for r in d["ranks"]), tuple(d["notes"]), d.get("sharing"))

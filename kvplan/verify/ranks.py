@@ -17,13 +17,14 @@ Every rank of one stage holds the same shard: the heads split evenly, whatever t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvplan.engines import CacheLayout, EngineOptions, get_engine
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.parallel import pp_partitions, tp_notes
 from kvplan.spec import ModelSpec
 from kvplan.verify.errors import VerifyError
-from kvplan.verify.shapes import CachePlan, plan_cache
+from kvplan.verify.shapes import CachePlan, VerifyWorkload, plan_cache, resolve_workload
 
 #: Most ranks one verify run starts or joins (bounded time and memory).
 MAX_RANKS = 64
@@ -39,6 +40,8 @@ class RankPlan:
     num_layers: int
     """Decoder layers of the stage."""
     plan: CachePlan
+    work: VerifyWorkload | None = None
+    """The context, shared prefix, samples or beams and speculative slots every rank allocates."""
 
 
 def placement(rank: int, tp: int) -> tuple[int, int]:
@@ -72,35 +75,47 @@ def stage_layouts(spec: ModelSpec, *, tp: int, pp: int, engine: str, engine_vers
     return layouts, [spec] * pp
 
 
-def plan_ranks(spec: ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1, context: int = 8192,
+def plan_ranks(spec: ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1, context: int | None = None,
                engine: str = "vllm", engine_version: str | None = None, kv_dtype: str = "auto",
-               block_size: int | None = None) -> tuple[RankPlan, ...]:
-    """The cache every one of the ``tp`` x ``pp`` ranks allocates, in rank order."""
+               block_size: int | None = None, prompt_len: int | None = None, output_len: int | None = None,
+               shared_prefix: int = 0, n: int = 1, beam_width: int = 1, speculative_method: str | None = None,
+               num_speculative_tokens: int | None = None, speculative_model: Any = None) -> tuple[RankPlan, ...]:
+    """The cache every one of the ``tp`` x ``pp`` ranks allocates, in rank order.
+
+    ``context`` defaults to 8,192 or prompt + output. With a shared prefix, ``n``, beams or speculative
+    decoding (``kvplan.verify.verify``'s arguments) every rank holds its shard of the shared layout: the
+    same block tables as one device (sharing is by token position, the same on every rank), each block
+    a shard's page; the draft's layers join each rank's pool sharded at the target's tp."""
     check_parallel(tp, pp)
     if batch <= 0:
-        raise VerifyError(f"--batch {batch} must be positive")
-    if context <= 0:
-        raise VerifyError(f"--context {context} must be positive")
-    layouts, specs = stage_layouts(spec, tp=tp, pp=pp, engine=engine, engine_version=engine_version,
+        raise VerifyError(f"--batch {batch} must be positive", field="batch")
+    if context is not None and context <= 0:
+        raise VerifyError(f"--context {context} must be positive", field="context")
+    work = resolve_workload(spec, engine, context, prompt_len=prompt_len, output_len=output_len,
+                            shared_prefix=shared_prefix, n=n, beam_width=beam_width,
+                            speculative_method=speculative_method, num_speculative_tokens=num_speculative_tokens,
+                            speculative_model=speculative_model, pp=pp)
+    layouts, specs = stage_layouts(work.spec, tp=tp, pp=pp, engine=engine, engine_version=engine_version,
                                    kv_dtype=kv_dtype, block_size=block_size)
-    plans = [plan_cache(s, layout, batch, context) for s, layout in zip(specs, layouts)]
+    plans = [plan_cache(s, layout, batch, work.alloc_context, work.workload) for s, layout in zip(specs, layouts)]
     if pp == 1:  # the per-rank bytes `kvplan estimate --tp` prints: one source of truth
         from kvplan.estimate import estimate
 
-        printed = estimate(spec, contexts=[context], batches=[batch], kv_dtypes=[kv_dtype], engine=engine,
-                           engine_version=engine_version, block_size=block_size, tp=tp).rows[0].kv_bytes
+        printed = estimate(spec, contexts=[work.context], batches=[batch], kv_dtypes=[kv_dtype], engine=engine,
+                           engine_version=engine_version, block_size=block_size, tp=tp,
+                           **work.estimate_kwargs).rows[0].kv_bytes
         if printed != plans[0].predicted_bytes:
             raise VerifyError(f"internal: estimate --tp {tp} says {printed:,} B, the rank's layout "
                               f"{plans[0].predicted_bytes:,} B")
     firsts, start = [], 0
-    for size in pp_partitions(spec.num_layers, pp):
+    for size in pp_partitions(work.spec.num_layers, pp):  # a draft's layers (pp 1 only) join the stage
         firsts.append((start, size))
         start += size
     out = []
     for rank in range(tp * pp):
         tp_rank, pp_rank = placement(rank, tp)
         first, size = firsts[pp_rank]
-        out.append(RankPlan(rank, tp_rank, pp_rank, first, size, plans[pp_rank]))
+        out.append(RankPlan(rank, tp_rank, pp_rank, first, size, plans[pp_rank], work))
     return tuple(out)
 
 

@@ -98,12 +98,10 @@ def plan_cache(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     tensors = eng.tensor_plan(spec, layout, batch, context, workload)
     if tensors is None:
         raise VerifyError(f"verify has no tensor layout for engine '{layout.engine}'")
-    if workload is None:
-        predicted = layout.total_bytes(context, batch)
-        spans = None
-    else:  # the arithmetic estimate applies (kvplan.engines.sharing), never a copy of it
+    predicted = predicted_bytes(layout, batch, context, workload)
+    spans = None
+    if workload is not None:
         rule = eng.sharing.bind(layout)
-        predicted = shared_bytes(layout, rule, workload, batch)
         spans = {i: rule.spans(g, workload) for i, g in enumerate(layout.groups)}
     plan = CachePlan(
         model_id=spec.id, engine=layout.engine, engine_version=layout.engine_version,
@@ -117,6 +115,16 @@ def plan_cache(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     )
     _check(plan)
     return plan
+
+
+def predicted_bytes(layout: CacheLayout, batch: int, context: int, workload: Workload | None = None) -> int:
+    """What ``kvplan estimate`` prints for ``batch`` requests of ``context`` tokens: the engine's sharing
+    applied by the arithmetic estimate uses (kvplan.engines.sharing), never a copy of it."""
+    if workload is None:
+        return layout.total_bytes(context, batch)
+    if workload.context != context:
+        raise VerifyError(f"internal: a workload of {workload.context} tokens planned at {context}")
+    return shared_bytes(layout, get_engine(layout.engine).sharing, workload, batch)
 
 
 def _components(layout: CacheLayout, names: dict[int, str], batch: int, context: int,
@@ -189,7 +197,7 @@ class VerifyWorkload:
 def resolve_workload(spec: ModelSpec, engine: str, context: int | None, *, prompt_len: int | None = None,
                      output_len: int | None = None, shared_prefix: int = 0, n: int = 1, beam_width: int = 1,
                      speculative_method: str | None = None, num_speculative_tokens: int | None = None,
-                     speculative_model: Any = None) -> VerifyWorkload:
+                     speculative_model: Any = None, pp: int = 1) -> VerifyWorkload:
     """The context, the speculative layers and slots, and what requests share, as ``estimate`` reads
     the same arguments (``kvplan/estimate.py``): verify threads them, the rules stay the engines'."""
     from kvplan.workload import speculation_from, split_contexts
@@ -200,7 +208,7 @@ def resolve_workload(spec: ModelSpec, engine: str, context: int | None, *, promp
     speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model, None)
     target, extra, notes = spec, 0, ()
     if speculation is not None:
-        sp = eng.speculate(spec, speculation, 1)
+        sp = eng.speculate(spec, speculation, pp)  # vLLM refuses pp > 1 (field=pp)
         target, extra, notes = sp.spec, sp.extra_tokens, tuple(sp.notes)
     workload = None
     if splits is not None or shared_prefix or n != 1 or beam_width != 1:
@@ -218,3 +226,18 @@ def resolve_workload(spec: ModelSpec, engine: str, context: int | None, *, promp
         kwargs.update(speculative_method=speculation.method,
                       num_speculative_tokens=speculation.num_speculative_tokens, speculative_model=speculation.draft)
     return VerifyWorkload(target, context, context + extra, workload, speculation, extra, notes, kwargs)
+
+
+def workload_dict(work: VerifyWorkload, batch: int) -> dict[str, Any] | None:
+    """The JSON form of what a sharing or speculative workload allocates (None for plain sequences)."""
+    w, sp = work.workload, work.speculation
+    if w is None and sp is None:
+        return None
+    return {"prompt_len": w.prompt_len if w is not None else work.context,
+            "output_len": w.output_len - work.extra if w is not None else 0,
+            "shared_prefix": w.shared_prefix if w is not None else 0, "n": w.n if w is not None else 1,
+            "beam_width": w.beam_width if w is not None else 1,
+            "sequences": batch * (w.samples if w is not None else 1),
+            "speculative_method": sp.method if sp is not None else None,
+            "num_speculative_tokens": sp.num_speculative_tokens if sp is not None else None,
+            "extra_slots": work.extra, "draft": sp.draft.id if sp is not None and sp.draft is not None else None}
