@@ -55,6 +55,10 @@ class SpeculativeLayout:
     extra_tokens: int
     """Slots each running sequence holds beyond its context (draft tokens being verified, lookahead)."""
     notes: tuple[str, ...]
+    max_batch: int | None = None
+    """The most sequences the engine speculates for at once (transformers: 1); None: no limit."""
+    max_batch_reason: str = ""
+    """Why, in the engine's words (a refusal of a larger batch quotes it)."""
 
 
 def parse_speculation(method: str | None, tokens: int | None, draft: ModelSpec | None,
