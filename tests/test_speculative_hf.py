@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kvplan
 from kvplan.budgets import Settings
@@ -133,6 +135,19 @@ def test_cli_estimate_reports_it(capsys):
                  "--speculative-method", "ngram", "--num-speculative-tokens", "5"])
     out, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "--batch" in err and "batch_size = 1" in err
+
+
+@settings(max_examples=40, deadline=None)
+@given(context=st.integers(2, 1 << 20), k=st.integers(1, 64), layers=st.integers(1, 4),
+       draft_layers=st.integers(1, 40), heads=st.sampled_from([1, 2, 8]), head_dim=st.sampled_from([64, 128]))
+def test_invariant_the_peak_is_the_plain_target_plus_the_draft_one_token_behind(context, k, layers, draft_layers,
+                                                                                heads, head_dim):
+    target, draft = dense("t", layers, heads, head_dim), dense("d", draft_layers, 1, 64)
+    plain = row(target, context).kv_bytes
+    assisted = row(target, context, speculative_model=draft, num_speculative_tokens=k).kv_bytes
+    assert assisted == plain + row(draft, context - 1).kv_bytes
+    lookup = row(target, context, speculative_method="ngram", num_speculative_tokens=k).kv_bytes
+    assert lookup == row(target, context + k - 1).kv_bytes >= plain
 
 
 # --- verify allocates the draft's cache too -------------------------------------------------------

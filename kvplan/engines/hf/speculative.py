@@ -201,10 +201,12 @@ def draft_groups(spec: ModelSpec, groups: tuple[GroupRule, ...]) -> tuple[tuple[
 
 def one_sequence(layouts: Sequence[CacheLayout], demand: Demand, cap: KvCapacity) -> KvCapacity:
     """The capacity of a speculating transformers deployment: at most one sequence (``_assisted_decoding``)."""
-    if not any(isinstance(layout.pool, AssistedCache) for layout in layouts):
+    pools = [layout.pool for layout in layouts if isinstance(layout.pool, AssistedCache)]
+    if not pools:
         return cap
-    if demand.batch > 1:
+    most = min(pool.max_batch for pool in pools)
+    if demand.batch > most:
         raise UsageError(batch_refusal(demand.batch), field="batch")
-    return replace(cap, max_batch=min(cap.max_batch, 1), max_concurrency=min(cap.max_concurrency, 1.0),
+    return replace(cap, max_batch=min(cap.max_batch, most), max_concurrency=min(cap.max_concurrency, float(most)),
                    assumptions=(*cap.assumptions, f"{_SOURCE} speculative decoding: one sequence per generate() "
                                 "call, so the largest batch is 1"))
