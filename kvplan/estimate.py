@@ -206,6 +206,9 @@ def estimate(
     if speculation is not None:
         sp = eng.speculate(spec, speculation, 1)
         spec, extra, spec_notes = sp.spec, sp.extra_tokens, sp.notes
+        if sp.max_batch is not None and max(batches) * n * beam_width > sp.max_batch:  # transformers: one sequence
+            raise UsageError(f"batch {max(batches) * n * beam_width}: {eng.title} speculates for at most "
+                             f"{sp.max_batch} sequence(s) at once ({sp.max_batch_reason})", field="batches")
     workloads = None
     if splits is not None or shared_prefix or n != 1 or beam_width != 1:
         splits = splits or [(c, 0) for c in contexts]

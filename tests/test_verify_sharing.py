@@ -204,7 +204,7 @@ def test_speculative_layers_and_slots_are_allocated(model, kw, extra):
 
 def test_refusals_name_the_field():
     with pytest.raises(UsageError) as err:
-        _verify(LLAMA, batch=1, context=800, speculative_method="ngram", num_speculative_tokens=2, engine="hf")
+        _verify(LLAMA, batch=1, context=800, speculative_method="ngram", num_speculative_tokens=2, engine="llamacpp")
     assert err.value.field == "speculative_method"
     with pytest.raises(KvplanError) as err:  # bounded: refused before anything is allocated
         _verify(SMALL, batch=64, prompt_len=60_000, output_len=4_000, n=8, decode=True)

@@ -60,6 +60,10 @@ class SpeculativeLayout:
     before 0.5.14 sized the draft's pool outside the target's); its layers come first in ``spec``."""
     speculation: Speculation | None = None
     """What was asked, for engines whose pool rules read its parameters."""
+    max_batch: int | None = None
+    """The most sequences the engine speculates for at once (transformers: 1); None: no limit."""
+    max_batch_reason: str = ""
+    """Why, in the engine's words (a refusal of a larger batch quotes it)."""
 
 
 def parse_speculation(method: str | None, tokens: int | None, draft: ModelSpec | None,

@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.protocol import Demand, EngineDefaults, from_module
+from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, from_module
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
@@ -51,6 +52,18 @@ class TransformersEngine(EngineDefaults):
         from kvplan.engines.hf.tensors import plan_tensors
 
         return plan_tensors(spec, layout, batch, context, workload)
+
+    def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
+        from kvplan.engines.hf.speculative import speculate
+
+        return speculate(spec, speculation, pp, static=self.static)
+
+    def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
+                 demand: Demand) -> KvCapacity:
+        cap = super().capacity(layouts, kv_bytes, version, budget, demand)
+        from kvplan.engines.hf.speculative import one_sequence
+
+        return one_sequence(layouts, demand, cap)
 
 
 HF = TransformersEngine()

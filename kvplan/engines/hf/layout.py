@@ -56,13 +56,16 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     no_tensor_parallel(title, options)
     if options.block_size is not None:
         raise UsageError(f"{title} does not page its cache: a block size does not apply", field="block_size")
-    from kvplan.engines.hf import eviction, quantized
+    from kvplan.engines.hf import eviction, quantized, speculative
 
     evicting = eviction.wants_eviction(options)
     if evicting and static:
         raise UsageError(f"{title} evicts nothing: eviction budgets apply to the hf engine", field="evict")
     if evicting and quantized.wants_quantized(options, kv_dtype):
         raise UsageError("kvplan does not combine a quantized cache with eviction", field="evict")
+    if speculative.is_assisted(spec) and (evicting or quantized.wants_quantized(options, kv_dtype)):
+        raise UsageError("kvplan does not combine transformers speculative decoding with a quantized cache or "
+                         "eviction", field="speculative_method")
     if quantized.wants_quantized(options, kv_dtype):
         if static:
             raise UsageError(f"{title} is not quantized: transformers' QuantizedCache is a dynamic cache "
@@ -76,12 +79,16 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
             "HybridCache its generation_config asks for (sized to the sequence length)"
         )
     groups = build_groups(spec, lambda layer, first: _group(layer, first, kv_dtype, version, assumptions, static))
+    pool = None
+    if speculative.is_assisted(spec):  # a draft's (or MTP) layers in a cache of their own (hf/speculative.py)
+        groups, pool = speculative.draft_groups(spec, groups)
     if any(layer.kind == "recurrent" for layer in spec.layers):
         where = "float32" if version >= _FP32_STATE_SINCE else "the model dtype (4.x MambaCache)"
         assumptions.append(
             f"transformers keeps recurrent SSM state in {where} and the conv window in the model dtype"
         )
-    result = CacheLayout(name, render_version(version), kv_dtype, None, groups, tuple(dict.fromkeys(assumptions)))
+    result = CacheLayout(name, render_version(version), kv_dtype, None, groups, tuple(dict.fromkeys(assumptions)),
+                         pool=pool)
     return eviction.apply(spec, result, options) if evicting else result
 
 

@@ -39,6 +39,10 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
         if workload.context != context:
             raise VerifyError(f"internal: a workload of {workload.context} tokens planned at {context}")
         batch *= workload.samples
+    from kvplan.engines.hf.speculative import AssistedCache, batch_refusal
+
+    if isinstance(layout.pool, AssistedCache) and batch > 1:  # _assisted_decoding runs one sequence
+        raise VerifyError(batch_refusal(batch), field="batch")
     names = component_names(layout)
     dtype = layout.kv_dtype
     from kvplan.engines.hf.quantized import QuantizedGroup, quantized_tensors
