@@ -196,7 +196,8 @@ def max_batch(
 
     Speculative decoding (``speculative_method`` with ``num_speculative_tokens``, a draft as
     ``speculative_model``): the draft's layers and weights join the target's, and each sequence
-    holds the engine's extra slots, where the engine has a rule (vLLM)."""
+    holds the engine's extra slots, by the engine's own rule (``Engine.speculate``: vLLM, SGLang,
+    TensorRT-LLM and transformers have one; docs/sharing.md)."""
     if isinstance(model, str):
         from kvplan.sources.resolve import load_model
 
