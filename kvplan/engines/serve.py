@@ -106,3 +106,19 @@ def serve_flags(engine: str) -> ServeFlags | None:
     from kvplan.engines import get_engine
 
     return get_engine(engine).serve
+
+
+def json_object(raw: object, flag: str, field: str) -> dict[str, Any]:
+    """A flag whose value is a JSON object (``--speculative-config``, ``--kv-transfer-config``), refused
+    by name when it is not one, as the engine's own argument parser refuses it."""
+    import json
+
+    from kvplan.errors import UsageError
+
+    try:
+        value = json.loads(str(raw))
+    except json.JSONDecodeError:
+        raise UsageError(f"{flag} {raw}: not JSON", field=field) from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{flag}: not a JSON object", field=field)
+    return value

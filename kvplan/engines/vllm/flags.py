@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.serve import ServeFlags, ServeReading, ServeRemark
+from kvplan.engines.serve import ServeFlags, ServeReading, ServeRemark, json_object
 from kvplan.errors import UsageError
 
 _HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
@@ -39,12 +38,7 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
     raw = settings.get("speculative_config")
     config: Any = {}
     if raw is not None:
-        try:
-            config = json.loads(str(raw))
-        except json.JSONDecodeError:
-            raise UsageError(f"--speculative-config {raw}: not JSON", field="speculative_config") from None
-        if not isinstance(config, dict):
-            raise UsageError("--speculative-config: not a JSON object", field="speculative_config")
+        config = json_object(raw, "--speculative-config", "speculative_config")
     model = config.get("model", settings.get("speculative_model"))
     tokens = config.get("num_speculative_tokens", settings.get("num_speculative_tokens"))
     method = config.get("method")

@@ -273,19 +273,14 @@ def serve_settings(given: Mapping[str, Any]) -> tuple[tuple[tuple[str, Any], ...
     """``EngineOptions.lmcache`` and the remarks from a deployment's vLLM settings: ``--kv-transfer-config``
     JSON, ``--kv-offloading-backend lmcache`` with ``--kv-offloading-size``, and the ``LMCACHE_*`` variables
     (settings ``lmcache_*``). None where vLLM does not load LMCache."""
-    from kvplan.engines.serve import ServeRemark
+    from kvplan.engines.serve import ServeRemark, json_object
 
     remarks: list[ServeRemark] = []
     extra: dict[str, Any] = {}
     active = False
     raw = given.get("kv_transfer_config")
     if raw is not None:
-        try:
-            config = json.loads(str(raw))
-        except json.JSONDecodeError:
-            raise UsageError(f"--kv-transfer-config {raw}: not JSON", field="kv_transfer_config") from None
-        if not isinstance(config, dict):
-            raise UsageError("--kv-transfer-config: not a JSON object", field="kv_transfer_config")
+        config = json_object(raw, "--kv-transfer-config", "kv_transfer_config")
         connector = str(config.get("kv_connector") or "")
         found = config.get("kv_connector_extra_config") or {}
         if not isinstance(found, dict):
