@@ -33,7 +33,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kvplan.engines.layout import CacheLayout, GroupRule
-from kvplan.engines.version import Version
 from kvplan.engines.sharing import NOTHING_SHARED, SharedSpans, SharingRule, Workload, floor_to, group_bytes
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE
 
