@@ -141,3 +141,22 @@ def test_mtp_k_defaults_to_the_mtp_layer_count():
     assert r.kv_bytes == kv(DEEPSEEK_V3, speculative_method="mtp", num_speculative_tokens=1).kv_bytes
     assert any("vLLM's default" in a for a in kvplan.estimate(DEEPSEEK_V3, contexts=[4096],
                                                               speculative_method="mtp").assumptions)
+
+
+def test_read_speculation_checks_the_draft_tensor_parallel_size():
+    """SpeculativeConfig._verify_and_get_draft_tp (vllm 0.33 vllm/config/speculative.py): 1 or the target's
+    tp; DraftModelProposer._raise_if_draft_tp_mismatch (vllm/v1/spec_decode/draft_model.py): a draft model
+    at the target's tp only; EAGLE builds from the target's parallel config, so 1 is accepted there."""
+    from kvplan.engines.vllm.flags import read_speculation
+
+    def config(method: str, model: str, draft_tp: int, tp: int = 4) -> dict:
+        return {"tp": tp, "speculative_config": f'{{"method": "{method}", "model": "{model}", '
+                                                f'"num_speculative_tokens": 3, "draft_tensor_parallel_size": {draft_tp}}}'}
+
+    assert read_speculation(config("eagle3", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", 1))["speculative_method"] == "eagle3"
+    assert read_speculation(config("draft_model", "meta-llama/Llama-3.2-1B-Instruct", 4))["num_speculative_tokens"] == 3
+    with pytest.raises(UsageError, match="1 or the target's tensor_parallel_size"):
+        read_speculation(config("eagle3", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", 2))
+    with pytest.raises(UsageError, match="draft-model proposer needs") as err:
+        read_speculation(config("draft_model", "meta-llama/Llama-3.2-1B-Instruct", 1))
+    assert err.value.field == "speculative_config"

@@ -55,6 +55,20 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
         count = int(tokens) if tokens is not None else None
     except (TypeError, ValueError):
         raise UsageError(f"num_speculative_tokens {tokens}: not an integer", field="num_speculative_tokens") from None
+    draft_tp = config.get("draft_tensor_parallel_size")
+    if draft_tp is not None:
+        # SpeculativeConfig._verify_and_get_draft_tp (vllm/config/speculative.py): 1 or the target's tp, else
+        # vLLM refuses to start. kvplan shards the draft at the target's tp: EAGLE / MTP proposers build from
+        # the target's parallel config (llm_base_proposer._create_draft_vllm_config, 0.33) and a draft model
+        # must match it (DraftModelProposer._raise_if_draft_tp_mismatch, 0.33)
+        tp = int(settings.get("tp") or 1)
+        if str(draft_tp) not in ("1", str(tp)):
+            raise UsageError(f"draft_tensor_parallel_size {draft_tp}: vLLM accepts 1 or the target's "
+                             f"tensor_parallel_size ({tp})", field="speculative_config")
+        if method == "draft_model" and str(draft_tp) != str(tp):
+            raise UsageError(f"draft_tensor_parallel_size {draft_tp}: vLLM's draft-model proposer needs the "
+                             f"target's tensor_parallel_size ({tp}) (DraftModelProposer, 0.33)",
+                             field="speculative_config")
     return {"speculative_method": method, "num_speculative_tokens": count,
             "speculative_model": None if method in _DRAFTLESS else model}
 
