@@ -6,7 +6,8 @@
   ``vllm/v1/kv_offload/cpu/spec.py`` ``CPUOffloadingSpec.__init__``: ``num_blocks = cpu_bytes_to_use //
   (page_size_bytes x len(kv_cache_tensors) x world_size x block_size_factor)``, one page size for all
   groups (it asserts it), the offloaded block as large as the GPU block by default (factor 1). Each
-  worker pins its share: ``num_blocks`` blocks of its own layers. 0.33 rounds the chunk up to a page and
+  worker pins its share: ``num_blocks`` blocks of its own layers (0.14-0.26 as torch tensors, each rounded up to a
+  power of two by PyTorch: ``engines/vllm/pinned.py``). 0.27 rounds the chunk up to a page and
   keeps one copy of an MLA latent at tp > 1. The flag exists from 0.11.1; 0.11.1-0.13 cannot start the
   native backend (see ``NATIVE_SINCE``). ``VLLM_USE_SIMPLE_KV_OFFLOAD=1`` (0.19+) swaps in
   ``SimpleCPUOffloadConnector``: ``cpu_bytes_to_use // world_size`` per rank, ``num_gpu_blocks x per_rank //
