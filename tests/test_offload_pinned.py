@@ -157,3 +157,60 @@ def test_check_counts_the_rounded_pinned_memory(tmp_path):
     assert codes["host-memory"].severity == "error" and codes["host-memory"].value == 128 * GIB
     new = _deployment(tmp_path, "0.27.0", "100Gi")
     assert "host-memory" not in {f.code for f in new.findings}
+
+
+# ------------------------------------------------------------------------------------------ LMCache values
+
+KVT = "'{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"EXTRA}'"
+
+
+def _lmcache(tmp_path: Path, env: str, extra: str = ""):
+    kvt = KVT.replace("EXTRA", extra)
+    path = tmp_path / "serve.sh"
+    path.write_text(f"# kvplan/gpu: H100\n{env}\nvllm serve meta-llama/Llama-3.1-8B --max-model-len 8192 "
+                    f"--kv-transfer-config {kvt}\n")
+    result = check([str(path)]).deployments[0]
+    return result, {f.code: f for f in result.findings}
+
+
+def test_malformed_lmcache_variable_with_a_config_file_keeps_the_default(tmp_path):
+    # LMCache 0.5.6 v1/config.py _update_config_from_env (the LMCACHE_CONFIG_FILE path): int('abc') raises, the
+    # warning "Failed to parse LMCACHE_CHUNK_SIZE='abc'" is logged and chunk_size keeps the file's value or 256.
+    result, codes = _lmcache(tmp_path, "export LMCACHE_CONFIG_FILE=/etc/lmcache.yaml\nexport LMCACHE_CHUNK_SIZE=abc")
+    finding = codes["lmcache-value"]
+    assert finding.severity == "warning" and "LMCACHE_CHUNK_SIZE 'abc'" in finding.message
+    assert "default 256" in finding.message and finding.line == 4  # the command's line (export has none of its own)
+    assert "invalid-input" not in codes and result.offload["block_size"] == 256
+
+
+def test_malformed_lmcache_variable_without_a_file_is_none_not_the_default(tmp_path):
+    # v1/config_base.py _from_env -> _apply_env_converter_safely returns None on a ValueError (the default is used
+    # only for variables that are absent); max_local_cpu_size None then fails `config.max_local_cpu_size > 0`
+    # (v1/storage_backend/__init__.py CreateStorageBackends) when vLLM starts.
+    _, codes = _lmcache(tmp_path, "export LMCACHE_MAX_LOCAL_CPU_SIZE=8GB")
+    finding = codes["invalid-input"]
+    assert finding.severity == "error" and "LMCACHE_MAX_LOCAL_CPU_SIZE '8GB'" in finding.message
+    assert "sets max_local_cpu_size to None, not its default" in finding.message and finding.line == 3
+    # a disk size is only read by LocalDiskBackend: without LMCACHE_LOCAL_DISK the None is harmless
+    result, codes = _lmcache(tmp_path, "export LMCACHE_MAX_LOCAL_DISK_SIZE=big")
+    assert codes["lmcache-value"].severity == "warning" and result.offload["pinned_bytes"] == 5 * GIB
+
+
+def test_malformed_extra_config_value_keeps_the_environment(tmp_path):
+    # vllm_v1_adapter.py _apply_extra_config -> config_base.py validate_and_set_config_value: float('lots') fails,
+    # LMCache warns and keeps LMCACHE_MAX_LOCAL_CPU_SIZE (8 GiB), or its default 5.0 without the variable.
+    extra = ",\"kv_connector_extra_config\":{\"lmcache.max_local_cpu_size\":\"lots\"}"
+    result, codes = _lmcache(tmp_path, "export LMCACHE_MAX_LOCAL_CPU_SIZE=8", extra)
+    assert codes["lmcache-value"].severity == "warning" and "LMCACHE_MAX_LOCAL_CPU_SIZE '8'" in codes[
+        "lmcache-value"].message
+    assert result.offload["pinned_bytes"] == 8 * GIB
+    result, codes = _lmcache(tmp_path, "", extra)
+    assert "default 5.0" in codes["lmcache-value"].message and result.offload["pinned_bytes"] == 5 * GIB
+
+
+def test_library_refuses_a_bad_explicit_lmcache_value():
+    from kvplan.engines.vllm.lmcache import settings
+    from kvplan.errors import UsageError
+
+    with pytest.raises(UsageError, match="chunk_size 'abc'"):
+        settings({"chunk_size": "abc"})
