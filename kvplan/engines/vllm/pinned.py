@@ -14,7 +14,7 @@
   ``CPUOffloadingWorker``: ``torch.zeros((num_cpu_blocks, page x blocks_per_chunk), int8, pin_memory=True)``
   per canonical tensor).
 - **Which backends.** FLASH_ATTN, FLASHINFER and TRITON_ATTN give a layered order with the blocks outermost in
-  every release read (0.14-0.26). MLA: ``MLACommonBackend`` gives ``(1, 0, 2, 3)`` in 0.14-0.17; from 0.18 the
+  every release read (0.14-0.26); ROCM_ATTN, ROCM_AITER_FA and FLEX_ATTENTION define none (0.21: per layer). MLA: ``MLACommonBackend`` gives ``(1, 0, 2, 3)`` in 0.14-0.17; from 0.18 the
   shared default in ``model_executor/layers/attention/mla_attention.py`` is ``(0, 1, 2, 3)`` (layers outermost:
   no cross-layer tensor) and from 0.24 FLASHMLA, FLASH_ATTN_MLA, CUTLASS_MLA, FLASHINFER_MLA and TRITON_MLA
   override it with ``(1, 0, 2, 3)``.
@@ -88,8 +88,9 @@ def torch_tensor_tiers(layouts: Sequence[CacheLayout], version: Version, tp: int
     if settled == "cross":
         notes = [f"this vLLM release allocates the tier as one cross-layer torch tensor per worker of "
                  f"{max(cross):,} B; {rounding}: {cross_bytes:,} B pinned for {held:,} B of blocks (assumed: the "
-                 "V1 model runner and a default attention backend with a layered stride order, as FLASH_ATTN, "
-                 "FLASHINFER, TRITON_ATTN; PyTorch's default PYTORCH_ALLOC_CONF)"]
+                 "V1 model runner and an NVIDIA GPU's default attention backend, which has a layered stride order: "
+                 "FLASH_ATTN, FLASHINFER, TRITON_ATTN, the MLA backends; ROCM_ATTN, ROCM_AITER_FA and FLEX_ATTENTION "
+                 "have none and give one tensor per layer; PyTorch's default PYTORCH_ALLOC_CONF)"]
         return (cross_bytes, cross_bytes), notes
     count = sum(g.count for g in layouts[0].groups)
     if settled == "layers":
