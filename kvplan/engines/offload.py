@@ -38,7 +38,8 @@ class OffloadTier:
     block_size: int
     tokens: int
     pinned_bytes: int
-    """Page-locked host memory the engine allocates for the tier, all ranks together."""
+    """Page-locked host memory the engine allocates for the tier, all ranks together, with its allocator's rounding
+    (the larger end of ``pinned_range`` where the release leaves the tensor set open)."""
     requests: int
     """Requests of max_model_len the tier holds whole ("warm" sessions)."""
     request_bytes_per_gpu: int
@@ -50,6 +51,10 @@ class OffloadTier:
     """A disk tier below this one (LMCache's local disk), or None."""
     remarks: tuple[str, ...] = ()
     """What else the engine's rules say about this tier (how its release pins, what it logs), said in notes."""
+    held_bytes: int | None = None
+    """Bytes the tier's blocks fill, all ranks together, before any allocator rounding (None: ``pinned_bytes``)."""
+    pinned_range: tuple[int, int] | None = None
+    """(least, most) pinned bytes where the engine's choice of tensors is not settled by what kvplan knows."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +63,8 @@ class OffloadTier:
             "request_bytes_per_gpu": self.request_bytes_per_gpu, "link": self.link.name,
             "link_bytes_per_s": self.link.bytes_per_s, "restore_seconds": self.restore_seconds,
             "disk": self.disk.to_dict() if self.disk is not None else None,
+            "held_bytes": self.held_bytes if self.held_bytes is not None else self.pinned_bytes,
+            "pinned_bytes_range": list(self.pinned_range) if self.pinned_range is not None else None,
         }
 
     def notes(self) -> list[str]:

@@ -312,9 +312,75 @@ def serve_settings(given: Mapping[str, Any]) -> tuple[tuple[tuple[str, Any], ...
         remarks.append(ServeRemark("warning", "not-read", f"LMCACHE_CONFIG_FILE {config_file}: the file is read inside "
                                    "the container, not by kvplan; the LMCACHE_ variables and the connector's extra "
                                    "config are planned, LMCache's defaults for the rest", "lmcache_config_file"))
+    env, env_remarks = _screen_env(env, config_file)
+    remarks.extend(env_remarks)
+    for key, raw in list(extra.items()):
+        name = key[len("lmcache."):]
+        if _malformed(name, raw):
+            # vllm_v1_adapter.py _apply_extra_config -> config_base.py validate_and_set_config_value: the
+            # converter's ValueError is logged and the setting keeps what the environment or file gave it
+            del extra[key]
+            kept = f"LMCACHE_{name.upper()} {env[name]!r}" if name in env else _default_said(name, config_file)
+            remarks.append(ServeRemark("warning", "lmcache-value", f"kv_connector_extra_config {key} {raw!r} is not "
+                                       f"{_KIND[name]}: LMCache {LMCACHE_VERSION} logs a warning and keeps {kept}; "
+                                       "kvplan plans that", "kv_transfer_config"))
     merged = {**env, **{k[len("lmcache."):]: v for k, v in extra.items()}}  # the extra config overrides
     settings(merged)  # refuse what LMCache would not parse, here where the deployment's line is known
     return as_option(merged), remarks
+
+
+_KIND = {"chunk_size": "an integer", "max_local_cpu_size": "a number", "max_local_disk_size": "a number"}
+
+
+def _malformed(name: str, raw: Any) -> bool:
+    """A value LMCache's own converter rejects (int / float; its booleans and disk paths accept anything)."""
+    if name not in _KIND or raw is None:
+        return False
+    try:
+        _CONVERT[name](raw)
+    except (TypeError, ValueError):
+        return True
+    return False
+
+
+def _default_said(name: str, config_file: Any) -> str:
+    default = getattr(LMCacheSettings(), name)
+    return (f"the value of LMCACHE_CONFIG_FILE {config_file} (not read by kvplan) or its default {default}"
+            if config_file is not None else f"its default {default}")
+
+
+def _screen_env(env: dict[str, Any], config_file: Any) -> tuple[dict[str, Any], list[Any]]:
+    """The ``LMCACHE_*`` values LMCache can use, and what it does with the others (LMCache 0.5.6).
+
+    With ``LMCACHE_CONFIG_FILE`` (``v1/config.py`` ``_update_config_from_env``) a value its converter rejects is
+    logged ("Failed to parse ...") and the setting keeps the file's value or its default: a warning, planned with
+    the default. Without a file (``v1/config_base.py`` ``_from_env`` -> ``_apply_env_converter_safely``) the
+    setting becomes None, not the default, and the connector fails where it uses it (``chunk_size`` in the KV
+    shape, ``max_local_cpu_size > 0`` in ``storage_backend/__init__.py`` ``CreateStorageBackends``,
+    ``max_local_disk_size`` only with a local disk): an error there, a warning where the setting is unused."""
+    from kvplan.engines.serve import ServeRemark
+
+    kept = dict(env)
+    remarks: list[Any] = []
+    for name, raw in env.items():
+        if not _malformed(name, raw):
+            continue
+        var = f"LMCACHE_{name.upper()}"
+        del kept[name]
+        if config_file is not None:
+            remarks.append(ServeRemark("warning", "lmcache-value", f"{var} {raw!r} is not {_KIND[name]}: LMCache "
+                                       f"{LMCACHE_VERSION} logs a warning and keeps "
+                                       f"{_default_said(name, config_file)}; kvplan plans the default",
+                                       f"lmcache_{name}"))
+        elif name == "max_local_disk_size" and not env.get("local_disk"):
+            remarks.append(ServeRemark("warning", "lmcache-value", f"{var} {raw!r} is not a number: LMCache "
+                                       f"{LMCACHE_VERSION} logs a warning and sets it to None, unused without "
+                                       "LMCACHE_LOCAL_DISK", f"lmcache_{name}"))
+        else:
+            raise UsageError(f"{var} {raw!r} is not {_KIND[name]}: LMCache {LMCACHE_VERSION} logs a warning and sets "
+                             f"{name} to None, not its default, without LMCACHE_CONFIG_FILE; the connector then fails "
+                             "at start-up", field="environment")
+    return kept, remarks
 
 
 def read_config_file(path: str) -> dict[str, Any]:

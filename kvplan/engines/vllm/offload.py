@@ -6,7 +6,8 @@
   ``vllm/v1/kv_offload/cpu/spec.py`` ``CPUOffloadingSpec.__init__``: ``num_blocks = cpu_bytes_to_use //
   (page_size_bytes x len(kv_cache_tensors) x world_size x block_size_factor)``, one page size for all
   groups (it asserts it), the offloaded block as large as the GPU block by default (factor 1). Each
-  worker pins its share: ``num_blocks`` blocks of its own layers. 0.33 rounds the chunk up to a page and
+  worker pins its share: ``num_blocks`` blocks of its own layers (0.14-0.26 as torch tensors, each rounded up to a
+  power of two by PyTorch: ``engines/vllm/pinned.py``). 0.27 rounds the chunk up to a page and
   keeps one copy of an MLA latent at tp > 1. The flag exists from 0.11.1; 0.11.1-0.13 cannot start the
   native backend (see ``NATIVE_SINCE``). ``VLLM_USE_SIMPLE_KV_OFFLOAD=1`` (0.19+) swaps in
   ``SimpleCPUOffloadConnector``: ``cpu_bytes_to_use // world_size`` per rank, ``num_gpu_blocks x per_rank //
@@ -28,6 +29,7 @@ from kvplan.engines.layout import CacheLayout, EngineOptions
 from kvplan.engines.offload import OffloadTier, find_link
 from kvplan.engines.protocol import Demand
 from kvplan.engines.version import Version
+from kvplan.engines.vllm.pinned import torch_tensor_tiers
 from kvplan.errors import UsageError
 
 V1_SINCE = (0, 11)  # V0 (and --swap-space) removed in v0.11.0
@@ -39,11 +41,11 @@ FLAGS_SINCE = (0, 11, 1)
 # CPUOffloadingSpec refuses ("num_cpu_blocks must be specified"). v0.14.0: backend 'native' by default
 # (PR #32421) and cpu_bytes_to_use = size x 2^30 (PR #24498), the rule below.
 NATIVE_SINCE = (0, 14)
-# v0.33.0 (vllm/v1/kv_offload/cpu/spec.py): the tier is one SharedOffloadRegion (mmap, pinned with
-# cudaHostRegister), a chunk's bytes rounded up to mmap.PAGESIZE, and MLA at tp > 1 stores one replica
-# (replicated_layout, kv_offload/config.py). v0.26.0 still allocates torch tensors; the releases between were not
-# read, so they get the older rule.
-SHARED_REGION_SINCE = (0, 33)
+# v0.27.0 (vllm/v1/kv_offload/cpu/spec.py CPUOffloadingSpec.create_worker): on CUDA the tier is one
+# SharedOffloadRegion (mmap, pinned with cudaHostRegister), a chunk's bytes rounded up to mmap.PAGESIZE, and MLA at
+# tp > 1 stores one replica (replicated_layout, distributed/kv_transfer/.../offloading/config.py); read in every
+# wheel 0.27.0-0.33.0. 0.26.0's create_worker passes no region: the worker allocates torch tensors.
+SHARED_REGION_SINCE = (0, 27)
 PAGE = 4096  # mmap.PAGESIZE on x86-64 Linux (aarch64 kernels with 64 KiB pages, as on some GH200 hosts, round more)
 GIB = 1 << 30
 
@@ -73,6 +75,7 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
     link = find_link(options.offload_link)
     request_blocks = -(-demand.max_model_len // block)
     remarks: list[str] = []
+    pinned_range: tuple[int, int] | None = None
     if options.kv_offloading_bytes is not None:
         if version < FLAGS_SINCE:
             raise UsageError("--kv-offloading-size came with vLLM 0.11.1; older releases offload with "
@@ -88,18 +91,17 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
             copies = 1 if replicated else world
             chunk = _round_up(per_rank[0] * copies, PAGE)
             blocks = host // chunk
-            pinned = blocks * chunk  # one shared region, registered page by page: no rounding beyond the page
+            pinned = held = blocks * chunk  # one shared region, registered page by page: no rounding beyond the page
             if replicated:
                 remarks.append(f"vLLM {'.'.join(map(str, SHARED_REGION_SINCE))}+ keeps one copy of an MLA "
                                f"model's latent for all {tp} tensor-parallel ranks (replicated_layout; assumed: the "
                                "'mp' executor on one node)")
         else:
             blocks = host // (per_rank[0] * world)
-            pinned = blocks * tp * sum(per_rank)
-            remarks.append("this vLLM release allocates the tier as torch tensors with pin_memory=True, and "
-                           "PyTorch's pinned allocator rounds each one up to a power of two: the host can reserve "
-                           "up to twice the pinned bytes (vllm-project/vllm PR #48436: 40 GiB per worker took "
-                           "64 GiB); from 0.33 one mmap region is pinned exactly")
+            held = blocks * tp * sum(per_rank)
+            pinned_range, said = torch_tensor_tiers(layouts, version, tp, blocks, block)
+            pinned = pinned_range[1]
+            remarks.extend(said)
         kind = "vLLM native CPU offloading (OffloadingConnector)"
     else:
         if version >= V1_SINCE:
@@ -107,7 +109,7 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
                              field="swap_space_bytes")
         host = options.swap_space_bytes  # type: ignore[assignment]
         blocks = host // max(per_rank)  # per GPU; the most loaded stage decides what every rank logs
-        pinned = blocks * tp * sum(per_rank)
+        pinned = held = blocks * tp * sum(per_rank)
         host = host * world
         kind = "vLLM V0 swap space (per GPU)"
         remarks.append(f"vLLM V0 logs '# CPU blocks: {blocks}' (worker.py determine_num_available_blocks)")
@@ -115,7 +117,8 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
     return OffloadTier(kind=kind, host_bytes=host, blocks=blocks, block_size=block, tokens=blocks * block,
                        pinned_bytes=pinned, requests=blocks // request_blocks if request_blocks else 0,
                        request_bytes_per_gpu=request_bytes, link=link,
-                       restore_seconds=request_bytes / link.bytes_per_s, remarks=tuple(remarks))
+                       restore_seconds=request_bytes / link.bytes_per_s, remarks=tuple(remarks), held_bytes=held,
+                       pinned_range=pinned_range)
 
 
 def weights_on_gpu(weights: MemoryItem, offload_bytes: int, embedding_bytes: int = 0) -> MemoryItem:
