@@ -20,8 +20,13 @@ from kvplan.engines.sglang.fraction import Fraction, FractionInputs, default_fra
 from kvplan.engines.version import LATEST, Version
 from kvplan.spec import ModelSpec
 
-# Assumed: CUDA context, NCCL and allocator memory in use when init_torch_distributed reads the free memory.
-CONTEXT_BYTES = int(0.6 * GIB)
+# Assumed: the memory in use when init_torch_distributed reads the free memory. The logs: 0.36 GiB (L4, tp 4,
+# 0.4.3), 2.51 GiB (H200, tp 8, 0.5.3, "Init torch distributed ends. mem usage=2.01 GB"): a CUDA context of
+# about 0.4 GiB, and at tp > 1 on NVSwitch GPUs some 2.1 GiB of NCCL / all-reduce buffers, as vLLM's logs on
+# H100 show at TP > 1 (kvplan/engines/vllm/budget.py NON_TORCH_TP).
+CONTEXT_BYTES = int(0.4 * GIB)
+NVSWITCH_TP_BYTES = int(2.1 * GIB)
+NVSWITCH_GPUS = ("H100-SXM", "H200", "H20-", "B200", "GB200")
 _SMI_NOTE = ("SGLang reads the GPU's total from nvidia-smi (about 0.5 GiB above torch's); kvplan's default "
              "mem_fraction_static uses the catalog's torch total (the fraction may differ by 0.001)")
 
@@ -42,6 +47,13 @@ def default_mem_fraction_static(total_bytes: int, tp: int, pp: int, version: Ver
     """SGLang's default fraction for a GPU of ``total_bytes`` (``fraction.py`` holds the rules)."""
     x = inputs or FractionInputs(gpu_mib=total_bytes / (1 << 20), tp=tp, pp=pp)
     return default_fraction(x, version).value
+
+
+def _context(tp: int, gpu_name: str) -> MemoryItem:
+    if tp > 1 and any(name in gpu_name for name in NVSWITCH_GPUS):
+        return MemoryItem("non_torch", CONTEXT_BYTES + NVSWITCH_TP_BYTES, "assumed", "CUDA context and, at tp > 1 on "
+                          "an NVSwitch GPU, NCCL / all-reduce buffers before SGLang's first free-memory reading")
+    return MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context before SGLang's first free-memory reading")
 
 
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
@@ -68,8 +80,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
 
         embedding = (spec.vocab_size or 0) * (spec.hidden_size or 0) * spec.dtype_bytes // tp
         weights = weights_on_gpu(weights, settings.cpu_offload_bytes, embedding)
-    context = MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context and NCCL before SGLang's first "
-                         "free-memory reading") if settings.non_torch_bytes is None else \
+    context = _context(tp, demand.gpu_name) if settings.non_torch_bytes is None else \
         MemoryItem("non_torch", settings.non_torch_bytes, "given", "measured (calibration)")
     free_before = total_bytes - context.bytes
     reserve = int(free_before * (1 - mfs))
