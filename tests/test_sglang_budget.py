@@ -196,3 +196,22 @@ def test_the_sglang_logs_are_reproduced():
         assert abs(row["token_error_pct"]) < 1.5, row
         if row["known_free_error_pct"] is not None:
             assert abs(row["known_free_error_pct"]) < 0.1, row
+
+
+def test_check_plans_sglang_weight_offload(tmp_path):
+    # a launch line with --cpu-offload-gb 4: check plans the GPU's weights less 4 GiB (no offload-not-planned)
+    from kvplan.deploy import check
+
+    def run(extra: str, name: str):
+        path = tmp_path / name
+        path.write_text("# kvplan/gpu: L4\npython -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B "
+                        f"--context-length 8192 --mem-fraction-static 0.85{extra}\n")
+        report = check([str(path)])
+        assert len(report.deployments) == 1
+        return report.deployments[0]
+
+    plain, moved = run("", "base.sh"), run(" --cpu-offload-gb 4", "off.sh")
+    assert plain.weights_bytes_per_gpu - moved.weights_bytes_per_gpu == 4 * GIB
+    # a given fraction: the KV cache gains exactly the bytes moved
+    assert moved.kv_cache_bytes_per_gpu - plain.kv_cache_bytes_per_gpu == 4 * GIB
+    assert "offload-not-planned" not in {f.code for f in moved.findings}
