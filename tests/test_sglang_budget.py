@@ -87,6 +87,8 @@ def test_prefill_graphs_from_0_5_10():
     # 0.5.14 clamps the prefill graphs to --context-length
     assert mfs("0.5.14", 81920, context_length=4096) == round((81920 - 13440 - 50 * 8) / 81920, 3) == 0.831
     assert mfs("0.5.13", 81920, context_length=4096) == 0.830
+    # Llama 2 checkpoints: at most 4,096 tokens of prefill graphs
+    assert mfs("0.5.10", 81920, model_id="meta-llama/Llama-2-7b-hf") == round((81920 - 13440 - 400) / 81920, 3)
 
 
 def test_speculative_reserve_by_release():

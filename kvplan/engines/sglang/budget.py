@@ -37,7 +37,7 @@ def fraction_inputs(spec: ModelSpec, total_bytes: int, tp: int, pp: int, demand:
     method = speculation.method if speculation is not None else demand.proposer
     return FractionInputs(
         gpu_mib=total_bytes / (1 << 20), tp=tp, pp=pp, speculative=method,
-        mla=any(layer.kind == "mla" for layer in spec.layers), model_type=spec.model_type,
+        mla=any(layer.kind == "mla" for layer in spec.layers), model_type=spec.model_type, model_id=spec.id,
         chunked_prefill_size=settings.max_num_batched_tokens, context_length=demand.max_model_len,
         enforce_eager=settings.enforce_eager, cpu_offload=bool(settings.cpu_offload_bytes))
 

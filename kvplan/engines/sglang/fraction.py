@@ -29,6 +29,8 @@ class FractionInputs:
     """kvplan's method name (draft_model = STANDALONE, ngram = NGRAM, others EAGLE-like), None without."""
     mla: bool = False
     model_type: str = ""
+    model_id: str = ""
+    """The model path: SGLang caps Llama 2's prefill graphs at 4,096 tokens ("llama-2" in it)."""
     chunked_prefill_size: int | None = None
     """--chunked-prefill-size where given (kvplan's max_num_batched_tokens)."""
     context_length: int | None = None
@@ -143,7 +145,7 @@ def _buckets(x: FractionInputs, version: Version) -> Fraction:
         if x.mla:
             reserved += 1.5 * 1024
         else:
-            max_tokens = chunked
+            max_tokens = min(chunked, 4096) if "llama-2" in x.model_id.lower() else chunked
             if x.context_length is not None and version >= (0, 5, 14):  # clamped to --context-length
                 max_tokens = min(max_tokens, x.context_length)
             reserved += prefill_graph_sizes(max_tokens) * 8
