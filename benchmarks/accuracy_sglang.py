@@ -122,7 +122,8 @@ def sglang_text() -> str:
     out = ["| SGLang logs | cases | tokens: median before | worst before | median after | worst after | "
            "KV (% of GPU): median before | worst before | median after | worst after |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-           f"| dev + found | {len(rows)} | {stats(before_t)} | {stats(after_t)} | {stats(before_g)} | {stats(after_g)} |",
+           f"| dev + found | {len(rows)} | {stats(before_t)} | {stats(after_t)} | {stats(before_g)} | "
+           f"{stats(after_g)} |",
            "",
            "| case | SGLang | fraction | logged tokens | kvplan before | kvplan after | tokens before % | "
            "tokens after % | KV after (% of GPU) | logged free before the weights: before % | after % | notes |",

@@ -56,8 +56,8 @@ def _tp_table(parallel: int) -> float:
 
 def _before_046(x: FractionInputs) -> Fraction:
     # 0.4.3 - 0.4.5 ServerArgs.__post_init__: by tp alone
-    return Fraction(_tp_table(x.tp), None, "server_args.py ServerArgs.__post_init__ (read in 0.4.3 - 0.4.5; older releases "
-                    "assumed the same): by tp", reads_gpu=False)
+    return Fraction(_tp_table(x.tp), None, "server_args.py ServerArgs.__post_init__ (read in 0.4.3 - 0.4.5; "
+                    "older releases assumed the same): by tp", reads_gpu=False)
 
 
 def _rule_046(x: FractionInputs) -> Fraction:
