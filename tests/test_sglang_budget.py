@@ -217,3 +217,11 @@ def test_check_plans_sglang_weight_offload(tmp_path):
     # a given fraction: the KV cache gains exactly the bytes moved
     assert moved.kv_cache_bytes_per_gpu - plain.kv_cache_bytes_per_gpu == 4 * GIB
     assert "offload-not-planned" not in {f.code for f in moved.findings}
+
+
+def test_h100_fraction_uses_nvidia_smi_total():
+    # get_nvgpu_memory_capacity reads nvidia-smi's 81559 MiB (torch: 81079): 0.5.3 tp 1 keeps 13,440 MiB
+    p = max_batch(LLAMA, gpu="H100-SXM-80GB", engine="sglang", engine_version="0.5.3", max_model_len=8192,
+                  settings=Settings(weights_bytes=16 * GIB))
+    assert p.engine_defaults["mem_fraction_static"] == round((81559 - 13440) / 81559, 3) == 0.835
+    assert not any("nvidia-smi" in a for a in p.assumptions)

@@ -29,6 +29,9 @@ NVSWITCH_TP_BYTES = int(2.1 * GIB)
 NVSWITCH_GPUS = ("H100-SXM", "H200", "H20-", "B200", "GB200")
 _SMI_NOTE = ("SGLang reads the GPU's total from nvidia-smi (about 0.5 GiB above torch's); kvplan's default "
              "mem_fraction_static uses the catalog's torch total (the fraction may differ by 0.001)")
+# nvidia-smi's memory.total (MiB), which get_nvgpu_memory_capacity reads, where known (kvplan/data/gpus.yaml's
+# header: an H100 SXM shows 81559 MiB in nvidia-smi, 81079 MiB in torch)
+NVIDIA_SMI_MIB = {"H100-SXM-80GB": 81559}
 
 
 def fraction_inputs(spec: ModelSpec, total_bytes: int, tp: int, pp: int, demand: Demand,
@@ -36,7 +39,7 @@ def fraction_inputs(spec: ModelSpec, total_bytes: int, tp: int, pp: int, demand:
     speculation = demand.speculative.speculation if demand.speculative is not None else None
     method = speculation.method if speculation is not None else demand.proposer
     return FractionInputs(
-        gpu_mib=total_bytes / (1 << 20), tp=tp, pp=pp, speculative=method,
+        gpu_mib=NVIDIA_SMI_MIB.get(demand.gpu_name, total_bytes / (1 << 20)), tp=tp, pp=pp, speculative=method,
         mla=any(layer.kind == "mla" for layer in spec.layers), model_type=spec.model_type, model_id=spec.id,
         chunked_prefill_size=settings.max_num_batched_tokens, context_length=demand.max_model_len,
         enforce_eager=settings.enforce_eager, cpu_offload=bool(settings.cpu_offload_bytes))
@@ -68,7 +71,8 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     else:
         chosen = default_fraction(fraction_inputs(spec, total_bytes, tp, pp, demand, settings), version)
         mfs = chosen.value
-        notes += [_SMI_NOTE, *chosen.notes] if chosen.reads_gpu else list(chosen.notes)
+        smi = chosen.reads_gpu and demand.gpu_name not in NVIDIA_SMI_MIB
+        notes += [_SMI_NOTE, *chosen.notes] if smi else list(chosen.notes)
     if apart is not None and apart.target is not None:
         # the target worker profiled its pool before the draft worker loaded its weights
         spec = apart.target
