@@ -1,7 +1,9 @@
-"""kvplan's vLLM GPU budget against real start-up logs; writes the tables of docs/accuracy.md.
+"""kvplan's vLLM and SGLang GPU budgets against real start-up logs; writes the tables of docs/accuracy.md.
 
     PYTHONPATH=$PWD python benchmarks/accuracy.py            # rewrite docs/accuracy.md, print the summary
     PYTHONPATH=$PWD python benchmarks/accuracy.py --json F   # also write every case's figures to F
+
+SGLang's logs: benchmarks/accuracy_sglang.py (its table goes between the sglang-budget-logs markers).
 
 For every vLLM log in tests/data/engine_logs_dev.yaml and engine_logs_found.yaml that printed the weights
 and "Available KV cache memory" (and whose GPU total is logged or known), ``kvplan.max_batch`` is run with
@@ -233,6 +235,7 @@ def main() -> None:
     parser.add_argument("--json", help="write every case's figures here")
     parser.add_argument("--no-write", action="store_true", help="do not rewrite docs/accuracy.md")
     opts = parser.parse_args()
+    from benchmarks.accuracy_sglang import sglang_text
     rows, skipped = run()
     if opts.json:
         Path(opts.json).write_text(json.dumps({"rows": rows, "skipped": skipped}, indent=1) + "\n")
@@ -256,7 +259,15 @@ def main() -> None:
         if start in doc:
             head, _, rest = doc.partition(start)
             _, _, tail = rest.partition(end)
-            out.write_text(f"{head}{start}\n{text}\n{end}{tail}")
+            doc = f"{head}{start}\n{text}\n{end}{tail}"
+        sgl = sglang_text()
+        print("\n" + sgl)
+        start, end = "<!-- sglang-budget-logs -->", "<!-- /sglang-budget-logs -->"
+        if start in doc:
+            head, _, rest = doc.partition(start)
+            _, _, tail = rest.partition(end)
+            doc = f"{head}{start}\n{sgl}\n{end}{tail}"
+        out.write_text(doc)
 
 
 if __name__ == "__main__":

@@ -225,7 +225,7 @@ def test_max_batch_cpu_offload_gb_flag(capsys):
     assert code == 0, out.err
     plain = kvplan.max_batch(kvplan.load_model(LLAMA8), gpu="L4", max_model_len=8192)
     assert plain.per_gpu.weights_bytes - json.loads(out.out)["per_gpu"]["weights_bytes"] == 4 * GIB
-    code = main(["max-batch", LLAMA8, "--gpu", "L4", "--engine", "sglang", "--cpu-offload-gb", "4"])
+    code = main(["max-batch", LLAMA8, "--gpu", "L4", "--engine", "trtllm", "--cpu-offload-gb", "4"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "cpu-offload-gb" in err
 

@@ -75,14 +75,15 @@ def test_sglang_before_0_5_14_sizes_the_draft_apart():
 
 def test_sglang_before_0_5_14_reserves_more_outside_the_fraction():
     # _handle_gpu_memory_settings (0.5.3 - 0.5.13): H100 80 GiB, tp 1: 512 + 8192 x 1.5 + 256 x 2 + 128 =
-    # 13,440 MiB reserved; +2,048 for an EAGLE draft, +6,144 for STANDALONE
+    # 13,440 MiB reserved; +2,048 for an EAGLE draft (4,096 from 0.5.10), +6,144 for STANDALONE
     def mfs(version: str, method: str, draft: ModelSpec) -> float:
         p = max_batch(LLAMA_31_8B, gpu_memory="80GiB", engine="sglang", engine_version=version,
                       max_model_len=8192, settings=Settings(weights_bytes=16 * 2**30), speculative_method=method,
                       num_speculative_tokens=3, speculative_model=draft)
         return p.engine_defaults["mem_fraction_static"]
 
-    assert mfs("0.5.13", "eagle3", EAGLE3_HEAD) == round((81920 - 13440 - 2048) / 81920, 3) == 0.811
+    assert mfs("0.5.9", "eagle3", EAGLE3_HEAD) == round((81920 - 13440 - 2048) / 81920, 3) == 0.811
+    assert mfs("0.5.13", "eagle3", EAGLE3_HEAD) == round((81920 - 13440 - 4096) / 81920, 3) == 0.786
     assert mfs("0.5.13", "draft_model", LLAMA_32_1B) == round((81920 - 13440 - 6144) / 81920, 3) == 0.761
     assert mfs("latest", "eagle3", EAGLE3_HEAD) == round((81920 - 13440) / 81920, 3) == 0.836
 

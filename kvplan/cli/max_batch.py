@@ -80,7 +80,7 @@ def max_batch_command(
     hicache_size: Optional[float] = typer.Option(None, "--hicache-size", help="SGLang: host pool GB (10^9 B) per rank, instead of the ratio."),
     scheduling: Optional[str] = typer.Option(None, "--scheduling", help="vLLM: async (the default from about 0.12) or sync."),
     swa_full: bool = typer.Option(False, "--swa-full", help="llama.cpp: a full-size cache for sliding-window layers."),
-    cpu_offload_gb: Optional[str] = typer.Option(None, "--cpu-offload-gb", help="vLLM: GiB of weights per GPU kept in host memory (the GPU holds the rest)."),
+    cpu_offload_gb: Optional[str] = typer.Option(None, "--cpu-offload-gb", help="vLLM, SGLang: GiB of weights per GPU kept in host memory (the GPU holds the rest)."),
     no_kv_offload: bool = typer.Option(False, "--no-kv-offload", "-nkvo", help="llama.cpp: the KV cache stays in host memory (the GPU holds none of it)."),
     offload_link: Optional[str] = typer.Option(None, "--offload-link", help="GPU-host link of the offload tier: pcie4-x16, pcie5-x16 (default), nvlink-c2c."),
 ) -> None:
@@ -123,8 +123,8 @@ def max_batch_command(
         usage_context=usage_context,  # type: ignore[arg-type]  # Settings checks the value
         cpu_offload_bytes=_gib(cpu_offload_gb, "cpu-offload-gb") or None,
     )
-    if cpu_offload_gb is not None and engine != "vllm":  # only vLLM's budget takes weight offload
-        raise UsageError(f"--cpu-offload-gb: kvplan plans weight offload for vLLM only, not {engine}",
+    if cpu_offload_gb is not None and engine not in ("vllm", "sglang"):  # the budgets that take weight offload
+        raise UsageError(f"--cpu-offload-gb: kvplan plans weight offload for vLLM and SGLang only, not {engine}",
                          field="cpu_offload_bytes")
     mml = engine_int(max_model_len, "max_model_len")
     tp, pp, dp = whole(tp, "tp"), whole(pp, "pp"), whole(dp, "dp")

@@ -25,9 +25,10 @@ class SGLangEngine(EngineDefaults):
     name: str = "sglang"
     title: str = "SGLang"
     default_version: str = "latest"
-    newest_rules: Version = (0, 5, 3)
-    # the hierarchical cache's host pool (sglang/offload.py)
-    extra_options: frozenset[str] = frozenset({"hicache_ratio", "hicache_size_gb", "offload_link"})
+    newest_rules: Version = (0, 5, 23)
+    # the hierarchical cache's host pool (sglang/offload.py); --cpu-offload-gb (sglang/budget.py)
+    extra_options: frozenset[str] = frozenset({"hicache_ratio", "hicache_size_gb", "offload_link",
+                                               "cpu_offload_bytes"})
 
     kv_dtypes = from_module("kvplan.engines.sglang.layout", "KV_DTYPES")
     serve = from_module("kvplan.engines.sglang.flags", "SERVE")

@@ -20,8 +20,8 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     (float, default 2.0) and ``--hicache-size`` (int GB per rank, 0 = use the ratio) size it and do nothing
     without it. ``--disable-radix-cache`` turns prefix sharing off. ``--speculative-algorithm``: planned
     (``read_speculation``); a tree wider than one (``--speculative-eagle-topk`` > 1) or steps left to
-    SGLang's choice are said. ``--cpu-offload-gb`` (int GiB per GPU, the same ``set_cpu_offload_max_bytes`` as
-    vLLM in ``model_executor/model_runner.py``) is not in kvplan's SGLang budget: said likewise.
+    SGLang's choice are said. ``--cpu-offload-gb`` (an int, GiB of weights per GPU in host memory:
+    ``OffloaderV1(cpu_offload_max_bytes=int(gb x 1024**3))``, ``offloader.py``) is planned by the budget.
     """
     options: dict[str, Any] = {}
     remarks: list[ServeRemark] = []
@@ -40,11 +40,25 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
         remarks.append(ServeRemark("note", "prefix-caching", "--disable-radix-cache: requests share no KV, a shared "
                                    "prefix is stored once per request", "disable_radix_cache"))
     remarks.extend(speculation_remarks(settings))
-    if settings.get("cpu_offload_gb"):
-        remarks.append(ServeRemark("warning", "offload-not-planned", f"--cpu-offload-gb {settings['cpu_offload_gb']}: "
-                                   "kvplan's SGLang budget does not take weight offload: the plan counts every "
-                                   "weight on the GPU (pessimistic)", "cpu_offload_gb"))
-    return ServeReading(engine_options=tuple(sorted(options.items())), sharing=sharing, remarks=tuple(remarks))
+    budget: dict[str, Any] = {}
+    gb = _whole_gib(settings.get("cpu_offload_gb"))
+    if gb:
+        budget["cpu_offload_bytes"] = gb * 1024**3
+    return ServeReading(engine_options=tuple(sorted(options.items())), settings=tuple(sorted(budget.items())),
+                        sharing=sharing, remarks=tuple(remarks))
+
+
+def _whole_gib(value: Any) -> int | None:
+    """``--cpu-offload-gb``: SGLang's argument is an int (``ServerArgs.cpu_offload_gb``)."""
+    if value is None:
+        return None
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = -1.0
+    if not (number >= 0 and number.is_integer() and number < 1 << 20):
+        raise UsageError(f"--cpu-offload-gb {value}: SGLang takes a whole number of GiB", field="cpu_offload_gb")
+    return int(number)
 
 
 def _int(settings: Mapping[str, Any], key: str) -> int | None:

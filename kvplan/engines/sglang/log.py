@@ -126,8 +126,7 @@ def calibrate(case: CalibrationCase) -> Calibrated:
     SGLang sizes its pool as ``avail mem after the weights - T x (1 - mem_fraction_static)``
     (``profile_max_num_token``), where T, which it calls total_gpu_memory, is the free memory before the
     weights, least over the ranks (``ModelRunner.init_torch_distributed`` returns it). kvplan's SGLang
-    budget takes T as the GPU's total, so this calibration is short by (total - T) x (1 - fraction):
-    docs/logs.md, 'Later steps'."""
+    budget takes T as total - non-torch, so the logged T is reproduced when the weights were measured."""
     from kvplan.logs.calibration import Calibrated, kv_only
 
     m, notes, used, cal = case.cal.measured, case.notes, case.used, case.cal

@@ -137,7 +137,8 @@ def draft_apart(speculative: SpeculativeLayout | None, version: Version) -> Spec
 
 
 def reserve_mib(speculative: SpeculativeLayout) -> int:
-    """``_handle_gpu_memory_settings`` (0.5.3 - 0.5.13): MiB more kept outside mem_fraction_static."""
+    """``_handle_gpu_memory_settings`` (0.5.3 - 0.5.9; 0.5.10 - 0.5.13 keep 4 GiB for EAGLE, see fraction.py):
+    MiB more kept outside mem_fraction_static (no longer used by the budget)."""
     assert speculative.speculation is not None
     return 6 * 1024 if speculative.speculation.method == "draft_model" else 2 * 1024
 
