@@ -60,6 +60,7 @@ def check_deployment(dep: Deployment, ctx: Context) -> list[DeploymentResult]:
                             engine_version=dep.engine_version.value if dep.engine_version else None)
     early = _reading_findings(dep)
     try:
+        dep = _merge_config_files(dep, early)
         spec = _model(dep, ctx)
         gpus = _gpus(dep, ctx)
         settings = _settings(dep)
@@ -94,6 +95,27 @@ def _reading_findings(dep: Deployment) -> list[Finding]:
     for note in dep.notes:
         out.append(_finding(dep, "note", "not-read", note, dep.line))
     return out
+
+
+def _merge_config_files(dep: Deployment, findings: list[Finding]) -> Deployment:
+    """The deployment with the settings its engine config files decide (TensorRT-LLM's extra_llm_api_options),
+    merged by the engine's precedence rule; the merge's remarks join ``findings``."""
+    serve = serve_flags(dep.engine)
+    if serve is None or serve.merge is None or not any(k in dep.settings for k in serve.config_files):
+        return dep
+    version = dep.engine_version.value if dep.engine_version else None
+    try:
+        merged = serve.merge({k: v.value for k, v in dep.settings.items()}, version)
+    except KvplanError as exc:
+        key = next(k for k in serve.config_files if k in dep.settings)
+        raise _invalid(dep, "invalid-input", str(exc), dep.line_of(key)) from None
+    at = dep.line_of(next(k for k in serve.config_files if k in dep.settings))
+    settings = dict(dep.settings)
+    for key, value, spelled in merged.settings:
+        settings[key] = Value(value, at, spelled, str(value))
+    for r in merged.remarks:
+        findings.append(_finding(dep, r.severity, r.code, r.message, dep.line_of(r.setting)))  # type: ignore[arg-type]
+    return replace(dep, settings=settings)
 
 
 def _model_text(dep: Deployment) -> str | None:
@@ -262,12 +284,14 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
     serve = serve_flags(dep.engine)
     given = {k: v.value for k, v in dep.settings.items()}
     sharing = True
+    max_kv_tokens = None
     try:
         if serve is not None and serve.speculation is not None:  # the engine's speculative flags (vLLM)
             kwargs.update(serve.speculation(given))
         if serve is not None and serve.reader is not None:  # offload tiers, prefix caching (the engine's rules)
             reading = serve.reader(given, kwargs["engine_version"])
             sharing = reading.sharing
+            max_kv_tokens = reading.max_kv_tokens
             if reading.engine_options:
                 kwargs["engine_options"] = reading.engine_options  # pairs: a plan's cache key; a dict in run()
             if reading.settings:
@@ -317,6 +341,9 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
             add(_finding(dep, "warning", "tp-exceeds-kv-heads", note, dep.line_of("tp"), value=tp))
     try:
         plan = run()
+        if max_kv_tokens is not None and plan.kv_cache_tokens > max_kv_tokens:
+            at = dep.line_of(serve.config_files[0]) if serve is not None and serve.config_files else dep.line
+            plan = _capped(dep, plan, max_kv_tokens, kwargs, run, add, at)
         if auto and not plan.fits and plan.max_model_len_fit > 0:
             plan = run(max_model_len=plan.max_model_len_fit)
     except KvplanError as exc:
@@ -373,6 +400,22 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
                          value=tight.max_model_len, fits=tight.max_model_len_fit))
         else:
             _requirement_checks(dep, tight, req, run_tight, lambda *a: None, add, label=label, code="headroom")
+
+
+def _capped(dep: Deployment, plan: Any, cap: int, kwargs: dict[str, Any], run: Any, add: Any, line: int | None) -> Any:
+    """The plan with the GPU pool capped at ``cap`` tokens rounded up to whole blocks (TensorRT-LLM's
+    kv_cache_config.max_tokens: ``calculateMaxNumBlocks`` keeps the smaller of it and the memory's tokens, then
+    ``ceilDiv`` by tokens_per_block): the pool's bytes scaled to those blocks."""
+    block = plan.block_size or 1
+    tokens = -(-cap // block) * block
+    if tokens >= plan.kv_cache_tokens:
+        return plan
+    capped = plan.per_gpu.kv_cache_bytes * tokens // plan.kv_cache_tokens
+    kwargs["settings"] = replace(kwargs["settings"], kv_cache_memory_bytes=capped)
+    add(_finding(dep, "note", "kv-token-cap", f"kv_cache_config.max_tokens {cap:,}: the pool holds {tokens:,} tokens "
+                 f"({format_bytes(capped)} per GPU), not the {plan.kv_cache_tokens:,} the memory allows",
+                 line, value=cap, fits=plan.kv_cache_tokens))
+    return run()
 
 
 def _workload(dep: Deployment, req: dict[str, Any], sharing: bool, add: Any) -> dict[str, Any]:
