@@ -135,6 +135,9 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
         raise UsageError(f"{path}: speculative_config.decoding_type {spec.get('decoding_type')!r}: kvplan plans MTP, "
                          "Eagle3, Draft_Target and NGram", field="speculative_method")
     method = _METHODS[kind]
+    if method == "eagle":  # EagleDecodingConfig runs in the TensorRT engine backend only (trtllm/speculative.py)
+        raise UsageError(f"{path}: speculative_config.decoding_type Eagle: TensorRT-LLM's PyTorch backend runs EAGLE-3 "
+                         "heads (decoding_type Eagle3), not EAGLE-1/2", field="speculative_method")
     draft_len = spec.get("max_draft_len")
     if method == "mtp":  # MTPDecodingConfig: max_draft_len = num_nextn_predict_layers (1 by default)
         draft_len = spec.get("num_nextn_predict_layers", draft_len if draft_len is not None else 1)
