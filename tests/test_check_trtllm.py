@@ -60,6 +60,7 @@ def _script(tmp_path: Path, flags: str, options: str | None = None, gpu: str = "
     f"python3 -m tensorrt_llm.commands.serve {LLAMA8} --tp_size 2",
     f"python -m tensorrt_llm.commands.serve serve {LLAMA8} --tp_size 2",
     f"exec env HF_HOME=/x trtllm-serve {LLAMA8} --tp_size 2",
+    f"trtllm-llmapi-launch trtllm-serve {LLAMA8} --tp_size 2",  # the MPI launch wrapper (tensorrt_llm/llmapi/)
 ])
 def test_trtllm_serve_launchers(line):
     # tensorrt_llm/commands/serve.py: main is a DefaultGroup, `serve` is its default command, MODEL positional
@@ -292,3 +293,16 @@ def test_host_pool_never_pins_more_than_asked(size, tp):
     else:
         assert tier.pinned_bytes <= size * tp and tier.blocks * 32 == tier.tokens
         assert size * tp - tier.pinned_bytes < 32 * PER_TOKEN  # each rank leaves less than one of its blocks
+
+
+def test_backend_is_a_click_choice(tmp_path):
+    report, result = _one(_script(tmp_path, "--max_seq_len 8192 --backend vllm"))
+    assert report.exit_code == 2 and "--backend vllm" in _find(result, "invalid-input")[0].message
+    report, result = _one(_script(tmp_path, "--max_seq_len 8192 --backend trt"))
+    assert report.exit_code == 0 and _find(result, "engine-not-planned")
+
+
+def test_a_script_without_suffix_is_recognised(tmp_path):
+    path = _write(tmp_path, "start", f"# kvplan/gpu: H100\ntrtllm-serve {LLAMA8} --max_seq_len 4096\n")
+    report, result = _one(path)
+    assert report.files[0].format == "shell" and result.engine == "trtllm" and result.max_model_len == 4096

@@ -238,10 +238,12 @@ def image_server(image: object) -> ServeFlags | None:
 
 def _launcher(words: list[str]) -> tuple[ServeFlags, str, int] | None:
     i = 0
-    while i < len(words):  # exec / env / VAR=value / nohup prefixes
+    wrappers = {w for serve in serving_engines() for w in serve.wrappers}
+    while i < len(words):  # exec / env / VAR=value / nohup prefixes, and the engines' own launch wrappers
         w = words[i]
         if w in ("exec", "env", "nohup", "time", "uv", "run") or _ASSIGN.match(w) or (words[i - 1:i] == ["env"]
-                                                                                      and w.startswith("-")):
+                                                                                      and w.startswith("-")) \
+                or w.rsplit("/", 1)[-1] in wrappers:
             i += 1
             continue
         break

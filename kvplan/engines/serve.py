@@ -50,6 +50,8 @@ class ServeFlags:
     environment: tuple[str, ...] = ()
     """Environment variables that change the plan (``VLLM_USE_V1``): a deployment's values reach ``reader``
     among the settings, under their own names."""
+    wrappers: tuple[str, ...] = ()
+    """Commands that run the server command written after them (``trtllm-llmapi-launch trtllm-serve ...``)."""
     tagged_images: tuple[str, ...] = ()
     """Container images (regular expressions) whose tag is the engine's version even when the command is given
     (``nvcr.io/nvidia/tensorrt-llm/release:1.0.0``)."""

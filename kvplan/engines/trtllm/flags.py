@@ -40,6 +40,7 @@ _TOP = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "max_batch
         "max_num_tokens": "max_num_batched_tokens", "max_seq_len": "max_model_len", "backend": "backend"}
 _KV = {"free_gpu_memory_fraction": "free_gpu_memory_fraction", "dtype": "kv_cache_dtype",
        "tokens_per_block": "block_size"}
+_BACKENDS = ("pytorch", "tensorrt", "trt", "_autodeploy")
 _INTS = {"tp", "pp", "max_num_seqs", "max_num_batched_tokens", "max_model_len", "block_size"}
 # decoding_type -> kvplan's method
 _METHODS = {"mtp": "mtp", "eagle3": "eagle3", "eagle": "eagle", "draft_target": "draft_model",
@@ -171,6 +172,9 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
         raise UsageError(f"{path}: kv_cache_config.max_tokens {cap!r} is not a positive integer", field=CONFIG)
     backend = str(settings.get("backend") or "pytorch").lower()
+    if backend not in _BACKENDS:  # serve.py: click ChoiceWithAlias(["pytorch", "tensorrt", "_autodeploy"], {"trt": ...})
+        raise UsageError(f"--backend {backend}: trtllm-serve takes pytorch, tensorrt (trt) or _autodeploy",
+                         field="backend")
     if backend in ("tensorrt", "trt", "_autodeploy"):
         remarks.append(ServeRemark("warning", "engine-not-planned", f"--backend {backend}: kvplan's TensorRT-LLM budget "
                                    "and speculation rules are the PyTorch backend's (the default); this backend's "
@@ -203,6 +207,7 @@ SERVE = ServeFlags(
     commands=("trtllm-serve",),
     modules=("tensorrt_llm.commands.serve",),
     default_serve=True,
+    wrappers=("trtllm-llmapi-launch",),  # tensorrt_llm/llmapi/trtllm-llmapi-launch: runs its arguments under MPI
     # NGC's release image (docker/Makefile, docs "Pre-built release container images"): tag = TensorRT-LLM version;
     # it runs no server by default, so a command is needed. Triton's *-trtllm-python-py3 images are tagged with
     # Triton's release (25.01), not TensorRT-LLM's: no version read from them.
