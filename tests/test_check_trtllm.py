@@ -306,3 +306,17 @@ def test_a_script_without_suffix_is_recognised(tmp_path):
     path = _write(tmp_path, "start", f"# kvplan/gpu: H100\ntrtllm-serve {LLAMA8} --max_seq_len 4096\n")
     report, result = _one(path)
     assert report.files[0].format == "shell" and result.engine == "trtllm" and result.max_model_len == 4096
+
+
+def test_null_in_the_yaml_is_the_default():
+    assert merge_config(_given(data={"max_seq_len": None, "kv_cache_config": {"dtype": None}}), None).settings == ()
+
+
+def test_the_library_plans_the_host_pool():
+    import kvplan
+
+    plan = kvplan.max_batch(LLAMA8, gpu="H100", engine="trtllm", max_model_len=8192,
+                            engine_options={"host_cache_bytes": 10 * GIB})
+    assert plan.offload["blocks"] == 2_560 and plan.offload["pinned_bytes"] == 10 * GIB
+    with pytest.raises(KvplanError):  # another engine has no such option: refused by name
+        kvplan.max_batch(LLAMA8, gpu="H100", engine="sglang", engine_options={"host_cache_bytes": GIB})

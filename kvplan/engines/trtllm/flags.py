@@ -101,8 +101,10 @@ def merge_config(settings: Mapping[str, Any], version: str | None) -> ServeMerge
     rule = ("TensorRT-LLM 1.2+ lets a typed flag win (explicit CLI > YAML)" if cli_wins else
             "TensorRT-LLM before 1.2 lets the YAML win")
     kv = _section(data, "kv_cache_config", path)
-    found = [(key, data[field], f"{path}: {field}") for field, key in _TOP.items() if field in data]
-    found += [(key, kv[field], f"{path}: kv_cache_config.{field}") for field, key in _KV.items() if field in kv]
+    # a null is pydantic's None: the field's default (max_seq_len None: deduced from the model), as if unset
+    found = [(key, data[field], f"{path}: {field}") for field, key in _TOP.items() if data.get(field) is not None]
+    found += [(key, kv[field], f"{path}: kv_cache_config.{field}") for field, key in _KV.items()
+              if kv.get(field) is not None]
     out: list[tuple[str, Any, str]] = []
     remarks: list[ServeRemark] = []
     for key, raw, where in found:
