@@ -2,9 +2,10 @@
 
 Rules and where they come from (NVIDIA/TensorRT-LLM):
 - ``KvCacheConfig.host_cache_size`` (``tensorrt_llm/llmapi/llm_args.py``): bytes, None by default (no tier).
-  Every rank's ``KVCacheManager`` is given the whole of it as its secondary memory
-  (``tests/unittest/_torch/executor/test_resource_manager.py``: ``_secondary_pool_memory_bytes ==
-  host_cache_size`` on one rank), so the deployment pins ``tp x pp`` times it at most.
+  Every rank's ``KVCacheManager`` takes the whole of it as its secondary memory
+  (``tensorrt_llm/_torch/pyexecutor/resource_manager.py``, ``calculate_max_num_blocks``:
+  ``_secondary_pool_memory_bytes = host_cache_size or 0``, not divided by the mapping; the unit test
+  ``test_calculate_max_num_blocks_from_cpp`` checks it), so the deployment pins ``tp x pp`` times it at most.
 - ``BaseKVCacheManager::calculateMaxNumBlocks`` (``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp``):
   ``tokens = int(host bytes x window share / cache bytes per token)``, ``blocks = tokens // tokens_per_block``,
   then the minimum over the ranks (an MPI MIN reduction, as for the primary pool). One window (every layer
