@@ -19,7 +19,7 @@ from kvplan.budgets import Settings
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.host_memory import pinned_check
 from kvplan.deploy.report import DeploymentResult, Finding
-from kvplan.deploy.requirements import _fill, _finding, _fp8_suggester, _requirement_checks
+from kvplan.deploy.requirements import _fill, _finding, _fp8_suggester, _requirement_checks, capped_plan
 from kvplan.engines.serve import serve_flags
 from kvplan.errors import KvplanError, UsageError
 from kvplan.spec import ModelSpec
@@ -98,24 +98,16 @@ def _reading_findings(dep: Deployment) -> list[Finding]:
 
 
 def _merge_config_files(dep: Deployment, findings: list[Finding]) -> Deployment:
-    """The deployment with the settings its engine config files decide (TensorRT-LLM's extra_llm_api_options),
-    merged by the engine's precedence rule; the merge's remarks join ``findings``."""
-    serve = serve_flags(dep.engine)
-    if serve is None or serve.merge is None or not any(k in dep.settings for k in serve.config_files):
-        return dep
-    version = dep.engine_version.value if dep.engine_version else None
+    """``config_files.merge_settings``, its remarks as findings and a bad file as an invalid input."""
+    from kvplan.deploy.config_files import merge_settings
+
     try:
-        merged = serve.merge({k: v.value for k, v in dep.settings.items()}, version)
+        merged, remarks = merge_settings(dep)
     except KvplanError as exc:
-        key = next(k for k in serve.config_files if k in dep.settings)
-        raise _invalid(dep, "invalid-input", str(exc), dep.line_of(key)) from None
-    at = dep.line_of(next(k for k in serve.config_files if k in dep.settings))
-    settings = dict(dep.settings)
-    for key, value, spelled in merged.settings:
-        settings[key] = Value(value, at, spelled, str(value))
-    for r in merged.remarks:
-        findings.append(_finding(dep, r.severity, r.code, r.message, dep.line_of(r.setting)))  # type: ignore[arg-type]
-    return replace(dep, settings=settings)
+        raise _invalid(dep, "invalid-input", str(exc), getattr(exc, "line", None)) from None
+    for r in remarks:
+        findings.append(_finding(dep, r.severity, r.code, r.message, merged.line_of(r.setting)))  # type: ignore[arg-type]
+    return merged
 
 
 def _model_text(dep: Deployment) -> str | None:
@@ -343,7 +335,7 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         plan = run()
         if max_kv_tokens is not None and plan.kv_cache_tokens > max_kv_tokens:
             at = dep.line_of(serve.config_files[0]) if serve is not None and serve.config_files else dep.line
-            plan = _capped(dep, plan, max_kv_tokens, kwargs, run, add, at)
+            plan = capped_plan(dep, plan, max_kv_tokens, kwargs, run, add, at)
         if auto and not plan.fits and plan.max_model_len_fit > 0:
             plan = run(max_model_len=plan.max_model_len_fit)
     except KvplanError as exc:
@@ -400,22 +392,6 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
                          value=tight.max_model_len, fits=tight.max_model_len_fit))
         else:
             _requirement_checks(dep, tight, req, run_tight, lambda *a: None, add, label=label, code="headroom")
-
-
-def _capped(dep: Deployment, plan: Any, cap: int, kwargs: dict[str, Any], run: Any, add: Any, line: int | None) -> Any:
-    """The plan with the GPU pool capped at ``cap`` tokens rounded up to whole blocks (TensorRT-LLM's
-    kv_cache_config.max_tokens: ``calculateMaxNumBlocks`` keeps the smaller of it and the memory's tokens, then
-    ``ceilDiv`` by tokens_per_block): the pool's bytes scaled to those blocks."""
-    block = plan.block_size or 1
-    tokens = -(-cap // block) * block
-    if tokens >= plan.kv_cache_tokens:
-        return plan
-    capped = plan.per_gpu.kv_cache_bytes * tokens // plan.kv_cache_tokens
-    kwargs["settings"] = replace(kwargs["settings"], kv_cache_memory_bytes=capped)
-    add(_finding(dep, "note", "kv-token-cap", f"kv_cache_config.max_tokens {cap:,}: the pool holds {tokens:,} tokens "
-                 f"({format_bytes(capped)} per GPU), not the {plan.kv_cache_tokens:,} the memory allows",
-                 line, value=cap, fits=plan.kv_cache_tokens))
-    return run()
 
 
 def _workload(dep: Deployment, req: dict[str, Any], sharing: bool, add: Any) -> dict[str, Any]:

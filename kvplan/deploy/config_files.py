@@ -40,6 +40,31 @@ def attach(dep: Deployment, resolve: Resolver) -> None:
         dep.settings[key] = Value(entry, v.line, v.spelled, path)
 
 
+def merge_settings(dep: Deployment) -> tuple[Deployment, list[Any]]:
+    """The deployment with the settings its engine config files decide (TensorRT-LLM's extra_llm_api_options),
+    merged by the engine's precedence rule (``ServeFlags.merge``), and the merge's remarks. A file the engine
+    would refuse raises a KvplanError carrying the flag's line."""
+    from dataclasses import replace
+
+    from kvplan.errors import KvplanError
+
+    serve = serve_flags(dep.engine)
+    keys = [k for k in (serve.config_files if serve is not None else ()) if k in dep.settings]
+    if serve is None or serve.merge is None or not keys:
+        return dep, []
+    at = dep.line_of(keys[0])
+    version = dep.engine_version.value if dep.engine_version else None
+    try:
+        merged = serve.merge({k: v.value for k, v in dep.settings.items()}, version)
+    except KvplanError as exc:
+        exc.line = at  # type: ignore[attr-defined]
+        raise
+    settings = dict(dep.settings)
+    for key, value, spelled in merged.settings:
+        settings[key] = Value(value, at, spelled, str(value))
+    return replace(dep, settings=settings), list(merged.remarks)
+
+
 def _load(text: str, where: str) -> tuple[Any, str | None]:
     from kvplan.errors import KvplanError
     from kvplan.safe_io import load_yaml
