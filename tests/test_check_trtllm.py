@@ -135,6 +135,7 @@ def test_flags_win_from_1_2_and_the_yaml_wins_before():
     old = merge_config(given, "1.0.0")
     assert {k: v for k, v, _ in old.settings} == {"max_model_len": 4096, "max_num_seqs": 16}
     assert [r.code for r in new.remarks] == [r.code for r in old.remarks] == ["config-file"]
+    assert "newest rule is assumed" in merge_config(given, None).remarks[0].message  # an unknown version is said
 
 
 def test_before_1_2_a_kv_cache_config_drops_the_fraction_flag():

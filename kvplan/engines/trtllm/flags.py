@@ -100,6 +100,8 @@ def merge_config(settings: Mapping[str, Any], version: str | None) -> ServeMerge
     cli_wins = parse_version(version or "latest") >= CLI_WINS_SINCE
     rule = ("TensorRT-LLM 1.2+ lets a typed flag win (explicit CLI > YAML)" if cli_wins else
             "TensorRT-LLM before 1.2 lets the YAML win")
+    if version is None or version == "latest":
+        rule += " (no version from the image tag: the newest rule is assumed; before 1.2 the YAML wins)"
     kv = _section(data, "kv_cache_config", path)
     # a null is pydantic's None: the field's default (max_seq_len None: deduced from the model), as if unset
     found = [(key, data[field], f"{path}: {field}") for field, key in _TOP.items() if data.get(field) is not None]
