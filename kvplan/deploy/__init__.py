@@ -130,6 +130,9 @@ def check_file(path: str, ctx: Any, *, ignore_unrecognized: bool = False) -> Fil
         result.findings.append(Finding("error", code, message.removeprefix(f"{path}: "), path, line,
                                        invalid_input=True))
         return result
+    if fmt == "engine-config":  # an engine's config file: checked through the deployment that names it
+        result.skipped = True
+        return result
     result.format = fmt
     unrecognized = {"unknown-format", "no-serving-container", "unknown-kind"}
     if ignore_unrecognized:
@@ -175,6 +178,8 @@ def read_file(path: str) -> tuple[str | None, list[Any], list[Finding]]:
         if not deployments and not findings:
             findings = [_none(path, "compose", getattr(first, "line", 1))]
         return "compose", deployments, findings
+    if _engine_config(first) and len(data) == 1:
+        return "engine-config", [], []
     if any(k8s.looks_like(d) for d in data):
         deployments, findings, _ = k8s.read(docs, path, base_dir)
         if not deployments and not any(f.invalid_input for f in findings):
@@ -185,9 +190,20 @@ def read_file(path: str) -> tuple[str | None, list[Any], list[Finding]]:
                               "script)", path, getattr(first, "line", 1), invalid_input=True)]
 
 
+def _engine_config(data: Any) -> bool:
+    """Whether a YAML mapping is an engine's own config file (TensorRT-LLM's extra_llm_api_options): read through
+    the deployment whose command names it, skipped on its own."""
+    from kvplan.engines.serve import serving_engines
+
+    if not isinstance(data, dict) or not data:
+        return False
+    keys = {str(k) for k in data}
+    return any(serve.config_keys and keys <= serve.config_keys for serve in serving_engines())
+
+
 def _none(path: str, fmt: str, line: int | None) -> Finding:
     what = {"kubernetes": "no container", "compose": "no service", "helm": "no enabled modelSpec",
             "shell": "no command"}[fmt]
     return Finding("error", "no-serving-container", f"{what} runs an engine (vllm serve MODEL, python -m "
-                   "vllm.entrypoints.openai.api_server, python -m sglang.launch_server)", path, line,
+                   "vllm.entrypoints.openai.api_server, python -m sglang.launch_server, trtllm-serve MODEL)", path, line,
                    invalid_input=True)

@@ -19,7 +19,7 @@ from kvplan.budgets import Settings
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.host_memory import pinned_check
 from kvplan.deploy.report import DeploymentResult, Finding
-from kvplan.deploy.requirements import _fill, _finding, _fp8_suggester, _requirement_checks
+from kvplan.deploy.requirements import _fill, _finding, _fp8_suggester, _requirement_checks, capped_plan
 from kvplan.engines.serve import serve_flags
 from kvplan.errors import KvplanError, UsageError
 from kvplan.spec import ModelSpec
@@ -60,6 +60,7 @@ def check_deployment(dep: Deployment, ctx: Context) -> list[DeploymentResult]:
                             engine_version=dep.engine_version.value if dep.engine_version else None)
     early = _reading_findings(dep)
     try:
+        dep = _merge_config_files(dep, early)
         spec = _model(dep, ctx)
         gpus = _gpus(dep, ctx)
         settings = _settings(dep)
@@ -94,6 +95,19 @@ def _reading_findings(dep: Deployment) -> list[Finding]:
     for note in dep.notes:
         out.append(_finding(dep, "note", "not-read", note, dep.line))
     return out
+
+
+def _merge_config_files(dep: Deployment, findings: list[Finding]) -> Deployment:
+    """``config_files.merge_settings``, its remarks as findings and a bad file as an invalid input."""
+    from kvplan.deploy.config_files import merge_settings
+
+    try:
+        merged, remarks = merge_settings(dep)
+    except KvplanError as exc:
+        raise _invalid(dep, "invalid-input", str(exc), getattr(exc, "line", None)) from None
+    for r in remarks:
+        findings.append(_finding(dep, r.severity, r.code, r.message, merged.line_of(r.setting)))  # type: ignore[arg-type]
+    return merged
 
 
 def _model_text(dep: Deployment) -> str | None:
@@ -262,12 +276,14 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
     serve = serve_flags(dep.engine)
     given = {k: v.value for k, v in dep.settings.items()}
     sharing = True
+    max_kv_tokens = None
     try:
         if serve is not None and serve.speculation is not None:  # the engine's speculative flags (vLLM)
             kwargs.update(serve.speculation(given))
         if serve is not None and serve.reader is not None:  # offload tiers, prefix caching (the engine's rules)
             reading = serve.reader(given, kwargs["engine_version"])
             sharing = reading.sharing
+            max_kv_tokens = reading.max_kv_tokens
             if reading.engine_options:
                 kwargs["engine_options"] = reading.engine_options  # pairs: a plan's cache key; a dict in run()
             if reading.settings:
@@ -317,6 +333,9 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
             add(_finding(dep, "warning", "tp-exceeds-kv-heads", note, dep.line_of("tp"), value=tp))
     try:
         plan = run()
+        if max_kv_tokens is not None and plan.kv_cache_tokens > max_kv_tokens:
+            at = dep.line_of(serve.config_files[0]) if serve is not None and serve.config_files else dep.line
+            plan = capped_plan(dep, plan, max_kv_tokens, kwargs, run, add, at)
         if auto and not plan.fits and plan.max_model_len_fit > 0:
             plan = run(max_model_len=plan.max_model_len_fit)
     except KvplanError as exc:

@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from kvplan.deploy.config_files import attach, compose_mounts
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
 from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, image_server
 from kvplan.deploy.k8s import _apply_annotations, image_version
@@ -87,6 +88,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         inv.environment = {**_environment(svc, env), **{k: v for k, v in inv.environment.items() if v[1] is not None}}
         dep = Deployment(name=str(name), file=path, line=line_at(services, name), source="compose", base_dir=base_dir)
         apply_invocation(dep, inv)
+        attach(dep, compose_mounts(svc, data, base_dir))  # --extra_llm_api_options through a bind mount
         version = image_version(svc.get("image"), inv.engine)
         if version:
             dep.engine_version = Value(version, line_at(svc, "image"), "image tag")

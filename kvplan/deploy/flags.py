@@ -217,6 +217,8 @@ def find_invocation(argv: list[Token], env: dict[str, str] | None = None, *, k8s
             return inv
         return None
     serve, launcher, index = start
+    if serve.default_serve and not launcher.endswith(" serve") and words[index:index + 1] == ["serve"]:
+        index += 1  # python -m tensorrt_llm.commands.serve serve MODEL: the subcommand named
     line = argv[index - 1].line if index > 0 else (argv[0].line if argv else None)
     inv = _parse(serve, launcher, argv[:index], argv[index:], env, k8s, line)
     inv.environment = {name: (value, None) for name, value in env.items()}
@@ -236,10 +238,12 @@ def image_server(image: object) -> ServeFlags | None:
 
 def _launcher(words: list[str]) -> tuple[ServeFlags, str, int] | None:
     i = 0
-    while i < len(words):  # exec / env / VAR=value / nohup prefixes
+    wrappers = {w for serve in serving_engines() for w in serve.wrappers}
+    while i < len(words):  # exec / env / VAR=value / nohup prefixes, and the engines' own launch wrappers
         w = words[i]
         if w in ("exec", "env", "nohup", "time", "uv", "run") or _ASSIGN.match(w) or (words[i - 1:i] == ["env"]
-                                                                                      and w.startswith("-")):
+                                                                                      and w.startswith("-")) \
+                or w.rsplit("/", 1)[-1] in wrappers:
             i += 1
             continue
         break
@@ -250,17 +254,31 @@ def _launcher(words: list[str]) -> tuple[ServeFlags, str, int] | None:
             for command in serve.commands:
                 if re.match(rf"^(.*/)?{re.escape(command)}$", rest[0]):
                     return serve, f"{command} serve", i + 2
+    for serve in servers:  # a command group whose default command is the server: trtllm-serve MODEL
+        for command in serve.commands if serve.default_serve else ():
+            if rest and re.match(rf"^(.*/)?{re.escape(command)}$", rest[0]) and _default_command(rest[1:]):
+                return serve, command, i + 1
     if rest and _PYTHON.match(rest[0]):
         for j in range(1, len(rest) - 1):
             if rest[j] == "-m":
                 module = rest[j + 1]
                 for serve in servers:
-                    if module in serve.modules:
+                    if module in serve.modules and (not serve.default_serve or _default_command(rest[j + 2:])):
                         return serve, f"python -m {module}", i + j + 2
                 return None
             if not rest[j].startswith("-"):
                 return None
     return None
+
+
+def _default_command(args: list[str]) -> bool:
+    """Whether a command group with a default server command runs the server: ``serve`` or no subcommand
+    (trtllm-serve's ``DefaultGroup`` treats a first argument that names no subcommand as ``serve``'s MODEL)."""
+    return not args or args[0] == "serve" or args[0] not in _OTHER_SUBCOMMANDS
+
+
+# trtllm-serve's other subcommands (tensorrt_llm/commands/serve.py ``main``): not the OpenAI server kvplan reads
+_OTHER_SUBCOMMANDS = {"grpc", "disaggregated", "disaggregated_mpi_worker", "mm_embedding_serve", "--help", "-h"}
 
 
 def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token], env: dict[str, str], k8s: bool,
@@ -272,7 +290,7 @@ def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token
             value, missing = substitute(m.group(2), env, k8s=k8s)
             if not missing:
                 env[m.group(1)] = value
-    positional_model = launcher.endswith(" serve")
+    positional_model = launcher.endswith(" serve") or serve.default_serve
     i = 0
     while i < len(args):
         tok = args[i]

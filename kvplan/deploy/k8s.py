@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kvplan.deploy.config_files import attach, k8s_configmaps
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
 from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, image_server, substitute
 from kvplan.deploy.gpus import GPU_LABEL_KEYS
@@ -48,7 +49,13 @@ def looks_like(data: Any) -> bool:
 
 def image_version(image: Any, engine: str) -> str | None:
     """``vllm/vllm-openai:v0.10.2`` -> 0.10.2 (engine images only; 'latest' and digests give None)."""
-    if not isinstance(image, str) or engine not in image.lower():
+    from kvplan.engines.serve import serve_flags
+
+    if not isinstance(image, str):
+        return None
+    serve = serve_flags(engine)
+    tagged = serve is not None and any(re.search(p, image) for p in serve.tagged_images)
+    if engine not in image.lower() and not tagged:
         return None
     m = _VERSION_TAG.search(image.rsplit("/", 1)[-1])
     return m.group(1) if m else None
@@ -59,6 +66,7 @@ def read(docs: list[tuple[Any, int]], path: str, base_dir: Path) -> tuple[list[D
     deployments: list[Deployment] = []
     findings: list[Finding] = []
     workloads = 0
+    configmaps = _configmaps(docs)
     stack = [(doc, line) for doc, line in docs]
     while stack:
         doc, line = stack.pop(0)
@@ -77,7 +85,7 @@ def read(docs: list[tuple[Any, int]], path: str, base_dir: Path) -> tuple[list[D
             continue
         if kind == "LeaderWorkerSet":
             workloads += 1
-            deployments += _lws(doc, path, base_dir, findings)
+            deployments += _lws(doc, path, base_dir, findings, configmaps)
             continue
         if kind not in WORKLOADS:
             findings.append(Finding("error", "unknown-kind",
@@ -91,11 +99,28 @@ def read(docs: list[tuple[Any, int]], path: str, base_dir: Path) -> tuple[list[D
                                     path, line_at(doc, *WORKLOADS[kind]), invalid_input=True))
             continue
         template_meta = dig(doc, *WORKLOADS[kind][:-1], "metadata") if kind != "Pod" else None
-        deployments += _pod(doc, pod, [doc.get("metadata"), template_meta], path, base_dir, findings, group=1)
+        deployments += _pod(doc, pod, [doc.get("metadata"), template_meta], path, base_dir, findings, group=1,
+                            configmaps=configmaps)
     return deployments, findings, workloads
 
 
-def _lws(doc: LDict, path: str, base_dir: Path, findings: list[Finding]) -> list[Deployment]:
+def _configmaps(docs: list[tuple[Any, int]]) -> dict[str, Any]:
+    """The ConfigMaps of the manifest (``kind: List`` items too) by name: their ``data``, for mounted files."""
+    out: dict[str, Any] = {}
+    stack = [doc for doc, _ in docs]
+    while stack:
+        doc = stack.pop()
+        if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            stack.extend(doc["items"])
+        elif isinstance(doc, dict) and doc.get("kind") == "ConfigMap" and isinstance(doc.get("data"), dict):
+            name = dig(doc, "metadata", "name")
+            if isinstance(name, str):
+                out[name] = doc["data"]
+    return out
+
+
+def _lws(doc: LDict, path: str, base_dir: Path, findings: list[Finding],
+         configmaps: dict[str, Any] | None = None) -> list[Deployment]:
     template = dig(doc, "spec", "leaderWorkerTemplate")
     if not isinstance(template, dict):
         findings.append(Finding("error", "invalid-input", "LeaderWorkerSet: no spec.leaderWorkerTemplate", path,
@@ -110,12 +135,14 @@ def _lws(doc: LDict, path: str, base_dir: Path, findings: list[Finding]) -> list
         return []
     metas = [doc.get("metadata"), dig(template, "leaderTemplate", "metadata"), dig(template, "workerTemplate", "metadata")]
     deps = _pod(doc, leader, metas, path, base_dir, findings, group=size if isinstance(size, int) else 1,
-                worker=worker if isinstance(worker, dict) else None, size_line=line_at(template, "size"))
+                worker=worker if isinstance(worker, dict) else None, size_line=line_at(template, "size"),
+                configmaps=configmaps)
     return deps
 
 
 def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, findings: list[Finding], *,
-         group: int, worker: LDict | None = None, size_line: int | None = None) -> list[Deployment]:
+         group: int, worker: LDict | None = None, size_line: int | None = None,
+         configmaps: dict[str, Any] | None = None) -> list[Deployment]:
     name = str(dig(doc, "metadata", "name") or doc.get("kind"))
     notes: dict[str, tuple[str, int | None, str]] = {}
     for meta in metas:
@@ -142,6 +169,7 @@ def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, fi
         dep_name = name if len(serving) == 1 else f"{name}/{c.get('name')}"
         dep = Deployment(name=dep_name, file=path, line=line_at(c), source="kubernetes", base_dir=base_dir)
         apply_invocation(dep, inv)
+        attach(dep, k8s_configmaps(c, pod, configmaps or {}, path))  # --extra_llm_api_options from a ConfigMap
         _unknown_env(dep, c, inv.engine)
         version = image_version(c.get("image"), inv.engine)
         if version:

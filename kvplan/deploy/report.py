@@ -20,7 +20,8 @@ class Finding:
     """Stable identifier: does-not-fit, max-num-seqs-unreachable, min-concurrency, min-context, headroom,
     gpu-count, tp-exceeds-kv-heads, engine-refuses, unknown-value, model-unresolved, unknown-gpu,
     prefix-caching, speculation-not-planned, offload-not-planned, offload-off, host-memory, default-swap,
-    simple-offload, lmcache-value, not-read, invalid-input, malformed-yaml, unknown-kind, no-serving-container, unknown-format,
+    simple-offload, lmcache-value, not-read, config-file, kv-token-cap, engine-not-planned, invalid-input,
+    malformed-yaml, unknown-kind, no-serving-container, unknown-format,
     no-files."""
     message: str
     file: str

@@ -120,3 +120,21 @@ def _fill(result: DeploymentResult, plan: Any) -> None:
     result.assumptions = list(plan.assumptions)
     result.offload = dict(plan.offload) if plan.offload is not None else None
     result.weights_bytes_per_gpu = plan.per_gpu.weights_bytes
+
+
+def capped_plan(dep: Deployment, plan: Any, cap: int, kwargs: dict[str, Any], run: Any, add: Any, line: int | None) -> Any:
+    """The plan with the GPU pool capped at ``cap`` tokens rounded up to whole blocks (TensorRT-LLM's
+    kv_cache_config.max_tokens: ``calculateMaxNumBlocks`` keeps the smaller of it and the memory's tokens, then
+    ``ceilDiv`` by tokens_per_block): the pool's bytes scaled to those blocks."""
+    block = plan.block_size or 1
+    tokens = -(-cap // block) * block
+    if tokens >= plan.kv_cache_tokens:
+        return plan
+    capped = plan.per_gpu.kv_cache_bytes * tokens // plan.kv_cache_tokens
+    from dataclasses import replace
+
+    kwargs["settings"] = replace(kwargs["settings"], kv_cache_memory_bytes=capped)
+    add(_finding(dep, "note", "kv-token-cap", f"kv_cache_config.max_tokens {cap:,}: the pool holds {tokens:,} tokens "
+                 f"({format_bytes(capped)} per GPU), not the {plan.kv_cache_tokens:,} the memory allows",
+                 line, value=cap, fits=plan.kv_cache_tokens))
+    return run()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kvplan.deploy.config_files import attach, relative_to
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.flags import FlagError, apply_invocation, find_invocation, shell_assignments, shell_commands
 from kvplan.deploy.k8s import _apply_annotations
@@ -20,7 +21,7 @@ _COMMENT = re.compile(r"^\s*#\s*(kvplan[./a-z]*/)([a-z-]+)\s*[:=]\s*(.+?)\s*$")
 
 def looks_like(text: str, path: str) -> bool:
     return path.endswith((".sh", ".bash")) or text.startswith("#!") or bool(
-        re.search(r"(^|\s)(vllm\s+serve|-m\s+(vllm|sglang)\.)", text))
+        re.search(r"(^|\s)(vllm\s+serve|trtllm-serve\s|-m\s+(vllm|sglang|tensorrt_llm)\.)", text))
 
 
 def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
@@ -49,6 +50,7 @@ def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         name = stem if not deployments else f"{stem}#{len(deployments) + 1}"
         dep = Deployment(name=name, file=path, line=inv.line, source="shell", base_dir=base_dir)
         apply_invocation(dep, inv)
+        attach(dep, relative_to(base_dir))  # --extra_llm_api_options beside the script
         visible = [t for t in command if t.text.startswith("CUDA_VISIBLE_DEVICES=")]
         devices = visible[0].text.partition("=")[2] if visible else env.get("CUDA_VISIBLE_DEVICES")
         if devices and re.fullmatch(r"[0-9]+(,[0-9]+)*", devices):

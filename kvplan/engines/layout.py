@@ -136,6 +136,8 @@ class EngineOptions:
     """SGLang --enable-hierarchical-cache: host pool = ratio x the device pool (SGLang's default 2.0)."""
     hicache_size_gb: float | None = None
     """SGLang --hicache-size: host pool GB (10^9 B) per rank, instead of the ratio."""
+    host_cache_bytes: int | None = None
+    """TensorRT-LLM kv_cache_config.host_cache_size: bytes of host memory per rank for its secondary block pool."""
     offload_link: str | None = None
     """The GPU-host link an offload tier copies over (links.yaml; default pcie5-x16)."""
     lmcache: Any = None

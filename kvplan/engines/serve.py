@@ -50,6 +50,24 @@ class ServeFlags:
     environment: tuple[str, ...] = ()
     """Environment variables that change the plan (``VLLM_USE_V1``): a deployment's values reach ``reader``
     among the settings, under their own names."""
+    wrappers: tuple[str, ...] = ()
+    """Commands that run the server command written after them (``trtllm-llmapi-launch trtllm-serve ...``)."""
+    tagged_images: tuple[str, ...] = ()
+    """Container images (regular expressions) whose tag is the engine's version even when the command is given
+    (``nvcr.io/nvidia/tensorrt-llm/release:1.0.0``)."""
+    default_serve: bool = False
+    """Whether ``commands`` and ``modules`` take ``[serve] MODEL ...``: a command group whose default command
+    is the server (``trtllm-serve MODEL``, ``trtllm-serve serve MODEL``)."""
+    config_files: tuple[str, ...] = ()
+    """Settings whose value is a YAML file the engine reads at start-up (TensorRT-LLM's
+    ``--extra_llm_api_options``): ``kvplan/deploy`` reads the file where the deployment's files hold it and
+    gives its mapping to ``merge`` under the setting's name."""
+    config_keys: frozenset[str] = frozenset()
+    """Top-level keys of those config files: a YAML file holding only such keys is the engine's config file, which
+    ``kvplan check`` skips (it is read through the deployment that names it)."""
+    merge: Callable[[Mapping[str, Any], str | None], "ServeMerge"] | None = field(default=None, compare=False)
+    """The settings the engine runs with once its config files are merged with the flags, by the engine's
+    precedence rule, given the engine version (None: the default)."""
 
     def setting(self, flag: str) -> str | None:
         return dict(self.flags).get(self.normal_flag(flag))
@@ -80,6 +98,16 @@ class ServeRemark:
 
 
 @dataclass(frozen=True)
+class ServeMerge:
+    """A deployment's settings once the engine's config files are merged with its flags."""
+
+    settings: tuple[tuple[str, Any, str], ...] = ()
+    """(kvplan setting, value, how it is spelled: 'extra.yaml: max_seq_len') for each setting a config file
+    decides."""
+    remarks: tuple[ServeRemark, ...] = ()
+
+
+@dataclass(frozen=True)
 class ServeReading:
     engine_options: tuple[tuple[str, Any], ...] = ()
     """``max_batch``'s ``engine_options`` (sorted pairs: a plan's cache key)."""
@@ -88,6 +116,9 @@ class ServeReading:
     sharing: bool = True
     """Whether the engine shares common prefixes (vLLM prefix caching, SGLang's radix cache)."""
     remarks: tuple[ServeRemark, ...] = ()
+    max_kv_tokens: int | None = None
+    """A token cap on the GPU pool (TensorRT-LLM's ``kv_cache_config.max_tokens``): the pool holds the smaller of
+    what the memory budget gives and this many tokens rounded up to whole blocks; None: no cap."""
 
 
 def serving_engines() -> list[ServeFlags]:

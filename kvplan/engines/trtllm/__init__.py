@@ -1,4 +1,5 @@
-"""TensorRT-LLM: its layout rules (``layout``), GPU budget (``budget``) and start-up log (``log``)."""
+"""TensorRT-LLM: its layout rules (``layout``), GPU budget (``budget``), ``trtllm-serve`` flags and
+``extra_llm_api_options`` YAML (``flags``), host cache tier (``offload``) and start-up log (``log``)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ class TRTLLMEngine(EngineDefaults):
     title: str = "TensorRT-LLM"
     default_version: str = "latest"
     newest_rules: Version = (1, 2)
+    # kv_cache_config.host_cache_size: the secondary block pool (trtllm/offload.py)
+    extra_options: frozenset[str] = frozenset({"host_cache_bytes", "offload_link"})
 
     kv_dtypes = from_module("kvplan.engines.trtllm.layout", "KV_DTYPES")
+    serve = from_module("kvplan.engines.trtllm.flags", "SERVE")
     log = from_module("kvplan.engines.trtllm.log", "LOG")
     sharing = from_module("kvplan.engines.trtllm.sharing", "SHARING")
 
@@ -52,6 +56,12 @@ class TRTLLMEngine(EngineDefaults):
         from kvplan.engines.trtllm.speculative import speculate
 
         return speculate(spec, speculation, pp)
+
+    def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
+                     demand: Demand, capacity: KvCapacity) -> Any:
+        from kvplan.engines.trtllm.offload import offload_tier
+
+        return offload_tier(layouts, options, tp, demand, capacity)
 
 
 TRTLLM = TRTLLMEngine()

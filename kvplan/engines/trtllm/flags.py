@@ -1,0 +1,237 @@
+"""``trtllm-serve MODEL ...`` and its ``--extra_llm_api_options`` YAML, read as TensorRT-LLM reads them.
+
+Sources (NVIDIA/TensorRT-LLM):
+- ``tensorrt_llm/commands/serve.py``: ``main`` is a click ``DefaultGroup``: ``trtllm-serve MODEL`` and
+  ``trtllm-serve serve MODEL`` both run ``serve`` (``python -m tensorrt_llm.commands.serve`` too). Its click
+  options are spelled with underscores only (click does not turn ``--tp-size`` into ``--tp_size``):
+  ``--tensor_parallel_size``/``--tp_size``, ``--pipeline_parallel_size``/``--pp_size``, ``--max_batch_size``
+  (the scheduler's request cap), ``--max_num_tokens``, ``--max_seq_len``, ``--free_gpu_memory_fraction``/
+  ``--kv_cache_free_gpu_memory_fraction`` (default 0.9), ``--kv_cache_dtype`` (auto, fp8, nvfp4; 2026),
+  ``--backend`` (pytorch by default, tensorrt/trt, _autodeploy), ``--config``/``--extra_llm_api_options``.
+- ``tensorrt_llm/llmapi/llm_args.py`` ``update_llm_args_with_extra_dict``: the YAML's top-level keys are
+  ``TorchLlmArgs`` fields. Before 1.2 the YAML wins on every key it sets and its ``kv_cache_config`` replaces
+  the one the flags built (``llm_args | llm_args_dict``), so ``--kv_cache_free_gpu_memory_fraction`` is lost
+  when the YAML has a ``kv_cache_config`` without ``free_gpu_memory_fraction`` (``KvCacheConfig``'s 0.9
+  applies). From 1.2 (PR #14812, "explicit CLI > YAML > defaults") a flag typed on the command line wins, the
+  YAML fills the rest, and ``kv_cache_config`` is merged key by key.
+- ``KvCacheConfig``: ``free_gpu_memory_fraction`` 0.9, ``max_tokens`` None (a cap: the smaller of it and the
+  fraction's tokens), ``enable_block_reuse`` True, ``dtype`` "auto", ``host_cache_size`` None (bytes),
+  ``tokens_per_block`` 32.
+- ``speculative_config`` (``DecodingBaseConfig.from_dict`` by ``decoding_type``): ``MTP``
+  (``num_nextn_predict_layers``, the draft length), ``Eagle3`` (``max_draft_len``, ``speculative_model_dir``
+  or ``speculative_model``, ``eagle3_one_model`` True by default), ``Eagle``, ``Draft_Target`` /
+  ``DraftTarget``, ``NGram`` (``max_draft_len``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kvplan.engines.serve import ServeFlags, ServeMerge, ServeReading, ServeRemark
+from kvplan.errors import UsageError
+
+CONFIG = "extra_llm_api_options"
+CLI_WINS_SINCE = (1, 2)  # PR #14812: explicit CLI flags take precedence over the YAML (release notes of 1.2)
+DEFAULT_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction
+
+# TorchLlmArgs field -> kvplan setting, for the settings the budget and the check read
+_TOP = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "max_batch_size": "max_num_seqs",
+        "max_num_tokens": "max_num_batched_tokens", "max_seq_len": "max_model_len", "backend": "backend"}
+_KV = {"free_gpu_memory_fraction": "free_gpu_memory_fraction", "dtype": "kv_cache_dtype",
+       "tokens_per_block": "block_size"}
+_BACKENDS = ("pytorch", "tensorrt", "trt", "_autodeploy")
+_INTS = {"tp", "pp", "max_num_seqs", "max_num_batched_tokens", "max_model_len", "block_size"}
+# decoding_type -> kvplan's method
+_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "eagle": "eagle", "draft_target": "draft_model",
+            "drafttarget": "draft_model", "ngram": "ngram"}
+
+
+def _config(settings: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """The YAML's path and mapping (None where kvplan could not read the file)."""
+    entry = settings.get(CONFIG)
+    if not isinstance(entry, Mapping):
+        return str(entry or ""), None
+    if entry.get("error"):
+        raise UsageError(f"--extra_llm_api_options {entry.get('path')}: {entry['error']}", field=CONFIG)
+    data = entry.get("data")
+    if data is None:
+        return str(entry.get("path")), None
+    if not isinstance(data, Mapping):  # update_llm_args_with_extra_options: "Configuration file root must be a mapping"
+        raise UsageError(f"--extra_llm_api_options {entry.get('path')}: TensorRT-LLM needs a mapping at the top of the "
+                         "file", field=CONFIG)
+    return str(entry.get("path")), dict(data)
+
+
+def _section(data: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise UsageError(f"{path}: {key} is not a mapping", field=CONFIG)
+    return dict(value)
+
+
+def _value(kvplan_key: str, value: Any, where: str) -> Any:
+    """A YAML value as pydantic would accept it (ints stay ints; a fraction in [0, 1])."""
+    if kvplan_key in _INTS:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{where}: {value!r} is not a positive integer", field=CONFIG)
+        return value
+    if kvplan_key == "free_gpu_memory_fraction":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise UsageError(f"{where}: {value!r} is not a fraction in [0, 1]", field=CONFIG)
+        return float(value)
+    return str(value)
+
+
+def merge_config(settings: Mapping[str, Any], version: str | None) -> ServeMerge:
+    """The settings the server runs with once the YAML is merged with the flags (see the module's sources)."""
+    from kvplan.engines.version import parse_version
+
+    path, data = _config(settings)
+    if CONFIG not in settings:
+        return ServeMerge()
+    if data is None:
+        return ServeMerge(remarks=(ServeRemark("note", "not-read", f"--extra_llm_api_options {path}: not a file kvplan "
+                                               "checks (relative to the deployment file, a compose bind mount or a "
+                                               "ConfigMap in the same manifest); the flags and TensorRT-LLM's defaults "
+                                               "are checked instead", CONFIG),))
+    cli_wins = parse_version(version or "latest") >= CLI_WINS_SINCE
+    rule = ("TensorRT-LLM 1.2+ lets a typed flag win (explicit CLI > YAML)" if cli_wins else
+            "TensorRT-LLM before 1.2 lets the YAML win")
+    if version is None or version == "latest":
+        rule += " (no version from the image tag: the newest rule is assumed; before 1.2 the YAML wins)"
+    kv = _section(data, "kv_cache_config", path)
+    # a null is pydantic's None: the field's default (max_seq_len None: deduced from the model), as if unset
+    found = [(key, data[field], f"{path}: {field}") for field, key in _TOP.items() if data.get(field) is not None]
+    found += [(key, kv[field], f"{path}: kv_cache_config.{field}") for field, key in _KV.items()
+              if kv.get(field) is not None]
+    out: list[tuple[str, Any, str]] = []
+    remarks: list[ServeRemark] = []
+    for key, raw, where in found:
+        value = _value(key, raw, where)
+        flag = settings.get(key)
+        if flag is not None and flag != value:
+            remarks.append(ServeRemark("note", "config-file", f"{where} {value} and the flag's {flag}: {rule}, so "
+                                       f"{flag if cli_wins else value} is checked", key))
+            if cli_wins:
+                continue
+        out.append((key, value, where))
+    if not cli_wins and "kv_cache_config" in data and "free_gpu_memory_fraction" not in kv:
+        flag = settings.get("free_gpu_memory_fraction")
+        if flag is not None and flag != DEFAULT_FRACTION:
+            out.append(("free_gpu_memory_fraction", DEFAULT_FRACTION, f"{path}: kv_cache_config (default)"))
+            remarks.append(ServeRemark("warning", "config-file", f"{path} sets kv_cache_config without "
+                                       f"free_gpu_memory_fraction: before 1.2 it replaces the whole KvCacheConfig the "
+                                       f"flags built, so --kv_cache_free_gpu_memory_fraction {flag:g} is lost and "
+                                       f"KvCacheConfig's {DEFAULT_FRACTION} is checked", "free_gpu_memory_fraction"))
+    return ServeMerge(settings=tuple(out), remarks=tuple(remarks))
+
+
+def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``max_batch``'s speculative keywords from the YAML's ``speculative_config`` ({} without one)."""
+    path, data = _config(settings)
+    spec = _section(data or {}, "speculative_config", path)
+    if not spec:
+        return {}
+    kind = str(spec.get("decoding_type", "")).strip().lower()
+    if kind not in _METHODS:
+        raise UsageError(f"{path}: speculative_config.decoding_type {spec.get('decoding_type')!r}: kvplan plans MTP, "
+                         "Eagle3, Draft_Target and NGram", field="speculative_method")
+    method = _METHODS[kind]
+    if method == "eagle":  # EagleDecodingConfig runs in the TensorRT engine backend only (trtllm/speculative.py)
+        raise UsageError(f"{path}: speculative_config.decoding_type Eagle: TensorRT-LLM's PyTorch backend runs EAGLE-3 "
+                         "heads (decoding_type Eagle3), not EAGLE-1/2", field="speculative_method")
+    draft_len = spec.get("max_draft_len")
+    if method == "mtp":  # MTPDecodingConfig: max_draft_len = num_nextn_predict_layers (1 by default)
+        draft_len = spec.get("num_nextn_predict_layers", draft_len if draft_len is not None else 1)
+    if draft_len is not None and (isinstance(draft_len, bool) or not isinstance(draft_len, int)):
+        raise UsageError(f"{path}: speculative_config max_draft_len {draft_len!r} is not an integer",
+                         field="num_speculative_tokens")
+    model = spec.get("speculative_model", spec.get("speculative_model_dir"))
+    return {"speculative_method": method, "num_speculative_tokens": draft_len,
+            "speculative_model": None if method in ("mtp", "ngram") else model}
+
+
+def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading:
+    """Block reuse, the host cache tier, the token cap and what the plan leaves out, from the merged settings."""
+    path, data = _config(settings)
+    kv = _section(data or {}, "kv_cache_config", path)
+    spec = _section(data or {}, "speculative_config", path)
+    options: dict[str, Any] = {}
+    remarks: list[ServeRemark] = []
+    reuse = kv.get("enable_block_reuse", True)
+    sharing = reuse is not False
+    if not sharing:
+        remarks.append(ServeRemark("note", "prefix-caching", f"{path}: kv_cache_config.enable_block_reuse false: "
+                                   "requests share no KV blocks, a shared prefix is stored once per request", CONFIG))
+    host = kv.get("host_cache_size")
+    if host is not None:
+        if isinstance(host, bool) or not isinstance(host, int) or host < 0:
+            raise UsageError(f"{path}: kv_cache_config.host_cache_size {host!r} is not a byte count", field=CONFIG)
+        if host:
+            options["host_cache_bytes"] = host
+    cap = kv.get("max_tokens")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise UsageError(f"{path}: kv_cache_config.max_tokens {cap!r} is not a positive integer", field=CONFIG)
+    backend = str(settings.get("backend") or "pytorch").lower()
+    if backend not in _BACKENDS:  # serve.py: click ChoiceWithAlias(["pytorch", "tensorrt", "_autodeploy"], {"trt": ...})
+        raise UsageError(f"--backend {backend}: trtllm-serve takes pytorch, tensorrt (trt) or _autodeploy",
+                         field="backend")
+    if backend in ("tensorrt", "trt", "_autodeploy"):
+        remarks.append(ServeRemark("warning", "engine-not-planned", f"--backend {backend}: kvplan's TensorRT-LLM budget "
+                                   "and speculation rules are the PyTorch backend's (the default); this backend's "
+                                   "warm-up and buffers differ", "backend"))
+    if spec and str(spec.get("decoding_type", "")).lower() == "eagle3" and spec.get("eagle3_one_model") is False:
+        remarks.append(ServeRemark("warning", "speculation-not-planned", f"{path}: eagle3_one_model false: two-model "
+                                   "EAGLE-3 gives the head a KV cache of its own; kvplan plans the one-model layout "
+                                   "(the head's layers in the target's cache)", CONFIG))
+    return ServeReading(engine_options=tuple(sorted(options.items())), sharing=sharing, remarks=tuple(remarks),
+                        max_kv_tokens=cap)
+
+
+# TorchLlmArgs fields an extra_llm_api_options file commonly sets (tensorrt_llm/llmapi/llm_args.py): a YAML file with
+# only these at the top is such a file, not a deployment
+CONFIG_KEYS = frozenset({
+    "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size", "moe_expert_parallel_size",
+    "moe_tensor_parallel_size", "moe_cluster_parallel_size", "enable_attention_dp", "attention_dp_config",
+    "max_batch_size", "max_num_tokens", "max_seq_len", "max_beam_width", "max_input_len", "kv_cache_config",
+    "speculative_config", "cuda_graph_config", "print_iter_log", "enable_chunked_prefill", "scheduler_config",
+    "backend", "trust_remote_code", "dtype", "moe_config", "disable_overlap_scheduler", "stream_interval",
+    "num_postprocess_workers", "enable_iter_perf_stats", "cache_transceiver_config", "torch_compile_config",
+    "enable_autotuner", "batch_wait_timeout_ms", "guided_decoding_backend", "kv_connector_config", "sampler_type",
+    "lora_config", "enable_lora", "load_format", "checkpoint_format", "env_overrides", "telemetry_config",
+    "gpus_per_node", "quant_config", "enable_min_latency", "allreduce_strategy", "build_config", "decoding_config",
+    "peft_cache_config", "revision", "tokenizer", "return_perf_metrics", "otlp_traces_endpoint",
+})
+
+SERVE = ServeFlags(
+    engine="trtllm",
+    commands=("trtllm-serve",),
+    modules=("tensorrt_llm.commands.serve",),
+    default_serve=True,
+    wrappers=("trtllm-llmapi-launch",),  # tensorrt_llm/llmapi/trtllm-llmapi-launch: runs its arguments under MPI
+    # NGC's release image (docker/Makefile, docs "Pre-built release container images"): tag = TensorRT-LLM version;
+    # it runs no server by default, so a command is needed. Triton's *-trtllm-python-py3 images are tagged with
+    # Triton's release (25.01), not TensorRT-LLM's: no version read from them.
+    tagged_images=(r"(^|/)tensorrt-llm/release(:|@|$)", r"(^|/)tensorrt_llm(:|@|$)"),
+    flags=(
+        ("--tp_size", "tp"), ("--tensor_parallel_size", "tp"), ("--pp_size", "pp"),
+        ("--pipeline_parallel_size", "pp"), ("--max_batch_size", "max_num_seqs"),
+        ("--max_num_tokens", "max_num_batched_tokens"), ("--max_seq_len", "max_model_len"),
+        ("--kv_cache_free_gpu_memory_fraction", "free_gpu_memory_fraction"),
+        ("--free_gpu_memory_fraction", "free_gpu_memory_fraction"), ("--kv_cache_dtype", "kv_cache_dtype"),
+        ("--backend", "backend"), ("--extra_llm_api_options", CONFIG), ("--config", CONFIG),
+        ("--trust_remote_code", "trust_remote_code"), ("--enable_chunked_prefill", "enable_chunked_prefill"),
+        ("--fail_fast_on_attention_window_too_large", "fail_fast_on_attention_window_too_large"),
+    ),
+    booleans=("trust_remote_code", "enable_chunked_prefill", "fail_fast_on_attention_window_too_large"),
+    floats=("free_gpu_memory_fraction",),
+    config_files=(CONFIG,),
+    config_keys=CONFIG_KEYS,
+    merge=merge_config,
+    reader=read_serve,
+    speculation=read_speculation,
+    fp8_kv_flag="kv_cache_config: {dtype: fp8}",
+)
