@@ -321,3 +321,16 @@ def test_the_library_plans_the_host_pool():
     assert plan.offload["blocks"] == 2_560 and plan.offload["pinned_bytes"] == 10 * GIB
     with pytest.raises(KvplanError):  # another engine has no such option: refused by name
         kvplan.max_batch(LLAMA8, gpu="H100", engine="sglang", engine_options={"host_cache_bytes": GIB})
+
+
+def test_does_not_fit_says_tensorrt_llm_shrinks_the_window(tmp_path):
+    """KVCacheManager.adjust_window_sizes_for_vswa (tensorrt_llm/_torch/pyexecutor/resource_manager.py):
+    TensorRT-LLM starts with a shrunk attention window where vLLM would refuse; fail-fast makes it refuse."""
+    path = _script(tmp_path, "--max_seq_len 131072 --kv_cache_free_gpu_memory_fraction 0.01", gpu="L4")
+    _, result = _one(path)
+    [finding] = _find(result, "does-not-fit")
+    assert "shrinks the attention window" in finding.message
+    strict = _write(tmp_path, "strict.sh", f"# kvplan/gpu: L4\ntrtllm-serve {LLAMA8} --max_seq_len 131072 "
+                    "--kv_cache_free_gpu_memory_fraction 0.01 --fail_fast_on_attention_window_too_large\n")
+    [finding] = _find(check([str(strict)]).deployments[0], "does-not-fit")
+    assert "shrinks" not in finding.message

@@ -355,6 +355,11 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
     # 1. vLLM's start-up check: one sequence of max_model_len
     if not plan.fits:
         default = "" if "max_model_len" in dep.settings else " (the model's limit: no max-model-len is set)"
+        from kvplan.engines import get_engine
+
+        unfit = get_engine(dep.engine).unfit
+        if unfit and not dep.setting("fail_fast_on_attention_window_too_large"):
+            default += f". {unfit}"
         add(_finding(dep, "error", "does-not-fit", plan.message + default, dep.line_of("max_model_len"),
                      value=plan.max_model_len, fits=plan.max_model_len_fit,
                      suggestion=fp8(lambda p: p.fits, lambda p: f"{p.max_model_len_fit:,} fits with fp8")))

@@ -90,6 +90,8 @@ class Engine(Protocol):
     """How ``kvplan log`` reads this engine's start-up log (``engines/<engine>/log.py``), where it has one."""
     extra_options: frozenset[str]
     """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
+    unfit: str
+    """What the engine does when one sequence of max_model_len does not fit ("" where it refuses to start)."""
     sharing: SharingRule
     """What the engine stores once: a common prefix, the prompt of parallel samples or beams."""
 
@@ -139,6 +141,7 @@ class EngineDefaults:
     serve: ServeFlags | None = None
     log: LogReader | None = None
     extra_options: frozenset[str] = frozenset()
+    unfit: str = ""
 
     @property
     def sharing(self) -> SharingRule:

@@ -25,6 +25,11 @@ class TRTLLMEngine(EngineDefaults):
     newest_rules: Version = (1, 2)
     # kv_cache_config.host_cache_size: the secondary block pool (trtllm/offload.py)
     extra_options: frozenset[str] = frozenset({"host_cache_bytes", "offload_link"})
+    # KVCacheManager.adjust_window_sizes_for_vswa (tensorrt_llm/_torch/pyexecutor/resource_manager.py): when
+    # one sequence cannot fit, the larger attention windows are shrunk until it does; the engine starts
+    unfit: str = ("TensorRT-LLM still starts: it shrinks the attention window to what one sequence can hold "
+                  "(KVCacheManager.adjust_window_sizes_for_vswa), so longer requests lose their oldest tokens, "
+                  "unless --fail_fast_on_attention_window_too_large makes it refuse")
 
     kv_dtypes = from_module("kvplan.engines.trtllm.layout", "KV_DTYPES")
     serve = from_module("kvplan.engines.trtllm.flags", "SERVE")
