@@ -95,7 +95,8 @@ def verify_command(
                             ("--with-weights", with_weights), ("--activation", activation)):
             if given:
                 raise UsageError(f"{flag} measures one device: not with --tp, --pp, --launch or under torchrun")
-        _ranks(model, whole(batch, "batch") or 1, parse_count(context, "context") if context else None, engine,
+        rows = whole(batch, "batch")  # 0 reaches the library, which refuses it by field (``or 1`` would hide it)
+        _ranks(model, 1 if rows is None else rows, parse_count(context, "context") if context is not None else None, engine,
                engine_version, kv_dtype, whole(block_size, "block_size"), device, tp, pp, launch, timeout, fmt,
                sharing)
         return
@@ -104,10 +105,10 @@ def verify_command(
 
         import_transformers()  # a missing transformers fails before anything is allocated
     result = verify(
-        model, batch=whole(batch, "batch"), context=parse_count(context, "context") if context else None, engine=engine,
+        model, batch=whole(batch, "batch"), context=parse_count(context, "context") if context is not None else None, engine=engine,
         engine_version=engine_version, kv_dtype=kv_dtype, block_size=whole(block_size, "block_size"), device=device,
         find_max_batch=find_max_batch, gpu_memory_utilization=number(gpu_memory_utilization, "gpu_memory_utilization"),
-        memory_budget=parse_bytes(memory_budget, "memory_budget") if memory_budget else None,
+        memory_budget=parse_bytes(memory_budget, "memory_budget") if memory_budget is not None else None,
         with_weights=with_weights, decode=decode, repeats=whole(repeats, "repeats"), gpu=gpu, **sharing,
     )
     act = None

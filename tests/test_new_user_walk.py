@@ -1,0 +1,115 @@
+"""A user's walk through the sharing, speculation and offload flags: every mistake is ONE line naming
+the flag with exit status 2 (never a traceback, never silently ignored), and the figures agree across
+commands. Each case here is a mistake the walk found getting through."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvplan.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA = "meta-llama/Llama-3.1-8B"
+LLAMA70 = "meta-llama/Llama-3.1-70B"
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(capsys, args: list[str], start: str) -> str:
+    code, _, err = run(capsys, *args)
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith(f"kvplan: error: {start}"), err
+    return err
+
+
+@pytest.mark.parametrize("args,start", [
+    # GiB sizes: inf and 1e300 used to overflow int() (a traceback), negatives planned negative blocks
+    (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--kv-offloading-size", "inf"], "--kv-offloading-size:"),
+    (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--kv-offloading-size", "1e300"], "--kv-offloading-size:"),
+    (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--kv-offloading-size=-1"], "--kv-offloading-size:"),
+    (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--kv-offloading-backend", "lmcache",
+      "--kv-offloading-size=-5"], "--kv-offloading-size:"),
+    (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--kv-offloading-backend", "lmcache",
+      "--kv-offloading-size", "1e30"], "--kv-offloading-size:"),
+    (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--engine-version", "0.10", "--swap-space=-4"],
+     "--swap-space:"),
+    (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--engine-version", "0.10", "--swap-space", "1e300"],
+     "--swap-space:"),
+    (["max-batch", LLAMA, "--gpu", "H100", "--cpu-offload-gb", "inf"], "--cpu-offload-gb:"),
+    # the library's field for these was printed as is (cpu_offload_bytes: ...), not as the flag
+    (["max-batch", LLAMA, "--gpu", "H100", "--cpu-offload-gb", "8", "--engine", "sglang"], "--cpu-offload-gb:"),
+    (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--swap-space", "4"], "--swap-space:"),
+    # SGLang's host pool: inf was a traceback in typer's float, 1e300 a NaN in int()
+    (["max-batch", LLAMA, "--gpu", "H100", "-e", "sglang", "--hicache-ratio", "inf"], "--hicache-ratio:"),
+    (["max-batch", LLAMA, "--gpu", "H100", "-e", "sglang", "--hicache-ratio", "1e300"], "--hicache-ratio:"),
+    (["max-batch", LLAMA, "--gpu", "H100", "-e", "sglang", "--hicache-size", "1e300"], "--hicache-size:"),
+    (["max-batch", LLAMA, "--gpu", "H100", "-e", "sglang", "--hicache-size", "abc"], "--hicache-size:"),
+    # LMCache: an empty backend was read as native; a non-vLLM engine named a flag that was not given
+    (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--kv-offloading-backend", "",
+      "--kv-offloading-size", "200"], "--kv-offloading-backend:"),
+    (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--kv-offloading-backend", "lmcache",
+      "--kv-offloading-size", "200", "-e", "sglang"], "--kv-offloading-backend:"),
+])
+def test_offload_sizes_are_refused_by_flag(capsys, args, start):
+    one_line(capsys, args, start)
+
+
+@pytest.mark.parametrize("args,start", [
+    # an empty value was taken for "not given" and silently ignored
+    (["max-batch", LLAMA, "--gpu", "H100", "--prompt-len", ""], "--prompt-len:"),
+    (["max-batch", LLAMA, "--gpu", "H100", "--shared-prefix", ""], "--shared-prefix:"),
+    (["max-batch", LLAMA, "--gpu", "H100", "--context", ""], "--context:"),
+    (["max-batch", LLAMA, "--gpu", "H100", "--kv-cache-memory", ""], "--kv-cache-memory:"),
+    (["estimate", LLAMA, "-c", "4k", "--prompt-len", ""], "--prompt-len:"),
+    (["estimate", LLAMA, "-c", "4k", "--output-len", ""], "--output-len:"),
+    (["estimate", LLAMA, "-c", "4k", "--shared-prefix", ""], "--shared-prefix:"),
+    (["verify", "gpt2", "--device", "cpu", "-b", "2", "-c", "1k", "--prompt-len", ""], "--prompt-len:"),
+    (["verify", "gpt2", "--device", "cpu", "-b", "2", "--context", ""], "--context:"),
+    (["verify", "gpt2", "--device", "cpu", "-c", "1k", "--find-max-batch", "--memory-budget", ""],
+     "--memory-budget:"),
+    # a zero batch across ranks was read as 1
+    (["verify", "gpt2", "--device", "cpu", "-b", "0", "-c", "1k", "--launch", "1"], "--batch:"),
+])
+def test_empty_or_zero_values_are_not_ignored(capsys, args, start):
+    one_line(capsys, args, start)
+
+
+def test_shared_prefix_zero_is_no_sharing(capsys):
+    """0 is in the range the library states ("between 0 and the context"): the plain figure, not an error."""
+    base = ["estimate", LLAMA, "-b", "8", "-c", "4k", "-f", "json"]
+    code, plain, err = run(capsys, *base)
+    assert code == 0, err
+    code, zero, err = run(capsys, *base, "--shared-prefix", "0")
+    assert code == 0, err
+    import json
+
+    assert [r["kv_bytes"] for r in json.loads(zero)["rows"]] == \
+        [r["kv_bytes"] for r in json.loads(plain)["rows"]]
+
+
+@pytest.mark.parametrize("flag,value", [
+    ("--n", "999999999"), ("--beam-width", "999999999"), ("--num-speculative-tokens", "999999999"),
+    ("--kv-offloading-size", "1048576"), ("--shared-prefix", "1000000"),
+])
+def test_huge_values_stay_bounded(flag, value):
+    """A huge but well-formed value ends (an answer or one line), in a fresh process with a generous
+    limit: a hang or a memory blow-up fails here, no timing is asserted."""
+    args = ["max-batch", LLAMA, "--gpu", "H100", flag, value, "-f", "json"]
+    if flag == "--num-speculative-tokens":
+        args += ["--speculative-method", "ngram"]
+    if flag == "--beam-width":
+        args += ["--engine", "hf"]
+    proc = subprocess.run([sys.executable, "-m", "kvplan", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    assert "Traceback" not in proc.stderr
+    if proc.returncode == 2:
+        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("kvplan: error: "), proc.stderr
