@@ -353,13 +353,21 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         kv_dtype=dtype.name, per_gpu=per_gpu, items=budget.items, block_size=cap.block_size,
         num_blocks=cap.num_blocks, kv_cache_tokens=cap.kv_cache_tokens, max_model_len=max_model_len,
         context=context, batch=batch, max_concurrency=concurrency, max_batch=max_b * dp,
-        max_context=max(0, cap.max_context - extra), fits=cap.fits, request_kv_bytes=cap.request_bytes,
+        max_context=_longest(cap.max_context, extra, max(max_model_len, context)), fits=cap.fits, request_kv_bytes=cap.request_bytes,
         max_model_len_fit=cap.max_model_len_fit,
         decode_step_seconds_min=decode_seconds, decode_tokens_per_second_max=decode_tps,
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
         admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
         offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
     )
+
+
+def _longest(pool_context: int, extra: int, held_cap: int) -> int:
+    """The longest context at batch 1 when each sequence holds ``extra`` speculative slots beyond it, up to
+    ``held_cap`` tokens in all (the cap ``Demand`` applies; vLLM ``KVCacheManager.allocate_slots`` caps
+    computed + new + lookahead tokens at max_model_len): a context that reaches the cap holds no slot
+    beyond it, so a pool that holds the cap serves it whatever k is."""
+    return pool_context if pool_context >= held_cap else max(0, pool_context - extra)
 
 
 def decode_weights(spec: ModelSpec, weights_bytes: int, batch: int) -> tuple[int, str]:

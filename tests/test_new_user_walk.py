@@ -113,3 +113,22 @@ def test_huge_values_stay_bounded(flag, value):
     assert "Traceback" not in proc.stderr
     if proc.returncode == 2:
         assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("kvplan: error: "), proc.stderr
+
+
+@pytest.mark.parametrize("gpu", ["H100-80GB", "RTX-4090"])
+@pytest.mark.parametrize("k", [1, 5, 10**9])
+def test_speculative_slots_and_the_longest_context_agree(gpu, k):
+    """A sequence holds min(context + k, max_model_len) slots (vLLM ``KVCacheManager.allocate_slots``
+    caps at max_model_len), the rule max_batch already counts by: so the longest context at batch 1 is
+    max_model_len whenever the pool holds it, whatever k is (it read 0 at k = 10^9 while 3 sequences of
+    max_model_len fitted), and k slots shorter than the pool's longest otherwise."""
+    from kvplan import max_batch
+
+    plain = max_batch(LLAMA, gpu=gpu)
+    spec = max_batch(LLAMA, gpu=gpu, speculative_method="ngram", num_speculative_tokens=k)
+    assert spec.max_batch == plain.max_batch  # n-gram adds no layers, and the slots stop at max_model_len
+    if plain.max_context >= plain.max_model_len:
+        assert spec.max_context == plain.max_context
+    else:
+        assert spec.max_context == max(0, plain.max_context - k)
+    assert spec.max_context <= plain.max_context
