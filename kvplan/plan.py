@@ -19,6 +19,7 @@ from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import Demand, get_engine
 from kvplan.engines.layout import HOST_POOL
 from kvplan.engines.protocol import check_options, make_engine_options
+from kvplan.engines.speculative import speculation_dict
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
 from kvplan.parallel import tp_notes
@@ -86,6 +87,8 @@ class CapacityPlan:
     """Beams per request (as ``n``)."""
     offload: dict[str, Any] | None = None
     """The host-memory KV tier (``OffloadTier.to_dict``), where one was asked for."""
+    speculation: dict[str, Any] | None = None
+    """Speculative decoding as planned (``kvplan.engines.speculative.speculation_dict``); None when none."""
 
     @property
     def samples(self) -> int:
@@ -137,6 +140,8 @@ class CapacityPlan:
         }
         if self.offload is not None:
             out["offload"] = dict(self.offload)
+        if self.speculation is not None:
+            out["speculation"] = dict(self.speculation)
         return out
 
 
@@ -359,6 +364,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
         admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
         offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
+        speculation=speculation_dict(speculation, extra),
     )
 
 

@@ -132,3 +132,58 @@ def test_speculative_slots_and_the_longest_context_agree(gpu, k):
     else:
         assert spec.max_context == max(0, plain.max_context - k)
     assert spec.max_context <= plain.max_context
+
+
+WORKLOADS = {
+    "plain": ({}, {}),
+    "prefix": ({"shared_prefix": 8192}, {}),
+    "n4": ({"n": 4}, {"prompt_len": 24576}),
+    "beams2": ({"beam_width": 2}, {"prompt_len": 30000}),
+    "ngram": ({"speculative_method": "ngram", "num_speculative_tokens": 4}, {}),
+}
+
+
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-8B", "deepseek-ai/DeepSeek-V2-Lite", "openai/gpt-oss-20b"])
+def test_estimate_and_max_batch_agree_on_the_bytes(model, engine, workload):
+    """max-batch's answer B is the batch whose bytes, as estimate counts them for the same workload, fit the
+    KV memory max-batch found, and B + 1's do not. For vLLM the figure is ``admission_kv_bytes`` (what
+    max-batch counts), which with a shared prefix or samples ignored the sharing: 1.24 x the pool at the
+    batch max-batch allowed with an 8k prefix, half of it with n = 4."""
+    from kvplan import KvplanError, estimate, max_batch
+
+    options, split = WORKLOADS[workload]
+    try:
+        plan = max_batch(model, gpu="H100-80GB", max_model_len=32768, engine=engine, **options, **split)
+    except KvplanError as exc:  # an engine without the rule refuses it by name (docs/sharing.md)
+        assert exc.field in ("n", "beam_width")
+        return
+    prompt = split.get("prompt_len")
+    lengths = {"prompt_len": prompt, "output_len": 32768 - prompt} if prompt else {"contexts": [32768]}
+    batches = [plan.max_batch, plan.max_batch + 1] if plan.max_batch else [1]
+    rows = estimate(model, batches=batches, engine=engine, **lengths, **options).rows
+    held = [row.admission_kv_bytes if row.admission_kv_bytes is not None else row.kv_bytes for row in rows]
+    pool = plan.per_gpu.kv_cache_bytes
+    assert held[-1] > pool
+    if plan.max_batch:
+        assert held[0] <= pool
+
+
+def test_speculation_is_in_the_json_of_estimate_and_max_batch(capsys):
+    """Speculation changed the bytes but was nowhere in estimate's or max-batch's JSON (verify's had it)."""
+    import json
+
+    draft = ["--speculative-model", "meta-llama/Llama-3.2-1B-Instruct", "--num-speculative-tokens", "5"]
+    code, out, err = run(capsys, "estimate", LLAMA, "-c", "4k", *draft, "-f", "json")
+    assert code == 0, err
+    want = {"speculative_method": "draft_model", "num_speculative_tokens": 5, "extra_slots": 10,
+            "draft": "meta-llama/Llama-3.2-1B-Instruct"}
+    assert json.loads(out)["speculation"] == want
+    code, out, err = run(capsys, "max-batch", LLAMA, "--gpu", "H100", *draft, "-f", "json")
+    assert code == 0, err
+    assert json.loads(out)["speculation"] == want
+    code, out, err = run(capsys, "max-batch", LLAMA, "--gpu", "H100", "-f", "json")
+    assert "speculation" not in json.loads(out)  # added only when asked, as the other optional objects
+    doc = (ROOT / "docs" / "output.md").read_text()
+    assert all(f'"{name}"' in doc for name in ("speculation", *want))
