@@ -187,3 +187,33 @@ def test_speculation_is_in_the_json_of_estimate_and_max_batch(capsys):
     assert "speculation" not in json.loads(out)  # added only when asked, as the other optional objects
     doc = (ROOT / "docs" / "output.md").read_text()
     assert all(f'"{name}"' in doc for name in ("speculation", *want))
+
+
+NEW_FLAGS = {
+    "estimate": ["--n", "--beam-width", "--prompt-len", "--output-len", "--shared-prefix", "--speculative-method",
+                 "--num-speculative-tokens", "--speculative-model"],
+    "max-batch": ["--n", "--beam-width", "--prompt-len", "--shared-prefix", "--speculative-method",
+                  "--num-speculative-tokens", "--speculative-model", "--kv-offloading-backend", "--lmcache-config",
+                  "--kv-offloading-size", "--no-kv-offload", "--swap-space", "--concurrency"],
+    "verify": ["--find-max-batch", "--decode", "--launch", "--n", "--beam-width", "--shared-prefix",
+               "--speculative-method", "--num-speculative-tokens"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(NEW_FLAGS))
+def test_new_flags_teach_in_help(command):
+    """Each flag says what it is; the per-request counts say their default, the speculation flags name every
+    engine that has a rule (the help said 'vLLM' only after SGLang, TensorRT-LLM and transformers gained one)."""
+    import typer
+
+    from kvplan.cli.app import app
+
+    group = typer.main.get_command(app)
+    params = {opt: p for p in group.commands[command].params for opt in getattr(p, "opts", ())}
+    for flag in NEW_FLAGS[command]:
+        text = params[flag].help or ""
+        assert len(text) > 25, (command, flag, text)
+        if flag in ("--n", "--beam-width") and command != "verify":
+            assert "default 1" in text, (command, flag, text)
+        if flag == "--speculative-method" and command != "verify":
+            assert all(name in text for name in ("vLLM", "SGLang", "TensorRT-LLM", "transformers")), text

@@ -36,7 +36,7 @@ def max_batch_command(
     context: Optional[str] = typer.Option(None, "--context", "-c", help="Context for the max batch (default: --max-model-len)."),
     batch: str = typer.Option("1", "--batch", "-b", help="Batch for the max context."),
     solve: str = typer.Option("batch", "--solve", help="batch, context or gpus (with --concurrency)."),
-    concurrency: Optional[str] = typer.Option(None, "--concurrency", help="Target concurrent sequences for --solve gpus."),
+    concurrency: Optional[str] = typer.Option(None, "--concurrency", help="Target concurrent sequences for --solve gpus (requests of n with --n or --beam-width)."),
     block_size: Optional[str] = typer.Option(None, "--block-size", help="Engine page size in tokens."),
     gpu_memory_utilization: Optional[str] = typer.Option(None, "--gpu-memory-utilization", help="vLLM: fraction of the GPU (default 0.92; 0.90 before v0.21)."),
     kv_cache_memory: Optional[str] = typer.Option(None, "--kv-cache-memory", help="KV memory per GPU as the engine logged it (e.g. 30.5GiB): skips the budget estimate."),
@@ -50,15 +50,18 @@ def max_batch_command(
     weights_bytes: Optional[str] = typer.Option(None, "--weights-bytes", help="Weights per GPU, e.g. 14.99GiB (default: the checkpoint / ranks)."),
     shared_prefix: Optional[str] = typer.Option(None, "--shared-prefix", help="Leading tokens common to every request "
                                                 "(a system prompt): the larger batch the engine's sharing allows."),
-    n: Optional[str] = typer.Option(None, "--n", help="Parallel samples per request: --batch, the max batch and "
-                                    "--concurrency count requests of n sequences (vLLM, SGLang, transformers)."),
-    beam_width: Optional[str] = typer.Option(None, "--beam-width", help="Beams per request, counted as --n "
-                                             "(vLLM, TensorRT-LLM, transformers)."),
+    n: Optional[str] = typer.Option(None, "--n", help="Parallel samples per request (default 1), e.g. 4: --batch, the max "
+                                    "batch and --concurrency count requests of n sequences (vLLM, SGLang, transformers)."),
+    beam_width: Optional[str] = typer.Option(None, "--beam-width", help="Beams per request (default 1), counted as "
+                                             "--n (vLLM, TensorRT-LLM, transformers); not with --n."),
     prompt_len: Optional[str] = typer.Option(None, "--prompt-len", help="The prompt part of --context that samples "
                                              "or beams share (default: all of it)."),
-    speculative_method: Optional[str] = typer.Option(None, "--speculative-method", help="Speculative decoding (vLLM): "
-                                                     "ngram, eagle, eagle3, mtp or draft_model."),
-    num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k)."),
+    speculative_method: Optional[str] = typer.Option(None, "--speculative-method", help="Speculative decoding (vLLM, "
+                                                     "SGLang, TensorRT-LLM, transformers): ngram, eagle, eagle3, mtp or "
+                                                     "draft_model (default with --speculative-model: from its name, as "
+                                                     "vLLM infers it)."),
+    num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k), e.g. 5; "
+                                                          "needed except with mtp (default: the MTP layer count)."),
     speculative_model: Optional[str] = typer.Option(None, "--speculative-model", help="The draft model or EAGLE head."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
@@ -82,7 +85,7 @@ def max_batch_command(
     scheduling: Optional[str] = typer.Option(None, "--scheduling", help="vLLM: async (the default from about 0.12) or sync."),
     swa_full: bool = typer.Option(False, "--swa-full", help="llama.cpp: a full-size cache for sliding-window layers."),
     cpu_offload_gb: Optional[str] = typer.Option(None, "--cpu-offload-gb", help="vLLM: GiB of weights per GPU kept in host memory (the GPU holds the rest)."),
-    no_kv_offload: bool = typer.Option(False, "--no-kv-offload", "-nkvo", help="llama.cpp: the KV cache stays in host memory (the GPU holds none of it)."),
+    no_kv_offload: bool = typer.Option(False, "--no-kv-offload", "-nkvo", help="llama.cpp: the KV cache stays in host memory (the GPU holds none of it); give the host memory it may use as --kv-cache-memory."),
     offload_link: Optional[str] = typer.Option(None, "--offload-link", help="GPU-host link of the offload tier: pcie4-x16, pcie5-x16 (default), nvlink-c2c."),
 ) -> None:
     """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
