@@ -217,3 +217,26 @@ def test_new_flags_teach_in_help(command):
             assert "default 1" in text, (command, flag, text)
         if flag == "--speculative-method" and command != "verify":
             assert all(name in text for name in ("vLLM", "SGLang", "TensorRT-LLM", "transformers")), text
+
+
+@pytest.mark.parametrize("setting", ["kv_offloading_size: .inf", "kv_offloading_size: 1e300", "cpu_offload_gb: 1e300",
+                                     "swap_space: 1e300", "hicache_ratio: .inf"])
+def test_check_refuses_unbounded_sizes_in_a_kvplan_file(tmp_path, capsys, setting):
+    """``.inf`` and ``1e300`` passed the file's ``ge=0`` and overflowed int() in the engine's flag reader:
+    a traceback from ``kvplan check``; now invalid-input on the field, exit 2."""
+    engine = "sglang" if setting.startswith("hicache") else "vllm"
+    path = tmp_path / "deploy.yaml"
+    path.write_text("version: 1\ndeployments:\n  - name: t\n    model: meta-llama/Llama-3.1-8B\n"
+                    f"    gpu: {{type: H100-80GB, count: 1}}\n    engine: {{name: {engine}, max_model_len: 32k, {setting}}}\n")
+    code, out, err = run(capsys, "check", str(path))
+    assert code == 2, out + err
+    assert "invalid-input" in out + err and setting.split(":")[0] in out + err
+
+
+@pytest.mark.parametrize("flag", ["--kv-offloading-size 1e300", "--cpu-offload-gb 1e300"])
+def test_check_refuses_unbounded_sizes_on_a_command_line(tmp_path, capsys, flag):
+    path = tmp_path / "serve.sh"
+    path.write_text(f"#!/bin/sh\n# kvplan/gpu: H100\nvllm serve meta-llama/Llama-3.1-8B --max-model-len 32k {flag}\n")
+    code, out, err = run(capsys, "check", str(path))
+    assert code == 2, out + err
+    assert f"{flag}: not a valid value" in out + err
