@@ -195,6 +195,7 @@ def estimate(
         spec = model
     if contexts is not None:
         contexts = parse_counts(contexts, "contexts")
+    guessed_context = contexts is None and prompt_len is None  # split_contexts then takes its default
     contexts, splits = split_contexts(contexts, prompt_len, output_len)
     batches = parse_counts(batches, "batches")
     if isinstance(kv_dtypes, str):
@@ -244,6 +245,10 @@ def estimate(
         whose = "the model's dtype" if auto_dtype == spec.dtype else f"{eng.title}'s default cache type"
         assumptions.append(f"kv dtype 'auto' is {whose}, {auto_dtype}")
     assumptions.extend(_context_notes(spec, contexts))
+    if guessed_context:  # said, never silently guessed
+        what = f" (prompt {contexts[0] - output_len:,} + output {output_len:,})" if output_len is not None else ""
+        assumptions.append(f"no context given: {contexts[0]:,} tokens{what}; give a context or a prompt "
+                           "length")
     assumptions.extend(_padding_notes(layouts[0][1]))
     if tp > 1:
         from kvplan.parallel import tp_notes

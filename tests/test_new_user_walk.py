@@ -240,3 +240,14 @@ def test_check_refuses_unbounded_sizes_on_a_command_line(tmp_path, capsys, flag)
     code, out, err = run(capsys, "check", str(path))
     assert code == 2, out + err
     assert f"{flag}: not a valid value" in out + err
+
+
+def test_a_context_nobody_gave_is_said(capsys):
+    """--output-len alone planned prompt 7,168 + output 1,024 with nothing saying where 8,192 came from."""
+    code, out, err = run(capsys, "estimate", LLAMA, "--output-len", "1k")
+    assert code == 0, err
+    assert "no context given: 8,192 tokens (prompt 7,168 + output 1,024)" in out
+    from kvplan import estimate
+
+    assert any(a.startswith("no context given: 8,192 tokens") for a in estimate(LLAMA).assumptions)
+    assert not any(a.startswith("no context given") for a in estimate(LLAMA, contexts=[4096]).assumptions)
