@@ -433,14 +433,14 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
             dp = -(-concurrency // one.max_batch)
             if tp * pp * dp <= _MAX_SEARCH_GPUS:
                 candidates.append((tp * pp * dp, -tp, pp, dp, tp))
+    what = "sequences" if sharing.n * sharing.beam_width == 1 else f"requests of {sharing.n * sharing.beam_width}"
     if not candidates:
         raise UsageError(f"no deployment of up to {_MAX_SEARCH_GPUS} {hw.name} GPUs serves {concurrency} "
-                         f"sequences of {context or mml:,} tokens")
+                         f"{what} of {context or mml:,} tokens")
     count, _, pp, dp, tp = min(candidates)
     best = plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=1, block_size=block_size, settings=settings,
                 swa_full=swa_full, engine_options=engine_options, speculation=speculation, **sharing.kwargs())
-    what = "sequences" if sharing.n * sharing.beam_width == 1 else f"requests of {sharing.n * sharing.beam_width}"
     shared = f" sharing a {sharing.shared_prefix:,}-token prefix" if sharing.shared_prefix else ""
     note = (f"fewest {hw.name} GPUs for {concurrency} concurrent {what} of {context or mml:,} tokens{shared}: "
             f"{count} (tp {tp} x pp {pp} x dp {dp}; tp and pp searched over powers of two)")

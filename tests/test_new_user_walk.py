@@ -251,3 +251,35 @@ def test_a_context_nobody_gave_is_said(capsys):
 
     assert any(a.startswith("no context given: 8,192 tokens") for a in estimate(LLAMA).assumptions)
     assert not any(a.startswith("no context given") for a in estimate(LLAMA, contexts=[4096]).assumptions)
+
+
+@pytest.mark.parametrize("kw,field", [
+    ({"n": 2.5}, "n"), ({"n": True}, "n"), ({"n": "4"}, "n"), ({"beam_width": 2.0}, "beam_width"),
+    ({"shared_prefix": 1024.5}, "shared_prefix"), ({"prompt_len": 4096.0}, "prompt_len"),
+])
+def test_library_counts_are_whole_numbers(kw, field):
+    """n = 2.5 planned a max batch of 3.0 and n = '4' raised a TypeError: the library is typed for programs."""
+    from kvplan import KvplanError, max_batch
+
+    with pytest.raises(KvplanError) as exc:
+        max_batch(LLAMA, gpu="H100-80GB", max_model_len=8192, **kw)
+    assert exc.value.field == field
+
+
+@pytest.mark.parametrize("options", [{"kv_offloading_bytes": -5 << 30}, {"kv_offloading_bytes": 1.5e9},
+                                     {"swap_space_bytes": -(4 << 30)}])
+def test_library_offload_bytes_are_whole_and_not_negative(options):
+    """A negative host tier planned -1,024 blocks and -1 requests kept warm; a float one fractional blocks."""
+    from kvplan import KvplanError, max_batch
+
+    version = "0.10" if "swap_space_bytes" in options else None
+    with pytest.raises(KvplanError) as exc:
+        max_batch(LLAMA70, gpu="H100-80GB", tp=4, engine_version=version, engine_options=options)
+    assert exc.value.field == next(iter(options))
+
+
+def test_gpu_search_names_requests_of_n_when_nothing_serves_them():
+    from kvplan import KvplanError, max_batch
+
+    with pytest.raises(KvplanError, match="serves 4 requests of 1000000000 of 8,192 tokens"):
+        max_batch(LLAMA, gpu="H100-80GB", solve="gpus", concurrency=4, n=10**9, max_model_len=8192)
