@@ -283,3 +283,10 @@ def test_gpu_search_names_requests_of_n_when_nothing_serves_them():
 
     with pytest.raises(KvplanError, match="serves 4 requests of 1000000000 of 8,192 tokens"):
         max_batch(LLAMA, gpu="H100-80GB", solve="gpus", concurrency=4, n=10**9, max_model_len=8192)
+
+
+def test_verify_launch_timeout_is_bounded(capsys):
+    """10^14 s reached each rank's timedelta: 'rank 0 failed: OverflowError' plus torch's SIGTERM line."""
+    pytest.importorskip("torch")
+    one_line(capsys, ["verify", "gpt2", "--device", "cpu", "-b", "1", "-c", "1k", "--launch", "2", "--tp", "2",
+                      "--timeout", "100000000000000"], "--timeout 100000000000000 must be positive, at most")
