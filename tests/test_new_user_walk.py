@@ -290,3 +290,10 @@ def test_verify_launch_timeout_is_bounded(capsys):
     pytest.importorskip("torch")
     one_line(capsys, ["verify", "gpt2", "--device", "cpu", "-b", "1", "-c", "1k", "--launch", "2", "--tp", "2",
                       "--timeout", "100000000000000"], "--timeout 100000000000000 must be positive, at most")
+
+
+def test_find_max_batch_refusal_counts_requests_of_n(capsys):
+    """With --n 2 the search counts requests of 2 sequences: the refusal said 'not one sequence'."""
+    pytest.importorskip("torch")
+    one_line(capsys, ["verify", "gpt2", "--device", "cpu", "-c", "1k", "--find-max-batch", "--memory-budget", "1MiB",
+                      "--n", "2"], "--find-max-batch: not one request of 2 sequences of 1,024 tokens fits in")
