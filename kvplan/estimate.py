@@ -15,6 +15,7 @@ from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, get_engine
 from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.engines.sharing import SharingRule, Workload
+from kvplan.engines.speculative import speculation_dict
 from kvplan.workload import RowSharing, SharingTerm, sharing_terms, speculation_from, split_contexts
 from kvplan.errors import UsageError
 from kvplan.units import parse_counts
@@ -95,6 +96,9 @@ class EstimateResult:
     sharing_terms: tuple[SharingTerm, ...] = ()
     engine_options: dict[str, Any] = field(default_factory=dict)
     """Engine options beyond block size and tp that were given (quantized cache, eviction), JSON-ready."""
+    speculation: dict[str, Any] | None = None
+    """Speculative decoding as planned (method, k, the slots each sequence holds beyond its context, the
+    draft's id), JSON-ready; None when none was asked."""
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         """The stable JSON form (fields are added over time, never renamed)."""
@@ -117,6 +121,8 @@ class EstimateResult:
                               "beam_width": self.sharing.beam_width}
         if self.engine_options:
             out["engine_options"] = dict(self.engine_options)
+        if self.speculation is not None:
+            out["speculation"] = dict(self.speculation)
         if explain:
             out["formulas"] = [vars(f).copy() for f in self.formulas]
             if self.sharing is not None:
@@ -189,6 +195,7 @@ def estimate(
         spec = model
     if contexts is not None:
         contexts = parse_counts(contexts, "contexts")
+    guessed_context = contexts is None and prompt_len is None  # split_contexts then takes its default
     contexts, splits = split_contexts(contexts, prompt_len, output_len)
     batches = parse_counts(batches, "batches")
     if isinstance(kv_dtypes, str):
@@ -238,6 +245,10 @@ def estimate(
         whose = "the model's dtype" if auto_dtype == spec.dtype else f"{eng.title}'s default cache type"
         assumptions.append(f"kv dtype 'auto' is {whose}, {auto_dtype}")
     assumptions.extend(_context_notes(spec, contexts))
+    if guessed_context:  # said, never silently guessed
+        what = f" (prompt {contexts[0] - output_len:,} + output {output_len:,})" if output_len is not None else ""
+        assumptions.append(f"no context given: {contexts[0]:,} tokens{what}; give a context or a prompt "
+                           "length")
     assumptions.extend(_padding_notes(layouts[0][1]))
     if tp > 1:
         from kvplan.parallel import tp_notes
@@ -252,7 +263,7 @@ def estimate(
     terms: tuple[SharingTerm, ...] = ()
     first_workload = None
     if workloads is not None:
-        rows = [_share(row, layouts, workloads[row.context], eng.sharing, by_layer) for row in rows]
+        rows = [_share(row, layouts, workloads[row.context], eng.sharing, by_layer, eng) for row in rows]
         first_workload = workloads[contexts[0] + extra]
         assumptions.extend(eng.sharing.notes(first_workload))
         terms = tuple(t for name, layout in layouts
@@ -275,12 +286,12 @@ def estimate(
         kvplan_version=__version__, engine=eng.name, engine_version=version_text,
         block_size=first.block_size, model=summary, rows=tuple(rows), formulas=formulas,
         assumptions=tuple(dict.fromkeys(assumptions)), sharing=first_workload, sharing_terms=terms,
-        engine_options=_json_options(engine_options),
+        engine_options=_json_options(engine_options), speculation=speculation_dict(speculation, extra),
     )
 
 
 def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: Workload, rule: SharingRule,
-           by_layer: bool) -> EstimateRow:
+           by_layer: bool, eng: Any = None) -> EstimateRow:
     """The row's bytes with the engine's sharing applied; the plain figure kept beside them."""
     from dataclasses import replace
 
@@ -290,7 +301,11 @@ def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: W
     kv, plain, per_layer = shared_figures(layout, rule, workload, row.batch, by_layer)
     sequences = row.batch * workload.samples
     layers = tuple(LayerRow(*values) for values in per_layer) if per_layer is not None else row.layers
+    admission = row.admission_kv_bytes
+    if admission is not None and eng is not None:  # what max-batch counts: shared blocks once, every sample's own
+        admission = eng.shared_admission(layout, workload, row.batch)
     return replace(row, kv_bytes=kv, bytes_per_token=kv / (sequences * row.context), layers=layers,
+                   admission_kv_bytes=admission,
                    sharing=RowSharing(workload.prompt_len, workload.output_len, sequences, plain))
 
 

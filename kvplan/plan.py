@@ -19,6 +19,7 @@ from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import Demand, get_engine
 from kvplan.engines.layout import HOST_POOL
 from kvplan.engines.protocol import check_options, make_engine_options
+from kvplan.engines.speculative import speculation_dict
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
 from kvplan.parallel import tp_notes
@@ -86,6 +87,8 @@ class CapacityPlan:
     """Beams per request (as ``n``)."""
     offload: dict[str, Any] | None = None
     """The host-memory KV tier (``OffloadTier.to_dict``), where one was asked for."""
+    speculation: dict[str, Any] | None = None
+    """Speculative decoding as planned (``kvplan.engines.speculative.speculation_dict``); None when none."""
 
     @property
     def samples(self) -> int:
@@ -137,6 +140,8 @@ class CapacityPlan:
         }
         if self.offload is not None:
             out["offload"] = dict(self.offload)
+        if self.speculation is not None:
+            out["speculation"] = dict(self.speculation)
         return out
 
 
@@ -353,13 +358,22 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         kv_dtype=dtype.name, per_gpu=per_gpu, items=budget.items, block_size=cap.block_size,
         num_blocks=cap.num_blocks, kv_cache_tokens=cap.kv_cache_tokens, max_model_len=max_model_len,
         context=context, batch=batch, max_concurrency=concurrency, max_batch=max_b * dp,
-        max_context=max(0, cap.max_context - extra), fits=cap.fits, request_kv_bytes=cap.request_bytes,
+        max_context=_longest(cap.max_context, extra, max(max_model_len, context)), fits=cap.fits, request_kv_bytes=cap.request_bytes,
         max_model_len_fit=cap.max_model_len_fit,
         decode_step_seconds_min=decode_seconds, decode_tokens_per_second_max=decode_tps,
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
         admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
         offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
+        speculation=speculation_dict(speculation, extra),
     )
+
+
+def _longest(pool_context: int, extra: int, held_cap: int) -> int:
+    """The longest context at batch 1 when each sequence holds ``extra`` speculative slots beyond it, up to
+    ``held_cap`` tokens in all (the cap ``Demand`` applies; vLLM ``KVCacheManager.allocate_slots`` caps
+    computed + new + lookahead tokens at max_model_len): a context that reaches the cap holds no slot
+    beyond it, so a pool that holds the cap serves it whatever k is."""
+    return pool_context if pool_context >= held_cap else max(0, pool_context - extra)
 
 
 def decode_weights(spec: ModelSpec, weights_bytes: int, batch: int) -> tuple[int, str]:
@@ -419,14 +433,14 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
             dp = -(-concurrency // one.max_batch)
             if tp * pp * dp <= _MAX_SEARCH_GPUS:
                 candidates.append((tp * pp * dp, -tp, pp, dp, tp))
+    what = "sequences" if sharing.n * sharing.beam_width == 1 else f"requests of {sharing.n * sharing.beam_width}"
     if not candidates:
         raise UsageError(f"no deployment of up to {_MAX_SEARCH_GPUS} {hw.name} GPUs serves {concurrency} "
-                         f"sequences of {context or mml:,} tokens")
+                         f"{what} of {context or mml:,} tokens")
     count, _, pp, dp, tp = min(candidates)
     best = plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=1, block_size=block_size, settings=settings,
                 swa_full=swa_full, engine_options=engine_options, speculation=speculation, **sharing.kwargs())
-    what = "sequences" if sharing.n * sharing.beam_width == 1 else f"requests of {sharing.n * sharing.beam_width}"
     shared = f" sharing a {sharing.shared_prefix:,}-token prefix" if sharing.shared_prefix else ""
     note = (f"fewest {hw.name} GPUs for {concurrency} concurrent {what} of {context or mml:,} tokens{shared}: "
             f"{count} (tp {tp} x pp {pp} x dp {dp}; tp and pp searched over powers of two)")

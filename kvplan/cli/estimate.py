@@ -69,12 +69,17 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("prompt_len", ("--prompt-len",), None, "Prompt tokens per request (context = prompt + output), e.g. 6k."),
     Opt("output_len", ("--output-len",), None, "Generated tokens per request, e.g. 2k."),
     Opt("shared_prefix", ("--shared-prefix",), None,
-        "Leading prompt tokens common to every request (a system prompt), stored as the engine shares them."),
-    Opt("n", ("--n",), None, "Parallel samples per request (vLLM, SGLang, transformers)."),
-    Opt("beam_width", ("--beam-width",), None, "Beams per request (vLLM, TensorRT-LLM, transformers)."),
+        "Leading prompt tokens common to every request (a system prompt), e.g. 4k, stored as the engine shares "
+        "them (default 0: none)."),
+    Opt("n", ("--n",), None, "Parallel samples per request (default 1), e.g. 4; --batch counts requests "
+        "(vLLM, SGLang, transformers)."),
+    Opt("beam_width", ("--beam-width",), None, "Beams per request (default 1); --batch counts requests "
+        "(vLLM, TensorRT-LLM, transformers); not with --n."),
     Opt("speculative_method", ("--speculative-method",), None,
-        "Speculative decoding (vLLM): ngram, eagle, eagle3, mtp or draft_model."),
-    Opt("num_speculative_tokens", ("--num-speculative-tokens",), None, "Draft tokens per step (k)."),
+        "Speculative decoding (vLLM, SGLang, TensorRT-LLM, transformers): ngram, eagle, eagle3, mtp or "
+        "draft_model (default with --speculative-model: from its name, as vLLM infers it)."),
+    Opt("num_speculative_tokens", ("--num-speculative-tokens",), None,
+        "Draft tokens per step (k), e.g. 5; needed except with mtp (default: the MTP layer count)."),
     Opt("speculative_model", ("--speculative-model",), None,
         "The draft model or EAGLE head (bundled id, config.json, directory or YAML spec)."),
 )

@@ -11,7 +11,8 @@ import typer
 
 FIELDS = {"kv_dtype": "kv_cache_dtype", "catalog": "gpu_catalog", "kv_cache_memory_bytes": "kv_cache_memory",
           "name": "model", "format": "fmt", "kv_offloading_bytes": "kv_offloading_size",
-          "lmcache": "kv_offloading_backend"}
+          "lmcache": "kv_offloading_backend", "cpu_offload_bytes": "cpu_offload_gb",
+          "swap_space_bytes": "swap_space", "hicache_size_gb": "hicache_size"}
 """Library parameter (``kvplan.max_batch``, ``Settings``) -> this command's parameter, where they differ."""
 
 
@@ -35,7 +36,7 @@ def max_batch_command(
     context: Optional[str] = typer.Option(None, "--context", "-c", help="Context for the max batch (default: --max-model-len)."),
     batch: str = typer.Option("1", "--batch", "-b", help="Batch for the max context."),
     solve: str = typer.Option("batch", "--solve", help="batch, context or gpus (with --concurrency)."),
-    concurrency: Optional[str] = typer.Option(None, "--concurrency", help="Target concurrent sequences for --solve gpus."),
+    concurrency: Optional[str] = typer.Option(None, "--concurrency", help="Target concurrent sequences for --solve gpus (requests of n with --n or --beam-width)."),
     block_size: Optional[str] = typer.Option(None, "--block-size", help="Engine page size in tokens."),
     gpu_memory_utilization: Optional[str] = typer.Option(None, "--gpu-memory-utilization", help="vLLM: fraction of the GPU (default 0.92; 0.90 before v0.21)."),
     kv_cache_memory: Optional[str] = typer.Option(None, "--kv-cache-memory", help="KV memory per GPU as the engine logged it (e.g. 30.5GiB): skips the budget estimate."),
@@ -49,15 +50,18 @@ def max_batch_command(
     weights_bytes: Optional[str] = typer.Option(None, "--weights-bytes", help="Weights per GPU, e.g. 14.99GiB (default: the checkpoint / ranks)."),
     shared_prefix: Optional[str] = typer.Option(None, "--shared-prefix", help="Leading tokens common to every request "
                                                 "(a system prompt): the larger batch the engine's sharing allows."),
-    n: Optional[str] = typer.Option(None, "--n", help="Parallel samples per request: --batch, the max batch and "
-                                    "--concurrency count requests of n sequences (vLLM, SGLang, transformers)."),
-    beam_width: Optional[str] = typer.Option(None, "--beam-width", help="Beams per request, counted as --n "
-                                             "(vLLM, TensorRT-LLM, transformers)."),
+    n: Optional[str] = typer.Option(None, "--n", help="Parallel samples per request (default 1), e.g. 4: --batch, the max "
+                                    "batch and --concurrency count requests of n sequences (vLLM, SGLang, transformers)."),
+    beam_width: Optional[str] = typer.Option(None, "--beam-width", help="Beams per request (default 1), counted as "
+                                             "--n (vLLM, TensorRT-LLM, transformers); not with --n."),
     prompt_len: Optional[str] = typer.Option(None, "--prompt-len", help="The prompt part of --context that samples "
                                              "or beams share (default: all of it)."),
-    speculative_method: Optional[str] = typer.Option(None, "--speculative-method", help="Speculative decoding (vLLM): "
-                                                     "ngram, eagle, eagle3, mtp or draft_model."),
-    num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k)."),
+    speculative_method: Optional[str] = typer.Option(None, "--speculative-method", help="Speculative decoding (vLLM, "
+                                                     "SGLang, TensorRT-LLM, transformers): ngram, eagle, eagle3, mtp or "
+                                                     "draft_model (default with --speculative-model: from its name, as "
+                                                     "vLLM infers it)."),
+    num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k), e.g. 5; "
+                                                          "needed except with mtp (default: the MTP layer count)."),
     speculative_model: Optional[str] = typer.Option(None, "--speculative-model", help="The draft model or EAGLE head."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
@@ -76,12 +80,12 @@ def max_batch_command(
     kv_offloading_backend: Optional[str] = typer.Option(None, "--kv-offloading-backend", help="vLLM: native (the default) or lmcache: LMCache's CPU tier gets --kv-offloading-size / (tp x pp) GiB per rank."),
     lmcache_config: Optional[str] = typer.Option(None, "--lmcache-config", help="vLLM with LMCache: its YAML config file (what LMCACHE_CONFIG_FILE names): chunk size, CPU and disk tiers."),
     swap_space: Optional[str] = typer.Option(None, "--swap-space", help="vLLM V0 (< 0.11): host swap space per GPU, GiB."),
-    hicache_ratio: Optional[float] = typer.Option(None, "--hicache-ratio", help="SGLang --enable-hierarchical-cache: host pool = ratio x device pool (SGLang's default 2.0)."),
-    hicache_size: Optional[float] = typer.Option(None, "--hicache-size", help="SGLang: host pool GB (10^9 B) per rank, instead of the ratio."),
+    hicache_ratio: Optional[str] = typer.Option(None, "--hicache-ratio", help="SGLang --enable-hierarchical-cache: host pool = ratio x device pool (SGLang's default 2.0)."),
+    hicache_size: Optional[str] = typer.Option(None, "--hicache-size", help="SGLang: host pool GB (10^9 B) per rank, instead of the ratio."),
     scheduling: Optional[str] = typer.Option(None, "--scheduling", help="vLLM: async (the default from about 0.12) or sync."),
     swa_full: bool = typer.Option(False, "--swa-full", help="llama.cpp: a full-size cache for sliding-window layers."),
     cpu_offload_gb: Optional[str] = typer.Option(None, "--cpu-offload-gb", help="vLLM, SGLang: GiB of weights per GPU kept in host memory (the GPU holds the rest)."),
-    no_kv_offload: bool = typer.Option(False, "--no-kv-offload", "-nkvo", help="llama.cpp: the KV cache stays in host memory (the GPU holds none of it)."),
+    no_kv_offload: bool = typer.Option(False, "--no-kv-offload", "-nkvo", help="llama.cpp: the KV cache stays in host memory (the GPU holds none of it); give the host memory it may use as --kv-cache-memory."),
     offload_link: Optional[str] = typer.Option(None, "--offload-link", help="GPU-host link of the offload tier: pcie4-x16, pcie5-x16 (default), nvlink-c2c."),
 ) -> None:
     """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
@@ -103,7 +107,7 @@ def max_batch_command(
     import sys
 
     from kvplan.budgets import Settings
-    from kvplan.cli.values import engine_int, number, per_request_count, whole
+    from kvplan.cli.values import engine_int, number, per_request_count, prefix_count, whole
     from kvplan.cli.estimate import cache_options
     from kvplan.errors import UsageError
     from kvplan.hardware import parse_bytes
@@ -114,12 +118,12 @@ def max_batch_command(
         raise UsageError(f"unknown format '{fmt}' (known: table, json)", field="fmt")
     settings = Settings(
         gpu_memory_utilization=number(gpu_memory_utilization, "gpu_memory_utilization"),
-        kv_cache_memory_bytes=parse_bytes(kv_cache_memory, "kv_cache_memory") if kv_cache_memory else None,
+        kv_cache_memory_bytes=parse_bytes(kv_cache_memory, "kv_cache_memory") if kv_cache_memory is not None else None,
         max_num_batched_tokens=engine_int(max_num_batched_tokens, "max_num_batched_tokens"),
         max_num_seqs=engine_int(max_num_seqs, "max_num_seqs"), enforce_eager=enforce_eager,
         mem_fraction_static=number(mem_fraction_static, "mem_fraction_static"),
         free_gpu_memory_fraction=number(free_gpu_memory_fraction, "free_gpu_memory_fraction"),
-        weights_bytes=parse_bytes(weights_bytes, "weights_bytes") if weights_bytes else None,
+        weights_bytes=parse_bytes(weights_bytes, "weights_bytes") if weights_bytes is not None else None,
         usage_context=usage_context,  # type: ignore[arg-type]  # Settings checks the value
         cpu_offload_bytes=_gib(cpu_offload_gb, "cpu-offload-gb") or None,
     )
@@ -145,13 +149,13 @@ def max_batch_command(
     result = max_batch(
         model, gpu=gpu, gpu_memory=gpu_memory, catalog=gpu_catalog, tp=tp, pp=pp, dp=dp, engine=engine,
         engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml,
-        context=parse_count(context, "context") if context else None, batch=whole(batch, "batch"),
+        context=parse_count(context, "context") if context is not None else None, batch=whole(batch, "batch"),
         block_size=whole(block_size, "block_size"), settings=settings, solve=solve,  # type: ignore[arg-type]
         concurrency=whole(concurrency, "concurrency"),
-        shared_prefix=parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
+        shared_prefix=prefix_count(shared_prefix),
         # 0 reaches the library, which refuses it by field (``or 1`` would hide it)
         n=per_request_count(n, "n"), beam_width=per_request_count(beam_width, "beam_width"),
-        prompt_len=parse_count(prompt_len, "prompt_len") if prompt_len else None,
+        prompt_len=parse_count(prompt_len, "prompt_len") if prompt_len is not None else None,
         speculative_method=speculative_method,
         num_speculative_tokens=whole(num_speculative_tokens, "num_speculative_tokens"),
         speculative_model=speculative_model,
@@ -162,7 +166,8 @@ def max_batch_command(
             "kv_offloading_bytes": None if lmcache is not None else _gib(kv_offloading_size, "kv-offloading-size"),
             "lmcache": lmcache,
             "swap_space_bytes": _gib(swap_space, "swap-space"), "offload_link": offload_link,
-            "hicache_ratio": hicache_ratio, "hicache_size_gb": hicache_size, "scheduling": scheduling,
+            "hicache_ratio": number(hicache_ratio, "hicache_ratio"),
+            "hicache_size_gb": number(hicache_size, "hicache_size"), "scheduling": scheduling,
             "swa_full": swa_full, "no_kv_offload": no_kv_offload or None}),
     )
     if calibrated is not None:
@@ -195,13 +200,14 @@ def _lmcache(backend: str | None, size: str | None, config: str | None, ranks: i
     from kvplan.engines.vllm import lmcache as lm
     from kvplan.errors import UsageError
 
-    choice = (backend or "native").strip().lower()
+    choice = "native" if backend is None else backend.strip().lower()  # '' is a mistake, not native
     if choice not in ("native", "lmcache"):
         raise UsageError(f"'{backend}': choose native or lmcache", field="kv_offloading_backend")
     if choice == "native" and config is None:
         return None
-    if engine != "vllm":
-        raise UsageError(f"kvplan plans LMCache under vLLM only, not {engine}", field="lmcache_config")
+    if engine != "vllm":  # named by the flag the user gave
+        raise UsageError(f"kvplan plans LMCache under vLLM only, not {engine}",
+                         field="kv_offloading_backend" if choice == "lmcache" else "lmcache_config")
     if choice == "lmcache" and size is None:
         raise UsageError("lmcache needs --kv-offloading-size (vLLM refuses the backend without it)",
                          field="kv_offloading_backend")
@@ -221,8 +227,19 @@ def _gib(text: str | None, what: str) -> int | None:
         return None
     from kvplan.hardware import parse_bytes
 
+    from kvplan.errors import UsageError
+
     bare = text.strip()
     try:
-        return int(float(bare) * (1 << 30))
+        gib = float(bare)
     except ValueError:
         return parse_bytes(bare, what)
+    # nan, inf, 1e300 and negative sizes would overflow int() or plan negative blocks
+    if not 0 <= gib <= _MAX_HOST_GIB:
+        raise UsageError(f"'{text}' must be a size in GiB from 0 to {_MAX_HOST_GIB:,} (e.g. 200 or 200GiB)",
+                         field=what.replace("-", "_"))
+    return int(gib * (1 << 30))
+
+
+_MAX_HOST_GIB = 1 << 20
+"""1 PiB: far beyond any host's memory (the bound kvplan.hardware puts on a device's bytes)."""

@@ -63,16 +63,26 @@ def per_request_count(text: str | None, field: str) -> int:
     return 1 if value is None else value
 
 
+def prefix_count(text: str | None) -> int:
+    """--shared-prefix: a count as --context reads it, or 0 (nothing shared, the same as leaving it out)."""
+    from kvplan.units import parse_count
+
+    if text is None or text.strip() == "0":
+        return 0
+    return parse_count(text, "shared_prefix")
+
+
 def sharing_args(prompt_len: str | None, output_len: str | None, shared_prefix: str | None, n: str | None,
                  beam_width: str | None, speculative_method: str | None, num_speculative_tokens: str | None,
                  speculative_model: str | None) -> dict:
     """The sharing and speculation options as the library's keywords (estimate and verify read them alike)."""
     from kvplan.units import parse_count
 
+    # ``is not None``, never truthiness: an empty value ('--prompt-len ""') is a mistake, not "not given"
     return {
-        "prompt_len": parse_count(prompt_len, "prompt_len") if prompt_len else None,
-        "output_len": parse_count(output_len, "output_len") if output_len else None,
-        "shared_prefix": parse_count(shared_prefix, "shared_prefix") if shared_prefix else 0,
+        "prompt_len": parse_count(prompt_len, "prompt_len") if prompt_len is not None else None,
+        "output_len": parse_count(output_len, "output_len") if output_len is not None else None,
+        "shared_prefix": prefix_count(shared_prefix),
         "n": per_request_count(n, "n"), "beam_width": per_request_count(beam_width, "beam_width"),
         "speculative_method": speculative_method,
         "num_speculative_tokens": whole(num_speculative_tokens, "num_speculative_tokens"),

@@ -26,7 +26,7 @@ def verify_command(
     kv_dtype: str = typer.Option("auto", "--kv-dtype", "--kv-cache-dtype", "-d", help="KV dtype: auto, bf16, fp16, fp32, fp8, fp8_e5m2, int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4, fp8_ds_mla."),
     block_size: Optional[str] = typer.Option(None, "--block-size", help="vLLM block size in tokens."),
     device: Optional[str] = typer.Option(None, "--device", help="cuda:N (default cuda:0; CUDA_VISIBLE_DEVICES applies) or cpu."),
-    find_max_batch: bool = typer.Option(False, "--find-max-batch", help="Bisect the largest batch that really allocates within the budget."),
+    find_max_batch: bool = typer.Option(False, "--find-max-batch", help="Bisect the largest batch that really allocates within the budget (requests of --n samples or --beam-width beams, with what they share)."),
     gpu_memory_utilization: Optional[str] = typer.Option(None, "--gpu-memory-utilization", help="CUDA budget: this fraction of total memory less what is in use (default 0.9)."),
     memory_budget: Optional[str] = typer.Option(None, "--memory-budget", help="Budget in bytes for --find-max-batch, e.g. 2GiB (required on the CPU)."),
     with_weights: bool = typer.Option(False, "--with-weights", help="Also allocate buffers of the model's weight sizes first."),
@@ -44,8 +44,8 @@ def verify_command(
     shared_prefix: Optional[str] = typer.Option(None, "--shared-prefix", help="Leading prompt tokens common to every request: vLLM allocates its full blocks once."),
     n: Optional[str] = typer.Option(None, "--n", help="Parallel samples per request (vLLM: shared prompt blocks; transformers: batch x n rows)."),
     beam_width: Optional[str] = typer.Option(None, "--beam-width", help="Beams per request (vLLM: shared prompt blocks; transformers: batch x beams rows)."),
-    speculative_method: Optional[str] = typer.Option(None, "--speculative-method", help="Speculative decoding (vLLM): ngram, eagle, eagle3, mtp or draft_model."),
-    num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k)."),
+    speculative_method: Optional[str] = typer.Option(None, "--speculative-method", help="Speculative decoding (vLLM, transformers): ngram, eagle, eagle3, mtp or draft_model (default with --speculative-model: from its name)."),
+    num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k), e.g. 3; needed except with mtp."),
     speculative_model: Optional[str] = typer.Option(None, "--speculative-model", help="The draft model or EAGLE head (bundled id, config.json, directory or YAML spec)."),
 ) -> None:
     """Allocate the KV cache as the engine would, on a real device, and compare with the prediction.
@@ -95,7 +95,8 @@ def verify_command(
                             ("--with-weights", with_weights), ("--activation", activation)):
             if given:
                 raise UsageError(f"{flag} measures one device: not with --tp, --pp, --launch or under torchrun")
-        _ranks(model, whole(batch, "batch") or 1, parse_count(context, "context") if context else None, engine,
+        rows = whole(batch, "batch")  # 0 reaches the library, which refuses it by field (``or 1`` would hide it)
+        _ranks(model, 1 if rows is None else rows, parse_count(context, "context") if context is not None else None, engine,
                engine_version, kv_dtype, whole(block_size, "block_size"), device, tp, pp, launch, timeout, fmt,
                sharing)
         return
@@ -104,10 +105,10 @@ def verify_command(
 
         import_transformers()  # a missing transformers fails before anything is allocated
     result = verify(
-        model, batch=whole(batch, "batch"), context=parse_count(context, "context") if context else None, engine=engine,
+        model, batch=whole(batch, "batch"), context=parse_count(context, "context") if context is not None else None, engine=engine,
         engine_version=engine_version, kv_dtype=kv_dtype, block_size=whole(block_size, "block_size"), device=device,
         find_max_batch=find_max_batch, gpu_memory_utilization=number(gpu_memory_utilization, "gpu_memory_utilization"),
-        memory_budget=parse_bytes(memory_budget, "memory_budget") if memory_budget else None,
+        memory_budget=parse_bytes(memory_budget, "memory_budget") if memory_budget is not None else None,
         with_weights=with_weights, decode=decode, repeats=whole(repeats, "repeats"), gpu=gpu, **sharing,
     )
     act = None

@@ -354,6 +354,7 @@ def _is_number(text: str) -> bool:
 _INT_KEYS = ("tp", "pp", "dp", "max_num_seqs", "max_num_batched_tokens", "block_size", "num_speculative_tokens",
              "hicache_size", "speculative_num_draft_tokens", "cpu_offload_gb")
 _FLOAT_KEYS = ("gpu_memory_utilization", "mem_fraction_static")
+_MAX_FLOAT_SETTING = 1 << 20  # GiB sizes and ratios: 1 PiB of host memory, a 10^6 ratio, beyond any machine
 
 
 def apply_invocation(dep: "Deployment", inv: Invocation) -> None:  # noqa: F821 - see the import below
@@ -400,7 +401,7 @@ def convert(key: str, raw: str, flag: str, line: int | None, engine: str = "vllm
             return parse_int(text)
         if serve is not None and key in serve.floats:  # argparse type=float: GiB sizes, ratios
             number = float(text)
-            if not number >= 0 or number == float("inf"):
+            if not 0 <= number <= _MAX_FLOAT_SETTING:  # nan, inf and 1e300 (int(1e300 x GiB) overflows)
                 raise ValueError(text)
             return number
         if key in _INT_KEYS:

@@ -48,6 +48,9 @@ Count = Annotated[int, BeforeValidator(_count), Field(ge=1, description="A token
 Fraction = Annotated[float, BeforeValidator(_fraction), Field(ge=0, lt=1, description="0.1 or 10%.")]
 
 
+_MAX_HOST_GIB = 1 << 20  # 1 PiB: beyond any host; an upper bound keeps inf and 1e300 out of int()
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -96,14 +99,14 @@ class EngineSpec(_Strict):
     kv_cache_memory: Optional[str] = Field(None, description="KV memory per GPU as the engine logged it, e.g. 30.5GiB.")
     weights_bytes: Optional[str] = Field(None, description="Weights per GPU, e.g. 14.99GiB.")
     # host-memory tiers and sharing, as the engine's own flags name them (refused for an engine without them)
-    kv_offloading_size: Optional[float] = Field(None, ge=0, description="vLLM --kv-offloading-size: host KV tier, GiB for the whole deployment.")
+    kv_offloading_size: Optional[float] = Field(None, ge=0, le=_MAX_HOST_GIB, description="vLLM --kv-offloading-size: host KV tier, GiB for the whole deployment.")
     kv_offloading_backend: Optional[Literal["native", "lmcache"]] = Field(None, description="vLLM --kv-offloading-backend: native (OffloadingConnector) or lmcache (LMCache's local CPU tier).")
-    swap_space: Optional[float] = Field(None, ge=0, description="vLLM V0 --swap-space: GiB per GPU.")
-    cpu_offload_gb: Optional[float] = Field(None, ge=0, description="vLLM --cpu-offload-gb: GiB of weights per GPU kept in host memory.")
+    swap_space: Optional[float] = Field(None, ge=0, le=_MAX_HOST_GIB, description="vLLM V0 --swap-space: GiB per GPU.")
+    cpu_offload_gb: Optional[float] = Field(None, ge=0, le=_MAX_HOST_GIB, description="vLLM --cpu-offload-gb: GiB of weights per GPU kept in host memory.")
     enable_prefix_caching: Optional[bool] = Field(None, description="vLLM prefix caching (on by default in V1).")
     enable_hierarchical_cache: Optional[bool] = Field(None, description="SGLang --enable-hierarchical-cache.")
-    hicache_ratio: Optional[float] = Field(None, gt=0, description="SGLang --hicache-ratio (default 2.0).")
-    hicache_size: Optional[int] = Field(None, ge=0, description="SGLang --hicache-size: GB per rank (0: use the ratio).")
+    hicache_ratio: Optional[float] = Field(None, gt=0, le=10**4, description="SGLang --hicache-ratio (default 2.0).")
+    hicache_size: Optional[int] = Field(None, ge=0, le=10**6, description="SGLang --hicache-size: GB per rank (0: use the ratio).")
     disable_radix_cache: Optional[bool] = Field(None, description="SGLang --disable-radix-cache.")
 
 

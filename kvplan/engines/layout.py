@@ -146,6 +146,13 @@ class EngineOptions:
     no_kv_offload: bool = False
     """llama.cpp --no-kv-offload (-nkvo): the KV cache stays in host memory."""
 
+    def __post_init__(self) -> None:
+        # sizes are whole bytes (ints), 0 or more: a negative or float one planned negative or fractional blocks
+        for name in ("kv_offloading_bytes", "swap_space_bytes"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise UsageError(f"{value!r} must be a whole number of bytes, 0 or more", field=name)
+
 
 def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None) -> GroupRule:
     """A group that holds no tokens: recurrent layers (a fixed ``state`` per sequence), shared or none."""

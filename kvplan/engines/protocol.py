@@ -117,6 +117,11 @@ class Engine(Protocol):
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
                     workload: Workload | None = None) -> Any: ...
 
+    def shared_admission(self, layout: CacheLayout, workload: Any, batch: int) -> int | None:
+        """``admission`` for ``batch`` requests of a workload that shares a prefix, samples or beams, what
+        they share counted once (the figure max-batch counts); None where admission is what the layout holds."""
+        return None
+
     def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout: ...
 
 

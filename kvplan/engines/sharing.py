@@ -37,6 +37,10 @@ class Workload:
     """The speculative method, where one runs (vLLM's EAGLE proposers give up the last hit block)."""
 
     def __post_init__(self) -> None:
+        for name in ("prompt_len", "output_len", "shared_prefix", "n", "beam_width"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):  # 2.5 samples gave a max batch of 3.0
+                raise UsageError(f"{name.replace('_', '-')} {value!r} is not a whole number", field=name)
         for name in ("prompt_len", "n", "beam_width"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name.replace('_', '-')} {getattr(self, name)} must be at least 1", field=name)

@@ -66,6 +66,14 @@ class SpeculativeLayout:
     """Why, in the engine's words (a refusal of a larger batch quotes it)."""
 
 
+def speculation_dict(speculation: Speculation | None, extra_slots: int) -> dict[str, object] | None:
+    """The JSON object estimate and max-batch print (the names verify's ``sharing`` object uses for it)."""
+    if speculation is None:
+        return None
+    return {"speculative_method": speculation.method, "num_speculative_tokens": speculation.num_speculative_tokens,
+            "extra_slots": extra_slots, "draft": speculation.draft.id if speculation.draft is not None else None}
+
+
 def parse_speculation(method: str | None, tokens: int | None, draft: ModelSpec | None,
                       mtp_layers: int | None) -> Speculation | None:
     """The library's keyword arguments as one value (None when no speculation is asked)."""

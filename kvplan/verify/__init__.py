@@ -344,8 +344,10 @@ def verify(
             notes.extend(mb_notes)
             search = search_max(spec, layout, work.alloc_context, dev, budget, predicted_max or 1, work.workload)
             if search.measured == 0:
-                raise VerifyError(f"not one sequence of {context:,} tokens fits in "
-                                  f"{_fmt(budget)}", field="find_max_batch")
+                each = work.workload.samples if work.workload is not None else 1
+                what = "sequence" if each == 1 else f"request of {each} sequences"
+                raise VerifyError(f"not one {what} of {context:,} tokens fits in {_fmt(budget)}",
+                                  field="find_max_batch")
             if batch is None:
                 batch = search.measured
         batch = batch or 1

@@ -36,6 +36,7 @@ from kvplan.verify.shapes import workload_dict
 __all__ = ["RankCheck", "RankError", "RanksResult", "launch", "run_rank", "under_torchrun", "free_port"]
 
 DEFAULT_TIMEOUT_S = 300
+MAX_TIMEOUT_S = 7 * 24 * 3600
 _ENV = ("RANK", "WORLD_SIZE")
 
 
@@ -124,8 +125,8 @@ def run_rank(model: str | ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1
     from kvplan import __version__
 
     check_parallel(tp, pp)
-    if timeout_s <= 0:
-        raise VerifyError(f"--timeout {timeout_s} must be positive")
+    if not 0 < timeout_s <= MAX_TIMEOUT_S:  # timedelta refuses ~10^14 s inside each rank (a second line from torch)
+        raise VerifyError(f"--timeout {timeout_s} must be positive, at most {MAX_TIMEOUT_S:,} s (a week)")
     env = rank_env()
     if env.world_size != tp * pp:
         raise VerifyError(f"WORLD_SIZE={env.world_size} but --tp {tp} x --pp {pp} = {tp * pp} ranks: start "
@@ -241,8 +242,8 @@ def launch(model: str | ModelSpec, *, nprocs: int, tp: int = 1, pp: int = 1, bat
         raise VerifyError(f"--launch {nprocs} must equal --tp {tp} x --pp {pp} = {tp * pp}")
     if under_torchrun():
         raise VerifyError("--launch starts its own ranks: not under torchrun (RANK and WORLD_SIZE are set)")
-    if timeout_s <= 0:
-        raise VerifyError(f"--timeout {timeout_s} must be positive")
+    if not 0 < timeout_s <= MAX_TIMEOUT_S:  # timedelta refuses ~10^14 s inside each rank (a second line from torch)
+        raise VerifyError(f"--timeout {timeout_s} must be positive, at most {MAX_TIMEOUT_S:,} s (a week)")
     spec = model if isinstance(model, ModelSpec) else _load(model)
     if isinstance(sharing.get("speculative_model"), str):  # loaded once here, not in every rank
         sharing["speculative_model"] = _load(sharing["speculative_model"])

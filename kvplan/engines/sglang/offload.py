@@ -19,6 +19,8 @@ from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.errors import UsageError
 
 DEFAULT_RATIO = 2.0  # ServerArgs.hicache_ratio
+_MAX_HOST_GB = 10**6  # a petabyte of host memory per rank: beyond any machine, and finite for int()
+_MAX_RATIO = 10**4  # a host pool 10,000 x the device pool: beyond any machine
 
 
 def _token_bytes(layout: CacheLayout) -> int:
@@ -36,14 +38,16 @@ def offload_tier(layouts: Sequence[CacheLayout], options: EngineOptions, tp: int
     page = layouts[0].block_size or 1
     per_token = [_token_bytes(layout) for layout in layouts]
     if options.hicache_size_gb is not None:
-        if options.hicache_size_gb <= 0:
-            raise UsageError(f"--hicache-size {options.hicache_size_gb} must be positive", field="hicache_size_gb")
+        if not 0 < options.hicache_size_gb <= _MAX_HOST_GB:  # also nan, inf and 1e300, which int() refuses
+            raise UsageError(f"--hicache-size {options.hicache_size_gb} must be positive, at most {_MAX_HOST_GB:,} GB",
+                             field="hicache_size_gb")
         size = min(int(options.hicache_size_gb * 10**9 // spt) for spt in per_token)  # synced to the PP minimum
         how = f"--hicache-size {options.hicache_size_gb} GB per rank"
     else:
         ratio = options.hicache_ratio if options.hicache_ratio is not None else DEFAULT_RATIO
-        if ratio <= 0:
-            raise UsageError(f"--hicache-ratio {ratio:g} must be positive", field="hicache_ratio")
+        if not 0 < ratio <= _MAX_RATIO:
+            raise UsageError(f"--hicache-ratio {ratio:g} must be positive, at most {_MAX_RATIO:,}",
+                             field="hicache_ratio")
         size = int(capacity.kv_cache_tokens * ratio)
         how = f"--hicache-ratio {ratio:g} x the {capacity.kv_cache_tokens:,}-token device pool"
     size = (size // page + 1) * page

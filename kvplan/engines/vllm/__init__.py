@@ -112,6 +112,16 @@ class VLLMEngine(EngineDefaults):
         pool = vllm_pool(layout)
         return lambda context: pool.blocks_per_request(context, DEFAULT_BATCHED_TOKENS) * pool.bytes_per_block
 
+    def shared_admission(self, layout: CacheLayout, workload: Any, batch: int) -> int | None:
+        """The pool bytes ``shared_capacity`` admits ``batch`` requests of ``workload`` with, at the default
+        8,192 batched tokens: ``admission`` with what the requests share counted once."""
+        from kvplan.engines.vllm.admission import DEFAULT_BATCHED_TOKENS, in_flight_tokens, vllm_pool
+        from kvplan.engines.vllm.sharing import shared_admission
+
+        pool = vllm_pool(layout)
+        in_flight = in_flight_tokens(pool.in_flight_batches, DEFAULT_BATCHED_TOKENS)
+        return shared_admission(layout, pool, workload, in_flight).blocks(batch) * pool.bytes_per_block
+
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
                     workload: Any = None) -> Any:
         from kvplan.engines.vllm.tensors import plan_tensors
