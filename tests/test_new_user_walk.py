@@ -45,7 +45,7 @@ def one_line(capsys, args: list[str], start: str) -> str:
      "--swap-space:"),
     (["max-batch", LLAMA, "--gpu", "H100", "--cpu-offload-gb", "inf"], "--cpu-offload-gb:"),
     # the library's field for these was printed as is (cpu_offload_bytes: ...), not as the flag
-    (["max-batch", LLAMA, "--gpu", "H100", "--cpu-offload-gb", "8", "--engine", "sglang"], "--cpu-offload-gb:"),
+    (["max-batch", LLAMA, "--gpu", "H100", "--cpu-offload-gb", "8", "--engine", "trtllm"], "--cpu-offload-gb:"),
     (["max-batch", LLAMA70, "--gpu", "H100", "--tp", "4", "--swap-space", "4"], "--swap-space:"),
     # SGLang's host pool: inf was a traceback in typer's float, 1e300 a NaN in int()
     (["max-batch", LLAMA, "--gpu", "H100", "-e", "sglang", "--hicache-ratio", "inf"], "--hicache-ratio:"),
