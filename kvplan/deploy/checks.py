@@ -244,7 +244,9 @@ def _requirements(dep: Deployment) -> dict[str, Any]:
                 if not 0 <= value < 1:
                     raise ValueError
             elif key in ("shared_prefix", "n") and isinstance(value, str):
-                value = parse_count(value, key.replace("_", "-")) if key == "shared_prefix" else int(value)
+                # shared-prefix 0 is "nothing shared", as the CLI's --shared-prefix 0 (cli/values.prefix_count)
+                value = (0 if value.strip() == "0" else parse_count(value, "shared-prefix")) if key == "shared_prefix" \
+                    else int(value)
             elif key == "max_num_seqs_reachable" and isinstance(value, str):
                 value = value.strip().lower() in ("true", "yes", "1", "on")
         except (ValueError, KvplanError):

@@ -45,6 +45,9 @@ def _fraction(value: Any) -> Any:
 
 
 Count = Annotated[int, BeforeValidator(_count), Field(ge=1, description="A token count: 32768 or 32k (k = 1024).")]
+# shared_prefix 0 means "nothing shared", as --shared-prefix 0 and the library's shared_prefix=0 read it
+PrefixCount = Annotated[int, BeforeValidator(lambda v: 0 if isinstance(v, str) and v.strip() == "0" else _count(v)),
+                        Field(ge=0, description="A token count: 32768 or 32k (k = 1024); 0 shares nothing.")]
 Fraction = Annotated[float, BeforeValidator(_fraction), Field(ge=0, lt=1, description="0.1 or 10%.")]
 
 
@@ -116,7 +119,7 @@ class Requirements(_Strict):
     min_context: Optional[Count] = Field(None, description="The longest request the deployment must take.")
     headroom: Optional[Fraction] = Field(None, description="Requirements must hold with this much less KV memory (0.1 or 10%).")
     max_num_seqs_reachable: bool = Field(False, description="max_num_seqs sequences of max_model_len must fit at once (an error, not a warning).")
-    shared_prefix: Optional[Count] = Field(None, description="Leading tokens every request shares (a system prompt): min_concurrency is planned with the engine's prefix sharing.")
+    shared_prefix: Optional[PrefixCount] = Field(None, description="Leading tokens every request shares (a system prompt): min_concurrency is planned with the engine's prefix sharing; 0 shares nothing.")
     n: Optional[int] = Field(None, ge=1, description="Sequences sampled per request (parallel sampling width); kvplan plans n = 1 and warns otherwise.")
 
 
