@@ -51,3 +51,28 @@ def test_shared_prefix_zero_in_a_shell_annotation_is_no_sharing(tmp_path):
 def test_negative_shared_prefix_is_still_refused(tmp_path, bad):
     report = check([str(_kvplan_file(tmp_path, f"{{min_concurrency: 1, at_context: 8k, shared_prefix: {bad}}}"))])
     assert report.exit_code == 2 and "requirements.shared_prefix" in render(report, "table")
+
+
+# ------------------------------------------ 2. --kv-offloading-size 0: vLLM does not start with it
+
+@pytest.mark.parametrize("version", ["0.14.0", "0.26.0", "0.33.0"])
+def test_kv_offloading_size_zero_is_refused_by_name(version):
+    from kvplan.dtypes import resolve_kv_dtype
+    from kvplan.engines import get_engine, parse_version
+    from kvplan.engines.protocol import Demand, make_engine_options
+    from kvplan.errors import UsageError
+
+    spec, engine, ver = kvplan.load_model(LLAMA8), get_engine("vllm"), parse_version(version)
+    opts = make_engine_options(tp=1, kv_offloading_bytes=0)
+    layouts = engine.stage_layouts(spec, resolve_kv_dtype("auto", spec.dtype), ver, opts, 1)
+    with pytest.raises(UsageError) as err:
+        engine.offload_tier(layouts, ver, opts, 1, Demand(8192, 8192, 1), None)
+    assert err.value.field == "kv_offloading_bytes" and "cpu_bytes_to_use must be specified" in str(err.value)
+
+
+def test_kv_offloading_size_zero_exits_2_naming_the_flag(capsys):
+    from kvplan.cli import main
+
+    assert main(["max-batch", LLAMA8, "--gpu", "H100", "--max-model-len", "8k", "--kv-offloading-size", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kvplan: error: --kv-offloading-size: 0 GiB")

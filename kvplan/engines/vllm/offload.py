@@ -84,6 +84,13 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
             raise UsageError("vLLM 0.11.1 to 0.13 fail to start with --kv-offloading-backend native (the "
                              "OffloadingConnector gets num_cpu_blocks 0) and ignore --kv-offloading-size without a "
                              "backend; native offloading works from 0.14", field="kv_offloading_bytes")
+        if options.kv_offloading_bytes == 0:
+            # vllm/config/vllm.py _post_init_kv_transfer_config enables offloading for any size that is not None,
+            # 0 included; vllm/v1/kv_offload/cpu.py (cpu/spec.py from 0.26) CPUOffloadingSpec.__init__ then raises
+            # "cpu_bytes_to_use must be specified" on a falsy size (0.14-0.33): the engine does not start
+            raise UsageError("0 GiB: vLLM fails to start with it (CPUOffloadingSpec: "
+                             "'cpu_bytes_to_use must be specified'); leave the flag out for no host tier",
+                             field="kv_offloading_bytes")
         host = options.kv_offloading_bytes
         mla = all(g.kind == "mla" for layout in layouts for g in layout.groups)
         if version >= SHARED_REGION_SINCE:
