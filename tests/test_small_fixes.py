@@ -76,3 +76,34 @@ def test_kv_offloading_size_zero_exits_2_naming_the_flag(capsys):
     assert main(["max-batch", LLAMA8, "--gpu", "H100", "--max-model-len", "8k", "--kv-offloading-size", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("kvplan: error: --kv-offloading-size: 0 GiB")
+
+
+# ------------------------------------------------ 3. LMCACHE_* values: LMCache takes the quotes off
+
+@pytest.mark.parametrize(("raw", "read"), [
+    # LMCache 0.5.6 v1/config_base.py _parse_quoted_string: strip, then a literal between matching quotes
+    ('"512"', "512"), ("'512'", "512"), (' "512" ', "512"), (" 512 ", "512"), ('"a\\tb"', "a\tb"),
+    ('""', ""), ('"', '"'), ("'\"'", '"'), ('"x\'', '"x\''), ('"a" if 1 else "b"', 'a" if 1 else "b'), ("", ""),
+])
+def test_lmcache_env_values_are_unquoted_as_lmcache_does(raw, read):
+    from kvplan.engines.vllm.lmcache import env_value
+
+    assert env_value(raw) == read
+
+
+def test_quoted_lmcache_chunk_size_in_a_compose_file(tmp_path):
+    compose = """services:
+  llm:
+    image: vllm/vllm-openai:v0.11.0
+    command: ["meta-llama/Llama-3.1-8B", "--max-model-len", "8192", "--kv-offloading-backend", "lmcache",
+              "--kv-offloading-size", "16", "-tp", "2"]
+    environment:
+      - LMCACHE_CHUNK_SIZE="512"
+    labels: ["kvplan/gpu=H100"]
+"""
+    path = tmp_path / "compose.yaml"
+    path.write_text(compose)
+    report, result = _one(path)
+    assert not any(f.invalid_input for f in result.findings), render(report, "table")
+    # 8 GiB per rank; a 512-token chunk of one rank is 512 x 65,536 B = 32 MiB: 256 chunks (tests/test_lmcache.py)
+    assert result.offload["block_size"] == 512 and result.offload["blocks"] == 256

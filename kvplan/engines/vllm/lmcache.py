@@ -33,6 +33,7 @@ Read from LMCache 0.5.6 (the PyPI wheel, ``lmcache/``):
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -57,6 +58,24 @@ def _to_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     return str(value).strip().lower() in ("true", "1")  # config_base.py _to_bool
+
+
+def env_value(raw: Any) -> Any:
+    """An ``LMCACHE_*`` variable's text as LMCache reads it (``v1/config_base.py`` ``_parse_quoted_string``, called
+    on every environment value by ``_from_env`` and ``v1/config.py`` ``_update_config_from_env``): surrounding
+    whitespace dropped, and a value wrapped in matching quotes (``"512"``, as a compose list or a k8s value
+    may carry them) read as a Python string literal, or, where that fails, with just the outer quotes cut."""
+    if not isinstance(raw, str) or not raw:
+        return raw
+    text = raw.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in ("'", '"'):
+        try:
+            literal = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return text[1:-1]
+        if isinstance(literal, str):
+            return literal
+    return text
 
 
 def _local_disk(value: Any) -> str | None:
@@ -301,7 +320,8 @@ def serve_settings(given: Mapping[str, Any]) -> tuple[tuple[tuple[str, Any], ...
         ranks = int(given.get("tp") or 1) * int(given.get("pp") or 1)
         active, extra = True, {f"lmcache.{k}": v for k, v in vllm_offloading(float(size), ranks).items()}
     env = {k[len("lmcache_"):]: v for k, v in given.items() if k.startswith("lmcache_")}
-    config_file = env.pop("config_file", None)
+    config_file = env.pop("config_file", None)  # os.getenv as it is (v1/config.py): no quotes taken off
+    env = {k: env_value(v) for k, v in env.items()}
     if not active:
         if env or config_file is not None:
             remarks.append(ServeRemark("note", "not-read", "LMCACHE_ variables without LMCacheConnectorV1: vLLM does "
