@@ -107,3 +107,52 @@ def test_quoted_lmcache_chunk_size_in_a_compose_file(tmp_path):
     assert not any(f.invalid_input for f in result.findings), render(report, "table")
     # 8 GiB per rank; a 512-token chunk of one rank is 512 x 65,536 B = 32 MiB: 256 chunks (tests/test_lmcache.py)
     assert result.offload["block_size"] == 512 and result.offload["blocks"] == 256
+
+
+# ------------------------ 4. vLLM native offloading's "Allocating N CPU tensors": what it means for pinned memory
+
+_LOG_HEAD = ("INFO 04-01 10:00:00 [api_server.py:1] vLLM API server version {v}\n"
+             "INFO 04-01 10:00:00 [kv_cache_utils.py:1087] GPU KV cache size: 463,424 tokens\n")
+
+
+def test_one_cross_layer_cpu_tensor_and_its_pinned_power_of_two():
+    from kvplan.logs import parse_text
+
+    # vllm 0.26 kv_offload/cpu/gpu_worker.py CPUOffloadingWorker: logger.info("Allocating %d CPU tensors...") then,
+    # at DEBUG, "torch.zeros pinned tensor %d×%d (%.2f GB): %.3f s" (num_cpu_blocks x page bytes, int8). Lines in
+    # that format; 2,340 blocks of a 1,835,008 B page = 4,293,918,720 B, which PyTorch pins as 2^32 B.
+    log = parse_text(_LOG_HEAD.format(v="0.26.0")
+                     + "(EngineCore_DP0 pid=1) INFO 04-01 10:00:01 [gpu_worker.py:480] Allocating 1 CPU tensors...\n"
+                     "(EngineCore_DP0 pid=1) DEBUG 04-01 10:00:01 [gpu_worker.py:505] torch.zeros pinned tensor "
+                     "2340×1835008 (4.29 GB): 1.234 s\n")
+    note = next(n for n in log.notes if n.startswith("host KV tier (native CPU offloading)"))
+    assert "1 CPU tensor per worker: one cross-layer tensor" in note
+    assert "4,293,918,720 B of tensors, 4,294,967,296 B pinned per worker" in note
+
+
+def test_per_layer_cpu_tensor_shapes_in_the_kv_dtype():
+    from kvplan.logs import parse_text
+
+    # vllm 0.14 kv_offload/worker/cpu_gpu.py: logger.debug("Allocating CPU tensor of shape %r", cpu_shape), the GPU
+    # tensor's dtype (bf16 here: 2 B): [2, 1000, 16, 8, 128] = 32,768,000 elements = 65,536,000 B -> 2^26 pinned
+    log = parse_text(_LOG_HEAD.format(v="0.14.0")
+                     + "INFO [llm_engine.py:1] Initializing a V1 LLM engine (v0.14.0) with config: "
+                     "model='Qwen/Qwen3-1.7B', dtype=torch.bfloat16, kv_cache_dtype=auto, tensor_parallel_size=1\n"
+                     "(EngineCore_DP0 pid=1) INFO [cpu_gpu.py:196] Allocating 2 CPU tensors...\n"
+                     + "(EngineCore_DP0 pid=1) DEBUG [cpu_gpu.py:256] Allocating CPU tensor of shape "
+                     "[2, 1000, 16, 8, 128]\n" * 2)
+    note = next(n for n in log.notes if n.startswith("host KV tier (native CPU offloading)"))
+    assert "2 CPU tensors per worker: one per layer" in note
+    assert f"{2 * 65_536_000:,} B of tensors, {2 * (1 << 26):,} B pinned per worker" in note
+
+
+def test_cpu_tensors_without_sizes_and_after_the_mmap_region():
+    from kvplan.logs import parse_text
+
+    line = "(EngineCore_DP0 pid=1) INFO [gpu_worker.py:480] Allocating 28 CPU tensors...\n"
+    note = next(n for n in parse_text(_LOG_HEAD.format(v="0.22.0") + line).notes if n.startswith("host KV tier"))
+    assert "28 CPU tensors per worker" in note and "VLLM_LOGGING_LEVEL=DEBUG" in note
+    # 0.33 creates one SharedOffloadRegion and logs its size; the tensors are views of it (no torch rounding)
+    note = next(n for n in parse_text(_LOG_HEAD.format(v="0.33.0") + "INFO [shared_offload_region.py:1] Created "
+                                      "mmap file /dev/shm/x (8.59 GB)\n" + line).notes if n.startswith("host KV tier"))
+    assert "8.59 GB (10^9 B) mmap region" in note and "not rounded to a power of two" in note

@@ -19,7 +19,9 @@ Formats (vllm-project/vllm):
   (``vllm/v1/simple_kv_offload/manager.py``) "SimpleCPUOffloadScheduler: Allocating N CPU blocks (X GB, mode=..)"
   (0.33: "N offload blocks"; X = per-rank bytes / 2^30); native CPU offloading 0.33
   (``kv_offload/cpu/shared_offload_region.py``) "Created mmap file PATH (X GB)" (bytes / 10^9, the whole region).
-  The native connector before 0.33 prints no size. kvplan shows them in the notes.
+  The native connector before 0.33 prints no size, but "Allocating N CPU tensors..." (0.11-0.33, per worker) and
+  at DEBUG each tensor ("Allocating CPU tensor of shape [..]" 0.11-0.19, in the KV dtype; "torch.zeros pinned
+  tensor A×B" 0.20-0.26, int8): the pinned bytes (``engines/vllm/pinned.py``). kvplan shows them in the notes.
 - Settings: "Initializing a V1 LLM engine (v0.10.2) with config: model='..', dtype=.., max_seq_len=..,
   tensor_parallel_size=.., kv_cache_dtype=.." and "non-default args: {...}" (``utils.py``).
 """
@@ -27,6 +29,7 @@ Formats (vllm-project/vllm):
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -87,6 +90,8 @@ _BLOCKS = re.compile(r"#?\s*(?:GPU|cuda|CUDA) blocks:\s*([\d,]+)")  # 0.8.5 exec
 _CPU_BLOCKS = re.compile(r"#\s*CPU blocks:\s*([\d,]+)")
 _SIMPLE_BLOCKS = re.compile(r"SimpleCPUOffloadScheduler: Allocating ([\d,]+) (?:CPU|offload) blocks \(([\d.]+) GB")
 _MMAP_REGION = re.compile(r"Created mmap file \S+ \(([\d.]+) GB\)")
+_CPU_TENSORS = re.compile(r"Allocating ([\d,]+) CPU tensors")
+_CPU_TENSOR_SIZE = re.compile(r"Allocating CPU tensor of shape \[([\d,\s]+)\]|torch\.zeros pinned tensor (\d+)\s*[×x]\s*(\d+)")
 _TOKENS = re.compile(r"GPU KV cache size:\s*([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request:\s*([\d.,]+)x")
 _ESTIMATED_LEN = re.compile(r"estimated maximum model length is ([\d,]+)")
@@ -116,12 +121,13 @@ _WORTH_READING = re.compile("|".join(re.escape(k) for k in (
     "KV cache memory", "kv cache memory", "KV cache is needed", "blocks:", "GPU KV cache size",
     "Maximum concurrency", "maximum model length", "LLM engine", "API server version", "args",
     "max_num_batched_tokens", "max model len", "device_name=", "num_gpu_blocks", "weights memory", "weights take",
-    "offload blocks", "CPU blocks", "mmap file")))
+    "offload blocks", "CPU blocks", "mmap file", "CPU tensor", "pinned tensor")))
 
 
 def read(lines: list[Line], out: Collector) -> str:
     """Fill ``out`` from vLLM lines; returns the format name."""
     fmt = "vllm"
+    tensor_sizes: dict[int | None, list[tuple[int, bool]]] = {}  # per rank: (bytes, or elements where True)
     for line in lines:
         text = line.text
         if not _WORTH_READING.search(text):
@@ -151,6 +157,11 @@ def read(lines: list[Line], out: Collector) -> str:
                                   None), line)
         elif m := _MMAP_REGION.search(text):
             out.put("host_tier", ("native CPU offloading", None, None, m.group(1) + " GB (10^9 B) mmap region"), line)
+        if m := _CPU_TENSORS.search(text):
+            out.put("cpu_tensors", to_int(m.group(1)), line)
+        elif (m := _CPU_TENSOR_SIZE.search(text)) and len(seen := tensor_sizes.setdefault(line.rank, [])) < 4096:
+            dims = [int(d) for d in m.group(1).split(",")] if m.group(1) else [int(m.group(2)), int(m.group(3))]
+            seen.append((math.prod(dims[:8]), bool(m.group(1))))
         if m := _TOKENS.search(text):
             out.put("kv_cache_tokens", to_int(m.group(1)), line)
         if m := _CONCURRENCY.search(text):
@@ -186,9 +197,31 @@ def read(lines: list[Line], out: Collector) -> str:
                 fmt = "vllm-v1"
     if "max_model_len" not in out.values and out.has("concurrency_len"):
         out.values["max_model_len"] = out.values["concurrency_len"]
-    if tier := out.get("host_tier"):
+    tier = out.get("host_tier")
+    if (count := out.get("cpu_tensors")) is not None:
+        tier = tier or ("native CPU offloading", None, None, None)
+        tier = (*tier[:3], ", ".join(p for p in (tier[3], _tensors_said(count, tensor_sizes, out)) if p))
+    if tier:
         out.notes.append(host_tier_note(*tier))
     return fmt
+
+
+def _tensors_said(count: int, sizes: dict[int | None, list[tuple[int, bool]]], out: Collector) -> str:
+    """The native connector's CPU tensors (one worker's: the lowest rank's lines) as pinned bytes. A shape counts
+    elements of the GPU cache's dtype: the logged kv_cache_dtype (fp8: 1 B) or else the model dtype."""
+    from kvplan.engines.version import parse_version
+    from kvplan.engines.vllm.pinned import logged_tensors_note
+
+    found = sizes[min(sizes, key=lambda r: r or 0)] if sizes else []
+    kv, dtype = str(out.get("kv_dtype") or "auto"), str(out.get("dtype") or "")
+    width = 1 if kv.startswith("fp8") else {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}.get(
+        dtype if kv == "auto" else "", 0)
+    byte_sizes = [n * width if elements else n for n, elements in found]
+    try:
+        version = parse_version(str(out.get("engine_version"))) if out.get("engine_version") else None
+    except ValueError:
+        version = None
+    return logged_tensors_note(count, None if 0 in byte_sizes else byte_sizes, version)
 
 
 def host_tier_note(kind: str, blocks: int | None, per_rank: str | None, region: str | None) -> str:

@@ -105,3 +105,28 @@ def torch_tensor_tiers(layouts: Sequence[CacheLayout], version: Version, tp: int
              f"architecture from 0.22 ({layer_bytes:,} B pinned); {rounding}; kvplan plans {high:,} B for "
              f"{held:,} B of blocks (assumed: PyTorch's default PYTORCH_ALLOC_CONF)"]
     return (low, high), notes
+
+
+# 0.27 (kv_offload/cpu/spec.py create_worker): the worker's CPU tensors are views of one SharedOffloadRegion (mmap,
+# registered with cudaHostRegister page by page): still logged as "Allocating N CPU tensors", no torch rounding
+MMAP_REGION_SINCE = (0, 27)
+
+
+def logged_tensors_note(count: int, sizes: Sequence[int] | None, version: Version | None) -> str:
+    """What the native connector's "Allocating N CPU tensors..." (``CPUOffloadingWorker`` /
+    ``CpuGpuOffloadingHandlers``, 0.11-0.33, per worker) says about pinned memory, with the tensors' bytes where
+    vLLM's DEBUG lines give them (``sizes``, one per tensor)."""
+    what = ("one cross-layer tensor for all layers (the V1 model runner with a layered attention backend)"
+            if count == 1 else "one per layer (per registered KV tensor: the V2 model runner, a backend without a "
+            "layered stride order, or a release before 0.14)")
+    said = f"{count:,} CPU tensor{'s' if count != 1 else ''} per worker: {what}"
+    if version is not None and version >= MMAP_REGION_SINCE:
+        return said + ("; from vLLM 0.27 they are views of one mmap region pinned page by page (cudaHostRegister), "
+                       "not rounded to a power of two")
+    rounding = "PyTorch's pinned allocator rounds each up to a power of two (CachingHostAllocator PowerOf2Ceil)"
+    if version is None:
+        rounding += " in vLLM 0.14-0.26 (0.27+: views of one mmap region, not rounded)"
+    if sizes and len(sizes) >= count:
+        total, pinned = sum(sizes[:count]), sum(pinned_allocation_bytes(s) for s in sizes[:count])
+        return said + f"; {total:,} B of tensors, {pinned:,} B pinned per worker: {rounding}"
+    return said + f"; {rounding} (their sizes are in vLLM's DEBUG lines only: VLLM_LOGGING_LEVEL=DEBUG)"
