@@ -156,3 +156,27 @@ def test_cpu_tensors_without_sizes_and_after_the_mmap_region():
     note = next(n for n in parse_text(_LOG_HEAD.format(v="0.33.0") + "INFO [shared_offload_region.py:1] Created "
                                       "mmap file /dev/shm/x (8.59 GB)\n" + line).notes if n.startswith("host KV tier"))
     assert "8.59 GB (10^9 B) mmap region" in note and "not rounded to a power of two" in note
+
+
+# ------------------------------------- 5. vLLM V0 --swap-space: one pinned tensor per layer, each a power of two
+
+def test_v0_swap_space_pins_power_of_two_tensors_per_layer():
+    from kvplan.dtypes import resolve_kv_dtype
+    from kvplan.engines import get_engine, parse_version
+    from kvplan.engines.protocol import Demand, make_engine_options
+
+    def tier(swap_gib: float, tp: int, pp: int):
+        spec, engine, ver = kvplan.load_model(LLAMA8), get_engine("vllm"), parse_version("0.8.5")
+        opts = make_engine_options(tp=tp, swap_space_bytes=int(swap_gib * (1 << 30)))
+        layouts = engine.stage_layouts(spec, resolve_kv_dtype("auto", spec.dtype), ver, opts, pp)
+        return engine.offload_tier(layouts, ver, opts, tp, Demand(8192, 8192, 1), None)
+
+    # Llama-3.1-8B at tp 2: 4 KV heads x 128 x K+V x 2 B x 16 tokens = 32,768 B per layer block; 4 GiB // (32 x
+    # 32,768) = 4,096 blocks; each layer's tensor 4,096 x 32,768 = 2^27 B exactly: nothing added by the rounding
+    exact = tier(4, tp=2, pp=1)
+    assert exact.blocks == 4096 and exact.pinned_bytes == exact.held_bytes == 2 * 32 * (1 << 27)
+    # 3 GiB at tp 2, pp 2: 16 layers a stage, 6,144 blocks; each tensor 6,144 x 32,768 = 201,326,592 B -> 2^28
+    odd = tier(3, tp=2, pp=2)
+    assert odd.blocks == 6144 and odd.held_bytes == 4 * 16 * 201_326_592
+    assert odd.pinned_bytes == 4 * 16 * (1 << 28)
+    assert any("one torch tensor per attention layer" in r for r in odd.remarks)

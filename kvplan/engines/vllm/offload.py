@@ -29,7 +29,7 @@ from kvplan.engines.layout import CacheLayout, EngineOptions
 from kvplan.engines.offload import OffloadTier, find_link
 from kvplan.engines.protocol import Demand
 from kvplan.engines.version import Version
-from kvplan.engines.vllm.pinned import torch_tensor_tiers
+from kvplan.engines.vllm.pinned import pinned_allocation_bytes, tensor_sets, torch_tensor_tiers
 from kvplan.errors import UsageError
 
 V1_SINCE = (0, 11)  # V0 (and --swap-space) removed in v0.11.0
@@ -116,10 +116,19 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
                              field="swap_space_bytes")
         host = options.swap_space_bytes  # type: ignore[assignment]
         blocks = host // max(per_rank)  # per GPU; the most loaded stage decides what every rank logs
-        pinned = held = blocks * tp * sum(per_rank)
+        held = blocks * tp * sum(per_rank)
+        # vllm/worker/cache_engine.py CacheEngine._allocate_kv_cache (read in 0.8.5 and 0.10.1.1): the CPU cache is
+        # one torch.zeros(..., pin_memory=is_pin_memory_available()) per attention layer of num_cpu_blocks blocks,
+        # each rounded up to a power of two by PyTorch's pinned allocator (engines/vllm/pinned.py)
+        per_layer = tensor_sets(layouts, blocks, block)[1]
+        pinned = tp * sum(pinned_allocation_bytes(size) for size in per_layer)
         host = host * world
         kind = "vLLM V0 swap space (per GPU)"
         remarks.append(f"vLLM V0 logs '# CPU blocks: {blocks}' (worker.py determine_num_available_blocks)")
+        remarks.append(f"vLLM V0 pins the swap space as one torch tensor per attention layer ({max(per_layer, default=0):,} "
+                       f"B the largest; CacheEngine._allocate_kv_cache); PyTorch's pinned allocator rounds each up to a "
+                       f"power of two (CachingHostAllocator PowerOf2Ceil): {pinned:,} B pinned for {held:,} B of "
+                       "blocks (assumed: a platform where vLLM pins, PyTorch's default PYTORCH_ALLOC_CONF)")
     request_bytes = request_blocks * max(per_rank)
     return OffloadTier(kind=kind, host_bytes=host, blocks=blocks, block_size=block, tokens=blocks * block,
                        pinned_bytes=pinned, requests=blocks // request_blocks if request_blocks else 0,
