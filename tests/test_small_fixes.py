@@ -180,3 +180,48 @@ def test_v0_swap_space_pins_power_of_two_tensors_per_layer():
     assert odd.blocks == 6144 and odd.held_bytes == 4 * 16 * 201_326_592
     assert odd.pinned_bytes == 4 * 16 * (1 << 28)
     assert any("one torch tensor per attention layer" in r for r in odd.remarks)
+
+
+# ----------------------------- 6. trtllm-serve --max_beam_width, --ep_size, --cp_size and enable_attention_dp
+
+def _trtllm(tmp_path: Path, flags: str, yaml_text: str | None = None, want: int = 1):
+    if yaml_text is not None:
+        (tmp_path / "extra.yaml").write_text(yaml_text)
+        flags += " --extra_llm_api_options extra.yaml"
+    path = tmp_path / "serve.sh"
+    path.write_text(f"# kvplan/gpu: H100-80GB\n# kvplan/min-concurrency: {want}@8k\n"
+                    f"trtllm-serve {LLAMA8} --max_seq_len 16384 {flags}\n")
+    report, result = _one(path)
+    return report, result, {f.code: f for f in result.findings}
+
+
+@pytest.mark.parametrize("where", ["flag", "yaml"])
+def test_max_beam_width_plans_every_request_with_its_beams(tmp_path, where):
+    llama = kvplan.load_model(LLAMA8)
+    beams = kvplan.max_batch(llama, gpu="H100-80GB", engine="trtllm", max_model_len=16384, context=8192,
+                             beam_width=4).max_batch
+    plain = kvplan.max_batch(llama, gpu="H100-80GB", engine="trtllm", max_model_len=16384, context=8192).max_batch
+    assert beams < plain
+    flags, extra = ("--max_beam_width 4", None) if where == "flag" else ("", "max_beam_width: 4\n")
+    report, result, codes = _trtllm(tmp_path, flags, extra, want=beams + 1)
+    assert codes["beam-search"].severity == "note" and "PyExecutor._validate_request" in codes["beam-search"].message
+    failed = codes["min-concurrency"]
+    assert failed.fits == beams and "requests of 4 beams" in failed.message, render(report, "table")
+    _, result, codes = _trtllm(tmp_path, flags, extra, want=beams)
+    assert "min-concurrency" not in codes
+
+
+def test_max_beam_width_must_be_a_positive_integer(tmp_path):
+    report, result, codes = _trtllm(tmp_path, "--max_beam_width 0")
+    assert codes["invalid-input"].invalid_input and "max_beam_width" in codes["invalid-input"].message
+
+
+def test_attention_dp_expert_and_context_parallelism_are_named(tmp_path):
+    _, result, _ = _trtllm(tmp_path, "--tp_size 2 --ep_size 2 --cp_size 2", "enable_attention_dp: true\n")
+    notes = [f for f in result.findings if f.code == "not-read"]
+    assert any("enable_attention_dp" in f.message and f.severity == "warning" for f in notes)
+    assert any(f.message.startswith("ep_size 2") and f.severity == "note" for f in notes)
+    assert any(f.message.startswith("cp_size 2") and f.severity == "warning" for f in notes)
+    # attention DP at tp 1 changes nothing: not said
+    _, result, _ = _trtllm(tmp_path, "", "enable_attention_dp: true\n")
+    assert not any("enable_attention_dp" in f.message for f in result.findings)

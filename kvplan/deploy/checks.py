@@ -279,6 +279,7 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
     given = {k: v.value for k, v in dep.settings.items()}
     sharing = True
     max_kv_tokens = None
+    beams = 1
     try:
         if serve is not None and serve.speculation is not None:  # the engine's speculative flags (vLLM)
             kwargs.update(serve.speculation(given))
@@ -286,6 +287,7 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
             reading = serve.reader(given, kwargs["engine_version"])
             sharing = reading.sharing
             max_kv_tokens = reading.max_kv_tokens
+            beams = reading.beam_width
             if reading.engine_options:
                 kwargs["engine_options"] = reading.engine_options  # pairs: a plan's cache key; a dict in run()
             if reading.settings:
@@ -296,6 +298,8 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         add(_finding(dep, "error", "invalid-input", str(exc), dep.line_of(exc.field or ""), invalid_input=True))
         return
     req = _workload(dep, req, sharing, add)
+    if beams > 1:
+        req["beam_width"] = beams  # the engine runs every request with this many beams
 
     if ctx.calibration is not None:
         _calibrate(dep, spec, ctx, kwargs, result)

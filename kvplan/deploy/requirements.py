@@ -52,7 +52,9 @@ def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Ca
             return failed
         n = req.get("n") or 1  # samples the engine shares a prompt among (max_batch counts requests of n)
         copies = req.get("unshared_n") or 1  # samples it stores apart: the plan counts sequences
-        share = {**({"shared_prefix": prefix} if prefix else {}), **({"n": n} if n > 1 else {})}
+        beams = req.get("beam_width") or 1  # TensorRT-LLM runs every request with max_beam_width beams
+        share = {**({"shared_prefix": prefix} if prefix else {}), **({"n": n} if n > 1 else {}),
+                 **({"beam_width": beams} if beams > 1 else {})}
         try:
             at_plan = run(context=at, **share) if at != plan.context or share else plan
         except KvplanError as exc:  # the engine's rules refuse this workload (a shared prefix it cannot plan)
@@ -61,6 +63,8 @@ def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Ca
         shared = f" sharing a {prefix:,}-token prefix" if prefix else ""
         samples = n * copies
         what = "sequences" if samples == 1 else f"requests of n = {samples}"
+        if beams > 1:
+            what = f"requests of {beams} beams" if samples == 1 else f"requests of n = {samples} x {beams} beams"
         held = at_plan.max_batch // copies
         if held < want:
             failed = True

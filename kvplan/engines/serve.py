@@ -119,6 +119,8 @@ class ServeReading:
     max_kv_tokens: int | None = None
     """A token cap on the GPU pool (TensorRT-LLM's ``kv_cache_config.max_tokens``): the pool holds the smaller of
     what the memory budget gives and this many tokens rounded up to whole blocks; None: no cap."""
+    beam_width: int = 1
+    """Beams every request runs with where the engine fixes it (TensorRT-LLM's PyTorch backend: max_beam_width)."""
 
 
 def serving_engines() -> list[ServeFlags]:

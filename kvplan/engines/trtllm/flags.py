@@ -7,7 +7,8 @@ Sources (NVIDIA/TensorRT-LLM):
   ``--tensor_parallel_size``/``--tp_size``, ``--pipeline_parallel_size``/``--pp_size``, ``--max_batch_size``
   (the scheduler's request cap), ``--max_num_tokens``, ``--max_seq_len``, ``--free_gpu_memory_fraction``/
   ``--kv_cache_free_gpu_memory_fraction`` (default 0.9), ``--kv_cache_dtype`` (auto, fp8, nvfp4; 2026),
-  ``--backend`` (pytorch by default, tensorrt/trt, _autodeploy), ``--config``/``--extra_llm_api_options``.
+  ``--backend`` (pytorch by default, tensorrt/trt, _autodeploy), ``--config``/``--extra_llm_api_options``,
+  ``--max_beam_width`` (default 1), ``--ep_size`` (MoE expert parallelism), ``--cp_size`` (context parallelism).
 - ``tensorrt_llm/llmapi/llm_args.py`` ``update_llm_args_with_extra_dict``: the YAML's top-level keys are
   ``TorchLlmArgs`` fields. Before 1.2 the YAML wins on every key it sets and its ``kv_cache_config`` replaces
   the one the flags built (``llm_args | llm_args_dict``), so ``--kv_cache_free_gpu_memory_fraction`` is lost
@@ -37,11 +38,13 @@ DEFAULT_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction
 
 # TorchLlmArgs field -> kvplan setting, for the settings the budget and the check read
 _TOP = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "max_batch_size": "max_num_seqs",
-        "max_num_tokens": "max_num_batched_tokens", "max_seq_len": "max_model_len", "backend": "backend"}
+        "max_num_tokens": "max_num_batched_tokens", "max_seq_len": "max_model_len", "backend": "backend",
+        "max_beam_width": "max_beam_width", "moe_expert_parallel_size": "ep_size", "context_parallel_size": "cp_size"}
 _KV = {"free_gpu_memory_fraction": "free_gpu_memory_fraction", "dtype": "kv_cache_dtype",
        "tokens_per_block": "block_size"}
 _BACKENDS = ("pytorch", "tensorrt", "trt", "_autodeploy")
-_INTS = {"tp", "pp", "max_num_seqs", "max_num_batched_tokens", "max_model_len", "block_size"}
+_INTS = {"tp", "pp", "max_num_seqs", "max_num_batched_tokens", "max_model_len", "block_size", "max_beam_width",
+         "ep_size", "cp_size"}
 # decoding_type -> kvplan's method
 _METHODS = {"mtp": "mtp", "eagle3": "eagle3", "eagle": "eagle", "draft_target": "draft_model",
             "drafttarget": "draft_model", "ngram": "ngram"}
@@ -187,8 +190,60 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
         remarks.append(ServeRemark("warning", "speculation-not-planned", f"{path}: eagle3_one_model false: two-model "
                                    "EAGLE-3 gives the head a KV cache of its own; kvplan plans the one-model layout "
                                    "(the head's layers in the target's cache)", CONFIG))
+    beams = _parallel_remarks(settings, data or {}, path, backend, remarks)
     return ServeReading(engine_options=tuple(sorted(options.items())), sharing=sharing, remarks=tuple(remarks),
-                        max_kv_tokens=cap)
+                        max_kv_tokens=cap, beam_width=beams)
+
+
+def _count(settings: Mapping[str, Any], key: str) -> int:
+    raw = settings.get(key)
+    if raw is None:
+        return 1
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = 0
+    if value < 1 or value > 1 << 20:
+        raise UsageError(f"{raw!r} is not a positive integer", field=key)
+    return value
+
+
+def _parallel_remarks(settings: Mapping[str, Any], data: Mapping[str, Any], path: str, backend: str,
+                      remarks: list[ServeRemark]) -> int:
+    """Beam width, attention DP, expert and context parallelism: what each does to the KV plan. Returns the beams
+    every request runs with."""
+    tp, beams = _count(settings, "tp"), _count(settings, "max_beam_width")
+    ep, cp = _count(settings, "ep_size"), _count(settings, "cp_size")
+    if beams > 1 and backend == "pytorch":
+        # tensorrt_llm/_torch/pyexecutor/py_executor.py PyExecutor._validate_request: a request whose beam width is
+        # not max_beam_width is refused ("... is not supported!"), so every request runs max_beam_width beams
+        remarks.append(ServeRemark("note", "beam-search", f"max_beam_width {beams}: TensorRT-LLM's PyTorch backend "
+                                   f"takes only requests of {beams} beams (PyExecutor._validate_request), so "
+                                   f"min-concurrency is planned as requests of {beams} beams: the prompt's blocks "
+                                   "shared but the last, every generation block one per beam", "max_beam_width"))
+    elif beams > 1:
+        remarks.append(ServeRemark("note", "not-read", f"max_beam_width {beams}: requests may ask for up to {beams} "
+                                   "beams with this backend; kvplan plans one beam a request", "max_beam_width"))
+    if data.get("enable_attention_dp") is True and tp > 1:
+        # llm_args.py enable_attention_dp: attention runs data-parallel across the tp ranks (each rank keeps every KV
+        # head and its own requests: py_executor.py caps the whole at tp_size x max_batch_size), as SGLang's DP
+        # attention; kvplan's layouts split the KV heads over tp
+        remarks.append(ServeRemark("warning", "not-read", f"{path}: enable_attention_dp: each of the {tp} ranks holds "
+                                   "every KV head and serves its own requests (max_batch_size each); kvplan plans the "
+                                   f"KV heads split over tp {tp}, so the KV per GPU and the concurrency here are not "
+                                   "the engine's", CONFIG))
+    if ep > 1:
+        remarks.append(ServeRemark("note", "not-read", f"ep_size {ep}: MoE experts spread over {ep} of the tp ranks "
+                                   "(moe_tp_size = tp / ep): the KV layout is the same; kvplan's weights per GPU assume "
+                                   "the experts divide evenly", "ep_size"))
+    if cp > 1:
+        # tensorrt_llm/mapping.py Mapping: world_size = tp_size x pp_size x cp_size; each sequence's KV is split over
+        # the cp ranks (Helix), which kvplan's layouts do not model
+        remarks.append(ServeRemark("warning", "not-read", f"cp_size {cp}: context parallelism spreads each "
+                                   f"sequence's KV over {cp} ranks and multiplies the GPUs (tp x pp x cp); kvplan "
+                                   "plans without it, so the KV per GPU and the GPU count here are not the engine's",
+                                   "cp_size"))
+    return beams if backend == "pytorch" else 1
 
 
 # TorchLlmArgs fields an extra_llm_api_options file commonly sets (tensorrt_llm/llmapi/llm_args.py): a YAML file with
@@ -225,6 +280,7 @@ SERVE = ServeFlags(
         ("--backend", "backend"), ("--extra_llm_api_options", CONFIG), ("--config", CONFIG),
         ("--trust_remote_code", "trust_remote_code"), ("--enable_chunked_prefill", "enable_chunked_prefill"),
         ("--fail_fast_on_attention_window_too_large", "fail_fast_on_attention_window_too_large"),
+        ("--max_beam_width", "max_beam_width"), ("--ep_size", "ep_size"), ("--cp_size", "cp_size"),
     ),
     booleans=("trust_remote_code", "enable_chunked_prefill", "fail_fast_on_attention_window_too_large"),
     floats=("free_gpu_memory_fraction",),
