@@ -233,9 +233,9 @@ def _parallel_remarks(settings: Mapping[str, Any], data: Mapping[str, Any], path
                                    f"KV heads split over tp {tp}, so the KV per GPU and the concurrency here are not "
                                    "the engine's", CONFIG))
     if ep > 1:
-        remarks.append(ServeRemark("note", "not-read", f"ep_size {ep}: MoE experts spread over {ep} of the tp ranks "
-                                   "(moe_tp_size = tp / ep): the KV layout is the same; kvplan's weights per GPU assume "
-                                   "the experts divide evenly", "ep_size"))
+        remarks.append(ServeRemark("note", "not-read", f"ep_size {ep}: MoE experts spread over {ep} of the tp "
+                                   "ranks (moe_tp_size = tp / ep): the KV layout is the same; kvplan's weights per "
+                                   "GPU assume the experts divide evenly", "ep_size"))
     if cp > 1:
         # tensorrt_llm/mapping.py Mapping: world_size = tp_size x pp_size x cp_size; each sequence's KV is split over
         # the cp ranks (Helix), which kvplan's layouts do not model
