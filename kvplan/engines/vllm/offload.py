@@ -127,7 +127,8 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
         remarks.append(f"vLLM V0 logs '# CPU blocks: {blocks}' (worker.py determine_num_available_blocks)")
         remarks.append(f"vLLM V0 pins the swap space as one torch tensor per attention layer "
                        f"({max(per_layer, default=0):,} B the largest; CacheEngine._allocate_kv_cache); PyTorch's "
-                       f"pinned allocator rounds each up to a power of two (CachingHostAllocator PowerOf2Ceil): {pinned:,} B pinned for {held:,} B of "
+                       "pinned allocator rounds each up to a power of two (CachingHostAllocator PowerOf2Ceil): "
+                       f"{pinned:,} B pinned for {held:,} B of "
                        "blocks (assumed: a platform where vLLM pins, PyTorch's default PYTORCH_ALLOC_CONF)")
     request_bytes = request_blocks * max(per_rank)
     return OffloadTier(kind=kind, host_bytes=host, blocks=blocks, block_size=block, tokens=blocks * block,
