@@ -219,3 +219,20 @@ def test_decode_with_a_shared_prefix_pages_by_the_sglang_page():
     r = verify(GPT_OSS, batch=2, engine="sglang", device="cpu", decode=True, repeats=1, prompt_len=100,
                output_len=20, shared_prefix=64)
     assert r.exact and r.decode.steps and all(s.exact for s in r.decode.steps)
+
+
+def test_every_rank_of_every_bundled_model_plans_its_shard():
+    from kvplan.errors import UsageError
+    from kvplan.verify.ranks import plan_ranks
+
+    folder = os.path.join(REPO, "model_specs")
+    planned = 0
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".yaml"):
+            spec = load_model(os.path.join(folder, name))
+            for tp, pp in ((2, 1), (4, 2)):
+                try:  # plan_cache checks every rank's views against its share of the estimate
+                    planned += len(plan_ranks(spec, tp=tp, pp=pp, batch=2, context=1000, engine="sglang"))
+                except UsageError as e:  # heads that do not divide: refused by flag
+                    assert e.field == "tp"
+    assert planned > 100

@@ -133,3 +133,20 @@ def test_decode_is_refused_before_allocating():
     with pytest.raises(VerifyError) as e:
         verify(LLAMA, batch=1, context=64, engine="trtllm", device="cpu", decode=True)
     assert e.value.field == "decode" and live_tensors() == 0
+
+
+def test_every_rank_of_every_bundled_model_plans_its_shard():
+    from kvplan.errors import UsageError
+    from kvplan.verify.ranks import plan_ranks
+
+    folder = os.path.join(REPO, "model_specs")
+    planned = 0
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".yaml"):
+            spec = load_model(os.path.join(folder, name))
+            for tp, pp in ((2, 1), (4, 2)):
+                try:  # plan_cache checks every rank's views against its share of the estimate
+                    planned += len(plan_ranks(spec, tp=tp, pp=pp, batch=2, context=1000, engine="trtllm"))
+                except UsageError as e:  # heads that do not divide: refused by flag
+                    assert e.field == "tp"
+    assert planned > 100

@@ -80,7 +80,7 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
         first += table.blocks
         pools: dict[tuple[int, int, int], list[tuple[int, GroupRule]]] = {}  # (kv_factor, heads, size) -> layers
         for gi, g in members:
-            pools.setdefault(_pool_key(g), []).append((gi, g))
+            pools.setdefault(_pool_key(g, DTYPE_BYTES[dtype]), []).append((gi, g))
         for (factor, heads, size), pool in pools.items():
             indices = [(gi, g, i) for gi, g in pool for i in range(g.first_layer, g.first_layer + g.count)]
             per_block = block * heads * size  # elements of one layer's K (or latent) in one block
@@ -93,8 +93,9 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
                     offset = ((slot * factor) + f) * per_block * DTYPE_BYTES[dtype]
                     views.append(ViewSpec(index, role, dtype, (table.blocks, heads, block, size), offset, pitch))
                 if factor * heads * size * DTYPE_BYTES[dtype] != g.token.bytes:
-                    raise VerifyError(f"internal: TensorRT-LLM layer {index} stores {factor * heads * size} values "
-                                      f"a token, the rule says {g.token.bytes} B")
+                    raise VerifyError(f"internal: TensorRT-LLM layer {index} stores "
+                                      f"{factor * heads * size * DTYPE_BYTES[dtype]} B a token, the rule says "
+                                      f"{g.token.bytes} B")
                 infos.append(LayerInfo(index, g.kind, names[gi], g.layer, 0, "paged-hnd"))
             buffers.append(BufferSpec(f"window pool {len(tables)}: {heads} heads x {size} ({len(indices)} layers)",
                                       dtype, shape, tuple(views)))
@@ -115,7 +116,8 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     return TensorPlan(tuple(buffers), tuple(infos), first, None, 0, tuple(notes), tuple(tables))
 
 
-def _pool_key(g: GroupRule) -> tuple[int, int, int]:
+def _pool_key(g: GroupRule, itemsize: int) -> tuple[int, int, int]:
+    """(kv_factor, KV heads on this rank, size per head) of a layer's pool."""
     layer = g.layer
     if g.kind == "mla":
         assert layer.kv_lora_rank and layer.qk_rope_head_dim
@@ -124,7 +126,11 @@ def _pool_key(g: GroupRule) -> tuple[int, int, int]:
     if layer.v_dim != layer.head_dim:
         raise VerifyError(f"internal: TensorRT-LLM pools one size per head; layer {g.first_layer} has K "
                           f"{layer.head_dim} and V {layer.v_dim}")
-    return 2, layer.kv_heads, layer.head_dim
+    # the rank's K values a token (layout.py: head_dim x kv_heads // tp, the rule's bytes)
+    values = g.token.bytes // (2 * itemsize)
+    if values % layer.head_dim:
+        return 2, 1, values  # fewer values than a head on this rank: one partial head
+    return 2, values // layer.head_dim, layer.head_dim
 
 
 def _blocks(g: GroupRule, context: int, block: int, workload: Workload | None,
