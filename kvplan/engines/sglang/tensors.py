@@ -110,9 +110,11 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
                 attend = g.held(context) - (-(-context // page) * page - context)
                 infos.append(LayerInfo(index, g.kind, names[gi], g.layer, attend, "paged"))
     infos.sort(key=lambda info: info.index)
-    notes = [f"SGLang pools as memory_pool.py allocates them, less what kvplan estimate does not count: the padded "
-             f"page at slot 0 of every layer's buffer ({padded_bytes:,} B in all, whatever the batch) and the "
-             "ReqToTokenPool index table (int32, max_running_requests + 1 rows of the context length)"]
+    spare = "the padded page at slot 0 of every layer's buffer" + (" and MambaPool's spare row" if "state" in pools
+                                                                     else "")
+    notes = [f"SGLang pools as memory_pool.py allocates them, less what kvplan estimate does not count: {spare} "
+             f"({padded_bytes:,} B in all, whatever the batch) and the ReqToTokenPool index table (int32, "
+             "max_running_requests + 1 rows of the context length)"]
     if len(pools) > 1 and "state" not in pools:
         notes.append("SGLang SWAKVPool: the full and sliding-window pools have their own token indices "
                      "(the window pool's numbered after the full pool's here)")
