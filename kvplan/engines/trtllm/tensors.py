@@ -167,8 +167,9 @@ def _states(spec: ModelSpec, states: list[tuple[int, GroupRule]], sequences: int
             raise VerifyError("internal: TensorRT-LLM's Mamba cache holds one state shape for all its layers")
         if (prod(conv) + prod(ssm)) * DTYPE_BYTES[dt] != (g.state.bytes if g.state is not None else -1):
             raise VerifyError(f"internal: TensorRT-LLM state of layer {index} differs from the rule")
-        conv_views.append(ViewSpec(index, "conv", dt, (sequences, *conv), slot * sequences * prod(conv) * DTYPE_BYTES[dt]))
-        ssm_views.append(ViewSpec(index, "ssm", dt, (sequences, *ssm), slot * sequences * prod(ssm) * DTYPE_BYTES[dt]))
+        row = sequences * DTYPE_BYTES[dt]  # one layer's slice of each tensor: [sequences, *shape]
+        conv_views.append(ViewSpec(index, "conv", dt, (sequences, *conv), slot * row * prod(conv)))
+        ssm_views.append(ViewSpec(index, "ssm", dt, (sequences, *ssm), slot * row * prod(ssm)))
         infos.append(LayerInfo(index, "recurrent", names[gi], layer, 0, "paged-hnd"))
     n = len(indices)
     return [BufferSpec("mamba conv_states", dt, (n, sequences, *conv), tuple(conv_views)),
