@@ -129,7 +129,7 @@ def test_refusals_name_the_value():
     with pytest.raises(VerifyError, match="at most 64"):
         plan_ranks(spec, tp=16, pp=8)
     with pytest.raises(VerifyError, match="no tensor layout"):
-        plan_ranks(spec, engine="sglang")
+        plan_ranks(spec, engine="llamacpp")
 
 
 # ------------------------------------------------------------------------------ ranks (torch.distributed, CPU)

@@ -359,6 +359,13 @@ def verify(
             raise VerifyError(f"internal: estimate says {predicted:,} B, the layout {plan.predicted_bytes:,} B")
         notes.extend(work.notes)
         notes.extend(plan.notes)
+        odd = {info.layout for info in plan.layers} - {"bhtd", "paged"}
+        if decode and odd:  # a layout the step cannot read in place (TensorRT-LLM's [heads, tokens, dim] blocks)
+            from kvplan.engines import get_engine
+
+            raise VerifyError(f"the decode step reads [batch, heads, tokens, dim] and [blocks, block, heads, dim] "
+                              f"caches; {get_engine(plan.engine).title}'s '{min(odd)}' layout needs its own kernels",
+                              field="decode")
         if decode and work.workload is not None and plan.block_tables:
             from kvplan.verify.paging import check_bounded
 

@@ -77,9 +77,10 @@ class Step:
 class _Group:
     """One KV-cache group's pool region: the free list, the reference counts, each sequence's blocks."""
 
-    def __init__(self, index: int, table: BlockTable, rule: GroupRule) -> None:
+    def __init__(self, index: int, table: BlockTable, rule: GroupRule, block: int | None = None) -> None:
         self.index, self.table, self.rule = index, table, rule
-        self.block = rule.block_size or DEFAULT_BLOCK_SIZE
+        # the group's own page size, else the layout's (token pools page all layers alike)
+        self.block = rule.block_size or block or DEFAULT_BLOCK_SIZE
         self.recurrent = rule.kind == "recurrent"
         self.free = list(range(table.first_block + table.blocks - 1, table.first_block - 1, -1))
         self.ref: dict[tuple[int, ...], list[int]] = {}  # key -> [block id, references]
@@ -199,7 +200,7 @@ def steps(layout: CacheLayout, tables: tuple[BlockTable, ...], workload: Workloa
     for g in layout.groups:
         for index in range(g.first_layer, g.first_layer + g.count):
             rule_of[index] = g
-    groups = [_Group(i, t, rule_of[t.layers[0]]) for i, t in enumerate(tables)]
+    groups = [_Group(i, t, rule_of[t.layers[0]], layout.block_size) for i, t in enumerate(tables)]
     prompt, prefix = workload.prompt_len, workload.shared_prefix
     output = workload.output_len - extra
     if output < 0:

@@ -68,6 +68,12 @@ class SGLangEngine(EngineDefaults):
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing,
                                   assumptions=notes)
 
+    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
+                    workload: Any = None) -> Any:
+        from kvplan.engines.sglang.tensors import plan_tensors
+
+        return plan_tensors(spec, layout, batch, context, workload)
+
     def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
         from kvplan.engines.sglang.speculative import speculate
 

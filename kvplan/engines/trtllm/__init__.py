@@ -57,6 +57,12 @@ class TRTLLMEngine(EngineDefaults):
         # "Allocated ... for max tokens in paged KV cache (N)": concurrency is N / max_seq_len
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing)
 
+    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
+                    workload: Any = None) -> Any:
+        from kvplan.engines.trtllm.tensors import plan_tensors
+
+        return plan_tensors(spec, layout, batch, context, workload)
+
     def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
         from kvplan.engines.trtllm.speculative import speculate
 
