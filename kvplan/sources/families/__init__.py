@@ -40,7 +40,7 @@ from kvplan.sources.families.vision import vision_tower
 from kvplan.spec import LayerSpec
 
 __all__ = ["COMPONENTS", "GENERIC", "ConfigReader", "Counter", "Family", "ParamCount", "count", "family_for",
-           "known_model_types", "layers_of", "open_config", "param_count", "tensors_of"]
+           "known_model_types", "layers_of", "mtp_layers_of", "open_config", "param_count", "tensors_of"]
 
 GENERIC = Family("generic", layers=llama.generic_layers, params=llama.llama_like, known=False)
 """The fallback for a model_type no module registers: generic layers, the llama-like count."""
@@ -75,6 +75,11 @@ def layers_of(reader: ConfigReader, family: Family) -> list[LayerSpec]:
     if not family.known:
         reader.note(f"model_type '{reader.model_type}' is not one kvplan knows; read with the generic rules")
     return layers
+
+
+def mtp_layers_of(reader: ConfigReader, family: Family) -> int:
+    """The MTP layers the checkpoint ships (``ModelSpec.mtp_layers``), by the family's rule."""
+    return family.mtp_count(reader)
 
 
 def tensors_of(reader: ConfigReader, family: Family) -> Counter:
