@@ -13,7 +13,8 @@ Rules (NVIDIA/TensorRT-LLM, ``tensorrt_llm/_torch/``; read in several 1.x versio
   slot for each of the request's draft tokens (``max_draft_len``) after its context and on every
   generation step; rejected ones are rewound. A sequence of ``context`` tokens holds
   ``context + 2 x max_draft_len - 1`` slots (one-model), ``context + max_draft_len`` (two-model, n-gram).
-- MTP: ``max_draft_len`` is the MTP config's ``num_nextn_predict_layers`` (``update_spec_config_from_model_config``).
+- MTP: ``max_draft_len`` is the MTP config's ``num_nextn_predict_layers`` (``update_spec_config_from_model_config``),
+  the checkpoint's MTP layers (``ModelSpec.mtp_layers``; a model that ships none is refused).
   A checkpoint with one MTP layer runs MTP-Eagle one-model (``MTPDecodingConfig.spec_dec_mode``), and
   ``get_num_spec_layers`` gives it that one layer however many tokens it drafts (main; earlier 1.x gave
   it ``num_nextn_predict_layers``, the draft length: said in the notes).

@@ -112,11 +112,12 @@ def param_count(counter: Counter, extra_notes: list[str] | None = None) -> Param
 
 
 def count(config: dict) -> tuple[Counter, ParamCount]:
-    """The tensors and the parameter count of ``config`` (the layer rule runs first, so that the
+    """The tensors and the parameter count of ``config`` (the layer and MTP rules run first, so that the
     geometry assumptions stay with the ModelSpec and the count keeps only its own)."""
     reader, family = open_config(config)
     try:
         layers_of(reader, family)
+        family.mtp_count(reader)
     except ConfigError:
         pass  # a config whose cache kvplan cannot describe may still be counted
     mark = len(reader.assumptions)
