@@ -177,6 +177,10 @@ class ModelSpec:
     routed_expert_params: PositiveInt | None = None
     """Parameters of all routed experts (MoE models): the part of the weights a decode step reads only
     for the experts its tokens are routed to."""
+    mtp_layers: NonNegativeInt = 0
+    """Multi-token-prediction layers the checkpoint ships beside its decoder layers (config.json
+    ``num_nextn_predict_layers``: DeepSeek-V3 / R1 and GLM-4.5 ship 1, Kimi-K2 0; Qwen3-Next configs
+    leave it out and ship 1). Speculative method ``mtp`` runs them; 0: the model has none to run."""
     params: PositiveInt | None = None
     """Parameter count of the published checkpoint, when known."""
     weights_bytes: PositiveInt | None = None
@@ -198,6 +202,8 @@ class ModelSpec:
         total = sum(group.count for group in self.layers)
         if total > _MAX_LAYERS:
             raise SpecError(f"{total} layers is not a real model")
+        if not 0 <= self.mtp_layers <= _MAX_LAYERS:
+            raise SpecError(f"mtp_layers={self.mtp_layers} is outside 0..{_MAX_LAYERS}")
         for index, layer in enumerate(self.expanded_layers()):
             if layer.kind == "shared" and layer.shares_with is not None and layer.shares_with >= index:
                 raise SpecError(

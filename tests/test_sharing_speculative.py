@@ -16,7 +16,7 @@ LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)
 LLAMA_32_1B = dense("meta-llama/Llama-3.2-1B", 16, 8, 64)
 DEEPSEEK_V3 = ModelSpec(id="deepseek-ai/DeepSeek-V3", model_type="deepseek_v3", layers=(
     LayerSpec(kind="mla", count=61, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
-              v_head_dim=128, num_heads=128),))
+              v_head_dim=128, num_heads=128),), mtp_layers=1)  # num_nextn_predict_layers 1 in its config.json
 
 
 def kv(spec=LLAMA_31_8B, context=4096, **kw):

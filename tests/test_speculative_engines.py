@@ -35,7 +35,8 @@ LLAMA_32_1B = dense("meta-llama/Llama-3.2-1B", 16, 8, 64)
 # DeepSeek-V3: 61 MLA layers caching kv_lora_rank 512 + rope 64 = 576 values, 1,152 B in bf16
 DEEPSEEK_V3 = ModelSpec(id="deepseek-ai/DeepSeek-V3", model_type="deepseek_v3", max_position_embeddings=163840,
                         layers=(LayerSpec(kind="mla", count=61, kv_lora_rank=512, qk_rope_head_dim=64,
-                                          qk_nope_head_dim=128, v_head_dim=128, num_heads=128),))
+                                          qk_nope_head_dim=128, v_head_dim=128, num_heads=128),),
+                        mtp_layers=1)  # num_nextn_predict_layers 1 in its config.json
 MLA_LAYER = 576 * 2
 KV_30_GIB = Settings(kv_cache_memory_bytes=30 * 2**30, weights_bytes=16 * 2**30)
 

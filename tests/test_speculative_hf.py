@@ -26,7 +26,7 @@ LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)  # 13
 LLAMA_32_1B = dense("meta-llama/Llama-3.2-1B", 16, 8, 64)  # 32,768 B per token in bf16
 DEEPSEEK_V3 = ModelSpec(id="deepseek-ai/DeepSeek-V3", model_type="deepseek_v3", layers=(
     LayerSpec(kind="mla", count=61, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
-              v_head_dim=128, num_heads=128),))  # 5.23 caches the latent: (512 + 64) x 2 B per token
+              v_head_dim=128, num_heads=128),), mtp_layers=1)  # 5.23 caches the latent: (512 + 64) x 2 B per token
 GEMMA_LIKE = ModelSpec(id="sliding", model_type="gemma3_text", layers=(
     LayerSpec(kind="sliding", count=5, kv_heads=8, head_dim=128, window=1024),
     LayerSpec(kind="full", count=1, kv_heads=8, head_dim=128)))
@@ -176,7 +176,7 @@ def test_verify_on_cpu_measures_what_estimate_predicts(kw):
 
 DEEPSEEK_SMALL = ModelSpec(id="deepseek-small", model_type="deepseek_v3", layers=(
     LayerSpec(kind="mla", count=2, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8,
-              num_heads=4),))
+              num_heads=4),), mtp_layers=1)
 
 
 # --- oracle: transformers' own generate, both caches weighed at every verify pass ---------------------

@@ -30,6 +30,7 @@ LLAMA = "meta-llama/Llama-3.1-8B"           # full attention, 32 layers, 8 KV he
 GPT_OSS = "openai/gpt-oss-20b"              # sliding 128 + full, vLLM hybrid groups
 GEMMA = "google/gemma-3-1b-it"              # sliding 512 + full, padded hybrid groups
 MLA = "deepseek-ai/DeepSeek-V2-Lite"        # MLA latents, FlashMLA blocks of 64
+MLA_MTP = os.path.join(REPO, "tests", "data", "mla_mtp_fixture.yaml")  # its cache + 1 MTP layer (V2-Lite has none)
 MAMBA = "Qwen/Qwen3-Next-80B-A3B-Thinking"  # linear attention (state) + full
 DRAFT = "meta-llama/Llama-3.2-1B-Instruct"
 SMALL = DRAFT  # 16 layers, 8 KV heads of 64: 2,048 B a token and layer in bf16, 512 KiB a block of 16
@@ -185,7 +186,7 @@ def test_transformers_expands_rows(model):
     # Scheduler.__init__: lookahead k for draft models, EAGLE and MTP, none for n-gram
     (LLAMA, dict(speculative_method="draft_model", num_speculative_tokens=3, speculative_model=DRAFT), 6),
     (LLAMA, dict(speculative_method="ngram", num_speculative_tokens=5), 5),
-    (MLA, dict(speculative_method="mtp", num_speculative_tokens=2), 4),
+    (MLA_MTP, dict(speculative_method="mtp", num_speculative_tokens=2), 4),
     (GPT_OSS, dict(speculative_method="eagle", num_speculative_tokens=2, speculative_model=DRAFT), 4),
 ])
 def test_speculative_layers_and_slots_are_allocated(model, kw, extra):
@@ -315,7 +316,7 @@ def test_find_max_batch_equals_max_batch_with_the_same_sharing(kw):
 @needs_torch
 def test_find_max_batch_mla_with_mtp_and_a_prefix():
     # 72 MiB: more than a block (2,064,384 B: 64 tokens x 576 x 2 B x 28 layers, MTP's included) to spare
-    r = _max_batch(MLA, 72 << 20, prompt_len=900, output_len=100, shared_prefix=600, speculative_method="mtp",
+    r = _max_batch(MLA_MTP, 72 << 20, prompt_len=900, output_len=100, shared_prefix=600, speculative_method="mtp",
                    num_speculative_tokens=1)
     assert r.max_batch.measured == r.max_batch.predicted == r.max_batch.from_estimate > 1
 
@@ -378,7 +379,7 @@ def _decoded(model, **kw):
     (GPT_OSS, dict(batch=2, prompt_len=200, output_len=150, shared_prefix=150, n=2)),  # window 128 passes the prefix
     (GEMMA, dict(batch=2, prompt_len=600, output_len=60, shared_prefix=300, n=2)),      # padded hybrid groups
     (MLA, dict(batch=2, prompt_len=300, output_len=70, shared_prefix=200)),             # latent blocks of 64
-    (MLA, dict(batch=2, prompt_len=300, output_len=20, n=2, speculative_method="mtp", num_speculative_tokens=1)),
+    (MLA_MTP, dict(batch=2, prompt_len=300, output_len=20, n=2, speculative_method="mtp", num_speculative_tokens=1)),
     (MAMBA, dict(batch=2, prompt_len=600, output_len=40, shared_prefix=300, n=2)),      # state per sequence
 ])
 def test_decode_with_sharing_is_exact_at_every_checked_step(model, kw):
@@ -497,7 +498,7 @@ def test_stepped_tables_hold_the_estimate_at_every_checked_step(model, batch, pr
 @pytest.mark.parametrize(("model", "tp", "pp", "kw"), [
     (LLAMA, 2, 1, dict(prompt_len=1000, output_len=200, shared_prefix=700, n=2)),
     (LLAMA, 4, 2, dict(prompt_len=1000, output_len=200, beam_width=2)),
-    (MLA, 2, 1, dict(prompt_len=900, output_len=100, shared_prefix=512, speculative_method="mtp",
+    (MLA_MTP, 2, 1, dict(prompt_len=900, output_len=100, shared_prefix=512, speculative_method="mtp",
                      num_speculative_tokens=2)),
     (LLAMA, 2, 1, dict(context=800, speculative_method="draft_model", num_speculative_tokens=3,
                        speculative_model=DRAFT)),
@@ -522,7 +523,7 @@ def test_every_rank_plans_its_shard_of_the_shared_layout(model, tp, pp, kw):
         assert plans[0].plan.predicted_bytes == est.kv_bytes
         single = _estimate(model, 3, engine=engine, **({"contexts": [context]} if context else {}), **kw)
         # the KV heads are split; MLA's latent is replicated on every rank
-        assert est.kv_bytes < single.kv_bytes or (model == MLA and est.kv_bytes == single.kv_bytes)
+        assert est.kv_bytes < single.kv_bytes or (model in (MLA, MLA_MTP) and est.kv_bytes == single.kv_bytes)
     if engine == "vllm" and kw.get("shared_prefix") or kw.get("n", 1) > 1 and engine == "vllm":
         # the same tables on every rank: sharing goes by token position, the shard changes each block's bytes
         shapes = {tuple((t.once, t.per_request, t.per_sequence) for t in rp.plan.block_tables) for rp in plans
@@ -560,7 +561,7 @@ def test_two_tp_ranks_allocate_their_shard_of_shared_blocks():
 
 @needs_dist
 def test_cli_launch_with_speculation_every_rank_exact():
-    cmd = [sys.executable, "-m", "kvplan", "verify", MLA, "--device", "cpu", "--tp", "2", "--launch", "2", "-b", "2",
+    cmd = [sys.executable, "-m", "kvplan", "verify", MLA_MTP, "--device", "cpu", "--tp", "2", "--launch", "2", "-b", "2",
            "--prompt-len", "300", "--output-len", "60", "--shared-prefix", "200", "--speculative-method", "mtp",
            "--num-speculative-tokens", "1", "--timeout", "120", "-f", "json"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300,

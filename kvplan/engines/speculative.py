@@ -25,7 +25,8 @@ class Speculation:
     draft: ModelSpec | None = None
     """The draft model or EAGLE head (its layers join the pool), for eagle, eagle3 and draft_model."""
     mtp_layers: int | None = None
-    """``num_nextn_predict_layers`` for mtp (None: 1, as DeepSeek-V3 ships, said as an assumption)."""
+    """``num_nextn_predict_layers`` for mtp, overriding the model's own count (None: the model's
+    ``ModelSpec.mtp_layers``, what its checkpoint ships)."""
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -64,6 +65,23 @@ class SpeculativeLayout:
     """The most sequences the engine speculates for at once (transformers: 1); None: no limit."""
     max_batch_reason: str = ""
     """Why, in the engine's words (a refusal of a larger batch quotes it)."""
+
+
+def mtp_count(spec: ModelSpec, speculation: Speculation, refusal: str, notes: list[str]) -> int:
+    """The MTP layers an engine runs for method mtp: the library's ``num_nextn_predict_layers=`` where
+    given (said when it is not the model's own count), else the layers the checkpoint ships
+    (``ModelSpec.mtp_layers``). A model that ships none is refused with the engine's own reason
+    (``refusal``): every engine builds its MTP draft from the checkpoint's MTP layers."""
+    given = speculation.mtp_layers
+    if given is not None:
+        if given != spec.mtp_layers:
+            notes.append(f"MTP: {given} layer(s) as given (num_nextn_predict_layers=); {spec.id} ships "
+                         f"{spec.mtp_layers}")
+        return given
+    if spec.mtp_layers < 1:
+        raise UsageError(f"{spec.id} ships no MTP layers (num_nextn_predict_layers absent or 0 in its config, "
+                         f"mtp_layers in a YAML spec): {refusal}", field="speculative_method")
+    return spec.mtp_layers
 
 
 def speculation_dict(speculation: Speculation | None, extra_slots: int) -> dict[str, object] | None:

@@ -181,7 +181,9 @@ def spec_and_count(config: dict, *, model_id: str,
     from kvplan.sources import families
 
     reader, family = families.open_config(config)
-    spec = _spec(reader, families.layers_of(reader, family), model_id=model_id, source=source)
+    layers = families.layers_of(reader, family)
+    mtp = families.mtp_layers_of(reader, family)  # read before the count's mark: its note is the description's
+    spec = _spec(reader, layers, model_id=model_id, source=source, mtp_layers=mtp)
     mark = len(reader.assumptions)
     try:
         counter = families.tensors_of(reader, family)
@@ -193,7 +195,8 @@ def spec_and_count(config: dict, *, model_id: str,
         return spec, None, exc
 
 
-def _spec(reader: ConfigReader, layers: list[LayerSpec], *, model_id: str, source: str | None) -> ModelSpec:
+def _spec(reader: ConfigReader, layers: list[LayerSpec], *, model_id: str, source: str | None,
+          mtp_layers: int = 0) -> ModelSpec:
     max_positions = _max_positions(reader)
     rope = _rope_scaling(reader, max_positions)
     dtype = _dtype(reader)
@@ -219,6 +222,7 @@ def _spec(reader: ConfigReader, layers: list[LayerSpec], *, model_id: str, sourc
         mlp_width=mlp_width,
         num_experts=experts,
         experts_per_token=top_k,
+        mtp_layers=mtp_layers,
         assumptions=tuple(reader.assumptions),
     )
 

@@ -98,7 +98,7 @@ def _layer(group: dict[str, Any]) -> LayerSpec:
 
 
 def spec_to_dict(spec: ModelSpec) -> dict[str, Any]:
-    """A spec as plain data in YAML field order, leaving out fields that are unset."""
+    """A spec as plain data in YAML field order, leaving out fields that are unset (and mtp_layers 0)."""
     from dataclasses import fields as dc_fields
 
     def clean(obj: Any) -> Any:
@@ -106,8 +106,8 @@ def spec_to_dict(spec: ModelSpec) -> dict[str, Any]:
             out = {}
             for f in dc_fields(obj):
                 value = getattr(obj, f.name)
-                if value is None or value == ():
-                    continue
+                if value is None or value == () or (f.name == "mtp_layers" and value == 0):
+                    continue  # mtp_layers 0, the default, is left out as the spec files always had it
                 out[f.name] = clean(value)
             return out
         if isinstance(obj, tuple):

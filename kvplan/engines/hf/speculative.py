@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.engines.rules import AllTokens, TokenRule
-from kvplan.engines.speculative import Speculation, SpeculativeLayout
+from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
@@ -144,10 +144,8 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int, *, static: boo
 
 
 def _mtp(spec: ModelSpec, speculation: Speculation, notes: list[str]) -> SpeculativeLayout:
-    count = speculation.mtp_layers or 1
-    if speculation.mtp_layers is None:
-        notes.append("MTP: 1 layer (num_nextn_predict_layers of DeepSeek-V3 / R1, GLM-4.5; give the count if "
-                     "it differs)")
+    count = mtp_count(spec, speculation, f"{_SOURCE} MTPCandidateGenerator raises 'Could not find `num_mtp_layers` "
+                      "in the model config. This model probably has no associated mtp weights.'", notes)
     k = speculation.num_speculative_tokens
     if k is not None and k != count:
         raise UsageError(f"num-speculative-tokens {k}: transformers drafts one token per MTP layer "

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from kvplan.engines.layout import CacheLayout
-from kvplan.engines.speculative import Speculation, SpeculativeLayout
+from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count
 from kvplan.engines.version import Version
 from kvplan.errors import UsageError
 from kvplan.spec import LayerSpec, ModelSpec
@@ -53,6 +53,10 @@ DEFAULT_MAX_RUNNING_REQUESTS = 48
 ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE", "ngram": "NGRAM"}
 NGRAM_DEFAULT_DRAFT_TOKENS = 12
 _CACHE_KINDS = ("full", "sliding", "chunked", "mla")
+# ModelConfig._config_draft_model (configs/model_config.py) turns only checkpoints with MTP layers into a
+# NEXTN draft (DeepseekV3ForCausalLMNextN, Glm4MoeForCausalLMNextN, Qwen3NextForCausalLMMTP, ...), and
+# ModelRunner treats num_nextn_predict_layers 0 as absent (model_runner.py)
+_NO_NEXTN = "SGLang has no NEXTN draft for it (ModelConfig._config_draft_model)"
 # model types whose automatic (steps, topk, draft tokens) every release read agrees on (0.5.3 - 0.5.23)
 _SAME_AUTO_SINCE_0_5_3 = frozenset({"llama", "deepseek_v2", "deepseek_v3", "deepseek_v32", "gpt_oss"})
 
@@ -77,6 +81,7 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
         raise UsageError("kvplan has no rule for SGLang speculative decoding with pipeline parallelism",
                          field="pp")
     notes = [f"SGLang speculative decoding ({name})"]
+    count = mtp_count(spec, speculation, _NO_NEXTN, notes) if method == "mtp" else 0  # refused first
     k = speculation.num_speculative_tokens
     if method == "ngram":
         assert k is not None  # Speculation requires it for every method but mtp
@@ -101,9 +106,6 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
     notes.append("SGLang caps running requests at 48 with speculative decoding unless --max-running-requests "
                  "is given")
     if method == "mtp":
-        count = speculation.mtp_layers or 1
-        if speculation.mtp_layers is None:
-            notes.append("MTP: 1 layer (num_nextn_predict_layers of DeepSeek-V3 / R1; give the count if it differs)")
         notes.append(f"NEXTN: the draft worker's pool holds {count} MTP layer(s) caching like the target's, for "
                      f"as many tokens as the target's pool; from SGLang {RULE_SINCE} the target's token count pays "
                      "for them (their weights are assumed in the checkpoint's size)")

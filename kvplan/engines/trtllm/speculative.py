@@ -13,7 +13,8 @@ Rules (NVIDIA/TensorRT-LLM, ``tensorrt_llm/_torch/``; read in several 1.x versio
   slot for each of the request's draft tokens (``max_draft_len``) after its context and on every
   generation step; rejected ones are rewound. A sequence of ``context`` tokens holds
   ``context + 2 x max_draft_len - 1`` slots (one-model), ``context + max_draft_len`` (two-model, n-gram).
-- MTP: ``max_draft_len`` is the MTP config's ``num_nextn_predict_layers`` (``update_spec_config_from_model_config``).
+- MTP: ``max_draft_len`` is the MTP config's ``num_nextn_predict_layers`` (``update_spec_config_from_model_config``),
+  the checkpoint's MTP layers (``ModelSpec.mtp_layers``; a model that ships none is refused).
   A checkpoint with one MTP layer runs MTP-Eagle one-model (``MTPDecodingConfig.spec_dec_mode``), and
   ``get_num_spec_layers`` gives it that one layer however many tokens it drafts (main; earlier 1.x gave
   it ``num_nextn_predict_layers``, the draft length: said in the notes).
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.engines.speculative import Speculation, SpeculativeLayout
+from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count
 from kvplan.errors import UsageError
 from kvplan.spec import LayerSpec, ModelSpec
 
@@ -65,11 +66,12 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
                      f"sequence holds {k} draft-token slots beyond its context, as 1.x's two-model mode does (the "
                      f"one-model default of newer releases holds {k - 1} more)")
         return SpeculativeLayout(_combined(spec, draft.layers, draft, notes), k, tuple(notes))
+    count = 0
+    if method == "mtp":  # a model without MTP layers is refused first, whatever its layers
+        count = mtp_count(spec, speculation, "TensorRT-LLM's MTP runs the checkpoint's num_nextn_predict_layers "
+                          "layers (update_spec_config_from_model_config) and has none to run", notes)
     target = _uniform_layer(spec)
     if method == "mtp":
-        count = speculation.mtp_layers or 1
-        if speculation.mtp_layers is None:
-            notes.append("MTP: 1 layer (num_nextn_predict_layers of DeepSeek-V3 / R1; give the count if it differs)")
         k = k or count
         layers = (replace(target, count=count),)
         notes.append(f"TensorRT-LLM MTP (one-model, max_draft_len {k}): {count} MTP layer(s) join the target's "

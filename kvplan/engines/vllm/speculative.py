@@ -8,8 +8,12 @@ Rules and where they come from (vllm-project/vllm):
   the target's, at the target's block size and cache dtype, each with its own bytes per token.
   The draft runs at the target's tensor-parallel size (``SpeculativeConfig``'s
   ``draft_tensor_parallel_size`` defaults to it), so kvplan shards its heads the same way.
-- MTP (``DeepSeekMTP``, ``vllm/model_executor/models/deepseek_mtp.py``): ``num_nextn_predict_layers``
-  decoder layers whose attention caches like the target's (MLA for DeepSeek).
+- MTP (``DeepSeekMTP``, ``vllm/model_executor/models/deepseek_mtp.py``; ``glm4_moe_mtp.py``,
+  ``qwen3_next_mtp.py`` alike): ``num_nextn_predict_layers`` decoder layers (``ModelSpec.mtp_layers``)
+  whose attention caches like the target's (MLA for DeepSeek). ``SpeculativeConfig.__post_init__``
+  (``vllm/config/speculative.py``, read in 0.33): a target ``hf_config_override`` turns into no MTP
+  model type is refused ("Unsupported speculative method: 'mtp'"); ``num_speculative_tokens``
+  defaults to the layer count (``n_predict``) and above it must be a multiple of it.
 - n-gram proposals need no model and no cache.
 - Slots: ``Scheduler.__init__`` (``vllm/v1/core/sched/scheduler.py``) sets ``num_lookahead_tokens``
   to ``num_speculative_tokens`` for EAGLE / MTP (``use_eagle``) and draft models
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.engines.speculative import Speculation, SpeculativeLayout
+from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
@@ -33,8 +37,16 @@ _CACHING_PROPOSERS = frozenset({"eagle", "eagle3", "mtp", "draft_model"})
 def speculate(spec: ModelSpec, speculation: Speculation) -> SpeculativeLayout:
     notes: list[str] = []
     k = speculation.num_speculative_tokens
+    count = 0
+    if speculation.method == "mtp":
+        count = mtp_count(spec, speculation, "vLLM builds no MTP draft for it (SpeculativeConfig: "
+                          "\"Unsupported speculative method: 'mtp'\")", notes)
+        if k is not None and k > count and k % count:
+            raise UsageError(f"num-speculative-tokens {k}: vLLM runs the {count} MTP layer(s) in turn and needs a "
+                             f"multiple of {count} above it (SpeculativeConfig: 'must be divisible by n_predict')",
+                             field="num_speculative_tokens")
     if k is None:  # SpeculativeConfig: num_speculative_tokens defaults to the MTP model's n_predict
-        k = speculation.mtp_layers or 1
+        k = count
         notes.append(f"MTP: k = {k}, vLLM's default (num_nextn_predict_layers) when num_speculative_tokens "
                      "is not given")
     lookahead = k if speculation.method in _CACHING_PROPOSERS else 0
@@ -45,9 +57,6 @@ def speculate(spec: ModelSpec, speculation: Speculation) -> SpeculativeLayout:
         notes.append("n-gram proposals use no model and no KV cache")
         return SpeculativeLayout(spec, k + lookahead, tuple(notes))
     if speculation.method == "mtp":
-        count = speculation.mtp_layers or 1
-        if speculation.mtp_layers is None:
-            notes.append("MTP: 1 layer (num_nextn_predict_layers of DeepSeek-V3 / R1; give the count if it differs)")
         last = spec.layers[-1]
         if last.kind not in ("full", "mla"):
             raise UsageError(f"kvplan has no MTP rule for a model whose last layer is {last.kind}",

@@ -40,7 +40,7 @@ from kvplan.sources.families.vision import vision_tower
 from kvplan.spec import LayerSpec
 
 __all__ = ["COMPONENTS", "GENERIC", "ConfigReader", "Counter", "Family", "ParamCount", "count", "family_for",
-           "known_model_types", "layers_of", "open_config", "param_count", "tensors_of"]
+           "known_model_types", "layers_of", "mtp_layers_of", "open_config", "param_count", "tensors_of"]
 
 GENERIC = Family("generic", layers=llama.generic_layers, params=llama.llama_like, known=False)
 """The fallback for a model_type no module registers: generic layers, the llama-like count."""
@@ -77,6 +77,11 @@ def layers_of(reader: ConfigReader, family: Family) -> list[LayerSpec]:
     return layers
 
 
+def mtp_layers_of(reader: ConfigReader, family: Family) -> int:
+    """The MTP layers the checkpoint ships (``ModelSpec.mtp_layers``), by the family's rule."""
+    return family.mtp_count(reader)
+
+
 def tensors_of(reader: ConfigReader, family: Family) -> Counter:
     """The tensors ``family``'s parameter rule lists for the config ``reader`` reads."""
     counter = Counter(reader, family)
@@ -107,11 +112,12 @@ def param_count(counter: Counter, extra_notes: list[str] | None = None) -> Param
 
 
 def count(config: dict) -> tuple[Counter, ParamCount]:
-    """The tensors and the parameter count of ``config`` (the layer rule runs first, so that the
+    """The tensors and the parameter count of ``config`` (the layer and MTP rules run first, so that the
     geometry assumptions stay with the ModelSpec and the count keeps only its own)."""
     reader, family = open_config(config)
     try:
         layers_of(reader, family)
+        family.mtp_count(reader)
     except ConfigError:
         pass  # a config whose cache kvplan cannot describe may still be counted
     mark = len(reader.assumptions)

@@ -2,8 +2,9 @@
 
 Layers: every decoder layer caches the ``kv_lora_rank`` latent plus the shared ``qk_rope_head_dim``
 key (vLLM ``MLAAttentionSpec``, head_size 576 for 512 + 64; transformers 5 ``DeepseekV3Attention``).
-``num_key_value_heads`` in these configs is unused by MLA; MTP layers (``num_nextn_predict_layers``)
-are not decoder layers. Parameters: the MLA projections, dense and routed MLPs, MTP layers.
+``num_key_value_heads`` in these configs is unused by MLA; MTP layers (``num_nextn_predict_layers``:
+DeepSeek-V3 / R1 and V3.2 ship 1, Kimi-K2 0, V2 configs leave it out) are not decoder layers: they are
+``ModelSpec.mtp_layers``. Parameters: the MLA projections, dense and routed MLPs, MTP layers.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the DeltaNet sizes. ``linear_conv_kernel_dim`` defaults to 4 as in transformers'
 from __future__ import annotations
 
 from kvplan.errors import ConfigError
-from kvplan.sources.families.reader import MAX_LAYERS, ConfigReader
+from kvplan.sources.families.reader import ConfigReader
 from kvplan.sources.families.registry import register
 from kvplan.sources.families.tensors import Counter, gated_mlp, gqa_attention, intermediate
 from kvplan.spec import LayerSpec
@@ -117,15 +117,8 @@ def qwen3_next_params(b: Counter) -> None:
 
     # MTP: vLLM model_executor/models/qwen3_next_mtp.py: mtp.fc (Linear(2h, h)), pre_fc_norm_embedding,
     # pre_fc_norm_hidden, full-attention MoE decoder layer(s) mtp.layers.N, mtp.norm; embeddings and
-    # lm_head are shared with the main model. Qwen3-Next configs do not state the count; vLLM reads
-    # num_nextn_predict_layers and the Qwen3-Next-80B-A3B checkpoints ship one such layer.
-    if "num_nextn_predict_layers" in b.cfg:
-        n_mtp = b.int("num_nextn_predict_layers", default=0, maximum=MAX_LAYERS)
-    else:
-        n_mtp = 1
-        b.note("qwen3_next: num_nextn_predict_layers absent: 1 MTP layer (mtp.*) assumed, as the "
-               "Qwen3-Next-80B-A3B checkpoints ship")
-    for k in range(n_mtp):
+    # lm_head are shared with the main model. How many: qwen3_next_mtp_layers, as ModelSpec.mtp_layers.
+    for k in range(qwen3_next_mtp_layers(b.reader)):
         b.linear("mtp", "mtp.fc", 2 * h, h, quantizable=False)
         b.add("mtp", "mtp.pre_fc_norm_embedding", h)
         b.add("mtp", "mtp.pre_fc_norm_hidden", h)
@@ -133,9 +126,19 @@ def qwen3_next_params(b: Counter) -> None:
         b.add("mtp", "mtp.norm", h)
 
 
+def qwen3_next_mtp_layers(reader: ConfigReader) -> int:
+    """Qwen3-Next configs leave ``num_nextn_predict_layers`` out, and its checkpoints ship one ``mtp.*``
+    layer: vLLM ``Qwen3NextMTP`` builds ``getattr(config, "num_nextn_predict_layers", 1)`` layers
+    (``qwen3_next_mtp.py``) and SGLang sets it to 1 for ``Qwen3NextForCausalLMMTP``
+    (``ModelConfig._config_draft_model``)."""
+    return reader.mtp_layers(absent=1, why="qwen3_next: num_nextn_predict_layers absent: 1 MTP layer (mtp.*), "
+                             "as the Qwen3-Next-80B-A3B checkpoints ship and vLLM / SGLang build")
+
+
 _QWEN3_NEXT_DEFAULTS = {
     # transformers Qwen3NextConfig default (configuration_qwen3_next.py); a config that leaves out the
     # DeltaNet head counts or sizes is refused instead: they set the size of every recurrent state.
     "linear_conv_kernel_dim": (4, "transformers Qwen3NextConfig"),
 }
-register("qwen3_next", layers=qwen3_next_layers, params=qwen3_next_params, defaults=_QWEN3_NEXT_DEFAULTS)
+register("qwen3_next", layers=qwen3_next_layers, params=qwen3_next_params, defaults=_QWEN3_NEXT_DEFAULTS,
+         mtp=qwen3_next_mtp_layers)

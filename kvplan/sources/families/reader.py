@@ -182,6 +182,19 @@ class ConfigReader:
             )
         return hidden // heads
 
+    def mtp_layers(self, absent: int = 0, why: str = "") -> int:
+        """``num_nextn_predict_layers``: the multi-token-prediction layers the checkpoint ships beside its
+        decoder layers. The engines read this field for their MTP drafts (vLLM
+        ``SpeculativeConfig.hf_config_override``, per model type; SGLang ``ModelConfig``; TensorRT-LLM's
+        MTP config; transformers' ``num_mtp_layers`` maps to it). Absent: ``absent`` (0 but for a family
+        whose checkpoints ship MTP layers their config does not count, said with ``why``)."""
+        found = self.raw("num_nextn_predict_layers")
+        if found is not None:
+            return self.int_of(found[0], found[1], maximum=MAX_LAYERS, minimum=0)
+        if absent and why:
+            self.note(why)
+        return absent
+
     def sliding_window(self, *names: str) -> int | None:
         """The window every sliding layer uses, or None when the config disables it."""
         names = names or ("sliding_window",)

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
     LayerRule = Callable[[ConfigReader], list[LayerSpec]]
     ParamRule = Callable[[Counter], None]
+    MtpRule = Callable[[ConfigReader], int]
 else:
-    LayerRule = ParamRule = Callable
+    LayerRule = ParamRule = MtpRule = Callable
 Defaults = Mapping[str, tuple[Any, str]]
 
 
@@ -45,6 +46,14 @@ class Family:
     """The parameter rule counts its vision/audio towers itself (no generic vision tower)."""
     known: bool = True
     """False for the generic fallback: reading a model_type kvplan does not know is an assumption."""
+    mtp: MtpRule | None = None
+    """The MTP layers the checkpoint ships (``ModelSpec.mtp_layers``); None: ``num_nextn_predict_layers``,
+    0 when absent (:meth:`ConfigReader.mtp_layers`). The parameter rule counts the same number."""
+
+    def mtp_count(self, reader: ConfigReader) -> int:
+        """The MTP layers the checkpoint ships, by this family's rule: what the layers and the
+        parameter count both read."""
+        return self.mtp(reader) if self.mtp is not None else reader.mtp_layers()
 
 
 _TABLE: dict[str, Family] = {}
@@ -52,13 +61,13 @@ _TABLE: dict[str, Family] = {}
 
 def register(*model_types: str, layers: LayerRule, params: ParamRule | None = None,
              defaults: Defaults | None = None, mha: bool = False, tied_by_default: bool = False,
-             own_towers: bool = False) -> None:
+             own_towers: bool = False, mtp: MtpRule | None = None) -> None:
     """Register one family under each of ``model_types`` (a model_type is registered once)."""
     for model_type in model_types:
         if model_type in _TABLE:
             raise RuntimeError(f"model_type {model_type!r} registered twice")  # a programming error
         _TABLE[model_type] = Family(model_type, layers, params, dict(defaults or {}), mha, tied_by_default,
-                                    own_towers)
+                                    own_towers, mtp=mtp)
 
 
 def registered(model_type: str) -> Family | None:

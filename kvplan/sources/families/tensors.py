@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import ConfigError
-from kvplan.sources.families.reader import MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, VOCAB_ALIASES, ConfigReader
+from kvplan.sources.families.reader import MAX_POSITIONS, MAX_VOCAB, VOCAB_ALIASES, ConfigReader
 
 if TYPE_CHECKING:
     from kvplan.sources.families.registry import Family
@@ -206,7 +206,7 @@ def mtp_layers(b: Counter, first_index: int, layer: Callable[[str, int], None]) 
     ``model_executor/models/deepseek_mtp.py``). glm4_moe checkpoints follow the same layout
     (vLLM ``glm4_moe_mtp.py``).
     """
-    n = b.int("num_nextn_predict_layers", default=0, maximum=MAX_LAYERS)
+    n = b.family.mtp_count(b.reader)  # the same count as ModelSpec.mtp_layers
     if not n:
         return
     h, v = b.hidden, b.vocab
