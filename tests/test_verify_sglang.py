@@ -30,6 +30,7 @@ MLA = "deepseek-ai/DeepSeek-V2-Lite"  # 27 MLA layers, latent 512 + rope 64
 GPT_OSS = "openai/gpt-oss-20b"        # 12 sliding (128) + 12 full: SGLang's hybrid SWA pool
 GEMMA = "google/gemma-3-1b-it"        # sliding layers served without the SWA pool (whole sequence)
 JAMBA = "ai21labs/AI21-Jamba-1.5-Mini"  # Mamba state + 4 full layers
+MLA_MTP = os.path.join(REPO, "tests", "data", "mla_mtp_fixture.yaml")  # V2-Lite's cache + 1 MTP layer (a fixture)
 
 
 def _estimate(model, batch, context=None, **kw):
@@ -172,7 +173,7 @@ def test_measured_storage_equals_the_estimate_on_cpu(model, dtype, page, batch, 
     (MLA, dict(batch=3, prompt_len=1000, output_len=200, shared_prefix=700)),
     (GPT_OSS, dict(batch=2, prompt_len=400, output_len=112, shared_prefix=256)),
     (JAMBA, dict(batch=2, prompt_len=900, output_len=100, shared_prefix=512, n=2)),
-    (MLA, dict(batch=2, context=1024, speculative_method="mtp")),
+    (MLA_MTP, dict(batch=2, context=1024, speculative_method="mtp")),
     (LLAMA, dict(batch=2, context=512, speculative_method="eagle", num_speculative_tokens=3,
                  speculative_model=LLAMA)),
 ])
@@ -195,7 +196,7 @@ def test_speculative_draft_layers_get_their_own_buffers_and_slots():
     from kvplan.verify import verify
 
     # MTP: one more MLA layer (the draft worker's pool) of the same token count; 4 slots a request
-    r = verify(MLA, batch=2, context=1024, engine="sglang", device="cpu", speculative_method="mtp")
+    r = verify(MLA_MTP, batch=2, context=1024, engine="sglang", device="cpu", speculative_method="mtp")
     assert r.sharing.extra_slots == 4
     assert r.predicted_bytes == 28 * 576 * 2 * 2 * (1024 + 4)
 

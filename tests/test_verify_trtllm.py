@@ -105,7 +105,8 @@ CASES = [
     (LLAMA, dict(batch=4, prompt_len=3072, output_len=1024, shared_prefix=2048)),
     (LLAMA, dict(batch=2, prompt_len=1000, output_len=100, beam_width=3)),
     (GPT_OSS, dict(batch=2, prompt_len=1000, output_len=100, shared_prefix=512)),
-    (MLA, dict(batch=2, context=1024, speculative_method="mtp")),
+    (os.path.join(REPO, "tests", "data", "mla_mtp_fixture.yaml"),  # V2-Lite's cache + 1 MTP layer (a fixture)
+     dict(batch=2, context=1024, speculative_method="mtp")),
 ]
 
 
