@@ -207,15 +207,19 @@ def test_refusals_name_the_field():
     with pytest.raises(UsageError) as err:
         _verify(LLAMA, batch=1, context=800, speculative_method="ngram", num_speculative_tokens=2, engine="llamacpp")
     assert err.value.field == "speculative_method"
-    with pytest.raises(KvplanError) as err:  # bounded: refused before anything is allocated
-        _verify(SMALL, batch=64, prompt_len=60_000, output_len=4_000, n=8, decode=True)
-    assert err.value.field == "decode"
     with pytest.raises(UsageError) as err:
         _verify(LLAMA, batch=1, prompt_len=800, shared_prefix=900)
     assert err.value.field == "shared_prefix"
     with pytest.raises(UsageError) as err:
         _verify(LLAMA, batch=1, context=800, prompt_len=600, output_len=100)
     assert err.value.field == "contexts"
+
+
+@needs_torch
+def test_a_decode_too_long_to_step_is_refused_before_allocating():
+    with pytest.raises(KvplanError) as err:  # bounded: refused before anything is allocated
+        _verify(SMALL, batch=64, prompt_len=60_000, output_len=4_000, n=8, decode=True)
+    assert err.value.field == "decode"
 
 
 @needs_torch
@@ -240,7 +244,8 @@ def test_cli_parses_like_estimate_and_reports_the_plain_figure():
     (["-c", "800", "--prompt-len", "600", "--output-len", "100"], "--context"),
     (["-c", "800", "--speculative-method", "ngram", "--num-speculative-tokens", "2", "--pp", "2", "--launch", "2"],
      "--pp"),
-    (["-b", "64", "--prompt-len", "60k", "--output-len", "4k", "--n", "8", "--decode"], "--decode"),
+    pytest.param(["-b", "64", "--prompt-len", "60k", "--output-len", "4k", "--n", "8", "--decode"], "--decode",
+                 marks=needs_torch),  # the bound is checked on the plan, after verify finds torch
 ])
 def test_cli_refusals_are_one_line_naming_the_flag(args, flag):
     out = subprocess.run([sys.executable, "-m", "kvplan", "verify", LLAMA, "--device", "cpu", *args],
