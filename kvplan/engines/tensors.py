@@ -157,3 +157,36 @@ def component_names(layout: CacheLayout) -> dict[int, str]:
     return out
 
 
+
+
+@dataclass(frozen=True)
+class HeldUnits:
+    """What one sequence of a layer group holds, in tokens: all of it, the part every request shares
+    (``once``) and the part the samples or beams of a request share (``shared``, ``once`` included)."""
+
+    held: int
+    once: int = 0
+    shared: int = 0
+    spans: object = None
+    """The sharing rule's ``SharedSpans`` (None: nothing shared)."""
+
+    def counted(self, unit: int) -> tuple[int, int, int]:
+        """(units every request shares, units a request's samples share, units each sequence owns)."""
+        return self.once // unit, (self.shared - self.once) // unit, (self.held - self.shared) // unit
+
+
+def held_units(group: object, context: int, unit: int, workload: object, rule: object, engine: str) -> HeldUnits:
+    """A group's held, per-request-shared and all-shared tokens, each whole pages or blocks of ``unit``
+    (a page-granular engine's tables cannot say anything else: an internal error otherwise)."""
+    held = group.held(context)  # type: ignore[attr-defined]
+    kind = group.kind  # type: ignore[attr-defined]
+    if held % unit:
+        raise VerifyError(f"internal: {engine} {kind} layers hold {held} tokens, not whole units of {unit}")
+    if workload is None:
+        return HeldUnits(held)
+    spans = rule.spans(group, workload)  # type: ignore[attr-defined]
+    once = group.tokens.prefix_held(context, spans.across_requests)  # type: ignore[attr-defined]
+    shared = group.tokens.prefix_held(context, max(spans.across_requests, spans.across_samples))  # type: ignore[attr-defined]
+    if once % unit or shared % unit:
+        raise VerifyError(f"internal: {engine} {kind} layers share {once} / {shared} tokens, not whole units of {unit}")
+    return HeldUnits(held, once, shared, spans)

@@ -43,6 +43,7 @@ from kvplan.engines.tensors import (
     VerifyError,
     ViewSpec,
     component_names,
+    held_units,
 )
 from kvplan.spec import ModelSpec
 
@@ -126,16 +127,11 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
 
 def _pages(g: GroupRule, context: int, page: int, workload: Workload | None, rule: object) -> tuple[int, int, int]:
     """(pages every request shares, pages a request's samples share, pages each sequence owns)."""
-    held = g.held(context)
-    if held % page:
-        raise VerifyError(f"internal: SGLang {g.kind} layers hold {held} tokens, not whole pages of {page}")
+    units = held_units(g, context, page, workload, rule, "SGLang")
     if workload is None:
-        return 0, 0, held // page
-    spans = rule.spans(g, workload)  # type: ignore[attr-defined]
-    once = g.tokens.prefix_held(context, spans.across_requests)
-    shared = g.tokens.prefix_held(context, max(spans.across_requests, spans.across_samples))
-    if once % page or shared % page:
-        raise VerifyError(f"internal: SGLang {g.kind} layers share {once} / {shared} tokens, not whole pages")
+        return units.counted(page)
+    spans, held, once, shared = units.spans, units.held, units.once, units.shared
+    assert spans is not None
     # a table lists the pages a sequence still holds, in position order: the shared ones must be the
     # first of them, or no table expresses the rule (a window that left part of the prefix)
     last = -(-context // page)
@@ -146,7 +142,7 @@ def _pages(g: GroupRule, context: int, page: int, workload: Workload | None, rul
             raise VerifyError(f"verify cannot lay out SGLang's {g.kind} token table with it: kvplan's rule shares "
                               f"{tokens:,} of the {overlap * page:,} tokens of the first {span:,} a sequence still "
                               "holds", field=field)
-    return once // page, (shared - once) // page, (held - shared) // page
+    return units.counted(page)
 
 
 def _kv(g: GroupRule, index: int, pages: int, page: int, store: str, read: str) -> list[BufferSpec]:

@@ -32,6 +32,7 @@ from kvplan.engines.tensors import (
     VerifyError,
     ViewSpec,
     component_names,
+    held_units,
 )
 from kvplan.spec import ModelSpec
 
@@ -136,17 +137,7 @@ def _pool_key(g: GroupRule, itemsize: int) -> tuple[int, int, int]:
 def _blocks(g: GroupRule, context: int, block: int, workload: Workload | None,
             rule: object) -> tuple[int, int, int]:
     """(blocks every request shares, blocks a request's beams share, blocks each sequence owns)."""
-    held = g.held(context)
-    if held % block:
-        raise VerifyError(f"internal: TensorRT-LLM {g.kind} layers hold {held} tokens, not whole blocks")
-    if workload is None:
-        return 0, 0, held // block
-    spans = rule.spans(g, workload)  # type: ignore[attr-defined]
-    once = g.tokens.prefix_held(context, spans.across_requests)
-    shared = g.tokens.prefix_held(context, max(spans.across_requests, spans.across_samples))
-    if once % block or shared % block:
-        raise VerifyError(f"internal: TensorRT-LLM {g.kind} layers share {once} / {shared} tokens, not whole blocks")
-    return once // block, (shared - once) // block, (held - shared) // block
+    return held_units(g, context, block, workload, rule, "TensorRT-LLM").counted(block)
 
 
 def _states(spec: ModelSpec, states: list[tuple[int, GroupRule]], sequences: int, names: dict[int, str],
