@@ -79,6 +79,8 @@ class ModelSummary:
     weights_bytes: int | None
     dtype: str
     max_position_embeddings: int | None
+    mtp_layers: int = 0
+    mtp_weights_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class EstimateResult:
                 "num_layers": self.model.num_layers, "layer_kinds": dict(self.model.layer_kinds),
                 "params": self.model.params, "weights_bytes": self.model.weights_bytes,
                 "dtype": self.model.dtype, "max_position_embeddings": self.model.max_position_embeddings,
+                "mtp_layers": self.model.mtp_layers, "mtp_weights_bytes": self.model.mtp_weights_bytes,
             },
             "rows": [_row_dict(row) for row in self.rows],
             "assumptions": list(self.assumptions),
@@ -280,6 +283,7 @@ def estimate(
         id=target.id, source=target.source, model_type=target.model_type, num_layers=target.num_layers,
         layer_kinds=target.layer_kind_counts(), params=target.params, weights_bytes=target.weights_bytes,
         dtype=target.dtype, max_position_embeddings=target.max_position_embeddings,
+        mtp_layers=target.mtp_layers, mtp_weights_bytes=target.mtp_weights_bytes,
     )
     first = layouts[0][1]
     return EstimateResult(

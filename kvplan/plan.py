@@ -89,6 +89,10 @@ class CapacityPlan:
     """The host-memory KV tier (``OffloadTier.to_dict``), where one was asked for."""
     speculation: dict[str, Any] | None = None
     """Speculative decoding as planned (``kvplan.engines.speculative.speculation_dict``); None when none."""
+    mtp_layers: int = 0
+    """MTP layers the model's checkpoint ships (loaded only for MTP speculation)."""
+    mtp_weights_bytes: int | None = None
+    """Bytes of the checkpoint that are those MTP layers, when known."""
 
     @property
     def samples(self) -> int:
@@ -133,6 +137,7 @@ class CapacityPlan:
             "decode_tokens_per_second_max": self.decode_tokens_per_second_max,
             "message": self.message,
             "assumptions": list(self.assumptions),
+            "mtp_layers": self.mtp_layers, "mtp_weights_bytes": self.mtp_weights_bytes,
             **({"shared_prefix": self.shared_prefix, "max_batch_plain": self.max_batch_plain}
                if self.shared_prefix or self.samples > 1 else {}),
             **({"n": self.n, "beam_width": self.beam_width, "max_batch_sequences": self.max_batch * self.samples}
@@ -255,6 +260,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
          prompt_len: int | None = None) -> CapacityPlan:
     eng = get_engine(engine)
     extra, spec_notes, sp = 0, (), None
+    mtp_layers, mtp_weights = spec.mtp_layers, spec.mtp_weights_bytes  # the target's, before speculation
     if speculation is not None:
         sp = eng.speculate(spec, speculation, pp)
         spec, extra, spec_notes = sp.spec, sp.extra_tokens, sp.notes
@@ -364,6 +370,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
         admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
         offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
+        mtp_layers=mtp_layers, mtp_weights_bytes=mtp_weights,
         speculation=speculation_dict(speculation, extra),
     )
 

@@ -185,6 +185,10 @@ class ModelSpec:
     """Parameter count of the published checkpoint, when known."""
     weights_bytes: PositiveInt | None = None
     """Bytes of the published checkpoint's weights (safetensors total), when known."""
+    mtp_weights_bytes: NonNegativeInt | None = None
+    """Bytes of weights_bytes that are the checkpoint's MTP layers (their decoder layer, projections and
+    embedding / head copies), counted by the parameter builder in the same dtype rule as the total.
+    Engines load them only for MTP speculation, so the budgets leave them out otherwise."""
     weights_dtype: str | None = None
     """Storage dtype of the published weights (bfloat16, fp8, mxfp4, ...)."""
     weights_source: str | None = None
@@ -204,6 +208,9 @@ class ModelSpec:
             raise SpecError(f"{total} layers is not a real model")
         if not 0 <= self.mtp_layers <= _MAX_LAYERS:
             raise SpecError(f"mtp_layers={self.mtp_layers} is outside 0..{_MAX_LAYERS}")
+        if self.mtp_weights_bytes and (self.weights_bytes is None or self.mtp_weights_bytes > self.weights_bytes):
+            raise SpecError(f"mtp_weights_bytes={self.mtp_weights_bytes} is not a part of weights_bytes="
+                            f"{self.weights_bytes}")
         for index, layer in enumerate(self.expanded_layers()):
             if layer.kind == "shared" and layer.shares_with is not None and layer.shares_with >= index:
                 raise SpecError(

@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO))
 
 from kvplan.sources.bundled import BUNDLE_NAME, build_bundle  # noqa: E402
 from kvplan.sources.hf_config import read_config_file, spec_and_count  # noqa: E402
-from kvplan.sources.hf_params import weights_bytes  # noqa: E402
+from kvplan.sources.hf_params import mtp_weights_bytes, weights_bytes  # noqa: E402
 from kvplan.sources.yaml_spec import dump_spec_yaml  # noqa: E402
 
 DATA = REPO / "tests" / "data"
@@ -59,6 +59,8 @@ def build_entry(entry: dict[str, Any]) -> str:
         spec,
         params=count.total,
         weights_bytes=w_bytes,
+        # the builder's MTP share in the total's dtype rule, also beside a published total
+        mtp_weights_bytes=mtp_weights_bytes(config, count) or None,
         weights_dtype=_weights_dtype(config, spec.dtype),
         weights_source=w_source,
         aliases=tuple(entry.get("aliases", ())),

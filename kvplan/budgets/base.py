@@ -95,14 +95,25 @@ def kv_item(settings: Settings, computed: int, how: str) -> MemoryItem:
     return MemoryItem("kv_cache", computed, "computed", how)
 
 
-def weights_per_gpu(spec: ModelSpec, ranks: int, settings: Settings) -> MemoryItem:
-    """Weights one GPU holds: given, or the checkpoint split evenly over tp x pp ranks."""
+def weights_per_gpu(spec: ModelSpec, ranks: int, settings: Settings, mtp_rule: str | None = None) -> MemoryItem:
+    """Weights one GPU holds: given, or the checkpoint split evenly over tp x pp ranks.
+
+    ``mtp_rule``: the engine's reason (with its source) for not loading the checkpoint's MTP layers
+    into the main model; the spec's ``mtp_weights_bytes`` are then left out. An MTP-speculating plan's
+    spec carries ``mtp_weights_bytes`` None (the engine's ``speculate`` puts them back in the budget).
+    """
     if settings.weights_bytes is not None:
         return MemoryItem("weights", settings.weights_bytes, "given", "--weights-bytes")
     if spec.weights_bytes is None:
         raise UsageError(f"{spec.id}: weights size unknown; give the weights' bytes per GPU", field="weights_bytes")
-    share = -(-spec.weights_bytes // ranks)
-    note = f"{spec.weights_bytes:,} B checkpoint" + (f" / {ranks} ranks, split evenly" if ranks > 1 else "")
+    loaded = spec.weights_bytes
+    note = f"{spec.weights_bytes:,} B checkpoint"
+    if mtp_rule is not None and spec.mtp_weights_bytes:
+        loaded -= spec.mtp_weights_bytes
+        note = (f"the checkpoint less its MTP layers ({spec.weights_bytes:,} - {spec.mtp_weights_bytes:,} B, "
+                f"{spec.mtp_weights_bytes / GIB:.2f} GiB), which {mtp_rule}")
+    share = -(-loaded // ranks)
+    note += f" / {ranks} ranks, split evenly" if ranks > 1 else ""
     return MemoryItem("weights", share, "computed", note)
 
 

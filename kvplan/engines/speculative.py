@@ -7,7 +7,7 @@ token slots each sequence holds beyond its context; engines without one refuse i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
@@ -82,6 +82,17 @@ def mtp_count(spec: ModelSpec, speculation: Speculation, refusal: str, notes: li
         raise UsageError(f"{spec.id} ships no MTP layers (num_nextn_predict_layers absent or 0 in its config, "
                          f"mtp_layers in a YAML spec): {refusal}", field="speculative_method")
     return spec.mtp_layers
+
+
+def with_mtp_weights(spec: ModelSpec, loader: str, notes: list[str]) -> ModelSpec:
+    """The spec an MTP-speculating plan budgets: the checkpoint's MTP weights loaded (by ``loader``, the
+    engine's MTP draft), so none left out of the weights (``budgets.base.weights_per_gpu``)."""
+    if spec.mtp_weights_bytes:
+        notes.append(f"MTP weights: {loader} loads the checkpoint's MTP layers ({spec.mtp_weights_bytes:,} B, "
+                     f"{spec.mtp_weights_bytes / 2**30:.2f} GiB): in the budget with the rest of the checkpoint")
+    else:
+        notes.append("MTP weights: assumed in the checkpoint's size (the model description gives no MTP share)")
+    return replace(spec, mtp_weights_bytes=None)
 
 
 def speculation_dict(speculation: Speculation | None, extra_slots: int) -> dict[str, object] | None:

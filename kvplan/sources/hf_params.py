@@ -25,7 +25,8 @@ from kvplan.errors import ConfigError
 from kvplan.sources.families import count as _count
 from kvplan.sources.families.tensors import COMPONENTS, ParamCount, Tensor
 
-__all__ = ["COMPONENTS", "ParamCount", "Tensor", "checkpoint_dtype", "count_params", "weights_bytes"]
+__all__ = ["COMPONENTS", "ParamCount", "Tensor", "checkpoint_dtype", "count_params", "mtp_weights_bytes",
+           "weights_bytes"]
 
 _DTYPE_BYTES = {
     "float32": 4, "fp32": 4, "float": 4,
@@ -164,6 +165,25 @@ def weights_bytes(config: dict, count: ParamCount | None = None) -> tuple[int, s
                        f"{other:,} other parameters x {dbytes} B ({dname}){suffix}")
     return count.total * dbytes, (f"quant_method {method!r} not modelled: {count.total:,} parameters x "
                                   f"{dbytes} B ({dname}){suffix}")
+
+
+def mtp_weights_bytes(config: dict, count: ParamCount | None = None) -> int:
+    """Bytes of :func:`weights_bytes` that are the MTP layers' (the tensors counted under ``mtp``).
+
+    The total less the same rule applied to the count without them, so that the share follows the
+    total's dtype and quantization rule (FP8 blocks, bf16 eh_proj, fp32 router biases); 0 when the
+    config has no MTP layers.
+    """
+    if count is None:
+        count = _count(config)[1]
+    tensors = count.tensors or _count(config)[1].tensors
+    mtp = [t for t in tensors if t.component == "mtp"]
+    if not mtp:
+        return 0
+    main = ParamCount(count.total - sum(t.numel for t in mtp),
+                      {k: v for k, v in count.by_component.items() if k != "mtp"}, count.assumptions,
+                      tuple(t for t in tensors if t.component != "mtp"))
+    return weights_bytes(config, count)[0] - weights_bytes(config, main)[0]
 
 
 _checkpoint_dtype = checkpoint_dtype  # the name kvplan.sources.hub imports

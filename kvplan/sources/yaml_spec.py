@@ -97,8 +97,12 @@ def _layer(group: dict[str, Any]) -> LayerSpec:
     return LayerSpec(**group)
 
 
+# left out at 0, their default in effect, so that specs without MTP layers read as they always did
+_ZERO_LEFT_OUT = frozenset({"mtp_layers", "mtp_weights_bytes"})
+
+
 def spec_to_dict(spec: ModelSpec) -> dict[str, Any]:
-    """A spec as plain data in YAML field order, leaving out fields that are unset (and mtp_layers 0)."""
+    """A spec as plain data in YAML field order, leaving out fields that are unset (and MTP fields at 0)."""
     from dataclasses import fields as dc_fields
 
     def clean(obj: Any) -> Any:
@@ -106,8 +110,8 @@ def spec_to_dict(spec: ModelSpec) -> dict[str, Any]:
             out = {}
             for f in dc_fields(obj):
                 value = getattr(obj, f.name)
-                if value is None or value == () or (f.name == "mtp_layers" and value == 0):
-                    continue  # mtp_layers 0, the default, is left out as the spec files always had it
+                if value is None or value == () or (f.name in _ZERO_LEFT_OUT and value == 0):
+                    continue
                 out[f.name] = clean(value)
             return out
         if isinstance(obj, tuple):

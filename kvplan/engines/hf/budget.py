@@ -10,10 +10,16 @@ from kvplan.spec import ModelSpec
 CONTEXT_BYTES = int(0.4 * GIB)
 
 
+# transformers drops the checkpoint's MTP layers on load (5.23 DeepseekV3ForCausalLM, Glm4MoeForCausalLM,
+# Qwen3NextForCausalLM: _keys_to_ignore_on_load_unexpected)
+MTP_NOT_LOADED = ("transformers does not load without MTP speculation (DeepseekV3ForCausalLM "
+                  "_keys_to_ignore_on_load_unexpected)")
+
+
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
     max_model_len, batch = demand.max_model_len, demand.batch
-    weights = weights_per_gpu(spec, tp * pp, settings)
+    weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
     # the prefill of one sequence is the widest pass; logits are kept for the last position only
     act, how = activation_bytes(spec, max_model_len, 1, batch)
     items = [weights, MemoryItem("activation", act, "assumed", f"prefill peak: {how}"),

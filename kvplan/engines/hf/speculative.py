@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.engines.rules import AllTokens, TokenRule
-from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count
+from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
@@ -156,10 +156,10 @@ def _mtp(spec: ModelSpec, speculation: Speculation, notes: list[str]) -> Specula
                          field="speculative_method")
     notes.append(f"MTP (generate(use_mtp=True)): {count} layer(s) of the class of the model's last layer "
                  f"cache like its {last.kind} layers in an MtpCache, context - 1 tokens each while the target "
-                 f"holds context + {count} (one uncapped candidate per layer); their weights are assumed in "
-                 "the checkpoint's size")
+                 f"holds context + {count} (one uncapped candidate per layer)")
     layers = (*spec.layers, replace(last, count=count))
-    return SpeculativeLayout(_assisted(spec, layers, len(spec.layers), count + 1, "mtp"), count, tuple(notes),
+    loaded = with_mtp_weights(spec, "MTPCandidateGenerator (MtpModel.from_pretrained)", notes)
+    return SpeculativeLayout(_assisted(loaded, layers, len(spec.layers), count + 1, "mtp"), count, tuple(notes),
                              max_batch=1, max_batch_reason=_ONE_SEQUENCE)
 
 

@@ -34,6 +34,13 @@ _SMI_NOTE = ("SGLang reads the GPU's total from nvidia-smi (about 0.5 GiB above 
 NVIDIA_SMI_MIB = {"H100-SXM-80GB": 81559}
 
 
+# SGLang's target model skips the checkpoint's MTP layers; the NEXTN draft worker loads them (0.5.15
+# models/deepseek_common/deepseek_weight_loader.py: layers past num_hidden_layers skipped unless is_nextn;
+# qwen3_next.py load_weights: "mtp" names skipped unless is_mtp)
+MTP_NOT_LOADED = "SGLang does not load without MTP speculation (deepseek_v2.py load_weights, is_nextn)"
+
+
+
 def fraction_inputs(spec: ModelSpec, total_bytes: int, tp: int, pp: int, demand: Demand,
                     settings: Settings) -> FractionInputs:
     speculation = demand.speculative.speculation if demand.speculative is not None else None
@@ -78,7 +85,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
         spec = apart.target
         notes.append("SGLang < 0.5.14: the draft's weights load after the target's pool is sized, out of the "
                      "memory outside mem_fraction_static")
-    weights = weights_per_gpu(spec, tp * pp, settings)
+    weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
     if settings.cpu_offload_bytes:
         from kvplan.engines.vllm.offload import weights_on_gpu  # the same per-parameter rule (docstring)
 

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from kvplan.engines.layout import CacheLayout
-from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count
+from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
 from kvplan.engines.version import Version
 from kvplan.errors import UsageError
 from kvplan.spec import LayerSpec, ModelSpec
@@ -108,8 +108,13 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
     if method == "mtp":
         notes.append(f"NEXTN: the draft worker's pool holds {count} MTP layer(s) caching like the target's, for "
                      f"as many tokens as the target's pool; from SGLang {RULE_SINCE} the target's token count pays "
-                     "for them (their weights are assumed in the checkpoint's size)")
-        return SpeculativeLayout(_with_draft(spec, layer, count, spec.weights_bytes), extra, tuple(notes),
+                     "for them")
+        # the NEXTN draft worker loads the layers the target skipped; it takes the target's embed_tokens
+        # and shared_head.head instead of the checkpoint's copies (deepseek_weight_loader.py)
+        loaded = with_mtp_weights(spec, "the NEXTN draft worker", notes)
+        notes.append("MTP weights: SGLang's draft worker reuses the target's embeddings and head instead of the MTP "
+                     "layer's own copies, which kvplan counts (an overestimate of up to 2 x vocab x hidden)")
+        return SpeculativeLayout(_with_draft(loaded, layer, count, spec.weights_bytes), extra, tuple(notes),
                                  target=spec, speculation=speculation)
     draft = speculation.draft
     assert draft is not None

@@ -16,11 +16,18 @@ DEFAULT_MAX_NUM_TOKENS = 8192
 CONTEXT_BYTES = int(0.6 * GIB)
 
 
+# TensorRT-LLM builds (and so loads) the MTP layers only with an MTP spec_config (NVIDIA/TensorRT-LLM
+# tensorrt_llm/_torch/models/modeling_deepseekv3.py DeepseekV3ForCausalLM.__init__ extends model.layers
+# with draft_model.mtp_layers only then; load_weights fills its own modules only)
+MTP_NOT_LOADED = "TensorRT-LLM does not load without MTP speculation (modeling_deepseekv3.py load_weights)"
+
+
+
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
     fraction = settings.free_gpu_memory_fraction or DEFAULT_FRACTION
     tokens = settings.max_num_batched_tokens or DEFAULT_MAX_NUM_TOKENS
-    weights = weights_per_gpu(spec, tp * pp, settings)
+    weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
     act, how = activation_bytes(spec, tokens, tp, settings.max_num_seqs or 256)
     items = [weights, MemoryItem("activation", act, "assumed", how),
              MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context, cuBLAS, NCCL")]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count
+from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
 from kvplan.errors import UsageError
 from kvplan.spec import LayerSpec, ModelSpec
 
@@ -75,11 +75,12 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
         k = k or count
         layers = (replace(target, count=count),)
         notes.append(f"TensorRT-LLM MTP (one-model, max_draft_len {k}): {count} MTP layer(s) join the target's "
-                     "KV cache manager (their weights are assumed in the checkpoint's size)")
+                     "KV cache manager")
         if k > count:
             notes.append(f"MTP: {k} draft tokens from {count} layer(s) is MTP-Eagle mode, the layer reused; "
                          f"TensorRT-LLM 1.x before the fix in get_num_spec_layers gave the cache {k} MTP layers")
-        combined = replace(spec, layers=(*spec.layers, *layers))
+        # the MTP layers are built, so loaded, with an MTP spec_config (modeling_deepseekv3.py __init__)
+        combined = replace(with_mtp_weights(spec, "TensorRT-LLM's MTP worker", notes), layers=(*spec.layers, *layers))
     else:  # eagle3: one-model by default
         assert k is not None and speculation.draft is not None
         draft = speculation.draft

@@ -63,6 +63,13 @@ SAMPLER_BYTES = 15.5
 SAMPLER_BYTES_OLD = 39.0
 
 
+# vLLM's main model skips the checkpoint's MTP layers; its MTP proposer loads them (vllm 0.33
+# model_executor/models/deepseek_v2.py load_weights: get_spec_layer_idx_from_weight_name -> continue;
+# glm4_moe.py: skip_spec_layers; qwen3_next.py: WeightsMapper drops "mtp.")
+MTP_NOT_LOADED = "vLLM does not load without MTP speculation (deepseek_v2.py load_weights)"
+
+
+
 def non_torch_bytes(version: Version, tp: int, pp: int) -> tuple[int, str]:
     if version >= INCREASE_SINCE:
         if tp > 1:
@@ -117,7 +124,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     requested = math.ceil(total_bytes * util)
     items = [MemoryItem("budget", requested, "given" if settings.gpu_memory_utilization else "computed",
                         f"ceil(total x {util:g})")]
-    weights = weights_per_gpu(spec, tp * pp, settings)
+    weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
     # --- weight offload (--cpu-offload-gb): see offload.py weights_on_gpu ---
     if settings.cpu_offload_bytes:
         from kvplan.engines.vllm.offload import weights_on_gpu

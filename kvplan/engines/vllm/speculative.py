@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count
+from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
@@ -62,9 +62,10 @@ def speculate(spec: ModelSpec, speculation: Speculation) -> SpeculativeLayout:
             raise UsageError(f"kvplan has no MTP rule for a model whose last layer is {last.kind}",
                              field="speculative_method")
         layers = (*spec.layers, replace(last, count=count))
-        notes.append(f"MTP: {count} layer(s) caching like the model's {last.kind} layers join the KV pool "
-                     "(their weights are assumed in the checkpoint's size)")
-        return SpeculativeLayout(replace(spec, layers=layers), k + lookahead, tuple(notes))
+        notes.append(f"MTP: {count} layer(s) caching like the model's {last.kind} layers join the KV pool")
+        # the MTP proposer loads the layers the main model skipped (spec_decode/eagle.py load_model)
+        loaded = with_mtp_weights(spec, "vLLM's MTP proposer", notes)
+        return SpeculativeLayout(replace(loaded, layers=layers), k + lookahead, tuple(notes))
     draft = speculation.draft
     assert draft is not None
     weights = None
