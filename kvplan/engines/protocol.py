@@ -127,7 +127,8 @@ class Engine(Protocol):
 
 class from_module:  # noqa: N801 - used like a decorator-less property
     """An engine attribute read from a module of its package on first use (keeps ``import kvplan`` and
-    the estimate fast path from importing every engine's flags, logs and sharing rules)."""
+    the estimate fast path from importing every engine's flags, logs and sharing rules). A module function
+    whose signature is the protocol method's (``plan_tensors``, ``speculate``) stands in for the method."""
 
     def __init__(self, module: str, name: str) -> None:
         self.module, self.name = module, name

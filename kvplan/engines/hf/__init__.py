@@ -32,6 +32,7 @@ class TransformersEngine(EngineDefaults):
 
     kv_dtypes = from_module("kvplan.engines.hf.layout", "KV_DTYPES")
     sharing = from_module("kvplan.engines.hf.sharing", "SHARING")
+    tensor_plan = from_module("kvplan.engines.hf.tensors", "plan_tensors")
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype
@@ -46,12 +47,6 @@ class TransformersEngine(EngineDefaults):
         from kvplan.engines.hf import budget
 
         return budget.budget(spec, total_bytes, tp, pp, version, demand, settings)
-
-    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
-                    workload: Any = None) -> Any:
-        from kvplan.engines.hf.tensors import plan_tensors
-
-        return plan_tensors(spec, layout, batch, context, workload)
 
     def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
         from kvplan.engines.hf.speculative import speculate

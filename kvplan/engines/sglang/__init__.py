@@ -34,6 +34,8 @@ class SGLangEngine(EngineDefaults):
     serve = from_module("kvplan.engines.sglang.flags", "SERVE")
     log = from_module("kvplan.engines.sglang.log", "LOG")
     sharing = from_module("kvplan.engines.sglang.sharing", "SHARING")
+    tensor_plan = from_module("kvplan.engines.sglang.tensors", "plan_tensors")
+    speculate = from_module("kvplan.engines.sglang.speculative", "speculate")
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype
@@ -67,17 +69,6 @@ class SGLangEngine(EngineDefaults):
             notes = (*notes, *more)
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing,
                                   assumptions=notes)
-
-    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
-                    workload: Any = None) -> Any:
-        from kvplan.engines.sglang.tensors import plan_tensors
-
-        return plan_tensors(spec, layout, batch, context, workload)
-
-    def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
-        from kvplan.engines.sglang.speculative import speculate
-
-        return speculate(spec, speculation, pp)
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> Any:

@@ -35,6 +35,8 @@ class TRTLLMEngine(EngineDefaults):
     serve = from_module("kvplan.engines.trtllm.flags", "SERVE")
     log = from_module("kvplan.engines.trtllm.log", "LOG")
     sharing = from_module("kvplan.engines.trtllm.sharing", "SHARING")
+    tensor_plan = from_module("kvplan.engines.trtllm.tensors", "plan_tensors")
+    speculate = from_module("kvplan.engines.trtllm.speculative", "speculate")
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype
@@ -56,17 +58,6 @@ class TRTLLMEngine(EngineDefaults):
 
         # "Allocated ... for max tokens in paged KV cache (N)": concurrency is N / max_seq_len
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing)
-
-    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
-                    workload: Any = None) -> Any:
-        from kvplan.engines.trtllm.tensors import plan_tensors
-
-        return plan_tensors(spec, layout, batch, context, workload)
-
-    def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
-        from kvplan.engines.trtllm.speculative import speculate
-
-        return speculate(spec, speculation, pp)
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> Any:

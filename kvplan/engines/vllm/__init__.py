@@ -39,6 +39,7 @@ class VLLMEngine(EngineDefaults):
     serve = from_module("kvplan.engines.vllm.flags", "SERVE")
     log = from_module("kvplan.engines.vllm.log", "LOG")
     sharing = from_module("kvplan.engines.vllm.sharing", "SHARING")
+    tensor_plan = from_module("kvplan.engines.vllm.tensors", "plan_tensors")
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str:
         return spec.dtype
@@ -121,12 +122,6 @@ class VLLMEngine(EngineDefaults):
         pool = vllm_pool(layout)
         in_flight = in_flight_tokens(pool.in_flight_batches, DEFAULT_BATCHED_TOKENS)
         return shared_admission(layout, pool, workload, in_flight).blocks(batch) * pool.bytes_per_block
-
-    def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
-                    workload: Any = None) -> Any:
-        from kvplan.engines.vllm.tensors import plan_tensors
-
-        return plan_tensors(spec, layout, batch, context, workload)
 
 
 VLLM = VLLMEngine()
