@@ -123,3 +123,14 @@ def find_link(name: str | None) -> Link:
             return link
     known = ", ".join(link.name for link in load_links())
     raise UsageError(f"unknown link '{name}' (known: {known})", field="offload_link")
+
+
+def uniform_token_bytes(layout: Any, tier: str, field: str, why: str = "") -> int:
+    """Bytes per token of every layer one rank of this stage holds, for a stage whose layers all hold every
+    token (full attention or MLA, no padding, no recurrent state): the only layouts kvplan plans host tiers
+    for; any other is refused naming the tier (``tier``: "vLLM's host offload tiers", ...)."""
+    for g in layout.groups:
+        if g.padding or g.kind not in ("full", "mla") or g.state is not None:
+            raise UsageError(f"kvplan models {tier} for models whose layers all hold every token; this one has "
+                             f"{g.kind} layers{why}", field=field)
+    return sum(g.count * g.token.bytes for g in layout.groups)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.offload import OffloadTier, find_link
+from kvplan.engines.offload import OffloadTier, find_link, uniform_token_bytes
 from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.errors import UsageError
 
@@ -24,11 +24,7 @@ _MAX_RATIO = 10**4  # a host pool 10,000 x the device pool: beyond any machine
 
 
 def _token_bytes(layout: CacheLayout) -> int:
-    for g in layout.groups:
-        if g.padding or g.kind not in ("full", "mla") or g.state is not None:
-            raise UsageError("kvplan models SGLang's hierarchical cache for models whose layers all hold every "
-                             f"token; this one has {g.kind} layers", field="hicache_ratio")
-    return sum(g.count * g.token.bytes for g in layout.groups)
+    return uniform_token_bytes(layout, "SGLang's hierarchical cache", "hicache_ratio")
 
 
 def offload_tier(layouts: Sequence[CacheLayout], options: EngineOptions, tp: int, demand: Demand,

@@ -22,18 +22,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.offload import OffloadTier, find_link
+from kvplan.engines.offload import OffloadTier, find_link, uniform_token_bytes
 from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.errors import UsageError
 
 
 def _token_bytes(layout: CacheLayout) -> int:
     """Cache bytes per token of one rank's stage, for a stage whose layers all hold every token (one window)."""
-    for g in layout.groups:
-        if g.padding or g.kind not in ("full", "mla") or g.state is not None:
-            raise UsageError("kvplan models TensorRT-LLM's host cache (kv_cache_config.host_cache_size) for models "
-                             f"whose layers all hold every token; this one has {g.kind} layers", field="host_cache_bytes")
-    return sum(g.count * g.token.bytes for g in layout.groups)
+    return uniform_token_bytes(layout, "TensorRT-LLM's host cache (kv_cache_config.host_cache_size)",
+                               "host_cache_bytes")
 
 
 def offload_tier(layouts: Sequence[CacheLayout], options: EngineOptions, tp: int, demand: Demand,

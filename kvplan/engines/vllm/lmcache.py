@@ -40,7 +40,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.offload import DiskTier, OffloadTier, find_link
+from kvplan.engines.offload import DiskTier, OffloadTier, find_link, uniform_token_bytes
 from kvplan.engines.protocol import Demand
 from kvplan.errors import UsageError
 
@@ -188,12 +188,8 @@ def _aligned(nbytes: int) -> int:
 
 def _rank_token_bytes(layout: CacheLayout) -> int:
     """Bytes per token of every layer one rank of this stage holds (the K and V, or the latent)."""
-    for g in layout.groups:
-        if g.padding or g.kind not in ("full", "mla") or g.state is not None:
-            raise UsageError("kvplan models LMCache's tiers for models whose layers all hold every token; this "
-                             f"one has {g.kind} layers (LMCache keeps sub-chunk windows for sliding layers)",
-                             field="lmcache")
-    return sum(g.count * g.token.bytes for g in layout.groups)
+    return uniform_token_bytes(layout, "LMCache's tiers", "lmcache",
+                               " (LMCache keeps sub-chunk windows for sliding layers)")
 
 
 def lmcache_tier(layouts: Sequence[CacheLayout], options: EngineOptions, tp: int, demand: Demand) -> OffloadTier:

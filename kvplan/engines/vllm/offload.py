@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from kvplan.budgets.base import MemoryItem
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.offload import OffloadTier, find_link
+from kvplan.engines.offload import OffloadTier, find_link, uniform_token_bytes
 from kvplan.engines.protocol import Demand
 from kvplan.engines.version import Version
 from kvplan.engines.vllm.pinned import pinned_allocation_bytes, tensor_sets, torch_tensor_tiers
@@ -52,11 +52,7 @@ GIB = 1 << 30
 
 def _block_bytes(layout: CacheLayout, block: int) -> int:
     """One block of every layer one rank of this stage holds (page_size_bytes x kv_cache_tensors)."""
-    for g in layout.groups:
-        if g.padding or g.kind not in ("full", "mla") or g.state is not None:
-            raise UsageError("kvplan models vLLM's host offload tiers for models whose layers all hold every "
-                             f"token (one page size); this one has {g.kind} layers", field="kv_offloading_bytes")
-    return sum(g.count * g.token.bytes * block for g in layout.groups)
+    return uniform_token_bytes(layout, "vLLM's host offload tiers (one page size)", "kv_offloading_bytes") * block
 
 
 def _round_up(n: int, to: int) -> int:
