@@ -132,7 +132,9 @@ def test_config_that_cannot_be_counted_says_weights_unknown(tmp_path):
 @pytest.mark.parametrize("damage, reason", [
     ("truncated", "the file holds"),
     ("huge_header", "not a safetensors file"),
-    ("garbage", "invalid safetensors header JSON"),
+    ("garbage", "safetensors header:1:2: invalid JSON"),
+    ("deep", "nested more than"),  # the header is anyone's JSON: the bounded parser, not a RecursionError
+    ("long_int", "digits"),
 ])
 def test_broken_headers_fall_back_with_the_reason(tmp_path, damage, reason):
     d = model_dir(tmp_path)
@@ -141,8 +143,11 @@ def test_broken_headers_fall_back_with_the_reason(tmp_path, damage, reason):
         write_safetensors(path, {"x": ("F32", [1024])}, data=False)
     elif damage == "huge_header":
         path.write_bytes(struct.pack("<Q", 200 * 1024 * 1024) + b"{}")
-    else:
+    elif damage == "garbage":
         path.write_bytes(struct.pack("<Q", 8) + b"{not js}")
+    else:
+        header = b"[" * 100_000 + b"]" * 100_000 if damage == "deep" else b'{"n": ' + b"9" * 5000 + b"}"
+        path.write_bytes(struct.pack("<Q", len(header)) + header)
     with pytest.raises(ConfigError, match=reason):
         read_local_header(str(path))
     spec = load_model(str(d))

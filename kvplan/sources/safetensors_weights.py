@@ -19,7 +19,6 @@ Only the standard library is imported.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.errors import ConfigError
+from kvplan.safe_io import parse_json
 
 # Bits per element of every safetensors dtype (safetensors ``Dtype::bitsize``).
 DTYPE_BITS: dict[str, int] = {
@@ -135,11 +135,11 @@ def header_length(prefix: bytes, where: str) -> int:
 def parse_header(raw: bytes, where: str) -> dict[str, dict[str, Any]]:
     """The tensors of a safetensors JSON header (``__metadata__`` left out), validated."""
     try:
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{where}: safetensors header is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}: invalid safetensors header JSON at byte {exc.pos}: {exc.msg}") from None
+    # the bounded parser: a header may come from anyone's repository (deep nesting, 5,000-digit numbers)
+    data = parse_json(text, f"{where}: safetensors header")
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: safetensors header is not a JSON object")
     tensors = {}
