@@ -79,7 +79,9 @@ class GPU:
 
 # --------------------------------------------------------------------------------------- sizes
 
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
+# matched against the stripped text: one \s* between number and unit keeps the search linear (two \s*
+# around an optional unit backtrack quadratically over a long run of spaces)
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)")
 _UNITS = {
     "": 1, "b": 1,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -93,11 +95,13 @@ def parse_bytes(text: str, what: str = "gpu-memory") -> int:
     raw = str(text)
     if raw.strip().startswith("-"):
         raise UsageError(f"'{raw}' must be a positive size", field=what.replace("-", "_"))
-    m = _SIZE.match(raw)
+    m = _SIZE.fullmatch(raw.strip())
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNITS:
         raise UsageError(f"'{raw}' is not a size (examples: 69524783104, 30.5GiB, 80GB, 512MiB; "
                          "units B, KB/MB/GB/TB = 10^3.., KiB/MiB/GiB/TiB = 2^10..)", field=what.replace("-", "_"))
+    if len(m.group(1).partition(".")[0].lstrip("0")) > 20:  # past 10^20 bytes: no Decimal arithmetic (Overflow)
+        raise UsageError(f"'{raw}' is absurdly large for one GPU", field=what.replace("-", "_"))
     if unit in ("", "b") and "." in m.group(1) and Decimal(m.group(1)) % 1:
         raise UsageError(f"'{raw}' is a fraction of a byte: a bare number is bytes, as vLLM reads it "
                          f"(did you mean {m.group(1)}GiB?)", field=what.replace("-", "_"))

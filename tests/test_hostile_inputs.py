@@ -289,3 +289,12 @@ def test_yaml_values_that_are_not_json_in_a_spec(tmp_path, capsys):
     assert "datetime.date(2024, 1, 1) (date) is not a value a model spec holds" in err
     spec.write_text(SPEC.read_text().replace("model_type: qwen3", "model_type: 2024-13-45"))  # no such date
     assert "a value cannot be read" in one_line(*run("estimate", str(spec), capsys=capsys)[::2])
+
+
+def test_a_huge_value_is_echoed_clipped_in_the_one_error_line(capsys):
+    # issue 23: a value is named in the error, not copied whole (a 1 MB argument is not a 1 MB line)
+    huge = "9" * 1_000_000
+    err = one_line(*run("max-batch", "meta-llama/Llama-3.1-8B", "--gpu-memory", huge, capsys=capsys)[::2])
+    assert err.startswith("kvplan: error: --gpu-memory: ") and len(err) < 400 and "characters)" in err
+    err = one_line(*run("estimate", "meta-llama/Llama-3.1-8B", "--context", "x" * 100_000, capsys=capsys)[::2])
+    assert err.startswith("kvplan: error: --context") and len(err) < 400

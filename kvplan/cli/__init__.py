@@ -37,7 +37,14 @@ def error_line(exc: Exception, flags: Mapping[str, str]) -> str:
         text = f"{flags[field]}: {message}" if field in flags else f"{field}: {message}"
     else:
         text = str(exc)
-    return "kvplan: error: " + " ".join(text.split("\n"))
+    return "kvplan: error: " + " ".join(_clip(word) for word in text.split())
+
+
+LONGEST_WORD = 160  # a value echoed back is cut to this: a 1 MB argument must not become a 1 MB error line
+
+
+def _clip(word: str) -> str:
+    return word if len(word) <= LONGEST_WORD else f"{word[:60]}...({len(word):,} characters)"
 
 
 def guarded(action: Callable[[], object], flags: Mapping[str, str] | None = None) -> int:
