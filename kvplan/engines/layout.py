@@ -161,6 +161,19 @@ def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None
     return GroupRule(layer, first, shared.token_cost(layer), NO_TOKENS, state=state)
 
 
+CACHELESS_KINDS = ("shared", "none")
+"""Layer kinds that hold no tokens of their own: they read another layer's cache, or keep none."""
+
+
+def last_group(layer: LayerSpec, first: int, engine: str) -> GroupRule:
+    """The end of an engine's switch over layer kinds: a shared or cache-less layer holds no tokens; any other
+    kind reaching here has no rule in that engine and is refused by name, never counted as 0 bytes."""
+    if layer.kind in CACHELESS_KINDS:
+        return cacheless_group(layer, first)
+    raise UsageError(f"{engine} has no cache rule for a '{layer.kind}' layer (layers {first} to "
+                     f"{first + layer.count - 1}): kvplan cannot plan this model on it")
+
+
 def build_groups(spec: ModelSpec, make: Callable[[LayerSpec, int], GroupRule]) -> tuple[GroupRule, ...]:
     """``make(layer, first_layer_index)`` for every group of the model, in order."""
     return tuple(make(layer, first) for layer, first in zip(spec.layers, layer_index_ranges(spec)))

@@ -30,6 +30,7 @@ from kvplan.engines.layout import (
     GroupRule,
     build_groups,
     cacheless_group,
+    last_group,
     check_kv_dtype,
     no_tensor_parallel,
 )
@@ -129,4 +130,4 @@ def _group(layer: LayerSpec, first: int, dtype: KVDType, version: Version,
         state = recurrent.state_cost(layer, conv_columns=layer.conv_kernel or 0,
                                      conv_elem_bytes=dtype.block_bytes, ssm_elem_bytes=ssm_bytes)
         return cacheless_group(layer, first, state)
-    return cacheless_group(layer, first)
+    return last_group(layer, first, "transformers")

@@ -26,6 +26,7 @@ from kvplan.engines.layout import (
     GroupRule,
     build_groups,
     cacheless_group,
+    last_group,
     check_kv_dtype,
     no_tensor_parallel,
 )
@@ -101,4 +102,4 @@ def _group(layer: LayerSpec, first: int, dtype: KVDType, has_swa: bool) -> Group
         state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
                                      conv_elem_bytes=4, ssm_elem_bytes=4)
         return cacheless_group(layer, first, state)
-    return cacheless_group(layer, first)
+    return last_group(layer, first, "llama.cpp")

@@ -14,7 +14,7 @@ Rules (sgl-project/sglang):
 from __future__ import annotations
 
 from kvplan.dtypes import KVDType
-from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype
+from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype, last_group
 from kvplan.engines.rules import AllTokens, KeepLast, WholePages
 from kvplan.engines.version import Version, render_version
 from kvplan.layouts import full, mla, recurrent
@@ -61,4 +61,4 @@ def _group(layer: LayerSpec, first: int, dtype: KVDType, page: int, windowed: bo
         state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
                                      conv_elem_bytes=2, ssm_elem_bytes=4)
         return cacheless_group(layer, first, state)
-    return cacheless_group(layer, first)
+    return last_group(layer, first, "SGLang")

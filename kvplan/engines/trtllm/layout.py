@@ -15,7 +15,7 @@ Rules (NVIDIA/TensorRT-LLM):
 from __future__ import annotations
 
 from kvplan.dtypes import KVDType
-from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype
+from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype, last_group
 from kvplan.engines.rules import AllTokens, KeepLast, WholePages
 from kvplan.engines.version import Version, render_version
 from kvplan.layouts import full, mla, recurrent
@@ -56,7 +56,7 @@ def _group(layer: LayerSpec, first: int, dtype: KVDType, block: int, model_bytes
         state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
                                      conv_elem_bytes=model_bytes, ssm_elem_bytes=model_bytes)
         return cacheless_group(layer, first, state)
-    return cacheless_group(layer, first)
+    return last_group(layer, first, "TensorRT-LLM")
 
 
 def _kv_cost(layer: LayerSpec, dtype: KVDType, tp: int) -> TokenCost:

@@ -27,7 +27,7 @@ Rules and where they come from (vllm-project/vllm):
 from __future__ import annotations
 
 from kvplan.dtypes import KVDType
-from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype
+from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype, last_group
 from kvplan.engines.version import Version, render_version
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, padding_groups, paged, pool_grouping, unify_pages
 from kvplan.errors import UsageError
@@ -182,4 +182,4 @@ def _group(layer: LayerSpec, first: int, dtype: KVDType, block: int, state: Toke
         return paged(layer, first, mla.latent_cost(layer, dtype), block, lag)
     if kind == "recurrent":
         return replace(cacheless_group(layer, first, state), block_size=block)
-    return cacheless_group(layer, first)
+    return last_group(layer, first, "vLLM")
