@@ -24,9 +24,17 @@ from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
 from kvplan.parallel import tp_notes
 from kvplan.spec import ModelSpec
+from kvplan.units import MAX_COUNT
 
 Solve = Literal["batch", "context", "gpus"]
 _MAX_SEARCH_GPUS = 512
+MAX_GPUS = 1 << 20
+"""Most GPUs one deployment plans (tp x pp x dp): ten times the largest clusters built."""
+MAX_SAMPLES = 16384
+"""Most sequences one request may have (``n`` samples or ``beam_width`` beams): vLLM's bound, the one
+engine kvplan plans that states one (``VLLM_MAX_N_SEQUENCES``, 16,384 by default: vllm/envs.py, checked for
+``SamplingParams.n`` and ``BeamSearchParams.beam_width`` by ``_verify_num_sequences`` in
+vllm/sampling_params.py). Past it a request is no deployment's, and ``batch x n`` only grows the work."""
 # refusals of the workload itself, not of one tp x pp candidate (pp with speculation is a candidate's)
 _WORKLOAD_FIELDS = frozenset({"shared_prefix", "n", "beam_width", "prompt_len", "speculative_method",
                               "num_speculative_tokens", "speculative_model"})
@@ -93,6 +101,9 @@ class CapacityPlan:
     """MTP layers the model's checkpoint ships (loaded only for MTP speculation)."""
     mtp_weights_bytes: int | None = None
     """Bytes of the checkpoint that are those MTP layers, when known."""
+    misfit: str = ""
+    """Why it does not fit where the engine would start but not one request of the workload fits (its
+    samples or beams); empty otherwise."""
 
     @property
     def samples(self) -> int:
@@ -103,7 +114,20 @@ class CapacityPlan:
     def message(self) -> str:
         if self.fits:
             return ""
+        if self.misfit:
+            return self.misfit
         gib = 2**30
+        if self.per_gpu.kv_cache_bytes <= 0 and self.per_gpu.kv_cache_bytes + self.per_gpu.weights_bytes <= 0:
+            # the other items alone take the whole budget: blaming the weights would mislead
+            # (10^20 batched tokens gave "the weights alone leave no KV cache")
+            others = sorted((i for i in self.items if i.name not in ("budget", "static", "weights", "kv_cache")
+                             and i.bytes > 0), key=lambda i: -i.bytes)
+            what = ", ".join(f"{i.name} {i.bytes / gib:,.2f} GiB" for i in others[:3]) or "nothing"
+            hint = " (the activation peak grows with the tokens and sequences per batch)" \
+                if others and others[0].name == "activation" else ""
+            return (f"before the weights, {what} take the whole budget per GPU "
+                    f"({self.per_gpu.budget_bytes / gib:,.2f} GiB): no room for weights or KV cache; lower the "
+                    f"settings that size them{hint}")
         if self.per_gpu.kv_cache_bytes <= 0 and self.per_gpu.weights_bytes > 0:
             room = self.per_gpu.kv_cache_bytes + self.per_gpu.weights_bytes  # what the weights could have had
             short = self.per_gpu.weights_bytes - max(room, 0)
@@ -220,9 +244,16 @@ def max_batch(
     if mml is None:
         raise UsageError(f"{spec.id} declares no max_position_embeddings: give a max model length",
                          field="max_model_len")
-    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("batch", batch), ("max_model_len", mml)):
-        if value < 1:
+    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("batch", batch), ("max_model_len", mml),
+                        ("block_size", block_size), ("concurrency", concurrency)):
+        if value is not None and value < 1:  # a block of -5 tokens planned 0 blocks and exited 0
             raise UsageError(f"{value} must be at least 1", field=name)
+        if value is not None and value > MAX_COUNT:  # 10^20 of anything planned an answer, exit 0
+            raise UsageError(f"{value:,} is absurdly large (at most {MAX_COUNT:,})", field=name)
+    if tp * pp * dp > MAX_GPUS:
+        raise UsageError(f"tp {tp} x pp {pp} x dp {dp} = {tp * pp * dp:,} GPUs: kvplan plans at most {MAX_GPUS:,}",
+                         field="dp")
+    check_samples(n, beam_width)
     from kvplan.workload import speculation_from
 
     speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
@@ -237,6 +268,15 @@ def max_batch(
                 max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
                 swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation,
                 engine_options=engine_options, n=n, beam_width=beam_width, prompt_len=prompt_len)
+
+
+def check_samples(n: int, beam_width: int) -> None:
+    """Refuse a request of more sequences than ``MAX_SAMPLES`` (0 and negatives are ``Workload``'s to refuse,
+    by the same field)."""
+    for name, value in (("n", n), ("beam_width", beam_width)):
+        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAMPLES:
+            raise UsageError(f"{value:,} sequences per request: at most {MAX_SAMPLES:,} (vLLM refuses {name} above "
+                             f"VLLM_MAX_N_SEQUENCES, {MAX_SAMPLES:,} by default)", field=name)
 
 
 @dataclass(frozen=True)
@@ -295,10 +335,12 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
     plain_batch = None
+    misfit = ""
     if not workload.plain:
         from dataclasses import replace
 
         eng.sharing.check(workload)  # refused by field where the engine has no rule for samples or beams
+        plain_sequences = cap.max_batch
         plain_batch = cap.max_batch // workload.samples * dp  # the same requests, each sequence its own cache
         cap = eng.capacity(layouts, kv, version, budget,
                            replace(demand, batch=batch, shared_prefix=shared_prefix, proposer=workload.proposer,
@@ -308,6 +350,11 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
             notes = (f"the whole context ({context:,} tokens) is taken as the prompt the samples share; give a "
                      "prompt length for the part they do not", *notes)
         cap = replace(cap, assumptions=(*cap.assumptions, *notes))
+        if cap.fits and cap.max_batch < 1:
+            # the engine starts (one sequence of max_model_len fits) but no request of this workload does:
+            # a max batch of 0 is not a fit
+            misfit = _request_misfit(workload, context, kv, plain_sequences)
+            cap = replace(cap, fits=False)
     assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version), *budget.assumptions,
                                       *(a for lay in layouts for a in lay.assumptions), *tp_notes(spec, tp)]))
     if hw.estimate or hw.memory_precision != "exact":
@@ -371,8 +418,20 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
         offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
         mtp_layers=mtp_layers, mtp_weights_bytes=mtp_weights,
-        speculation=speculation_dict(speculation, extra),
+        speculation=speculation_dict(speculation, extra), misfit=misfit,
     )
+
+
+def _request_misfit(workload: Any, context: int, kv_bytes: int, plain_sequences: int) -> str:
+    """Why not one request of ``workload`` fits the KV cache one GPU has."""
+    samples = workload.samples
+    label = "n" if workload.n > 1 else "beam width"
+    what = f"a request of {samples:,} sequences ({label} {samples:,})" if samples > 1 else "one request"
+    lower = (f"lower {'n' if workload.n > 1 else 'the beam width'}, the context or the prompt length"
+             if samples > 1 else "lower the context")
+    return (f"{what} of {context:,} tokens does not fit in the {max(kv_bytes, 0) / 2**30:.2f} GiB of KV cache per "
+            f"GPU, even with what its sequences share stored once ({plain_sequences:,} sequence(s) of that length "
+            f"fit with nothing shared): {lower}")
 
 
 def _longest(pool_context: int, extra: int, held_cap: int) -> int:

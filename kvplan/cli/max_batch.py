@@ -50,8 +50,9 @@ def max_batch_command(
     weights_bytes: Optional[str] = typer.Option(None, "--weights-bytes", help="Weights per GPU, e.g. 14.99GiB (default: the checkpoint / ranks)."),
     shared_prefix: Optional[str] = typer.Option(None, "--shared-prefix", help="Leading tokens common to every request "
                                                 "(a system prompt): the larger batch the engine's sharing allows."),
-    n: Optional[str] = typer.Option(None, "--n", help="Parallel samples per request (default 1), e.g. 4: --batch, the max "
-                                    "batch and --concurrency count requests of n sequences (vLLM, SGLang, transformers)."),
+    n: Optional[str] = typer.Option(None, "--n", help="Parallel samples per request (default 1, at most 16,384 as vLLM), e.g. 4: "
+                                    "--batch, the max batch and --concurrency count requests of n sequences (vLLM, "
+                                    "SGLang, transformers)."),
     beam_width: Optional[str] = typer.Option(None, "--beam-width", help="Beams per request (default 1), counted as "
                                              "--n (vLLM, TensorRT-LLM, transformers); not with --n."),
     prompt_len: Optional[str] = typer.Option(None, "--prompt-len", help="The prompt part of --context that samples "
@@ -102,7 +103,7 @@ def max_batch_command(
 
       kvplan max-batch meta-llama/Llama-3.1-8B --gpu H100 -c 5k --prompt-len 4k --n 4 --shared-prefix 2k
 
-    Exit status 1 when not even one sequence of --max-model-len fits (the message names the longest that does).
+    Exit status 1 when not even one sequence of --max-model-len (or request of --n samples) fits: the message says why.
     """
     import sys
 

@@ -53,14 +53,25 @@ def engine_int(text: str | int | None, field: str) -> int | None:
                          field=field) from None
     if value < 1:
         raise UsageError(f"{value} must be positive", field=field)
+    from kvplan.units import MAX_COUNT
+
+    if value > MAX_COUNT:  # 10^20 batched tokens planned an activation peak larger than any GPU, exit 1
+        raise UsageError(f"{value:,} is absurdly large (at most {MAX_COUNT:,})", field=field)
     return value
 
 
 def per_request_count(text: str | None, field: str) -> int:
     """A per-request count (--n, --beam-width): 1 when not given; 0 or less reaches the library, which
-    refuses it by name (never read as 1)."""
+    refuses it by name (never read as 1); more than any engine takes is refused here, before any work."""
     value = whole(text, field)
-    return 1 if value is None else value
+    if value is None:
+        return 1
+    from kvplan.plan import MAX_SAMPLES
+
+    if value > MAX_SAMPLES:
+        raise UsageError(f"'{text}': at most {MAX_SAMPLES:,} sequences per request (vLLM refuses more: "
+                         f"VLLM_MAX_N_SEQUENCES, {MAX_SAMPLES:,} by default)", field=field)
+    return value
 
 
 def prefix_count(text: str | None) -> int:

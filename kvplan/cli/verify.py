@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-FIELDS: dict[str, str] = {"name": "model", "format": "fmt", "contexts": "context"}
+FIELDS: dict[str, str] = {"name": "model", "format": "fmt", "contexts": "context", "batches": "batch"}
 """Library parameter -> this command's parameter, where they differ."""
 
 
@@ -28,14 +28,14 @@ def verify_command(
     device: Optional[str] = typer.Option(None, "--device", help="cuda:N (default cuda:0; CUDA_VISIBLE_DEVICES applies) or cpu."),
     find_max_batch: bool = typer.Option(False, "--find-max-batch", help="Bisect the largest batch that really allocates within the budget (requests of --n samples or --beam-width beams, with what they share)."),
     gpu_memory_utilization: Optional[str] = typer.Option(None, "--gpu-memory-utilization", help="CUDA budget: this fraction of total memory less what is in use (default 0.9)."),
-    memory_budget: Optional[str] = typer.Option(None, "--memory-budget", help="Budget in bytes for --find-max-batch, e.g. 2GiB (required on the CPU)."),
+    memory_budget: Optional[str] = typer.Option(None, "--memory-budget", help="Budget in bytes for --find-max-batch, e.g. 2GiB (required on the CPU; at most what the device can allocate)."),
     with_weights: bool = typer.Option(False, "--with-weights", help="Also allocate buffers of the model's weight sizes first."),
     decode: bool = typer.Option(False, "--decode", help="Time one decode step of attention over the cache."),
-    repeats: str = typer.Option("5", "--repeats", help="Timed decode steps (median reported)."),
+    repeats: str = typer.Option("5", "--repeats", help="Timed decode steps, 1 to 1,000 (median reported)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="Catalog GPU for the decode bandwidth bound (default: the device's name)."),
     tp: str = typer.Option("1", "--tp", help="Tensor-parallel ranks: each rank allocates its shard (with torchrun or --launch)."),
     pp: str = typer.Option("1", "--pp", help="Pipeline stages: each rank allocates its stage's layers (with torchrun or --launch)."),
-    launch: Optional[str] = typer.Option(None, "--launch", help="Start this many rank processes here (= tp x pp), torch.distributed over loopback."),
+    launch: Optional[str] = typer.Option(None, "--launch", help="Start this many rank processes here (= tp x pp), torch.distributed over loopback (at most 8 per CPU, within the host's memory)."),
     timeout: str = typer.Option("300", "--timeout", help="Seconds the ranks may wait on each other (process-group timeout)."),
     activation: bool = typer.Option(False, "--activation", help="Also run one transformers forward from the config (random weights) and measure its activation peak."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
@@ -83,14 +83,21 @@ def verify_command(
     fmt = fmt.lower()
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown format '{fmt}' (known: table, json)", field="fmt")
-    from kvplan.verify.distributed import under_torchrun
+    from kvplan.verify.decode import check_repeats
+    from kvplan.verify.distributed import MAX_TIMEOUT_S, under_torchrun
 
     tp, pp = whole(tp, "tp"), whole(pp, "pp")
     launch, timeout = whole(launch, "launch"), whole(timeout, "timeout")
+    steps = check_repeats(whole(repeats, "repeats"))  # refused whatever runs, never ignored
+    if not 0 < timeout <= MAX_TIMEOUT_S:  # read by the ranks only, checked for every run alike
+        raise UsageError(f"--timeout {timeout} must be positive, at most {MAX_TIMEOUT_S:,} s (a week)")
     # parsed as kvplan estimate parses them (kvplan/cli/estimate.py)
     sharing = sharing_args(prompt_len, output_len, shared_prefix, n, beam_width, speculative_method,
                            num_speculative_tokens, speculative_model)
     if launch is not None or tp != 1 or pp != 1 or under_torchrun():
+        from kvplan.verify.ranks import check_parallel
+
+        check_parallel(tp, pp)  # --pp -5 read as "-5 ranks: run torchrun --nproc-per-node -5"
         for flag, given in (("--find-max-batch", find_max_batch), ("--decode", decode),
                             ("--with-weights", with_weights), ("--activation", activation)):
             if given:
@@ -109,7 +116,7 @@ def verify_command(
         engine_version=engine_version, kv_dtype=kv_dtype, block_size=whole(block_size, "block_size"), device=device,
         find_max_batch=find_max_batch, gpu_memory_utilization=number(gpu_memory_utilization, "gpu_memory_utilization"),
         memory_budget=parse_bytes(memory_budget, "memory_budget") if memory_budget is not None else None,
-        with_weights=with_weights, decode=decode, repeats=whole(repeats, "repeats"), gpu=gpu, **sharing,
+        with_weights=with_weights, decode=decode, repeats=steps, gpu=gpu, **sharing,
     )
     act = None
     if activation:

@@ -314,6 +314,9 @@ def verify(
         raise VerifyError(f"{batch} must be positive", field="batch")
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
         raise VerifyError(f"{gpu_memory_utilization} must be in (0, 1]", field="gpu_memory_utilization")
+    from kvplan.verify.decode import check_repeats
+
+    check_repeats(repeats)  # bounded before anything is allocated (99,999,999 steps ran for hours)
     layout = resolve_layout(spec, engine, engine_version, kv_dtype, block_size)
     plan_cache(spec, layout, 1, work.alloc_context, work.workload)  # refuse unsupported layouts before touching torch
     torch = al.import_torch()
@@ -343,6 +346,11 @@ def verify(
                                                           engine_version, block_size)
             notes.extend(mb_notes)
             search = search_max(spec, layout, work.alloc_context, dev, budget, predicted_max or 1, work.workload)
+            short = [p.batch for p in search.probes if not p.allocated and p.bytes <= budget]
+            if short:  # the device's free memory, not the budget, refused these: say which bound the answer is
+                notes.append(f"--find-max-batch: batch {min(short):,} is within the budget but the device could "
+                             "not allocate it (its free memory changed during the search): the batch found is "
+                             "bounded by the free memory, not by the budget")
             if search.measured == 0:
                 each = work.workload.samples if work.workload is not None else 1
                 what = "sequence" if each == 1 else f"request of {each} sequences"

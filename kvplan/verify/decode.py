@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,19 @@ from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import LayerInfo
 
 _NO_DECODE = {"int4_per_token_head", "nvfp4", "fp8_ds_mla"}
+MAX_REPEATS = 1000
+"""Most timed steps: a median of 1,000 is as steady as it gets; more only runs longer (99,999,999 ran for hours)."""
+SLOW_S = 2.0
+"""Timed steps expected to take longer than this (the warm-up step x repeats) show a progress line on stderr
+(a terminal only, as the Hub reader's)."""
+
+
+def check_repeats(repeats: object) -> int:
+    """``repeats`` as a whole number from 1 to ``MAX_REPEATS``, refused by field otherwise (before anything
+    is allocated)."""
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+        raise VerifyError(f"{repeats!r} timed steps: give a whole number from 1 to {MAX_REPEATS:,}", field="repeats")
+    return repeats
 
 
 @dataclass(frozen=True)
@@ -50,8 +64,7 @@ def decode_step(alloc: Allocation, spec: Any, repeats: int = 5, tables: dict[int
     if plan.kv_dtype in _NO_DECODE:
         raise VerifyError(f"the decode step reads bf16/fp16/fp32, fp8 and int8/fp8 per-token-head caches; "
                           f"'{plan.kv_dtype}' needs its engine's own kernels", field="decode")
-    if repeats < 1:
-        raise VerifyError("must be at least 1", field="repeats")
+    check_repeats(repeats)
     device = alloc.device
     compute = getattr(torch, plan.kv_dtype) if plan.kv_dtype in ("float32", "bfloat16", "float16") else \
         getattr(torch, spec.dtype)
@@ -72,7 +85,11 @@ def decode_step(alloc: Allocation, spec: Any, repeats: int = 5, tables: dict[int
             step()
 
     cuda = device.type == "cuda"
+    t0 = time.perf_counter()
     run()  # warm-up (kernel selection, lazy init)
+    if cuda:
+        torch.cuda.synchronize(device)
+    warm = time.perf_counter() - t0
     peak = None
     if cuda:
         torch.cuda.synchronize(device)
@@ -81,21 +98,36 @@ def decode_step(alloc: Allocation, spec: Any, repeats: int = 5, tables: dict[int
         run()
         torch.cuda.synchronize(device)
         peak = int(torch.cuda.max_memory_allocated(device) - base)
-    times = []
-    for _ in range(repeats):
-        if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            run()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1000.0)
-        else:
-            t0 = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - t0)
+    times: list[float] = []
+    with _progress(warm * repeats > SLOW_S, repeats) as show:
+        for i in range(repeats):
+            if cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                run()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) / 1000.0)
+            else:
+                t0 = time.perf_counter()
+                run()
+                times.append(time.perf_counter() - t0)
+            show(f"--decode: timed step {i + 1:,} of {repeats:,}, median so far "
+                 f"{statistics.median(times) * 1e3:.3f} ms")
     steps.clear()
     return DecodeTiming(statistics.median(times), repeats, read, peak, len(steps_layers))
+
+
+@contextmanager
+def _progress(slow: bool, repeats: int) -> Iterator[Callable[[str], None]]:
+    """A status line on stderr while slow steps run (only when stderr is a terminal: ``Progress``)."""
+    if not slow:
+        yield lambda _text: None
+        return
+    from kvplan.sources.hub.progress import Progress
+
+    with Progress(f"--decode: {repeats:,} timed steps") as status:
+        yield status.update
 
 
 def _rand(torch: Any, shape: tuple[int, ...], dtype: Any, device: Any, gen: Any) -> Any:

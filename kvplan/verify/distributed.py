@@ -37,6 +37,12 @@ __all__ = ["RankCheck", "RankError", "RanksResult", "launch", "run_rank", "under
 
 DEFAULT_TIMEOUT_S = 300
 MAX_TIMEOUT_S = 7 * 24 * 3600
+RANKS_PER_CPU = 8
+"""--launch starts at most this many rank processes per usable CPU: each imports torch (about 3 s of CPU)
+and joins gloo collectives; past it the start-up alone takes minutes and the ranks time out."""
+RANK_HOST_BYTES = 512 << 20
+"""Host memory one rank process is taken to need besides its shard: measured 240 MB peak RSS for a
+``--launch 2 --device cpu`` rank (torch 2.13 CPU build, gloo), doubled for CUDA builds' larger runtime."""
 _ENV = ("RANK", "WORLD_SIZE")
 
 
@@ -247,8 +253,9 @@ def launch(model: str | ModelSpec, *, nprocs: int, tp: int = 1, pp: int = 1, bat
     spec = model if isinstance(model, ModelSpec) else _load(model)
     if isinstance(sharing.get("speculative_model"), str):  # loaded once here, not in every rank
         sharing["speculative_model"] = _load(sharing["speculative_model"])
-    plan_ranks(spec, tp=tp, pp=pp, batch=batch, context=context, engine=engine, engine_version=engine_version,
-               kv_dtype=kv_dtype, block_size=block_size, **sharing)
+    plans = plan_ranks(spec, tp=tp, pp=pp, batch=batch, context=context, engine=engine,
+                       engine_version=engine_version, kv_dtype=kv_dtype, block_size=block_size, **sharing)
+    check_host(nprocs, plans, device)
     _require_numpy()
     from kvplan.verify.allocate import import_torch
 
@@ -280,6 +287,36 @@ def launch(model: str | ModelSpec, *, nprocs: int, tp: int = 1, pp: int = 1, bat
                     proc.join(5)
         with open(out, encoding="utf-8") as f:
             return RanksResult.from_dict(json.load(f))
+
+
+def usable_cpus() -> int | None:
+    """CPUs this process may run on (its affinity mask, which containers' cpusets set), or the count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
+def check_host(nprocs: int, plans: tuple[RankPlan, ...], device: str | None) -> None:
+    """Refuse, before spawning, more rank processes than this host's CPUs run or its memory holds: each rank
+    needs ``RANK_HOST_BYTES`` plus, on the CPU, its shard."""
+    from kvplan.units import format_bytes
+    from kvplan.verify.host_memory import available_bytes
+
+    cpus = usable_cpus()
+    if cpus is not None and nprocs > cpus * RANKS_PER_CPU:
+        raise VerifyError(f"{nprocs} rank processes: this host runs {cpus} CPU(s), at most {cpus * RANKS_PER_CPU} "
+                          f"rank processes ({RANKS_PER_CPU} per CPU): start the ranks on more machines with torchrun",
+                          field="launch")
+    on_host = (device or "").strip().lower() == "cpu"
+    need = sum(RANK_HOST_BYTES + (rp.plan.buffer_bytes if on_host else 0) for rp in plans)
+    free = available_bytes()
+    if free is not None and need > free:
+        shards = " and its shard" if on_host else ""
+        raise VerifyError(f"{nprocs} rank processes need about {format_bytes(need)} of host memory "
+                          f"({format_bytes(RANK_HOST_BYTES)} each for torch{shards}), {format_bytes(free)} is "
+                          "available (host, container, ulimit): lower the batch or the context, or start the ranks "
+                          "on more machines with torchrun", field="launch")
 
 
 def _launched(index: int, nprocs: int, port: int, spec: ModelSpec, kwargs: dict[str, Any], out: str) -> None:

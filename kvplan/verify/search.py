@@ -18,7 +18,7 @@ from kvplan.engines.sharing import Workload
 from kvplan.monotone import largest
 from kvplan.spec import ModelSpec
 from kvplan.verify import DEFAULT_UTILIZATION
-from kvplan.verify.allocate import allocate, measure, segment_bytes
+from kvplan.verify.allocate import allocate, cpu_available_bytes, free_bytes, measure, segment_bytes
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import plan_cache
 
@@ -81,15 +81,26 @@ def find_max_batch(spec: ModelSpec, layout: CacheLayout, context: int, device: A
 
 
 def search_budget(torch: Any, dev: Any, memory_budget: int | None, util: float | None, notes: list[str]) -> int:
-    """The bytes the search may take: ``memory_budget``, or (CUDA) ``util`` x total less what is in use."""
+    """The bytes the search may take: ``memory_budget``, or (CUDA) ``util`` x total less what is in use.
+
+    A ``memory_budget`` larger than what the device can allocate now is refused: every probe past the
+    free memory would fail to allocate, and the search would report the free memory's batch as the
+    budget's."""
     if dev.type == "cpu":
         assert memory_budget is not None
+        free = cpu_available_bytes()
+        _within(memory_budget, free, "cpu", "what the host, its container (cgroup) and ulimit leave")
+        if free is None:
+            notes.append("--find-max-batch: kvplan cannot read this host's free memory: the budget is taken as "
+                         "given, and a probe the host cannot allocate counts as not fitting")
         notes.append(f"--find-max-batch budget: --memory-budget {memory_budget:,} B of tensor storage")
         return memory_budget
     torch.cuda.synchronize(dev)
     free, total = torch.cuda.mem_get_info(dev)
     in_use = int(total - free)
     if memory_budget is not None:
+        _within(memory_budget, free_bytes(dev), f"cuda:{dev.index}", f"of {int(total):,} B total, "
+                f"{in_use:,} B in use")
         notes.append(f"--find-max-batch budget: --memory-budget {memory_budget:,} B")
         return memory_budget
     share = util if util is not None else DEFAULT_UTILIZATION
@@ -97,6 +108,20 @@ def search_budget(torch: Any, dev: Any, memory_budget: int | None, util: float |
     notes.append(f"--find-max-batch budget: {share:g} x {int(total):,} B total - {in_use:,} B already in use "
                  f"= {budget:,} B (reserved growth must stay within it)")
     return budget
+
+
+def _within(budget: int, free: int | None, where: str, what: str) -> None:
+    """Refuse a budget above what ``where`` can allocate now (``free``; None: unknown, taken as given)."""
+    if free is not None and budget > free:
+        raise VerifyError(f"{budget:,} B ({_fmt(budget)}) is more than the {free:,} B ({_fmt(free)}) {where} can "
+                          f"allocate now ({what}): the search would measure that, not the budget; give at most "
+                          f"{_fmt(free)}", field="memory_budget")
+
+
+def _fmt(n: int) -> str:
+    from kvplan.units import format_bytes
+
+    return format_bytes(n)
 
 
 def predicted_max_batch(target: Any, layout: Any, work: Any, budget: int, total: int | None, engine: str,

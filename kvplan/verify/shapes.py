@@ -200,8 +200,10 @@ def resolve_workload(spec: ModelSpec, engine: str, context: int | None, *, promp
                      speculative_model: Any = None, pp: int = 1) -> VerifyWorkload:
     """The context, the speculative layers and slots, and what requests share, as ``estimate`` reads
     the same arguments (``kvplan/estimate.py``): verify threads them, the rules stay the engines'."""
+    from kvplan.plan import check_samples
     from kvplan.workload import speculation_from, split_contexts
 
+    check_samples(n, beam_width)  # more than vLLM's VLLM_MAX_N_SEQUENCES: refused as max-batch refuses it
     contexts, splits = split_contexts([context] if context is not None else None, prompt_len, output_len)
     (context,) = contexts
     eng = get_engine(engine)
