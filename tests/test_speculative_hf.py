@@ -196,6 +196,12 @@ def _tiny_llama(tmp_path, name, layers, hidden, kv_heads, seed):
     return model, kvplan.load_model(str(tmp_path / name / "config.json"))
 
 
+def _cache_of(kwargs: dict):
+    """The cache a forward pass was given: ``past_key_values`` until transformers 5.2x, ``cache`` since."""
+    found = kwargs.get("past_key_values")
+    return found if found is not None else kwargs.get("cache")
+
+
 def _cache_bytes(cache) -> int:
     if cache is None:
         return 0
@@ -210,10 +216,10 @@ def _peak(target, generate, draft=None, other=lambda: None) -> tuple[int, int]:
     peaks: list[tuple[int, int]] = []
 
     def on_draft(module, args, kwargs, out):
-        seen["draft"] = kwargs.get("past_key_values")
+        seen["draft"] = _cache_of(kwargs)
 
     def on_target(module, args, kwargs, out):
-        mine = _cache_bytes(kwargs.get("past_key_values"))
+        mine = _cache_bytes(_cache_of(kwargs))
         theirs = _cache_bytes(seen.get("draft") or other())
         peaks.append((mine + theirs, mine))
 

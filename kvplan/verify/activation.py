@@ -25,7 +25,6 @@ transformers is optional: a one-line error when it is missing.
 from __future__ import annotations
 
 import gc
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,8 +110,9 @@ def load_config(model: str, spec: ModelSpec) -> Any:
         if os.path.isfile(path):
             if path.endswith((".yaml", ".yml")):
                 raise VerifyError(f"--activation needs a config.json, not a kvplan spec ({model})")
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
+            from kvplan.safe_io import read_json_object
+
+            data = read_json_object(path)  # bounded: size, depth, integer length; no pipes or devices
             kind = data.pop("model_type", None)
             if not kind:
                 raise VerifyError(f"--activation: {model} has no model_type")
@@ -200,7 +200,9 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
             peak = int(torch.cuda.max_memory_allocated(dev)) - int(before.allocated)  # type: ignore[arg-type]
+        # the output's cache: ``past_key_values`` until transformers 5.2x, ``cache`` since (5.24)
         cache = getattr(out, "past_key_values", None)
+        cache = cache if cache is not None else getattr(out, "cache", None)
         held, storage = cache_bytes(torch, cache) if cache is not None else (0, 0)
     except al._oom_types(torch):
         out = None
