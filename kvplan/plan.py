@@ -24,17 +24,13 @@ from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
 from kvplan.parallel import tp_notes
 from kvplan.spec import ModelSpec
+from kvplan.engines.sharing import MAX_SAMPLES
 from kvplan.units import MAX_COUNT
 
 Solve = Literal["batch", "context", "gpus"]
 _MAX_SEARCH_GPUS = 512
 MAX_GPUS = 1 << 20
 """Most GPUs one deployment plans (tp x pp x dp): ten times the largest clusters built."""
-MAX_SAMPLES = 16384
-"""Most sequences one request may have (``n`` samples or ``beam_width`` beams): vLLM's bound, the one
-engine kvplan plans that states one (``VLLM_MAX_N_SEQUENCES``, 16,384 by default: vllm/envs.py, checked for
-``SamplingParams.n`` and ``BeamSearchParams.beam_width`` by ``_verify_num_sequences`` in
-vllm/sampling_params.py). Past it a request is no deployment's, and ``batch x n`` only grows the work."""
 # refusals of the workload itself, not of one tp x pp candidate (pp with speculation is a candidate's)
 _WORKLOAD_FIELDS = frozenset({"shared_prefix", "n", "beam_width", "prompt_len", "speculative_method",
                               "num_speculative_tokens", "speculative_model"})

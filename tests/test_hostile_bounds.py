@@ -489,3 +489,31 @@ def test_generated_max_batch_and_verify_exit_0_1_2_in_one_piece(fuzz_model: str,
         assert err.count("\n") == 1, (argv, err[-2000:])
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown < MEMORY_BUDGET_KB, (argv, grown)
+
+
+# ------------------------------------------------------------------------------------------------
+# The bounds hold on every path, the library's estimate included
+
+
+def test_the_library_estimate_refuses_more_samples_by_field():
+    import kvplan
+    from kvplan.errors import KvplanError
+
+    with pytest.raises(KvplanError) as caught:
+        kvplan.estimate("meta-llama/Llama-3.1-8B", contexts=[4096], batches=[1], n=16_385)
+    assert caught.value.field == "n"
+    assert kvplan.estimate("meta-llama/Llama-3.1-8B", contexts=[4096], batches=[1], n=16_384).rows
+
+
+@pytest.mark.parametrize("k", ["100000000000000000000", "1025"])
+def test_draft_tokens_are_bounded_in_max_batch(k, capsys):
+    code = main(["max-batch", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--speculative-method", "ngram",
+                 "--num-speculative-tokens", k])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("kvplan: error: --num-speculative-tokens: ") and err.count("\n") == 1
+
+
+def test_a_memory_budget_without_the_search_is_refused_not_ignored(capsys):
+    code = main(["verify", "gpt2", "--device", "cpu", "--memory-budget", "1GiB", "-b", "1", "-c", "128"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("kvplan: error: --memory-budget: ") and err.count("\n") == 1

@@ -91,6 +91,8 @@ def verify_command(
     steps = check_repeats(whole(repeats, "repeats"))  # refused whatever runs, never ignored
     if not 0 < timeout <= MAX_TIMEOUT_S:  # read by the ranks only, checked for every run alike
         raise UsageError(f"--timeout {timeout} must be positive, at most {MAX_TIMEOUT_S:,} s (a week)")
+    if memory_budget is not None and not find_max_batch:  # read only by the search: never silently dropped
+        raise UsageError("is the budget of --find-max-batch: give both, or neither", field="memory_budget")
     # parsed as kvplan estimate parses them (kvplan/cli/estimate.py)
     sharing = sharing_args(prompt_len, output_len, shared_prefix, n, beam_width, speculative_method,
                            num_speculative_tokens, speculative_model)

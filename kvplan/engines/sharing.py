@@ -23,6 +23,12 @@ from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.errors import UsageError
 
 
+MAX_SAMPLES = 16384
+"""Most sequences one request may have (``n`` samples or ``beam_width`` beams): vLLM's bound, the one
+engine kvplan plans that states one (``VLLM_MAX_N_SEQUENCES``, 16,384 by default: vllm/envs.py, checked for
+``SamplingParams.n`` and ``BeamSearchParams.beam_width`` by ``_verify_num_sequences`` in
+vllm/sampling_params.py). Past it a request is no deployment's, and ``batch x n`` only grows the work."""
+
 @dataclass(frozen=True)
 class Workload:
     """Requests of ``prompt_len`` + ``output_len`` tokens whose first ``shared_prefix`` tokens are
@@ -50,6 +56,10 @@ class Workload:
         if self.shared_prefix > self.prompt_len:
             raise UsageError(f"shared-prefix {self.shared_prefix:,} is longer than the prompt "
                              f"({self.prompt_len:,} tokens)", field="shared_prefix")
+        for name in ("n", "beam_width"):
+            if getattr(self, name) > MAX_SAMPLES:
+                raise UsageError(f"{getattr(self, name):,} sequences per request: at most {MAX_SAMPLES:,} (vLLM refuses "
+                                 f"{name} above VLLM_MAX_N_SEQUENCES, {MAX_SAMPLES:,} by default)", field=name)
         if self.n > 1 and self.beam_width > 1:
             raise UsageError("give parallel samples (n) or a beam width, not both", field="beam_width")
 

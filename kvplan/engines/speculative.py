@@ -14,6 +14,9 @@ from kvplan.spec import ModelSpec
 
 METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model")
 _NEEDS_DRAFT = frozenset({"eagle", "eagle3", "draft_model"})
+MAX_SPECULATIVE_TOKENS = 1 << 10
+"""No engine states a bound (proposers use 1 to 10): each draft token is a KV slot of every running request,
+so past this the plan is of no deployment (the bound check applies to serve flags too)."""
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,13 @@ class Speculation:
                              field="speculative_method")
         if self.num_speculative_tokens is None and self.method != "mtp":
             raise UsageError("speculative decoding needs num_speculative_tokens", field="num_speculative_tokens")
-        if self.num_speculative_tokens is not None and self.num_speculative_tokens < 1:
-            raise UsageError(f"num-speculative-tokens {self.num_speculative_tokens} must be at least 1",
+        k = self.num_speculative_tokens
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
+            raise UsageError(f"{k!r} is not a whole number of draft tokens", field="num_speculative_tokens")
+        if k is not None and k < 1:
+            raise UsageError(f"num-speculative-tokens {k} must be at least 1", field="num_speculative_tokens")
+        if k is not None and k > MAX_SPECULATIVE_TOKENS:  # 10^20 drafted slots per request planned exit 0
+            raise UsageError(f"{k:,} draft tokens per step: at most {MAX_SPECULATIVE_TOKENS:,}",
                              field="num_speculative_tokens")
         if self.method in _NEEDS_DRAFT and self.draft is None:
             raise UsageError(f"speculative method {self.method} needs the draft model (its config)",
