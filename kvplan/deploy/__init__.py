@@ -20,50 +20,124 @@ __all__ = ["check", "CheckReport", "DeploymentResult", "FileResult", "Finding", 
 _SUFFIXES = (".yaml", ".yml", ".sh", ".bash")
 
 
+MAX_GLOB_ENTRIES = 200_000
+"""Directory entries one path or glob may walk: ``kvplan check`` refuses the argument past this (a glob of many
+``*`` levels over links to parent directories matches without end; a real tree of deployments is far smaller)."""
+
+
+class _WalkTooLong(Exception):
+    pass
+
+
 def expand_paths(paths_or_globs: Iterable[str | os.PathLike]) -> tuple[list[str], list[Finding]]:
-    """Files named by paths, directories (their YAML and shell files, recursively) and globs ('**' too)."""
+    """Files named by paths, directories (their YAML and shell files, recursively) and globs ('**' too).
+
+    Each file is named once, by the first path that reaches it: two paths to one file (a symlink, a glob
+    through a link to a directory) are the same file (the same device and inode: its real path). A walk past
+    :data:`MAX_GLOB_ENTRIES` entries is refused as an invalid argument."""
     files: list[str] = []
     problems: list[Finding] = []
     for item in paths_or_globs:
         text = os.fspath(item)
-        if any(ch in text for ch in "*?["):
-            matched = _glob_files(text)
-            if not matched:
-                problems.append(Finding("error", "no-files", f"'{text}' matches no file", text, invalid_input=True))
-            files += matched
-        elif os.path.isdir(text):
-            found = sorted(str(p) for p in Path(text).rglob("*") if p.is_file() and p.suffix in _SUFFIXES)
-            if not found:
-                problems.append(Finding("error", "no-files", f"{text}: no YAML or shell file in this directory",
-                                        text, invalid_input=True))
-            files += found
-        elif os.path.exists(text):
-            files.append(text)
-        else:
-            problems.append(Finding("error", "no-files", f"{text}: no such file", text, invalid_input=True))
-    return list(dict.fromkeys(files)), problems
+        try:
+            if any(ch in text for ch in "*?["):
+                matched = _glob_files(text)
+                if not matched:
+                    problems.append(Finding("error", "no-files", f"'{text}' matches no file", text,
+                                            invalid_input=True))
+                files += matched
+            elif os.path.isdir(text):
+                found = [f for f in _walk(text, ["**", "*"], hidden=True) if f.endswith(_SUFFIXES)]
+                if not found:
+                    problems.append(Finding("error", "no-files", f"{text}: no YAML or shell file in this directory",
+                                            text, invalid_input=True))
+                files += found
+            elif os.path.exists(text):
+                files.append(text)
+            else:
+                problems.append(Finding("error", "no-files", f"{text}: no such file", text, invalid_input=True))
+        except _WalkTooLong:
+            problems.append(Finding("error", "no-files", f"'{text}' walks more than {MAX_GLOB_ENTRIES:,} directory "
+                                    "entries (links to parent directories?): name fewer files", text,
+                                    invalid_input=True))
+    seen: set[object] = set()
+    unique = []
+    for name in files:
+        try:  # one stat a file (realpath lstats every component): the same device and inode is the same file
+            info = os.stat(name)
+            real: object = (info.st_dev, info.st_ino)
+        except OSError:  # vanished or unreadable: read_file says so
+            real = os.path.realpath(name)
+        if real not in seen:
+            seen.add(real)
+            unique.append(name)
+    return unique, problems
 
 
 def _glob_files(pattern: str) -> list[str]:
-    """Files matching ``pattern`` ('**' spans directories), as ``glob.glob`` names them, without following
-    symlinked directories: glob.glob follows them, and two links to a parent directory make its search
-    exponential (``kvplan check 'deploy/**/*.yaml'`` never ended). pathlib's '**' does not follow them."""
+    """Files matching ``pattern`` ('**' spans directories), named as ``glob.glob`` names them (see ``_walk``)."""
     parts = pattern.split(os.sep)
     first = next(i for i, part in enumerate(parts) if any(ch in part for ch in "*?["))
     root = os.sep.join(parts[:first]) or (os.sep if first == 1 else "")
     rest = [part if part == "**" else part.replace("**", "*") for part in parts[first:] if part]
-    if rest and rest[-1] == "**":  # glob.glob: every file below; pathlib: only the directories
+    if rest and rest[-1] == "**":  # glob.glob: every file below
         rest.append("*")
-    hidden = any(part.startswith(".") for part in rest)  # glob.glob's '*' skips dot files unless asked for
-    base = Path(root or ".")
-    found = []
-    for path in base.glob("/".join(rest)):
-        relative = path.relative_to(base)
-        if not hidden and any(part.startswith(".") for part in relative.parts):
+    return _walk(root, rest)
+
+
+def _walk(root: str, rest: list[str], *, hidden: bool = False) -> list[str]:
+    """The files below ``root`` whose path parts match the glob parts ``rest``, in a bounded walk.
+
+    ``glob.glob`` (and pathlib's ``*``) follow symlinked directories: a pattern of many ``*`` levels over two
+    links to a parent directory matches 2^levels paths to the same few files, and two such links under '**'
+    never end. Here '**' does not follow links, each real directory is listed once per pattern part
+    (``os.path.realpath``), and the walk stops after :data:`MAX_GLOB_ENTRIES` entries (``_WalkTooLong``). A
+    wildcard skips dot names unless its part starts with '.' (as glob.glob); ``hidden``: it takes them too (a
+    directory argument, as ``Path.rglob`` lists it)."""
+    import fnmatch
+    import re
+
+    if not rest:
+        return []
+    matchers = [None if part == "**" else re.compile(fnmatch.translate(part)).match for part in rest]
+    budget = MAX_GLOB_ENTRIES
+    visited: set[tuple[str, int]] = set()
+    found: list[str] = []
+    stack = [(root, 0)]  # explicit: a deep tree must not exhaust Python's recursion limit
+    while stack:
+        directory, index = stack.pop()
+        key = (os.path.realpath(directory or "."), index)
+        if key in visited:
             continue
-        if path.is_file():
-            found.append(os.path.join(root, str(relative)) if root else str(relative))
-    return sorted(found)
+        visited.add(key)
+        try:
+            with os.scandir(directory or ".") as it:
+                listed = []
+                for entry in it:
+                    budget -= 1
+                    if budget < 0:
+                        raise _WalkTooLong()
+                    listed.append(entry)
+        except OSError:  # unreadable or vanished: glob.glob skips it too
+            continue
+        match = matchers[index]
+        if match is None:  # '**': no directory here (the next part matches in this one), or one more level
+            stack.append((directory, index + 1))
+            stack.extend((os.path.join(directory, e.name), index) for e in listed
+                         if (hidden or not e.name.startswith(".")) and e.is_dir(follow_symlinks=False))
+            continue
+        dots = hidden or rest[index].startswith(".")
+        last = index == len(rest) - 1
+        for entry in listed:
+            if (entry.name.startswith(".") and not dots) or not match(entry.name):
+                continue
+            path = os.path.join(directory, entry.name)
+            if last:
+                if entry.is_file():
+                    found.append(path)
+            elif entry.is_dir():
+                stack.append((path, index + 1))
+    return sorted(dict.fromkeys(found))
 
 
 def load_specs(directory: str | os.PathLike | None) -> dict[str, Any]:
@@ -104,14 +178,26 @@ def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None 
     files, problems = expand_paths(paths_or_globs)
     ctx = Context(catalog_file=Path(catalog) if catalog else None, gpu=gpu, specs=load_specs(specs), online=online)
     if calibration is not None:
+        from kvplan.errors import KvplanError
         from kvplan.logs.calibration import load
 
-        ctx.calibration = load(calibration)
+        try:
+            ctx.calibration = load(calibration)
+        except KvplanError as exc:  # an invalid input of this report (exit 2), not its end: the files are checked
+            where = os.fspath(calibration)
+            problems.append(Finding("error", "invalid-input", f"calibration not read: "
+                                    f"{exc.message.removeprefix(where + ': ')}; the deployments are checked without it",
+                                    where, invalid_input=True))
     report = CheckReport(strict=strict, kvplan_version=__version__)
     for problem in problems:
         report.files.append(FileResult(path=problem.file, findings=[problem]))
     for path in files:
-        report.files.append(check_file(path, ctx, ignore_unrecognized=ignore_unrecognized))
+        try:
+            report.files.append(check_file(path, ctx, ignore_unrecognized=ignore_unrecognized))
+        except Exception as exc:  # noqa: BLE001 - one file's failure is that file's finding, never the run's end
+            report.files.append(FileResult(path=path, findings=[Finding(
+                "error", "invalid-input", f"kvplan could not check this file ({_brief(exc)}); please report it", path,
+                invalid_input=True)]))
     return report
 
 
@@ -126,7 +212,7 @@ def check_file(path: str, ctx: Any, *, ignore_unrecognized: bool = False) -> Fil
 
         line = getattr(exc, "line", None)
         code = "malformed-yaml" if "malformed YAML" in str(exc) else "invalid-input"
-        message = str(exc) if isinstance(exc, KvplanError) else f"cannot read ({type(exc).__name__}: {exc})"
+        message = str(exc) if isinstance(exc, KvplanError) else f"cannot read ({_brief(exc)})"
         result.findings.append(Finding("error", code, message.removeprefix(f"{path}: "), path, line,
                                        invalid_input=True))
         return result
@@ -142,8 +228,30 @@ def check_file(path: str, ctx: Any, *, ignore_unrecognized: bool = False) -> Fil
         findings = [f for f in findings if f.code != "unknown-kind"]
     result.findings.extend(findings)
     for dep in deployments:
-        result.deployments.extend(check_deployment(dep, ctx))
+        try:
+            result.deployments.extend(check_deployment(dep, ctx))
+        except Exception as exc:  # noqa: BLE001 - one deployment's failure must not end the report
+            result.deployments.append(_failed(dep, exc))
     return result
+
+
+def _brief(exc: BaseException) -> str:
+    """An unexpected exception in one line of at most 200 characters (findings are one line each)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:200]
+
+
+def _failed(dep: Any, exc: Exception) -> DeploymentResult:
+    """A deployment whose check raised: its one invalid finding (a KvplanError's line, or what broke)."""
+    from kvplan.errors import KvplanError
+
+    if isinstance(exc, KvplanError):
+        message = str(exc)
+    else:  # a bug in kvplan's reading of this input: say so, and which input
+        message = f"kvplan could not check this deployment ({_brief(exc)}); please report it"
+    finding = Finding("error", "invalid-input", message, dep.file, getattr(exc, "line", None) or dep.line,
+                      deployment=dep.name, invalid_input=True)
+    return DeploymentResult(name=dep.name, file=dep.file, line=dep.line, source=dep.source, engine=dep.engine,
+                            findings=[finding])
 
 
 def read_file(path: str) -> tuple[str | None, list[Any], list[Finding]]:
@@ -154,6 +262,13 @@ def read_file(path: str) -> tuple[str | None, list[Any], list[Finding]]:
     from kvplan.safe_io import read_text
 
     text = read_text(path)  # regular files only, bounded size, UTF-8
+    if "\0" in text:  # a binary file (or a script with a NUL shlex would cut a word at): not a deployment
+        from kvplan.errors import ConfigError
+
+        line = text.count("\n", 0, text.index("\0")) + 1
+        error = ConfigError(f"{path}: not a text file (a NUL byte on line {line})")
+        error.line = line  # type: ignore[attr-defined]
+        raise error
     base_dir = Path(path).parent
     if not path.endswith((".yaml", ".yml", ".json")) and shell.looks_like(text, path):
         deployments, findings, _ = shell.read(text, path, base_dir)

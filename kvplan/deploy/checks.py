@@ -20,7 +20,7 @@ from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.host_memory import pinned_check
 from kvplan.deploy.report import DeploymentResult, Finding
 from kvplan.deploy.requirements import _fill, _finding, _fp8_suggester, _requirement_checks, capped_plan
-from kvplan.engines.serve import serve_flags
+from kvplan.engines.serve import serve_flags, shown
 from kvplan.errors import KvplanError, UsageError
 from kvplan.spec import ModelSpec
 from kvplan.units import format_bytes
@@ -40,6 +40,9 @@ class Context:
     _models: dict[str, Any] = field(default_factory=dict)
     _plans: dict[Any, Any] = field(default_factory=dict)
     """Plans are pure functions of (model, GPU, engine, settings): each is computed once per run."""
+    _gpu_labels: dict[str, Any] = field(default_factory=dict)
+    """GPU label -> catalog GPU (or the UsageError naming it): thousands of files name a few GPUs, and each
+    lookup normalizes the whole catalog (``kvplan.hardware.find_gpu``)."""
 
     @property
     def catalog(self) -> Any:
@@ -90,7 +93,8 @@ def _reading_findings(dep: Deployment) -> list[Finding]:
         names = ", ".join(u.names)
         default = "the model's limit" if u.spelled in ("--max-model-len", "--context-length") else "the engine's default"
         out.append(_finding(dep, "warning", "unknown-value",
-                            f"{u.spelled} {u.raw}: {names} is not defined in this file; checked with {default} "
+                            f"{u.spelled} {shown(u.raw, quote=False)}: {names} is not defined in this file; checked "
+                            f"with {default} "
                             "(give the value, or a default: ${VAR:-value})", u.line, value=u.raw))
     for note in dep.notes:
         out.append(_finding(dep, "note", "not-read", note, dep.line))
@@ -197,7 +201,15 @@ def _gpus(dep: Deployment, ctx: Context) -> list[tuple[Value, Any]]:
             if isinstance(v.value, dict):
                 gpu = gpu_from_memory(str(v.value["memory"]))
             else:
-                gpu = gpu_for_label(str(v.value), ctx.catalog)
+                label = str(v.value)
+                if label not in ctx._gpu_labels:
+                    try:
+                        ctx._gpu_labels[label] = gpu_for_label(label, ctx.catalog)
+                    except KvplanError as exc:
+                        ctx._gpu_labels[label] = exc
+                gpu = ctx._gpu_labels[label]
+                if isinstance(gpu, KvplanError):
+                    raise gpu
         except KvplanError as exc:
             raise _invalid(dep, "unknown-gpu", f"{v.spelled}: {exc}", v.line) from None
         out.append((v, gpu))

@@ -14,7 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from kvplan.engines.serve import ServeFlags, serve_flags, serving_engines
+from kvplan.engines.serve import ServeFlags, serve_flags, serving_engines, shown
 from kvplan.errors import ConfigError
 
 
@@ -71,8 +71,10 @@ _PYTHON = re.compile(r"^(.*/)?python[0-9.]*$")
 
 # ----------------------------------------------------------------------------- substitutions
 
+# a default stops at the next '${' (not only at '}'): each '${' scans its own default, not the rest of the text
+# ('${a:-' a million times, with no '}', was a quadratic search)
 _SUBST = re.compile(r"\$\((?P<k8s>[A-Za-z_][A-Za-z0-9_]*)\)"
-                    r"|\$\{(?P<brace>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-=?+])(?P<default>[^}]*))?\}"
+                    r"|\$\{(?P<brace>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-=?+])(?P<default>(?:[^}$]|\$(?!\{))*))?\}"
                     r"|\$(?P<plain>[A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -155,7 +157,13 @@ def shell_commands(text: str, first_line: int | None) -> list[list[Token]]:
     return commands
 
 
+_PLAIN_WORDS = re.compile(r"[^'\"\\#;&|]*")  # no quote, escape, comment or separator: shlex only splits on blanks
+_BLANKS = re.compile(r"[ \t\r\n]+")  # shlex's whitespace
+
+
 def _split_words(text: str) -> list[str] | None:
+    if _PLAIN_WORDS.fullmatch(text):  # most lines: str split, without shlex's character-by-character loop
+        return [w for w in _BLANKS.split(text) if w]
     lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = "#"
@@ -352,7 +360,12 @@ def _is_number(text: str) -> bool:
 # ----------------------------------------------------------------------------- values
 
 _INT_KEYS = ("tp", "pp", "dp", "max_num_seqs", "max_num_batched_tokens", "block_size", "num_speculative_tokens",
-             "hicache_size", "speculative_num_draft_tokens", "cpu_offload_gb")
+             "hicache_size", "speculative_num_draft_tokens", "cpu_offload_gb", "speculative_num_steps",
+             "speculative_eagle_topk")
+# counts a server refuses below 1 (vLLM's and SGLang's argument checks): a 0 or -5 here is a typo in the
+# deployment, invalid input (exit 2), not a deployment that does not fit (exit 1)
+_POSITIVE_KEYS = frozenset(_INT_KEYS) - {"hicache_size", "cpu_offload_gb"} | {"max_model_len"}
+_MAX_INT_SETTING = 1 << 40  # a trillion tokens, sequences or GiB: past any deployment; 10^4000 is a typo
 _FLOAT_KEYS = ("gpu_memory_utilization", "mem_fraction_static")
 _MAX_FLOAT_SETTING = 1 << 20  # GiB sizes and ratios: 1 PiB of host memory, a 10^6 ratio, beyond any machine
 
@@ -372,7 +385,8 @@ def apply_invocation(dep: "Deployment", inv: Invocation) -> None:  # noqa: F821 
             dep.unknowns.append(Unknown(opt.flag, opt.value, opt.line, opt.unresolved))
             continue
         if key == "config":
-            dep.notes.append(f"{opt.flag} {opt.value}: settings in the engine's config file are not read")
+            dep.notes.append(f"{opt.flag} {shown(opt.value, quote=False)}: settings in the engine's config file are "
+                             "not read")
             continue
         dep.settings[key] = Value(convert(key, opt.value, opt.flag, opt.line, inv.engine), opt.line, opt.flag, opt.value)
     serve = serve_flags(inv.engine)
@@ -393,19 +407,26 @@ def convert(key: str, raw: str, flag: str, line: int | None, engine: str = "vllm
 
     serve = serve_flags(engine)
     parse_int = serve.parse_int if serve is not None else int
+
+    def count(text: str) -> int:
+        value = parse_int(text)
+        if not (1 if key in _POSITIVE_KEYS else 0) <= value <= _MAX_INT_SETTING:
+            raise ValueError(text)
+        return value
+
     text = str(raw).strip()
     try:
         if key == "max_model_len":
             if text.lower() == "auto" or text == "-1":
                 return "auto"
-            return parse_int(text)
+            return count(text)
         if serve is not None and key in serve.floats:  # argparse type=float: GiB sizes, ratios
             number = float(text)
             if not 0 <= number <= _MAX_FLOAT_SETTING:  # nan, inf and 1e300 (int(1e300 x GiB) overflows)
                 raise ValueError(text)
             return number
         if key in _INT_KEYS:
-            return parse_int(text)
+            return count(text)
         if key in _FLOAT_KEYS:
             return float(text)
         if key == "enforce_eager" or (serve is not None and key in serve.booleans):
@@ -416,5 +437,9 @@ def convert(key: str, raw: str, flag: str, line: int | None, engine: str = "vllm
             except ValueError:
                 return parse_bytes(text, flag.lstrip("-"))
         return text
-    except (ValueError, KvplanError):
-        raise FlagError(f"{flag} {raw!s}: not a valid value", line) from None
+    except (ValueError, OverflowError, KvplanError):
+        why = "not a valid value"
+        if key in _INT_KEYS or key == "max_model_len":
+            low = 1 if key in _POSITIVE_KEYS else 0
+            why += f" (a whole number from {low} to {_MAX_INT_SETTING:,})"
+        raise FlagError(f"{flag} {shown(str(raw), quote=False)}: {why}", line) from None

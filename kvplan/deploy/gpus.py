@@ -27,13 +27,19 @@ _GKE = {
     "nvidia-gb200": "GB200",
 }
 _PREFIXES = re.compile(r"^(nvidia|tesla|geforce|amd|instinct)[\s_\-]+", re.I)
-_SUFFIXES = re.compile(r"[\s_\-]+(shared|hbm3e?|hbm2e?|sxm[0-9]?|pcie|nvl|[0-9]+gb)$", re.I)
+# (?<!...) before each run: a search starts a run of separators (or digits) at its first character only, not at
+# every character inside it, each start rescanning the rest (n^2 / 2 steps over a label of spaces)
+_SUFFIXES = re.compile(r"(?<![\s_\-])[\s_\-]+(shared|hbm3e?|hbm2e?|sxm[0-9]?|pcie|nvl|[0-9]+gb)$", re.I)
+_MEMORY = re.compile(r"(?<!\d)(\d+)\s*GB", re.I)
+MAX_LABEL = 256  # node labels are at most 63 characters (Kubernetes), GPU names a few dozen
 
 
 def gpu_for_label(label: str, catalog: Iterable[GPU]) -> GPU:
     """The catalog GPU a node label (or a kvplan name) designates; UsageError naming the label when none."""
     gpus = tuple(catalog)
     text = str(label).strip()
+    if len(text) > MAX_LABEL:
+        raise UsageError(f"GPU label '{text[:40]}...' ({len(text):,} characters) is longer than any GPU name")
     if re.search(r"-MIG-|mig-[0-9]g", text, re.I):
         raise UsageError(f"GPU label '{text}' is a MIG slice: kvplan plans whole GPUs (give --gpu-memory "
                          "with the slice's memory via a kvplan deployment file)")
@@ -67,7 +73,7 @@ def gpu_for_label(label: str, catalog: Iterable[GPU]) -> GPU:
 def _loses_memory_size(label: str, gpu: GPU) -> bool:
     """True when the label names a memory size (80GB) the matched GPU does not have: a stripped suffix
     must not turn an A100-40GB label into some other size."""
-    m = re.search(r"(\d+)\s*GB", label, re.I)
+    m = _MEMORY.search(label)
     if not m or gpu.marketing_memory_gb is None:
         return False
     size = int(m.group(1))

@@ -26,7 +26,19 @@ from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import line_at
 
 
+def _not_bool(value: Any) -> Any:
+    """Booleans are not numbers: pydantic's lax mode reads ``tp: true`` as 1 and ``gpu_memory_utilization: true``
+    as 1.0; a deployment file that says ``true`` for a count or a size is refused, naming the field."""
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is a boolean, not a number")
+    return value
+
+
+NoBool = BeforeValidator(_not_bool)
+
+
 def _count(value: Any) -> Any:
+    _not_bool(value)
     if isinstance(value, str):
         from kvplan.units import parse_count
 
@@ -35,6 +47,7 @@ def _count(value: Any) -> Any:
 
 
 def _fraction(value: Any) -> Any:
+    _not_bool(value)
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -75,7 +88,7 @@ class ModelRef(_Strict):
 class GpuSpec(_Strict):
     type: Optional[str] = Field(None, description="A GPU from `kvplan gpus`, or a node label such as NVIDIA-H100-80GB-HBM3.")
     memory: Optional[str] = Field(None, description="Any other GPU: its total memory, e.g. 47.5GiB.")
-    count: int = Field(1, ge=1, description="GPUs the deployment gets (tp x pp x dp uses them).")
+    count: Annotated[int, NoBool] = Field(1, ge=1, description="GPUs the deployment gets (tp x pp x dp uses them).")
 
     @model_validator(mode="after")
     def _one(self) -> "GpuSpec":
@@ -87,40 +100,40 @@ class GpuSpec(_Strict):
 class EngineSpec(_Strict):
     name: Literal["vllm", "sglang", "trtllm", "llamacpp", "hf"] = "vllm"
     version: Optional[str] = Field(None, description="Which release's accounting (default: the newest kvplan knows).")
-    tp: int = Field(1, ge=1)
-    pp: int = Field(1, ge=1)
-    dp: int = Field(1, ge=1)
+    tp: Annotated[int, NoBool] = Field(1, ge=1)
+    pp: Annotated[int, NoBool] = Field(1, ge=1)
+    dp: Annotated[int, NoBool] = Field(1, ge=1)
     max_model_len: Optional[Count] = None
-    max_num_seqs: Optional[int] = Field(None, ge=1)
-    gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
+    max_num_seqs: Optional[Annotated[int, NoBool]] = Field(None, ge=1)
+    gpu_memory_utilization: Optional[Annotated[float, NoBool]] = Field(None, gt=0, le=1)
     kv_cache_dtype: str = "auto"
     max_num_batched_tokens: Optional[Count] = None
-    block_size: Optional[int] = Field(None, ge=1)
+    block_size: Optional[Annotated[int, NoBool]] = Field(None, ge=1)
     enforce_eager: bool = False
-    mem_fraction_static: Optional[float] = Field(None, gt=0, le=1)
-    free_gpu_memory_fraction: Optional[float] = Field(None, gt=0, le=1)
+    mem_fraction_static: Optional[Annotated[float, NoBool]] = Field(None, gt=0, le=1)
+    free_gpu_memory_fraction: Optional[Annotated[float, NoBool]] = Field(None, gt=0, le=1)
     kv_cache_memory: Optional[str] = Field(None, description="KV memory per GPU as the engine logged it, e.g. 30.5GiB.")
     weights_bytes: Optional[str] = Field(None, description="Weights per GPU, e.g. 14.99GiB.")
     # host-memory tiers and sharing, as the engine's own flags name them (refused for an engine without them)
-    kv_offloading_size: Optional[float] = Field(None, ge=0, le=_MAX_HOST_GIB, description="vLLM --kv-offloading-size: host KV tier, GiB for the whole deployment.")
+    kv_offloading_size: Optional[Annotated[float, NoBool]] = Field(None, ge=0, le=_MAX_HOST_GIB, description="vLLM --kv-offloading-size: host KV tier, GiB for the whole deployment.")
     kv_offloading_backend: Optional[Literal["native", "lmcache"]] = Field(None, description="vLLM --kv-offloading-backend: native (OffloadingConnector) or lmcache (LMCache's local CPU tier).")
-    swap_space: Optional[float] = Field(None, ge=0, le=_MAX_HOST_GIB, description="vLLM V0 --swap-space: GiB per GPU.")
-    cpu_offload_gb: Optional[float] = Field(None, ge=0, le=_MAX_HOST_GIB, description="vLLM --cpu-offload-gb: GiB of weights per GPU kept in host memory.")
+    swap_space: Optional[Annotated[float, NoBool]] = Field(None, ge=0, le=_MAX_HOST_GIB, description="vLLM V0 --swap-space: GiB per GPU.")
+    cpu_offload_gb: Optional[Annotated[float, NoBool]] = Field(None, ge=0, le=_MAX_HOST_GIB, description="vLLM --cpu-offload-gb: GiB of weights per GPU kept in host memory.")
     enable_prefix_caching: Optional[bool] = Field(None, description="vLLM prefix caching (on by default in V1).")
     enable_hierarchical_cache: Optional[bool] = Field(None, description="SGLang --enable-hierarchical-cache.")
-    hicache_ratio: Optional[float] = Field(None, gt=0, le=10**4, description="SGLang --hicache-ratio (default 2.0).")
-    hicache_size: Optional[int] = Field(None, ge=0, le=10**6, description="SGLang --hicache-size: GB per rank (0: use the ratio).")
+    hicache_ratio: Optional[Annotated[float, NoBool]] = Field(None, gt=0, le=10**4, description="SGLang --hicache-ratio (default 2.0).")
+    hicache_size: Optional[Annotated[int, NoBool]] = Field(None, ge=0, le=10**6, description="SGLang --hicache-size: GB per rank (0: use the ratio).")
     disable_radix_cache: Optional[bool] = Field(None, description="SGLang --disable-radix-cache.")
 
 
 class Requirements(_Strict):
-    min_concurrency: Optional[int] = Field(None, ge=1, description="Sequences of at_context tokens served at once.")
+    min_concurrency: Optional[Annotated[int, NoBool]] = Field(None, ge=1, description="Sequences of at_context tokens served at once.")
     at_context: Optional[Count] = Field(None, description="Context of min_concurrency (default: max_model_len).")
     min_context: Optional[Count] = Field(None, description="The longest request the deployment must take.")
     headroom: Optional[Fraction] = Field(None, description="Requirements must hold with this much less KV memory (0.1 or 10%).")
     max_num_seqs_reachable: bool = Field(False, description="max_num_seqs sequences of max_model_len must fit at once (an error, not a warning).")
     shared_prefix: Optional[PrefixCount] = Field(None, description="Leading tokens every request shares (a system prompt): min_concurrency is planned with the engine's prefix sharing; 0 shares nothing.")
-    n: Optional[int] = Field(None, ge=1, description="Sequences sampled per request (parallel sampling width); kvplan plans n = 1 and warns otherwise.")
+    n: Optional[Annotated[int, NoBool]] = Field(None, ge=1, description="Sequences sampled per request (parallel sampling width); kvplan plans n = 1 and warns otherwise.")
 
 
 class DeploymentSpec(_Strict):

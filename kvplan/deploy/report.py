@@ -11,6 +11,9 @@ from typing import Any, Literal
 
 Severity = Literal["error", "warning", "note"]
 JSON_VERSION = 1
+MAX_MESSAGE = 1000
+"""Characters of a finding's message (and of a text ``value``): the readers cut what they repeat of a value to
+40 characters; this bound holds for any message, so that no input can flood a report or a CI log."""
 
 
 @dataclass
@@ -34,6 +37,13 @@ class Finding:
     suggestion: str | None = None
     invalid_input: bool = False
 
+    def __post_init__(self) -> None:  # one line each, bounded (a finding is one line of a table or a CI annotation)
+        self.message = _one_line(self.message)
+        if isinstance(self.value, str):
+            self.value = _one_line(self.value)
+        if self.suggestion is not None:
+            self.suggestion = _one_line(self.suggestion)
+
     def to_dict(self) -> dict[str, Any]:
         return {"severity": self.severity, "code": self.code, "file": self.file, "line": self.line,
                 "deployment": self.deployment, "message": self.message, "value": self.value,
@@ -42,6 +52,12 @@ class Finding:
     def text(self) -> str:
         """One line: the message, then the suggestion."""
         return self.message + (f" ({self.suggestion})" if self.suggestion else "")
+
+
+def _one_line(text: str) -> str:
+    if "\n" in text or "\r" in text:
+        text = " ".join(text.split())
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + "..."
 
 
 @dataclass

@@ -16,7 +16,8 @@ from kvplan.deploy.flags import FlagError, apply_invocation, find_invocation, sh
 from kvplan.deploy.k8s import _apply_annotations
 from kvplan.deploy.report import Finding
 
-_COMMENT = re.compile(r"^\s*#\s*(kvplan[./a-z]*/)([a-z-]+)\s*[:=]\s*(.+?)\s*$")
+# the value is stripped in Python: a lazy (.+?)\s*$ retries the trailing-blank scan at every character (quadratic)
+_COMMENT = re.compile(r"^\s*#\s*(kvplan[./a-z]*/)([a-z-]+)\s*[:=](.*)$")
 
 
 def looks_like(text: str, path: str) -> bool:
@@ -30,8 +31,8 @@ def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
     notes = {}
     for i, raw in enumerate(text.splitlines(), start=1):
         m = _COMMENT.match(raw)
-        if m:
-            found = kvplan_annotations({f"kvplan/{m.group(2)}": m.group(3)})
+        if m and m.group(3).strip():
+            found = kvplan_annotations({f"kvplan/{m.group(2)}": m.group(3).strip()})
             notes.update({k: (v[0], i, f"# {m.group(1)}{m.group(2)}") for k, v in found.items()})
     env: dict[str, str] = {}
     deployments: list[Deployment] = []

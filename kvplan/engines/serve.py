@@ -124,34 +124,76 @@ class ServeReading:
 
 
 def serving_engines() -> list[ServeFlags]:
-    """Every engine's serve flags, for launcher detection."""
-    from kvplan.engines import all_engines
+    """Every engine's serve flags, for launcher detection (computed once per registry: ``kvplan check`` asks
+    for them several times per file, and each ``get_engine`` goes through ``importlib``)."""
+    from kvplan import engines
 
-    found: list[ServeFlags] = []
-    for engine in all_engines():
-        serve = engine.serve
-        if serve is not None and serve not in found:
-            found.append(serve)
-    return found
+    names = engines.ENGINE_NAMES
+    cached = _SERVING.get(names)
+    if cached is None:
+        cached = []
+        for engine in engines.all_engines():
+            serve = getattr(engine, "serve", None)
+            if serve is not None and serve not in cached:
+                cached.append(serve)
+        _SERVING.clear()
+        _SERVING[names] = cached
+    return list(cached)
 
 
 def serve_flags(engine: str) -> ServeFlags | None:
-    from kvplan.engines import get_engine
+    from kvplan import engines
 
-    return get_engine(engine).serve
+    key = (engine, engines.ENGINE_NAMES)
+    if key not in _FLAGS:
+        if len(_FLAGS) > 64:  # engine names come from user files: keep the cache small
+            _FLAGS.clear()
+        _FLAGS[key] = engines.get_engine(engine).serve
+    return _FLAGS[key]
+
+
+_SERVING: dict[tuple[str, ...], list[ServeFlags]] = {}
+_FLAGS: dict[tuple[str, tuple[str, ...]], ServeFlags | None] = {}
+
+SHOWN_CHARS = 40
+"""How much of a value a message repeats: a 50,000-character environment variable is named, not echoed."""
+
+
+def shown(value: object, *, quote: bool = True) -> str:
+    """``value`` as a message repeats it: its repr (its text with ``quote=False``), cut to :data:`SHOWN_CHARS`
+    characters with "..." after (the rest says nothing a user needs to find the value)."""
+    if isinstance(value, bool):  # as the JSON or YAML that held it spells it
+        return "true" if value else "false"
+    if isinstance(value, str):
+        head = value[:SHOWN_CHARS]
+        return (repr(head) if quote else head) + ("..." if len(value) > SHOWN_CHARS else "")
+    import reprlib
+
+    short = reprlib.Repr()  # bounded work on a large list or dict: only what is shown is formatted
+    short.maxlevel, short.maxdict, short.maxlist, short.maxtuple = 3, 6, 6, 6
+    short.maxstring = short.maxlong = short.maxother = SHOWN_CHARS
+    try:
+        text = short.repr(value)
+    except (ValueError, RecursionError):  # an int past Python's digit limit
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
 def json_object(raw: object, flag: str, field: str) -> dict[str, Any]:
     """A flag whose value is a JSON object (``--speculative-config``, ``--kv-transfer-config``), refused
-    by name when it is not one, as the engine's own argument parser refuses it."""
-    import json
+    by name when it is not one, as the engine's own argument parser refuses it. Parsed by
+    ``kvplan.safe_io.parse_json``: bounded depth and integer length, whatever the deployment file holds."""
+    from kvplan.errors import KvplanError, UsageError
+    from kvplan.safe_io import json_kind, parse_json
 
-    from kvplan.errors import UsageError
-
-    try:
-        value = json.loads(str(raw))
-    except json.JSONDecodeError:
-        raise UsageError(f"{flag} {raw}: not JSON", field=field) from None
+    if isinstance(raw, dict):  # already parsed (a kvplan deployment file, a library caller)
+        value: Any = raw
+    else:
+        try:
+            value = parse_json(str(raw), flag)
+        except KvplanError as exc:
+            detail = str(exc).removeprefix(flag).lstrip(":").strip()  # "1:5: invalid JSON: ..."
+            raise UsageError(f"{flag} {shown(str(raw))}: {detail}", field=field) from None
     if not isinstance(value, dict):
-        raise UsageError(f"{flag}: not a JSON object", field=field)
+        raise UsageError(f"{flag}: not a JSON object ({json_kind(value)})", field=field)
     return value

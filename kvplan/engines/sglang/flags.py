@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.serve import ServeFlags, ServeReading, ServeRemark
+from kvplan.engines.serve import ServeFlags, ServeReading, ServeRemark, shown
 from kvplan.errors import UsageError
 
 # --speculative-algorithm -> kvplan's method (``SpeculativeAlgorithm``; NEXTN is SGLang's MTP)
@@ -57,7 +57,8 @@ def _whole_gib(value: Any) -> int | None:
     except ValueError:
         number = -1.0
     if not (number >= 0 and number.is_integer() and number < 1 << 20):
-        raise UsageError(f"--cpu-offload-gb {value}: SGLang takes a whole number of GiB", field="cpu_offload_gb")
+        raise UsageError(f"--cpu-offload-gb {shown(str(value), quote=False)}: SGLang takes a whole number of GiB",
+                         field="cpu_offload_gb")
     return int(number)
 
 
@@ -68,7 +69,8 @@ def _int(settings: Mapping[str, Any], key: str) -> int | None:
     try:
         return int(str(value).strip())
     except ValueError:
-        raise UsageError(f"--{key.replace('_', '-')} {value}: not an integer", field=key) from None
+        raise UsageError(f"--{key.replace('_', '-')} {shown(str(value), quote=False)}: not an integer",
+                         field=key) from None
 
 
 def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -84,7 +86,8 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     name = str(algorithm).strip().upper()
     if name not in _METHODS:
-        raise UsageError(f"--speculative-algorithm {algorithm}: kvplan plans {', '.join(_METHODS)}",
+        raise UsageError(f"--speculative-algorithm {shown(str(algorithm), quote=False)}: kvplan plans "
+                         f"{', '.join(_METHODS)}",
                          field="speculative_algorithm")
     method = _METHODS[name]
     steps = _int(settings, "speculative_num_steps")

@@ -29,12 +29,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.serve import ServeFlags, ServeMerge, ServeReading, ServeRemark
+from kvplan.engines.serve import ServeFlags, ServeMerge, ServeReading, ServeRemark, shown
 from kvplan.errors import UsageError
 
 CONFIG = "extra_llm_api_options"
 CLI_WINS_SINCE = (1, 2)  # PR #14812: explicit CLI flags take precedence over the YAML (release notes of 1.2)
 DEFAULT_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction
+MAX_DRAFT = 1 << 10  # draft tokens a step: TensorRT-LLM's proposers use a handful; each is a KV slot of every request
 
 # TorchLlmArgs field -> kvplan setting, for the settings the budget and the check read
 _TOP = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "max_batch_size": "max_num_seqs",
@@ -51,19 +52,20 @@ _METHODS = {"mtp": "mtp", "eagle3": "eagle3", "eagle": "eagle", "draft_target": 
 
 
 def _config(settings: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None]:
-    """The YAML's path and mapping (None where kvplan could not read the file)."""
+    """The YAML's path as messages show it and its mapping (None where kvplan could not read the file)."""
     entry = settings.get(CONFIG)
     if not isinstance(entry, Mapping):
-        return str(entry or ""), None
+        return shown(str(entry or ""), quote=False), None
+    path = shown(str(entry.get("path")), quote=False)
     if entry.get("error"):
-        raise UsageError(f"--extra_llm_api_options {entry.get('path')}: {entry['error']}", field=CONFIG)
+        raise UsageError(f"--extra_llm_api_options {path}: {entry['error']}", field=CONFIG)
     data = entry.get("data")
     if data is None:
-        return str(entry.get("path")), None
+        return path, None
     if not isinstance(data, Mapping):  # update_llm_args_with_extra_options: "Configuration file root must be a mapping"
-        raise UsageError(f"--extra_llm_api_options {entry.get('path')}: TensorRT-LLM needs a mapping at the top of the "
-                         "file", field=CONFIG)
-    return str(entry.get("path")), dict(data)
+        raise UsageError(f"--extra_llm_api_options {path}: TensorRT-LLM needs a mapping at the top of the file",
+                         field=CONFIG)
+    return path, dict(data)
 
 
 def _section(data: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
@@ -75,17 +77,28 @@ def _section(data: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
     return dict(value)
 
 
+MAX_COUNT = 1 << 40  # tokens, sequences, ranks: past any deployment (a 4,000-digit count is a typo, not a plan)
+MAX_HOST_BYTES = 1 << 50  # 1 PiB of host cache
+
+
+def _positive(value: Any, where: str, field: str = CONFIG, limit: int = MAX_COUNT) -> int:
+    """A YAML integer from 1 to ``limit``: a boolean (``true`` is 1 to Python), a fraction or a string is refused."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        raise UsageError(f"{where}: {shown(value)} is not a whole number from 1 to {limit:,}", field=field)
+    return value
+
+
 def _value(kvplan_key: str, value: Any, where: str) -> Any:
     """A YAML value as pydantic would accept it (ints stay ints; a fraction in [0, 1])."""
     if kvplan_key in _INTS:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UsageError(f"{where}: {value!r} is not a positive integer", field=CONFIG)
-        return value
+        return _positive(value, where)
     if kvplan_key == "free_gpu_memory_fraction":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise UsageError(f"{where}: {value!r} is not a fraction in [0, 1]", field=CONFIG)
+            raise UsageError(f"{where}: {shown(value)} is not a fraction in [0, 1]", field=CONFIG)
         return float(value)
-    return str(value)
+    if not isinstance(value, str):  # backend, kv_cache_config.dtype: names
+        raise UsageError(f"{where}: {shown(value)} is not a name", field=CONFIG)
+    return value
 
 
 def merge_config(settings: Mapping[str, Any], version: str | None) -> ServeMerge:
@@ -116,8 +129,9 @@ def merge_config(settings: Mapping[str, Any], version: str | None) -> ServeMerge
         value = _value(key, raw, where)
         flag = settings.get(key)
         if flag is not None and flag != value:
-            remarks.append(ServeRemark("note", "config-file", f"{where} {value} and the flag's {flag}: {rule}, so "
-                                       f"{flag if cli_wins else value} is checked", key))
+            remarks.append(ServeRemark("note", "config-file", f"{where} {shown(value, quote=False)} and the flag's "
+                                       f"{shown(flag, quote=False)}: {rule}, so "
+                                       f"{shown(flag if cli_wins else value, quote=False)} is checked", key))
             if cli_wins:
                 continue
         out.append((key, value, where))
@@ -140,7 +154,8 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     kind = str(spec.get("decoding_type", "")).strip().lower()
     if kind not in _METHODS:
-        raise UsageError(f"{path}: speculative_config.decoding_type {spec.get('decoding_type')!r}: kvplan plans MTP, "
+        raise UsageError(f"{path}: speculative_config.decoding_type {shown(spec.get('decoding_type'))}: kvplan plans "
+                         "MTP, "
                          "Eagle3, Draft_Target and NGram", field="speculative_method")
     method = _METHODS[kind]
     if method == "eagle":  # EagleDecodingConfig runs in the TensorRT engine backend only (trtllm/speculative.py)
@@ -149,9 +164,9 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
     draft_len = spec.get("max_draft_len")
     if method == "mtp":  # MTPDecodingConfig: max_draft_len = num_nextn_predict_layers (1 by default)
         draft_len = spec.get("num_nextn_predict_layers", draft_len if draft_len is not None else 1)
-    if draft_len is not None and (isinstance(draft_len, bool) or not isinstance(draft_len, int)):
-        raise UsageError(f"{path}: speculative_config max_draft_len {draft_len!r} is not an integer",
-                         field="num_speculative_tokens")
+    if draft_len is not None:  # a draft of 0 tokens or fewer is no speculation: invalid input, not a failed plan
+        key = "num_nextn_predict_layers" if method == "mtp" and "num_nextn_predict_layers" in spec else "max_draft_len"
+        draft_len = _positive(draft_len, f"{path}: speculative_config.{key}", "num_speculative_tokens", MAX_DRAFT)
     model = spec.get("speculative_model", spec.get("speculative_model_dir"))
     return {"speculative_method": method, "num_speculative_tokens": draft_len,
             "speculative_model": None if method in ("mtp", "ngram") else model}
@@ -171,16 +186,18 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
                                    "requests share no KV blocks, a shared prefix is stored once per request", CONFIG))
     host = kv.get("host_cache_size")
     if host is not None:
-        if isinstance(host, bool) or not isinstance(host, int) or host < 0:
-            raise UsageError(f"{path}: kv_cache_config.host_cache_size {host!r} is not a byte count", field=CONFIG)
+        if isinstance(host, bool) or not isinstance(host, int) or not 0 <= host <= MAX_HOST_BYTES:
+            raise UsageError(f"{path}: kv_cache_config.host_cache_size {shown(host)} is not a byte count from 0 to "
+                             f"{MAX_HOST_BYTES:,}", field=CONFIG)
         if host:
             options["host_cache_bytes"] = host
     cap = kv.get("max_tokens")
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-        raise UsageError(f"{path}: kv_cache_config.max_tokens {cap!r} is not a positive integer", field=CONFIG)
+    if cap is not None:
+        cap = _positive(cap, f"{path}: kv_cache_config.max_tokens")
     backend = str(settings.get("backend") or "pytorch").lower()
     if backend not in _BACKENDS:  # serve.py: click ChoiceWithAlias(["pytorch", "tensorrt", "_autodeploy"], {"trt": ...})
-        raise UsageError(f"--backend {backend}: trtllm-serve takes pytorch, tensorrt (trt) or _autodeploy",
+        raise UsageError(f"--backend {shown(backend, quote=False)}: trtllm-serve takes pytorch, tensorrt (trt) or "
+                         "_autodeploy",
                          field="backend")
     if backend in ("tensorrt", "trt", "_autodeploy"):
         remarks.append(ServeRemark("warning", "engine-not-planned", f"--backend {backend}: kvplan's TensorRT-LLM budget "
@@ -204,7 +221,7 @@ def _count(settings: Mapping[str, Any], key: str) -> int:
     except ValueError:
         value = 0
     if value < 1 or value > 1 << 20:
-        raise UsageError(f"{raw!r} is not a positive integer", field=key)
+        raise UsageError(f"{shown(raw)} is not a positive integer", field=key)
     return value
 
 

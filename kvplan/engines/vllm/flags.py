@@ -6,7 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.serve import ServeFlags, ServeReading, ServeRemark, json_object
+from kvplan.engines.serve import ServeFlags, ServeReading, ServeRemark, json_object, shown
+from kvplan.engines.speculative import MAX_SPECULATIVE_TOKENS
 from kvplan.errors import UsageError
 
 _HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
@@ -18,7 +19,10 @@ def vllm_int(text: str) -> int:
     if m:
         number, suffix = m.groups()
         if suffix.islower():
-            return int(float(number) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suffix])
+            scaled = float(number) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suffix]
+            if scaled == float("inf"):  # 400 digits and a 'k': int(inf) raises OverflowError
+                raise ValueError(text)
+            return int(scaled)
         if "." in number:
             raise ValueError(text)
         return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
@@ -26,6 +30,28 @@ def vllm_int(text: str) -> int:
 
 
 _DRAFTLESS = frozenset({"ngram", "mtp"})
+MAX_DRAFT_TOKENS = MAX_SPECULATIVE_TOKENS  # vLLM sets no bound: the one every plan takes (engines/speculative.py)
+
+
+def draft_tokens(value: Any, where: str) -> int | None:
+    """``num_speculative_tokens`` as kvplan plans it: a whole number from 1 (``SpeculativeConfig`` in
+    ``vllm/config/speculative.py`` types it ``int``; a draft of 0 tokens or fewer is no speculation). A boolean
+    (which Python counts as 1), a fraction, a non-finite or absurd number, a count below 1: refused by name,
+    invalid input (exit 2) rather than a deployment that fails. ``"3"`` is taken, as pydantic's lax mode takes it."""
+    if value is None:
+        return None
+    count: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        count = value
+    elif isinstance(value, float) and value.is_integer():
+        count = int(value) if abs(value) <= MAX_DRAFT_TOKENS else MAX_DRAFT_TOKENS + 1
+    elif isinstance(value, str) and value.strip().lstrip("+-").isascii() and value.strip().lstrip("+-").isdigit() \
+            and len(value.strip()) <= 20:
+        count = int(value.strip())  # pydantic's lax mode takes "3"
+    if count is None or not 1 <= count <= MAX_DRAFT_TOKENS:
+        raise UsageError(f"{where}: num_speculative_tokens {shown(value)} must be a whole number from 1 to "
+                         f"{MAX_DRAFT_TOKENS:,}", field="num_speculative_tokens")
+    return count
 
 
 def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -44,6 +70,11 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
     method = config.get("method")
     if method is None and model is None and tokens is None:
         return {}
+    if model is not None and not isinstance(model, str):
+        raise UsageError(f"--speculative-config: model {shown(model)} is not a model name", field="speculative_config")
+    if method is not None and (not isinstance(method, str) or len(method) > 64):  # names: eagle3, deepseek_mtp
+        raise UsageError(f"--speculative-config: method {shown(method)} is not a method name",
+                         field="speculative_config")
     if method is None:
         name = str(model or "").lower()
         method = ("ngram" if name in ("ngram", "[ngram]") else "eagle3" if "eagle3" in name
@@ -51,10 +82,8 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
     method = str(method).lower()
     if method.endswith("_mtp"):
         method = "mtp"
-    try:
-        count = int(tokens) if tokens is not None else None
-    except (TypeError, ValueError):
-        raise UsageError(f"num_speculative_tokens {tokens}: not an integer", field="num_speculative_tokens") from None
+    count = draft_tokens(tokens, "--speculative-config" if "num_speculative_tokens" in config
+                         else "--num-speculative-tokens")
     draft_tp = config.get("draft_tensor_parallel_size")
     if draft_tp is not None:
         # SpeculativeConfig._verify_and_get_draft_tp (vllm/config/speculative.py): 1 or the target's tp, else
@@ -63,10 +92,10 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
         # must match it (DraftModelProposer._raise_if_draft_tp_mismatch, 0.33)
         tp = int(settings.get("tp") or 1)
         if str(draft_tp) not in ("1", str(tp)):
-            raise UsageError(f"draft_tensor_parallel_size {draft_tp}: vLLM accepts 1 or the target's "
+            raise UsageError(f"draft_tensor_parallel_size {shown(draft_tp)}: vLLM accepts 1 or the target's "
                              f"tensor_parallel_size ({tp})", field="speculative_config")
         if method == "draft_model" and str(draft_tp) != str(tp):
-            raise UsageError(f"draft_tensor_parallel_size {draft_tp}: vLLM's draft-model proposer needs the "
+            raise UsageError(f"draft_tensor_parallel_size {shown(draft_tp)}: vLLM's draft-model proposer needs the "
                              f"target's tensor_parallel_size ({tp}) (DraftModelProposer, 0.33)",
                              field="speculative_config")
     return {"speculative_method": method, "num_speculative_tokens": count,
@@ -90,7 +119,7 @@ def _env_flag(value: object) -> bool | None:
     try:
         return bool(int(str(value).strip() or "0"))
     except ValueError:
-        raise UsageError(f"{value!r}: vLLM reads this environment variable as an integer (0 or 1)",
+        raise UsageError(f"{shown(value)}: vLLM reads this environment variable as an integer (0 or 1)",
                          field="environment") from None
 
 
@@ -156,11 +185,12 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
                                            "'SimpleCPUOffloadScheduler: Allocating N CPU blocks'",
                                            "VLLM_USE_SIMPLE_KV_OFFLOAD"))
         elif backend != "lmcache":  # lmcache: serve_settings below
-            remarks.append(ServeRemark("warning", "offload-not-planned", f"--kv-offloading-backend {backend}: "
+            remarks.append(ServeRemark("warning", "offload-not-planned",
+                                       f"--kv-offloading-backend {shown(backend, quote=False)}: "
                                        "kvplan plans the native and lmcache backends only; the GPU plan is unchanged",
                                        "kv_offloading_backend"))
     elif given_backend is not None:
-        remarks.append(ServeRemark("note", "not-read", f"--kv-offloading-backend {backend} without "
+        remarks.append(ServeRemark("note", "not-read", f"--kv-offloading-backend {shown(backend, quote=False)} without "
                                    "--kv-offloading-size: vLLM offloads nothing", "kv_offloading_backend"))
     if simple and (size is None or ver < SIMPLE_OFFLOAD_SINCE):
         remarks.append(ServeRemark("note", "not-read", "VLLM_USE_SIMPLE_KV_OFFLOAD=1 " + (

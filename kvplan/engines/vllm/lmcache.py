@@ -42,6 +42,7 @@ from typing import Any
 from kvplan.engines.layout import CacheLayout, EngineOptions
 from kvplan.engines.offload import DiskTier, OffloadTier, find_link, uniform_token_bytes
 from kvplan.engines.protocol import Demand
+from kvplan.engines.serve import shown
 from kvplan.errors import UsageError
 
 LMCACHE_VERSION = "0.5.6"
@@ -69,6 +70,8 @@ def env_value(raw: Any) -> Any:
         return raw
     text = raw.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in ("'", '"'):
+        if len(text) > 4096:  # no setting is this long: spare Python's parser a hostile expression ('"a"+"a"+...')
+            return text[1:-1]
         try:
             literal = ast.literal_eval(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -113,9 +116,65 @@ _CONVERT = {"chunk_size": int, "local_cpu": _to_bool, "max_local_cpu_size": floa
             "enable_blending": _to_bool}
 
 
+MAX_CHUNK_TOKENS = 1 << 24  # LMCache's default is 256; a chunk of 16M tokens is past any model's context
+MAX_GIB = 1 << 20  # 1 PiB per rank: past any host; a bound keeps 1e308 out of int(size x 2^30)
+_WHOLE = frozenset({"chunk_size"})
+_SIZES = frozenset({"max_local_cpu_size", "max_local_disk_size", "first_rank_max_local_cpu_size"})
+
+
+def _refuse(key: str, raw: Any, why: str) -> UsageError:
+    return UsageError(f"LMCache {key} {shown(raw)}: {why}", field="lmcache")
+
+
+def _checked(key: str, raw: Any, converted: Any) -> Any:
+    """kvplan's rules on top of LMCache's converters (``int``, ``float``), which read ``true`` as 1, ``1.5`` as a
+    chunk of 1 and ``1e308`` GiB as a size: a boolean is not a number, a chunk is a whole count, and both have
+    a bound (kvplan multiplies them into byte counts)."""
+    if key not in _WHOLE and key not in _SIZES:
+        return converted
+    if isinstance(raw, bool):
+        raise _refuse(key, raw, "a boolean, not " + ("an integer" if key in _WHOLE else "a size in GiB"))
+    if key in _WHOLE:
+        if isinstance(raw, float) and not raw.is_integer():
+            raise _refuse(key, raw, "not a whole number of tokens")
+        if not 1 <= converted <= MAX_CHUNK_TOKENS:
+            raise _refuse(key, raw, f"must be a whole number of tokens from 1 to {MAX_CHUNK_TOKENS:,}")
+    elif not 0 <= converted <= MAX_GIB:  # nan fails both comparisons
+        raise _refuse(key, raw, f"must be a size in GiB from 0 to {MAX_GIB:,}")
+    return converted
+
+
+def _convert(key: str, raw: Any) -> Any:
+    """LMCache's converter, then kvplan's rules; a UsageError naming the setting where either refuses."""
+    try:
+        converted = _CONVERT[key](raw) if key in _CONVERT else float(raw)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
+        raise _refuse(key, raw, "not a valid value") from None
+    return _checked(key, raw, converted)
+
+
+def _extra_config(raw: Any) -> Mapping[str, Any]:
+    """LMCache's ``extra_config`` (a JSON object in an environment variable, or a YAML mapping), read with
+    ``kvplan.safe_io``'s bounds on depth and integer length."""
+    from kvplan.errors import KvplanError
+    from kvplan.safe_io import parse_json
+
+    extra = raw
+    if isinstance(raw, str):
+        try:
+            extra = parse_json(raw, "extra_config") if raw.strip() else {}
+        except KvplanError as exc:
+            detail = str(exc).removeprefix("extra_config").lstrip(":").strip()
+            raise UsageError(f"LMCache extra_config {shown(raw)}: {detail}", field="lmcache") from None
+    if not isinstance(extra, Mapping):
+        raise UsageError("LMCache extra_config: not a JSON object", field="lmcache")
+    return extra
+
+
 def settings(value: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> LMCacheSettings:
     """LMCache's settings from ``{name: value}`` (LMCache's config names; values as typed or as the text of
-    an environment variable), refusing a value LMCache would not parse."""
+    an environment variable), refusing a value LMCache would not parse, and a boolean, fractional or absurd
+    number where LMCache's converter would take it (``_checked``)."""
     items = dict(value.items() if isinstance(value, Mapping) else (value or ()))
     out: dict[str, Any] = {}
     ignored: list[str] = []
@@ -126,49 +185,22 @@ def settings(value: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> LMC
         if key.startswith("lmcache."):
             key = key[len("lmcache."):]
         if key == "extra_config":
-            extra = raw
-            if isinstance(raw, str):
-                try:
-                    extra = json.loads(raw) if raw.strip() else {}
-                except json.JSONDecodeError:
-                    raise UsageError(f"LMCache extra_config {raw!r}: not JSON", field="lmcache") from None
-            if not isinstance(extra, Mapping):
-                raise UsageError("LMCache extra_config: not a JSON object", field="lmcache")
+            extra = _extra_config(raw)
             if "save_only_first_rank" in extra:
                 out["save_only_first_rank"] = _to_bool(extra["save_only_first_rank"])
             if "first_rank_max_local_cpu_size" in extra:
-                out["first_rank_max_local_cpu_size"] = _number(extra["first_rank_max_local_cpu_size"],
-                                                               "first_rank_max_local_cpu_size")
+                out["first_rank_max_local_cpu_size"] = _convert("first_rank_max_local_cpu_size",
+                                                                extra["first_rank_max_local_cpu_size"])
             continue
         if key not in _CONVERT:
             if raw is not None and str(raw) != "":
-                ignored.append(f"{key[:60]}={str(raw)[:40]}")
+                ignored.append(f"{shown(key, quote=False)}={shown(raw, quote=False)}")
             continue
-        try:
-            converted = _CONVERT[key](raw) if raw is not None or key == "local_disk" else None
-        except (TypeError, ValueError):
-            raise UsageError(f"LMCache {key} {raw!r}: not a valid value", field="lmcache") from None
+        converted = _convert(key, raw) if raw is not None or key == "local_disk" else None
         if converted is None and key != "local_disk":
             continue
         out[key] = converted
-    s = LMCacheSettings(**out, given=tuple(sorted(k for k in out if k in _CONVERT)), ignored=tuple(sorted(ignored)))
-    if s.chunk_size <= 0:
-        raise UsageError(f"LMCache chunk_size {s.chunk_size} must be positive", field="lmcache")
-    for name in ("max_local_cpu_size", "max_local_disk_size"):
-        size = getattr(s, name)
-        if not size >= 0 or size == float("inf"):
-            raise UsageError(f"LMCache {name} {size:g} must be a size in GiB, 0 or more", field="lmcache")
-    return s
-
-
-def _number(raw: Any, name: str) -> float:
-    try:
-        number = float(raw)
-    except (TypeError, ValueError):
-        raise UsageError(f"LMCache {name} {raw!r}: not a number", field="lmcache") from None
-    if not number >= 0 or number == float("inf"):
-        raise UsageError(f"LMCache {name} {raw!r}: must be 0 or more", field="lmcache")
-    return number
+    return LMCacheSettings(**out, given=tuple(sorted(k for k in out if k in _CONVERT)), ignored=tuple(sorted(ignored)))
 
 
 def vllm_offloading(size_gib: float, ranks: int) -> dict[str, Any]:
@@ -177,9 +209,18 @@ def vllm_offloading(size_gib: float, ranks: int) -> dict[str, Any]:
 
 
 def as_option(value: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """The ``EngineOptions.lmcache`` value (hashable sorted pairs) of a settings mapping."""
-    return tuple(sorted((str(k), v if not isinstance(v, Mapping) else json.dumps(v, sort_keys=True))
-                        for k, v in value.items()))
+    """The ``EngineOptions.lmcache`` value (hashable sorted pairs: a plan's cache key) of a settings mapping; a
+    mapping or list (an ``extra_config``, a setting kvplan does not read) becomes its JSON text."""
+    return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+
+
+def _hashable(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except TypeError:  # keys of mixed types (YAML's 1: and a:) do not sort
+        return json.dumps(value, default=str)
 
 
 def _aligned(nbytes: int) -> int:
@@ -308,12 +349,13 @@ def serve_settings(given: Mapping[str, Any]) -> tuple[tuple[tuple[str, Any], ...
                                        "LMCache's multiprocess server holds the tiers outside vLLM; kvplan does not "
                                        "plan it", "kv_transfer_config"))
         elif connector:
-            remarks.append(ServeRemark("note", "not-read", f"--kv-transfer-config {connector}: kvplan does not plan "
+            remarks.append(ServeRemark("note", "not-read", f"--kv-transfer-config {shown(connector, quote=False)}: "
+                                       "kvplan does not plan "
                                        "this connector; the GPU plan is unchanged", "kv_transfer_config"))
     size = given.get("kv_offloading_size")
     if size is not None and str(given.get("kv_offloading_backend") or "native").lower() == "lmcache":
         # vLLM replaces kv_connector_extra_config with these two (_post_init_kv_transfer_config)
-        ranks = int(given.get("tp") or 1) * int(given.get("pp") or 1)
+        ranks = max(1, int(given.get("tp") or 1)) * max(1, int(given.get("pp") or 1))  # tp < 1: refused by the plan
         active, extra = True, {f"lmcache.{k}": v for k, v in vllm_offloading(float(size), ranks).items()}
     env = {k[len("lmcache_"):]: v for k, v in given.items() if k.startswith("lmcache_")}
     config_file = env.pop("config_file", None)  # os.getenv as it is (v1/config.py): no quotes taken off
@@ -325,7 +367,8 @@ def serve_settings(given: Mapping[str, Any]) -> tuple[tuple[tuple[str, Any], ...
                                                                 if f"lmcache_{k}" in given)))
         return None, remarks
     if config_file is not None:
-        remarks.append(ServeRemark("warning", "not-read", f"LMCACHE_CONFIG_FILE {config_file}: the file is read inside "
+        remarks.append(ServeRemark("warning", "not-read", f"LMCACHE_CONFIG_FILE {shown(config_file, quote=False)}: "
+                                   "the file is read inside "
                                    "the container, not by kvplan; the LMCACHE_ variables and the connector's extra "
                                    "config are planned, LMCache's defaults for the rest", "lmcache_config_file"))
     env, env_remarks = _screen_env(env, config_file)
@@ -336,8 +379,9 @@ def serve_settings(given: Mapping[str, Any]) -> tuple[tuple[tuple[str, Any], ...
             # vllm_v1_adapter.py _apply_extra_config -> config_base.py validate_and_set_config_value: the
             # converter's ValueError is logged and the setting keeps what the environment or file gave it
             del extra[key]
-            kept = f"LMCACHE_{name.upper()} {env[name]!r}" if name in env else _default_said(name, config_file)
-            remarks.append(ServeRemark("warning", "lmcache-value", f"kv_connector_extra_config {key} {raw!r} is not "
+            kept = f"LMCACHE_{name.upper()} {shown(env[name])}" if name in env else _default_said(name, config_file)
+            remarks.append(ServeRemark("warning", "lmcache-value", f"kv_connector_extra_config {key} {shown(raw)} is "
+                                       "not "
                                        f"{_KIND[name]}: LMCache {LMCACHE_VERSION} logs a warning and keeps {kept}; "
                                        "kvplan plans that", "kv_transfer_config"))
     merged = {**env, **{k[len("lmcache."):]: v for k, v in extra.items()}}  # the extra config overrides
@@ -354,14 +398,15 @@ def _malformed(name: str, raw: Any) -> bool:
         return False
     try:
         _CONVERT[name](raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf), JSON's Infinity
         return True
     return False
 
 
 def _default_said(name: str, config_file: Any) -> str:
     default = getattr(LMCacheSettings(), name)
-    return (f"the value of LMCACHE_CONFIG_FILE {config_file} (not read by kvplan) or its default {default}"
+    return (f"the value of LMCACHE_CONFIG_FILE {shown(config_file, quote=False)} (not read by kvplan) or its default "
+            f"{default}"
             if config_file is not None else f"its default {default}")
 
 
@@ -384,16 +429,17 @@ def _screen_env(env: dict[str, Any], config_file: Any) -> tuple[dict[str, Any], 
         var = f"LMCACHE_{name.upper()}"
         del kept[name]
         if config_file is not None:
-            remarks.append(ServeRemark("warning", "lmcache-value", f"{var} {raw!r} is not {_KIND[name]}: LMCache "
+            remarks.append(ServeRemark("warning", "lmcache-value", f"{var} {shown(raw)} is not {_KIND[name]}: LMCache "
                                        f"{LMCACHE_VERSION} logs a warning and keeps "
                                        f"{_default_said(name, config_file)}; kvplan plans the default",
                                        f"lmcache_{name}"))
         elif name == "max_local_disk_size" and not env.get("local_disk"):
-            remarks.append(ServeRemark("warning", "lmcache-value", f"{var} {raw!r} is not a number: LMCache "
+            remarks.append(ServeRemark("warning", "lmcache-value", f"{var} {shown(raw)} is not a number: LMCache "
                                        f"{LMCACHE_VERSION} logs a warning and sets it to None, unused without "
                                        "LMCACHE_LOCAL_DISK", f"lmcache_{name}"))
         else:
-            raise UsageError(f"{var} {raw!r} is not {_KIND[name]}: LMCache {LMCACHE_VERSION} logs a warning and sets "
+            raise UsageError(f"{var} {shown(raw)} is not {_KIND[name]}: LMCache {LMCACHE_VERSION} logs a warning and "
+                             "sets "
                              f"{name} to None, not its default, without LMCACHE_CONFIG_FILE; the connector then fails "
                              "at start-up", field="environment")
     return kept, remarks
