@@ -11,52 +11,83 @@ free-memory reading); an engine without one carries the logged KV-cache memory a
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kvplan.logs.model import MEMORY_ITEMS, ParsedLog
 from kvplan.logs.reader import log_reader, log_readers
 
 FORMAT_VERSION = 1
+MAX_FILE_BYTES = 1 << 20
+"""The most a calibration file may hold: a saved one is a few KB, and every field below is bounded so that
+one ``kvplan log --save`` writes always stays far under this."""
+MAX_BYTES = 1 << 50  # 1 PiB: far beyond any one device (kvplan.hardware.MAX_BYTES)
+MAX_COUNT = 1 << 40  # tokens, blocks, lengths (kvplan.units.MAX_COUNT)
+MAX_RANKS = 1 << 16
+MAX_NAME = 1024  # a model id or path, a GPU name
+MAX_NOTE = 2000
+MAX_NOTES = 200
+_SHORT = 64  # a dtype, an engine version, a key of `source`
+_LOGGED = 200  # a value as the log printed it (a longer number is refused as more than MAX_BYTES anyway)
 if TYPE_CHECKING:
     EngineName = str
 else:  # the engines with a log format, in the registry's order: the schema's enum
     EngineName = Literal[tuple(reader.engine for reader in log_readers())]
 ItemName = Literal["total", "budget", "weights", "activation", "non_torch", "cudagraph", "kv_cache",
                    "free_after_weights"]
+POSITIVE_ITEMS = ("total", "budget", "weights")
+"""Items no engine can log at 0 or below: a GPU, its budget and the weights hold memory."""
+NON_NEGATIVE_ITEMS = ("free_after_weights",)
+"""A free-memory reading. The other items are differences of readings and may be logged below 0: the KV
+memory of a model that does not fit, CUDA graphs and non-torch memory when memory was freed between the
+readings (vLLM ``capture_model``: start free - end free; ``memory_profiling``: non_torch_increase)."""
+CLAMPED_AT_USE = ("cudagraph", "non_torch")
+"""Measured items a plan takes as Settings (which hold no negative memory): a negative one is used as 0."""
+
+Bytes = Annotated[int, Field(ge=-MAX_BYTES, le=MAX_BYTES)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+PositiveCount = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+Ranks = Annotated[int, Field(ge=1, le=MAX_RANKS)]
+Fraction = Annotated[float, Field(gt=0, le=1)]
+Short = Annotated[str, Field(max_length=_SHORT)]
 
 
 class MeasuredItem(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    bytes: int = Field(description="The logged value in bytes (may be negative for a KV cache that does not fit).")
-    step_bytes: int = Field(ge=1, description="The log's rounding step: the value is bytes +/- step_bytes / 2.")
-    logged: str = Field(description="As the log printed it.")
+    bytes: Bytes = Field(description="The logged value in bytes (may be negative: a KV cache that does not fit, "
+                                     "or a difference of memory readings).")
+    step_bytes: int = Field(ge=1, le=MAX_BYTES,
+                            description="The log's rounding step: the value is bytes +/- step_bytes / 2.")
+    logged: str = Field(max_length=_LOGGED, description="As the log printed it.")
     derived: bool = Field(False, description="Worked out from logged items (e.g. peak - weights), not printed.")
 
 
 class CalibrationGpu(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str | None = None
-    total_bytes: int | None = Field(None, gt=0)
-    total_step_bytes: int | None = Field(None, ge=1)
+    name: str | None = Field(None, max_length=MAX_NAME)
+    total_bytes: int | None = Field(None, gt=0, le=MAX_BYTES)
+    total_step_bytes: int | None = Field(None, ge=1, le=MAX_BYTES)
 
 
 class CalibrationSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    tp: int = Field(1, ge=1)
-    pp: int = Field(1, ge=1)
-    dtype: str | None = None
-    kv_dtype: str | None = None
-    max_model_len: int | None = Field(None, ge=1)
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
-    mem_fraction_static: float | None = Field(None, gt=0, le=1)
-    max_num_batched_tokens: int | None = Field(None, ge=1)
-    max_num_seqs: int | None = Field(None, ge=1)
+    tp: Ranks = 1
+    pp: Ranks = 1
+    dtype: Short | None = None
+    kv_dtype: Short | None = None
+    max_model_len: PositiveCount | None = None
+    gpu_memory_utilization: Fraction | None = None
+    mem_fraction_static: Fraction | None = None
+    max_num_batched_tokens: PositiveCount | None = None
+    max_num_seqs: PositiveCount | None = None
     enforce_eager: bool | None = None
+
+
+SourceValue = Annotated[str, Field(max_length=4096)] | Annotated[int, Field(ge=-MAX_COUNT, le=MAX_COUNT)] | None
 
 
 class Calibration(BaseModel):
@@ -65,15 +96,45 @@ class Calibration(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, title="kvplan calibration")
     kvplan_calibration: Literal[1] = Field(1, description="Format version.")
     engine: EngineName
-    engine_version: str | None = None
-    model: str
+    engine_version: Short | None = None
+    model: str = Field(min_length=1, max_length=MAX_NAME)
     gpu: CalibrationGpu = CalibrationGpu()
     settings: CalibrationSettings = CalibrationSettings()
     measured: dict[ItemName, MeasuredItem] = Field(default_factory=dict)
-    num_gpu_blocks: int | None = Field(None, ge=0)
-    kv_cache_tokens: int | None = Field(None, ge=0)
-    source: dict[str, str | int | None] = Field(default_factory=dict, description="The log: file, format, lines.")
-    notes: list[str] = Field(default_factory=list)
+    num_gpu_blocks: Count | None = None
+    kv_cache_tokens: Count | None = None
+    source: dict[Short, SourceValue] = Field(default_factory=dict, max_length=16,
+                                             description="The log: file, format, lines.")
+    notes: list[Annotated[str, Field(max_length=MAX_NOTE)]] = Field(default_factory=list, max_length=MAX_NOTES)
+
+    @field_validator("kvplan_calibration", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: Any) -> Any:
+        from kvplan.errors import UsageError
+
+        if isinstance(value, bool):  # True == 1 in Python, and Literal[1] takes it even strictly
+            raise UsageError(f"{str(value).lower()} is a boolean, not the format version 1")
+        return value
+
+    @model_validator(mode="after")
+    def _possible(self) -> Calibration:
+        """What no log of a real start-up holds (the field constraints say the rest)."""
+        from kvplan.errors import UsageError
+
+        m = self.measured
+        for name, item in m.items():
+            where = f"measured.{name}.bytes"
+            if name in POSITIVE_ITEMS and item.bytes <= 0:
+                raise UsageError(f"{item.bytes:,} must be positive", field=where)
+            if name in NON_NEGATIVE_ITEMS and item.bytes < 0:
+                raise UsageError(f"{item.bytes:,} must not be negative", field=where)
+        total = m.get("total")
+        if total is not None:  # every item is per GPU: none is larger than the GPU (its rounding allowed)
+            for name, item in m.items():
+                if name != "total" and abs(item.bytes) > total.bytes + total.step_bytes + item.step_bytes:
+                    raise UsageError(f"{item.bytes:,} is more than the GPU's {total.bytes:,} (measured.total)",
+                                     field=f"measured.{name}.bytes")
+        return self
 
 
 def schema() -> dict[str, Any]:
@@ -82,19 +143,115 @@ def schema() -> dict[str, Any]:
     return out
 
 
+# ------------------------------------------------------------------------------------------ validation
+
+def _shown(value: Any) -> str:
+    """A value as the file spells it, cut short (a hostile file may hold 4,000 digits or 1 MB of text)."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False) if isinstance(value, (bool, type(None), str)) else str(value)
+    except ValueError:  # pragma: no cover - an int past the str() digit limit: refused by the reader first
+        text = type(value).__name__
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text):,} characters)"
+
+
+# pydantic's names for union members and wrapped validators, not the file's
+_TAGS = ("str", "int", "bool", "float", "none", "constrained-str", "constrained-int")
+
+
+def _said(err: Any) -> tuple[str, str]:
+    """(where, what) of one pydantic error, in kvplan's words (pydantic's own wording changes between
+    releases): ``settings.tp``, ``true is a boolean, not a number``."""
+    from kvplan.errors import KvplanError
+    from kvplan.safe_io import json_kind
+
+    loc = [p for p in err["loc"] if not (isinstance(p, str) and (p in _TAGS or p.startswith(
+        ("function-", "literal[", "nullable[", "union[", "constrained-"))))]
+    where = ".".join(str(p) if len(str(p)) <= 40 else str(p)[:30] + "..." for p in loc) or "the file"
+    kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
+    cause = ctx.get("error")
+    if isinstance(cause, KvplanError):  # the model's own rule (Calibration._possible)
+        return cause.field or where, cause.message
+    shown = _shown(value)
+    if isinstance(value, bool) and kind in ("int_type", "int_parsing", "float_type", "float_parsing",
+                                            "literal_error", "string_type"):
+        return where, f"{shown} is a boolean, not {'a number' if kind != 'string_type' else 'text'}"
+    limits = {"greater_than": "more than {gt}", "greater_than_equal": "at least {ge}",
+              "less_than": "less than {lt}", "less_than_equal": "at most {le}"}
+    if kind in limits:
+        bound = limits[kind].format(**{k: f"{v:,}" if isinstance(v, int) else f"{v:g}" if isinstance(v, float)
+                                       else v for k, v in ctx.items()})
+        return where, f"{shown} must be {bound}"
+    said = {
+        "int_type": f"{shown} is not a whole number", "int_from_float": f"{shown} is not a whole number",
+        "int_parsing": f"{shown} is not a whole number", "float_type": f"{shown} is not a number",
+        "float_parsing": f"{shown} is not a number", "bool_type": f"{shown} is not true or false",
+        "bool_parsing": f"{shown} is not true or false", "string_type": f"{shown} is not text",
+        "string_too_short": "must not be empty",
+        "string_too_long": f"longer than {ctx.get('max_length', 0):,} characters",
+        "too_long": f"more than {ctx.get('max_length', 0):,} entries",
+        "literal_error": f"{shown} is not one of {ctx.get('expected', '?')}",
+        "extra_forbidden": "not a field of a calibration file (kvplan schema calibration)",
+        "missing": "missing (a calibration file names it)",
+        "model_type": f"expected a mapping, got {json_kind(value)}",
+        "model_attributes_type": f"expected a mapping, got {json_kind(value)}",
+        "dict_type": f"expected a mapping, got {json_kind(value)}",
+        "list_type": f"expected a list, got {json_kind(value)}",
+    }
+    return where, said.get(kind, str(err.get("msg", kind)).removeprefix("Value error, "))
+
+
+def validate(data: Any, where: str, *, field: str | None = "calibration") -> Calibration:
+    """A Calibration from untrusted data (a loaded file, or what ``from_log`` gathered), strictly: a boolean is
+    not a number, ``"8"`` is not 8, 1.5 is not a whole number; the first problem is one UsageError
+    ``{where}: {field path}: {what}`` with ``field`` (the library parameter: ``calibration``)."""
+    import json
+
+    from kvplan.errors import UsageError
+    from kvplan.safe_io import json_kind
+
+    def not_json(value: Any) -> Any:  # YAML's dates, sets, binary: not a value a calibration holds
+        raise UsageError(f"{where}: {_shown(value)} ({type(value).__name__}) is not a value a calibration holds",
+                         field=field)
+
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: a calibration file is a YAML mapping (engine, model, measured, ...), "
+                         f"not {json_kind(data) if data is not None else 'an empty file'}", field=field)
+    try:  # as JSON, strictly (kvplan.sources.yaml_spec.validate_spec does the same for model specs)
+        text = json.dumps(data, default=not_json, allow_nan=False)
+    except ValueError as exc:
+        if isinstance(exc, UsageError):
+            raise
+        raise UsageError(f"{where}: NaN or infinity in a calibration", field=field) from None
+    try:
+        return Calibration.model_validate_json(text, strict=True)
+    except ValidationError as exc:
+        at, what = _said(exc.errors()[0])
+        raise UsageError(f"{where}: {at}: {what}", field=field) from None
+
+
 def from_log(log: ParsedLog, *, source: str | None = None, model: str | None = None, tp: int | None = None,
              pp: int | None = None, engine_version: str | None = None) -> Calibration:
-    """The measured items of a parsed log (flags name what the log lacks)."""
+    """The measured items of a parsed log (flags name what the log lacks).
+
+    Whatever a file ``load`` would refuse is refused here, before anything is written: a UsageError whose
+    field is ``save`` (``--save``) and whose message names the calibration's field (``settings.max_num_seqs``),
+    or ``tp`` / ``pp`` where those were given.
+    """
     from kvplan.errors import UsageError
 
+    for name, given in (("tp", tp), ("pp", pp)):  # 0 is refused by name, never read as "not given"
+        if given is not None and not 1 <= given <= MAX_RANKS:
+            raise UsageError(f"{given} must be at least 1" if given < 1 else f"{given:,} is more than {MAX_RANKS:,}",
+                             field=name)
     if log.engine is None:
         raise UsageError("not a start-up log kvplan reads: nothing to save")
     s = log.settings
     model = model or s.model
     if model is None:
         raise UsageError("the log names no model: pass --model to save a calibration")
-    measured = {name: MeasuredItem(bytes=v.bytes, step_bytes=v.step_bytes, logged=v.text,
-                                   derived=name in log.derived)
+    measured = {name: {"bytes": v.bytes, "step_bytes": v.step_bytes, "logged": v.text, "derived": name in log.derived}
                 for name, v in log.memory.items() if name in (*MEMORY_ITEMS, "free_after_weights")}
     if not measured:
         raise UsageError("the log holds no memory item to save")
@@ -103,44 +260,70 @@ def from_log(log: ParsedLog, *, source: str | None = None, model: str | None = N
 
     version, note = version_of(log)
     notes = list(log.notes) + ([note] if note and not engine_version else [])
-    return Calibration(
-        engine=log.engine, engine_version=engine_version or version, model=model,
-        gpu=CalibrationGpu(name=s.gpu_name, total_bytes=total.bytes if total and total.bytes > 0 else None,
-                           total_step_bytes=total.step_bytes if total else None),
-        settings=CalibrationSettings(tp=tp or s.tp or 1, pp=pp or s.pp or 1, dtype=s.dtype, kv_dtype=s.kv_dtype,
-                                     max_model_len=s.max_model_len, gpu_memory_utilization=s.gpu_memory_utilization,
-                                     mem_fraction_static=s.mem_fraction_static,
-                                     max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs,
-                                     enforce_eager=s.enforce_eager),
-        measured=measured, num_gpu_blocks=log.num_gpu_blocks,
-        kv_cache_tokens=log.kv_cache_tokens, source={"file": source, "format": log.format},
-        notes=notes,
-    )
+    # the notes are kvplan's own words: shortened to fit the file, never a reason to refuse it
+    notes = [n if len(n) <= MAX_NOTE else n[:MAX_NOTE - 3] + "..." for n in notes[:MAX_NOTES]]
+    data = {
+        "kvplan_calibration": FORMAT_VERSION, "engine": log.engine, "engine_version": engine_version or version,
+        "model": model,
+        "gpu": {"name": s.gpu_name, "total_bytes": total.bytes if total and total.bytes > 0 else None,
+                "total_step_bytes": total.step_bytes if total else None},
+        "settings": {"tp": tp if tp is not None else (s.tp or 1), "pp": pp if pp is not None else (s.pp or 1),
+                     "dtype": s.dtype, "kv_dtype": s.kv_dtype, "max_model_len": s.max_model_len,
+                     "gpu_memory_utilization": s.gpu_memory_utilization, "mem_fraction_static": s.mem_fraction_static,
+                     "max_num_batched_tokens": s.max_num_batched_tokens, "max_num_seqs": s.max_num_seqs,
+                     "enforce_eager": s.enforce_eager},
+        "measured": measured, "num_gpu_blocks": log.num_gpu_blocks, "kv_cache_tokens": log.kv_cache_tokens,
+        "source": {"file": source, "format": log.format}, "notes": notes,
+    }
+    try:
+        return validate(data, "the log", field="save")
+    except UsageError as exc:
+        raise UsageError(f"{exc.message} (nothing saved)", field=exc.field) from None
 
 
 def dump(cal: Calibration) -> str:
-    import yaml
-
-    head = "# kvplan calibration: measured items of one deployment (kvplan log --save); schema: kvplan schema calibration\n"
-    return head + yaml.safe_dump(cal.model_dump(mode="json", exclude_none=True), sort_keys=False)
-
-
-def load(path: str | Path) -> Calibration:
+    """The file ``kvplan log --save`` writes; read back through ``load``'s own checks first, so that a file
+    written is a file ``max-batch`` and ``check`` take (a UsageError, field ``save``, otherwise)."""
     import yaml
 
     from kvplan.errors import UsageError
 
+    head = ("# kvplan calibration: measured items of one deployment (kvplan log --save); "
+            "schema: kvplan schema calibration\n")
+    text = head + yaml.safe_dump(cal.model_dump(mode="json", exclude_none=True), sort_keys=False)
+    if len(text.encode("utf-8")) > MAX_FILE_BYTES:  # pragma: no cover - every field is bounded far below
+        raise UsageError(f"the calibration would be more than the {MAX_FILE_BYTES >> 20} MiB kvplan reads back "
+                         "(nothing saved)", field="save")
+    if parse(text, "the calibration to save") != cal:  # pragma: no cover - a YAML round trip that changed a value
+        raise UsageError("the calibration does not read back as written (nothing saved)", field="save")
+    return text
+
+
+def parse(text: str, where: str) -> Calibration:
+    """A Calibration from the text of a calibration file, with the bounded YAML reader (kvplan.safe_io)."""
+    from kvplan.errors import KvplanError, UsageError
+    from kvplan.safe_io import load_yaml
+
     try:
-        text = Path(path).read_text(encoding="utf-8")[:1 << 20]
-        data = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UsageError(f"--calibration {path}: cannot read ({getattr(exc, 'strerror', None) or type(exc).__name__})") from None
+        data = load_yaml(text, where)
+    except KvplanError as exc:  # its message names ``where`` already
+        raise UsageError(exc.message, field="calibration") from None
+    return validate(data, where)
+
+
+def load(path: str | os.PathLike[str]) -> Calibration:
+    """The calibration file at ``path``: a regular file of at most 1 MiB (no device, pipe or directory), YAML
+    within kvplan's depth, alias and integer-length limits, and values a start-up can log. Every problem is
+    one UsageError naming the file and the field, ``field="calibration"``."""
+    from kvplan.errors import KvplanError, UsageError
+    from kvplan.safe_io import read_text
+
+    where = os.fspath(path)
     try:
-        return Calibration.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "the file"
-        raise UsageError(f"--calibration {path}: {where}: {first['msg']}") from None
+        text = read_text(where, limit=MAX_FILE_BYTES)
+    except KvplanError as exc:  # "PATH: a named pipe: kvplan reads only regular files", "... more than 1 MiB ..."
+        raise UsageError(exc.message, field="calibration") from None
+    return parse(text, where)
 
 
 # --------------------------------------------------------------------------------------------- use
@@ -160,7 +343,25 @@ class Calibrated:
 
 
 def _short(name: str) -> str:
-    return re.split(r"[/\\]", name.rstrip("/\\"))[-1].lower()
+    """The model a name or path stands for, as kvplan names a model read from a path
+    (``kvplan.sources.resolve.load_path``): a directory's name, a config file's directory
+    (``/models/Llama-3.1-8B/config.json`` is Llama-3.1-8B, not config.json); a Hub id's repository name."""
+    parts = [p for p in re.split(r"[/\\]", name.strip()) if p not in ("", ".")]
+    if not parts:
+        return name.strip().lower()
+    last = parts[-1]
+    if last.lower().endswith(".json"):  # a config file: the model is its directory
+        last = parts[-2] if len(parts) > 1 else last[:-5]
+    return last.lower()
+
+
+def _names(model: str) -> set[str]:
+    """``_short`` of a name, and of the path it resolves to where it names a file or directory here
+    (``./config.json`` run inside the model's directory)."""
+    names = {_short(model)}
+    if len(model) <= 4096 and os.path.exists(model):
+        names.add(_short(os.path.abspath(model)))
+    return names
 
 
 def _major_minor(text: str | None) -> tuple[int, ...] | None:
@@ -169,11 +370,14 @@ def _major_minor(text: str | None) -> tuple[int, ...] | None:
 
 
 def mismatch(cal: Calibration, *, model_id: str, engine: str, engine_version: str, gpu_total: int, tp: int,
-             pp: int) -> str | None:
-    """Why the calibration does not describe this deployment (None: it does)."""
+             pp: int, model_arg: str | None = None) -> str | None:
+    """Why the calibration does not describe this deployment (None: it does).
+
+    ``model_arg``: the model as the user named it (a path), compared as well as the id kvplan gave it."""
     if cal.engine != engine:
         return f"measured on {cal.engine}, not {engine}"
-    if _short(cal.model) != _short(model_id):
+    here = _names(model_id) | (_names(model_arg) if model_arg else set())
+    if not _names(cal.model) & here:
         return f"measured with model {cal.model}, not {model_id}"
     if (cal.settings.tp, cal.settings.pp) != (tp, pp):
         return f"measured with tp {cal.settings.tp} x pp {cal.settings.pp}, not tp {tp} x pp {pp}"
@@ -209,17 +413,19 @@ def calibrate(cal: Calibration, model: Any, *, gpu: Any, gpu_memory: str | int |
     here = kvplan.max_batch(model, gpu=gpu, gpu_memory=gpu_memory, engine_version=version,
                             max_model_len=max_model_len, settings=settings, **common)
     why = mismatch(cal, model_id=here.model_id, engine=here.engine, engine_version=here.engine_version,
-                   gpu_total=here.gpu_total_bytes, tp=tp, pp=pp)
+                   gpu_total=here.gpu_total_bytes, tp=tp, pp=pp, model_arg=model if isinstance(model, str) else None)
     if why is not None:
         if strict:
             raise UsageError(f"--calibration: {why}")
         return None
+    cal, clamped = _clamped(cal)
     m = cal.measured
     if engine_version is None and version is not None:
         taken.append(f"engine version {version}")
     notes: list[str] = [f"calibration: {', '.join(taken)} as logged"] if taken else []
     if cal.engine_version is None:
         notes.append("calibration: it names no engine version; the release was not checked")
+    notes += clamped
     used: list[str] = []
     total = cal.gpu.total_bytes or here.gpu_total_bytes
     gpu_total_text = None
@@ -232,6 +438,32 @@ def calibrate(cal: Calibration, model: Any, *, gpu: Any, gpu_memory: str | int |
     if reader is not None and reader.calibrate is not None:
         return reader.calibrate(case)
     return kv_only(case)
+
+
+_WHY_NEGATIVE = {
+    "cudagraph": "vLLM logs the free memory before the capture less the free memory after it, "
+                 "gpu_model_runner.py::capture_model, and memory freed meanwhile makes that negative",
+    "non_torch": "vLLM logs the growth of the memory outside torch between two readings, "
+                 "mem_utils.py::memory_profiling non_torch_increase, and memory freed meanwhile makes that negative",
+}
+
+
+def _clamped(cal: Calibration) -> tuple[Calibration, list[str]]:
+    """The calibration with CUDA-graph and non-torch memory logged below 0 taken as 0, and a note for each.
+
+    No memory is negative: a negative figure is a difference of two readings across which memory was freed.
+    The file keeps the value as logged; a plan takes 0, and vLLM's calibration derives the activation that
+    makes the items add up to the logged KV memory, so the measured run is still reproduced."""
+    notes: list[str] = []
+    measured = dict(cal.measured)
+    for name in CLAMPED_AT_USE:
+        item = measured.get(name)
+        if item is not None and item.bytes < 0:
+            measured[name] = item.model_copy(update={"bytes": 0})
+            label = "CUDA-graph" if name == "cudagraph" else "non-torch"
+            notes.append(f"calibration: {label} memory logged as {item.logged}; 0 used ({_WHY_NEGATIVE[name]}; "
+                         "the activation derived from the logged items absorbs the difference)")
+    return (cal.model_copy(update={"measured": measured}) if notes else cal), notes
 
 
 @dataclass(frozen=True)
