@@ -88,6 +88,37 @@ def read_bytes(path: str | os.PathLike, *, limit: int = MAX_FILE_BYTES) -> bytes
         os.close(fd)
 
 
+def read_head(path: str | os.PathLike, *, limit: int) -> tuple[bytes, int]:
+    """(at most ``limit + 1`` bytes from the start of regular file ``path``, its size): for a log, whose start is
+    what is read, a longer file is cut, not refused (one byte more than ``limit`` says that there was more: a
+    growing file's size can lie). Opened as :func:`read_bytes` opens (non-blocking, regular files only)."""
+    where = os.fspath(path)
+    try:
+        fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+            raise ConfigError(f"{where}: {kind}: kvplan reads only regular files")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), max(info.st_size, size)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
 def decode_text(raw: bytes, where: str) -> str:
     """UTF-8 text (a leading byte-order mark is dropped); anything else names the first bad byte."""
     try:

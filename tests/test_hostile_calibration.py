@@ -212,6 +212,13 @@ def test_max_num_seqs_0_and_negative_weights_are_refused(tmp_path):
     assert "measured.kv_cache.bytes" in one_line(*run(*MAX_BATCH, "--calibration", str(path))[::2])
 
 
+def test_weights_logged_as_0_load():
+    # a tiny model's weights print as "took 0.00 GiB": 0 within the log's step, a reading, not a mistake
+    data = yaml.safe_load(GOOD)
+    data["measured"]["weights"]["bytes"] = 0
+    assert validate(data, "x").measured["weights"].bytes == 0
+
+
 def test_a_negative_kv_cache_still_loads():
     # a model that does not fit logs a negative KV memory (vllm#13882): a measurement, not a mistake
     cal = from_log(parse_text(CASES["vllm-13882-qwen25-7b-4060-negative"]["log_excerpt"]), model="Qwen/Qwen2.5-7B")

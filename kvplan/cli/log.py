@@ -1,4 +1,9 @@
-"""``kvplan log``: an engine's start-up log as a memory waterfall, kvplan's prediction beside it, a calibration."""
+"""``kvplan log``: an engine's start-up log as a memory waterfall, kvplan's prediction beside it, a calibration.
+
+Exit status: 0 the log was read (complete or not: the notes say); 2 one line on stderr: not a start-up log kvplan
+reads, another engine's log than ``--engine`` names, a value no start-up logs, a file that cannot be read or
+written, a bad flag. Never 1, which ``max-batch`` and ``check`` reserve for "does not fit" (docs/logs.md, ci.md).
+"""
 
 from __future__ import annotations
 
@@ -52,11 +57,16 @@ def log_command(
     known = [reader.engine for reader in log_readers()]
     if engine is not None and engine not in known:
         raise UsageError(f"--engine: unknown engine '{engine}' (known: {', '.join(known)})")
-    try:
+    for name, given in (("tp", tp), ("pp", pp)):  # 0 is refused by name, never read as "not given"
+        if given is not None and given < 1:
+            raise UsageError(f"{given} must be at least 1", field=name)
+    mml = parse_count(max_model_len, "max-model-len") if max_model_len else None
+    name = "standard input" if file == "-" else file
+    try:  # a file through kvplan.safe_io (regular files only: a named pipe or a device is one line, exit 2)
         log = parse_log(sys.stdin.buffer if file == "-" else file, engine=engine, limit=MAX_LOG_BYTES)
     except OSError as exc:
-        raise UsageError(f"{file}: cannot read ({exc.strerror or exc})") from None
-    mml = parse_count(max_model_len, "max-model-len") if max_model_len else None
+        raise UsageError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    refuse(log, name)
     comparison = None
     if compare:
         from kvplan.logs.compare import compare as run_compare
@@ -66,20 +76,83 @@ def log_command(
     if save is not None:
         from kvplan.logs.calibration import dump, from_log
 
+        # from_log validates what it gathered as ``load`` would (kvplan.logs.calibration.validate), dump reads it
+        # back: a value no calibration holds is one line naming the field, and nothing is written
         cal = from_log(log, source=None if file == "-" else file, model=model, tp=tp, pp=pp,
                        engine_version=engine_version)
-        try:
-            save.write_text(dump(cal), encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"--save {save}: cannot write ({exc.strerror or exc})") from None
+        write_save(save, dump(cal), _identity(file))
     if fmt == "json":
         import json
 
         sys.stdout.write(json.dumps(to_json(log, comparison, save), indent=2) + "\n")
     else:
         _print(log, comparison, save)
+    # exit 0: the log was read (complete or not). Never 1 (``max-batch`` and ``check``'s "does not fit"): a log is
+    # a measurement, not a verdict. 2: everything above that raised (docs/logs.md, docs/ci.md)
+
+
+def refuse(log: Any, name: str) -> None:
+    """A log kvplan does not read, as one UsageError: not a start-up log, another engine's log than the one
+    asked for, or values no start-up logs."""
+    from kvplan.errors import UsageError
+    from kvplan.logs.reader import log_reader
+
     if log.engine is None:
-        raise typer.Exit(1)
+        why = log.notes[0] if log.notes else "no start-up lines found"
+        raise UsageError(f"{name}: not a start-up log kvplan reads: {why}")
+    if log.detected not in (None, log.engine) and not log.memory and log.kv_cache_tokens is None \
+            and log.num_gpu_blocks is None:
+        other, asked = log_reader(log.detected), log_reader(log.engine)
+        said = other.title if other is not None else log.detected
+        raise UsageError(f"{name} is a {said} log, not {asked.title if asked else log.engine} (leave --engine out, "
+                         f"or pass --engine {log.detected})", field="engine")
+    if log.impossible:
+        more = f" (and {len(log.impossible) - 1} more)" if len(log.impossible) > 1 else ""
+        raise UsageError(f"{name}: {log.impossible[0]}{more}: no engine logs that at start-up (a corrupted or "
+                         "edited log?), so the log is not read")
+
+
+def _identity(file: str) -> tuple[int, int] | None:
+    """(device, inode) of the log being read: standard input's where it is a file (``< calib.yaml``)."""
+    import os
+    import sys
+
+    try:
+        info = os.fstat(sys.stdin.fileno()) if file == "-" else os.stat(file)
+    except (OSError, ValueError, AttributeError):  # a stream without a file descriptor (tests, pipes closed)
+        return None
+    return info.st_dev, info.st_ino
+
+
+def write_save(save: Path, text: str, reading: tuple[int, int] | None) -> None:
+    """Write the calibration to a regular file that is not the log being read (never truncated before both are
+    checked on the opened file: no race between the check and the write)."""
+    import os
+    import stat
+
+    from kvplan.errors import UsageError
+
+    where = str(save)
+    try:
+        fd = os.open(where, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0),
+                     0o666)
+    except OSError as exc:  # a directory, no permission, a named pipe nobody reads (ENXIO)
+        raise UsageError(f"{where}: cannot write ({exc.strerror or exc})", field="save") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{where}: not a regular file: kvplan writes a calibration only to a file", field="save")
+        if reading is not None and (info.st_dev, info.st_ino) == reading:
+            raise UsageError(f"{where} is the log being read: it would be overwritten (choose another file)",
+                             field="save")
+        os.ftruncate(fd, 0)
+        data = text.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot write ({exc.strerror or exc})", field="save") from None
+    finally:
+        os.close(fd)
 
 
 def to_json(log: Any, comparison: Any, save: Path | None) -> dict[str, Any]:

@@ -39,10 +39,11 @@ else:  # the engines with a log format, in the registry's order: the schema's en
     EngineName = Literal[tuple(reader.engine for reader in log_readers())]
 ItemName = Literal["total", "budget", "weights", "activation", "non_torch", "cudagraph", "kv_cache",
                    "free_after_weights"]
-POSITIVE_ITEMS = ("total", "budget", "weights")
-"""Items no engine can log at 0 or below: a GPU, its budget and the weights hold memory."""
-NON_NEGATIVE_ITEMS = ("free_after_weights",)
-"""A free-memory reading. The other items are differences of readings and may be logged below 0: the KV
+POSITIVE_ITEMS = ("total", "budget")
+"""Items no engine can log at 0 or below: a GPU and its budget hold memory."""
+NON_NEGATIVE_ITEMS = ("free_after_weights", "weights")
+"""A free-memory reading, and the weights (a tiny model's are logged as "took 0.00 GiB": 0 within the step).
+The other items are differences of readings and may be logged below 0: the KV
 memory of a model that does not fit, CUDA graphs and non-torch memory when memory was freed between the
 readings (vLLM ``capture_model``: start free - end free; ``memory_profiling``: non_torch_increase)."""
 CLAMPED_AT_USE = ("cudagraph", "non_torch")

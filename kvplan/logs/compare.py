@@ -138,8 +138,11 @@ def compare(log: ParsedLog, *, model: str | None = None, gpu: str | None = None,
             kv_dtype: str | None = None, max_model_len: int | None = None, settings: Any = None) -> Comparison:
     """kvplan.max_batch for the settings the log names (flags fill what it lacks; each such value is said)."""
     import kvplan
-    from kvplan.errors import UsageError
+    from kvplan.errors import KvplanError, UsageError
 
+    for name, given in (("tp", tp), ("pp", pp)):  # 0 is refused by name, never read as "not given"
+        if given is not None and (isinstance(given, bool) or not isinstance(given, int) or given < 1):
+            raise UsageError(f"{given!r} must be a whole number, at least 1", field=name)
     if log.engine is None:
         raise UsageError("not a start-up log kvplan reads: nothing to compare")
     s = log.settings
@@ -162,7 +165,7 @@ def compare(log: ParsedLog, *, model: str | None = None, gpu: str | None = None,
     for name, value in (("tp", tp if tp is not None else s.tp), ("pp", pp if pp is not None else s.pp)):
         if value is None:
             notes.append(f"{name} not logged: 1 used (pass --{name})")
-    mml = max_model_len or s.max_model_len
+    mml = max_model_len if max_model_len is not None else s.max_model_len
     if mml is None:
         notes.append("max model len not logged: the model's limit used (pass --max-model-len)")
     base = settings or kvplan.Settings()
@@ -175,9 +178,20 @@ def compare(log: ParsedLog, *, model: str | None = None, gpu: str | None = None,
     settings = replace(base, enforce_eager=base.enforce_eager or bool(s.enforce_eager),
                        **{name: getattr(base, name) or getattr(s, name) for name in carried})
     kv = kv_dtype or s.kv_dtype or "auto"
-    plan = kvplan.max_batch(model, gpu=gpu, gpu_memory=gpu_memory, tp=tp or s.tp or 1, pp=pp or s.pp or 1,
-                            engine=log.engine, engine_version=version, kv_dtype=kv, max_model_len=mml,
-                            settings=settings)
+    # values the log gave, not a flag: a refusal names the log, not a flag the user did not pass
+    from_log = {name for name, given, logged in (("tp", tp, s.tp), ("pp", pp, s.pp), ("kv_dtype", kv_dtype, s.kv_dtype),
+                                                 ("max_model_len", max_model_len, s.max_model_len))
+                if given is None and logged is not None}
+    tp = tp if tp is not None else (s.tp or 1)
+    pp = pp if pp is not None else (s.pp or 1)
+    try:
+        plan = kvplan.max_batch(model, gpu=gpu, gpu_memory=gpu_memory, tp=tp, pp=pp,
+                                engine=log.engine, engine_version=version, kv_dtype=kv, max_model_len=mml,
+                                settings=settings)
+    except KvplanError as exc:
+        if exc.field in from_log:
+            raise UsageError(f"the log's {exc.field} {getattr(s, exc.field)}: {exc.message}") from None
+        raise
     table = rows(log, plan)
     biggest_item, line = _biggest(table, plan)
     return Comparison(model=plan.model_id, gpu=plan.gpu_name, engine_version=plan.engine_version, plan=plan,

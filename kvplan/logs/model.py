@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvplan.logs.core import Line, Logged
+from kvplan.logs.core import Line, Logged, logged_size, to_int
 
 MEMORY_ITEMS = ("total", "budget", "weights", "activation", "non_torch", "cudagraph", "kv_cache")
 """The waterfall's memory items, in order (bytes per GPU)."""
@@ -60,6 +60,16 @@ class ParsedLog:
     notes: tuple[str, ...] = ()
     lines: dict[str, int] = field(default_factory=dict)
     """Item -> the line number it was read from."""
+    detected: str | None = None
+    """The engine whose lines the log holds (``parse.detect``), whichever reader was asked for."""
+    impossible: tuple[str, ...] = ()
+    """Values no start-up can log ('line 12: weights -3.00 GiB is negative'): the log is corrupted or not what it
+    seems, and is not to be used (``kvplan log`` refuses it, exit 2)."""
+    startups: tuple[int, ...] = ()
+    """The first line of each start-up the log holds (a restarted container's log holds several); the last is
+    read."""
+    size: int | None = None
+    """The file's size in bytes (None: a stream)."""
 
     def item(self, name: str) -> int | None:
         value = self.memory.get(name)
@@ -75,6 +85,44 @@ class Collector:
         """Line numbers of lines from a worker whose rank is not printed (Ray workers): never rank 0's."""
         self.ranks: set[int] = set()
         self.notes: list[str] = []
+        self.skipped: list[tuple[int, str]] = []
+        """(line number, why) of the first lines that could not be read: left out, never a reason to drop the
+        log (``skipped_count`` counts them all)."""
+        self.skipped_count = 0
+
+    def skip(self, line: int, why: str) -> None:
+        self.skipped_count += 1
+        if len(self.skipped) < 100:
+            self.skipped.append((line, why))
+
+    def put_size(self, name: str, number: str, unit: str, line: Line) -> None:
+        """A logged size, or the line listed as unreadable (a number kvplan cannot read whole is never read in
+        part)."""
+        value = logged_size(number, unit)
+        if value is None:
+            shown = number if len(number) <= 24 else f"{number[:12]}... ({len(number):,} characters)"
+            self.skip(line.number, f"'{shown} {unit}' is not a size kvplan reads")
+        self.put(name, value, line)
+
+    def put_int(self, name: str, text: str, line: Line) -> None:
+        """A logged count, or the line listed as unreadable."""
+        value = to_int(text)
+        if value is None:
+            self.skip(line.number,
+                      f"a count of {len(text):,} characters" if len(text) > 24 else f"'{text}' is not a count")
+        self.put(name, value, line)
+
+    def read_something(self) -> bool:
+        """Whether any memory reading, token or block count was taken (a start-up that got somewhere)."""
+        return any(isinstance(v, Logged) or name in ("kv_cache_tokens", "num_gpu_blocks", "cells")
+                   for name, seen in self.values.items() for _, v, _ in seen)
+
+    def skipped_note(self) -> str | None:
+        if not self.skipped:
+            return None
+        first = "; ".join(f"line {n:,}: {why}" for n, why in sorted(self.skipped)[:3])
+        more = f"; and {self.skipped_count - 3:,} more" if self.skipped_count > 3 else ""
+        return f"{self.skipped_count:,} line(s) could not be read and were left out ({first}{more})"
 
     def put(self, name: str, value: Any, line: Line) -> None:
         if value is None:

@@ -6,11 +6,12 @@ package (``kvplan/engines/<engine>/log.py``, reached through ``Engine.log``).
 
 from __future__ import annotations
 
+import re
 from typing import BinaryIO
 
-from kvplan.logs.core import MAX_LOG_BYTES, Logged, read_bounded, split_lines
+from kvplan.logs.core import MAX_LOG_BYTES, Line, Logged, read_bounded, split_lines
 from kvplan.logs.model import MEMORY_ITEMS, Collector, LogSettings, ParsedLog
-from kvplan.logs.reader import Draft, log_reader, log_readers, titles
+from kvplan.logs.reader import Draft, LogReader, log_reader, log_readers, titles
 
 _SETTING_KEYS = ("model", "engine_version", "gpu_name", "tp", "pp", "dtype", "kv_dtype", "max_model_len",
                  "gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs",
@@ -21,6 +22,13 @@ _EXTRAS = ("peak_torch", "free_after_weights", "free_before_weights", "free_afte
 _LABELS = {"total": "total GPU memory", "budget": "the engine's share of it", "weights": "weights",
            "activation": "activation peak", "non_torch": "non-torch memory", "cudagraph": "CUDA graphs",
            "kv_cache": "KV cache memory"}
+_NEVER_NEGATIVE = ("total", "budget", "weights", "activation", "peak_torch", "free_before_weights",
+                   "free_after_weights", "free_after_kv", "free_after_graphs", "kv_cache_needed", "cudagraph_estimate")
+"""Memory readings no start-up logs below 0. The KV memory of a model that does not fit, CUDA graphs and non-torch
+memory (differences of free-memory readings: vLLM ``capture_model``, ``memory_profiling``) may be negative."""
+_COUNTS = ("tp", "pp", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size")
+_FRACTIONS = ("gpu_memory_utilization", "mem_fraction_static")
+_OTHER_DP = re.compile(r"DP0*[1-9]")  # "EngineCore_DP1": another data-parallel engine's start line, not a restart
 
 
 def detect(text: str) -> str | None:
@@ -34,31 +42,80 @@ def detect(text: str) -> str | None:
 
 
 def parse_log(source: str | BinaryIO, engine: str | None = None, limit: int = MAX_LOG_BYTES) -> ParsedLog:
-    """Read a log file (path) or binary stream: at most ``limit`` bytes. OSError propagates (a missing file);
-    the content itself never makes this raise."""
-    text, cut = read_bounded(source, limit)
-    return parse_text(text, engine=engine, cut=cut)
+    """Read a log file (path) or binary stream: at most ``limit`` bytes. A file that cannot be read (missing, a
+    directory, a named pipe, a device) is a one-line ``ConfigError``; the content itself never makes this raise."""
+    source_read = read_bounded(source, limit)
+    return parse_text(source_read.text, engine=engine, cut=source_read.cut, size=source_read.size)
 
 
-def parse_text(text: str, engine: str | None = None, cut: bool = False) -> ParsedLog:
-    text = text[:MAX_LOG_BYTES]
+def parse_text(text: str, engine: str | None = None, cut: bool = False, size: int | None = None) -> ParsedLog:
+    if len(text) > MAX_LOG_BYTES:
+        text, cut = text[:MAX_LOG_BYTES], True
     try:
-        return _parse(text, engine, cut)
+        return _parse(text, engine, cut, size)
     except Exception as exc:  # noqa: BLE001 - a reader bug must not turn a log into a traceback
         return ParsedLog(engine=None, format=None, settings=LogSettings(), memory={}, bytes_read=len(text),
-                         cut=cut, notes=(f"kvplan could not read this log ({type(exc).__name__}); please report it",))
+                         cut=cut, size=size,
+                         notes=(f"kvplan could not read this log ({type(exc).__name__}); please report it",))
 
 
-def _parse(text: str, engine: str | None, cut: bool) -> ParsedLog:
-    lines = split_lines(text)
-    reader = log_reader(engine or detect(text))
+def cut_note(text: str, size: int | None) -> str:
+    """Where the log was cut: '... cut at 4 MiB (line 52,113 of a 9.3 MiB file) ...'."""
+    line = text.count("\n") + 1  # the line the cut falls in
+    of = f" of a {size / 2**20:,.1f} MiB file" if size is not None else ""
+    return (f"the log was cut at {MAX_LOG_BYTES >> 20} MiB (line {line:,}{of}): kvplan reads the first "
+            f"{MAX_LOG_BYTES >> 20} MiB of a log")
+
+
+def _first_rank(line: Line) -> bool:
+    return (line.rank or 0) == 0 and not _OTHER_DP.search(line.label)
+
+
+def startups(reader: LogReader, lines: list[Line]) -> list[int]:
+    """Indexes in ``lines`` where a start-up begins: the lines of the first of the engine's start patterns that
+    the log holds (rank 0's); [] where it holds none."""
+    for pattern in reader.startups:
+        found = [i for i, line in enumerate(lines) if _first_rank(line) and pattern.search(line.text)]
+        if found:
+            return found
+    return []
+
+
+def _parse(text: str, engine: str | None, cut: bool, size: int | None) -> ParsedLog:
+    skipped: list[tuple[int, str]] = []
+    lines = split_lines(text, skipped)
+    read_bytes = len(text.encode("utf-8", "replace"))
+    detected = detect(text)
+    reader = log_reader(engine or detected)
     if reader is None:
+        found = f"no {titles(log_readers())} start-up lines found"
         return ParsedLog(engine=None, format=None, settings=LogSettings(), memory={}, lines_read=len(lines),
-                         bytes_read=len(text.encode("utf-8", "replace")), cut=cut,
-                         notes=(f"no {titles(log_readers())} start-up lines found",))
+                         bytes_read=read_bytes, cut=cut, size=size,
+                         notes=(f"{found} in its first {MAX_LOG_BYTES >> 20} MiB: {cut_note(text, size)}" if cut
+                                else found,))
+    starts = startups(reader, lines)
+    # a restarted container's log: the last start-up is what runs now (the earlier ones are said, not read)
+    segment = lines[starts[-1]:] if len(starts) > 1 else lines
+    first_line = segment[0].number if segment else 0
     out = Collector()
-    fmt = reader.read(lines, out)
-    out.ranks.update(line.rank for line in lines if line.rank is not None)
+    for number, why in skipped:
+        if number >= first_line:
+            out.skip(number, why)
+    fmt = reader.read(segment, out)
+    out.ranks.update(line.rank for line in segment if line.rank is not None)
+    shown_starts = tuple(lines[i].number for i in starts)
+    if engine is not None and detected is None and not out.read_something():  # -e vllm on a file of no engine
+        return ParsedLog(engine=None, format=None, settings=LogSettings(), memory={}, lines_read=len(lines),
+                         bytes_read=read_bytes, cut=cut, size=size,
+                         notes=(f"no {reader.title} start-up lines found" + (
+                             f" in its first {MAX_LOG_BYTES >> 20} MiB: {cut_note(text, size)}" if cut else ""),))
+    if engine is not None and detected not in (None, reader.engine) and not out.read_something():
+        other = log_reader(detected)
+        other_title = other.title if other is not None else detected
+        return ParsedLog(engine=reader.engine, format=fmt, settings=LogSettings(), memory={}, lines_read=len(lines),
+                         bytes_read=read_bytes, cut=cut, size=size, detected=detected, startups=shown_starts,
+                         notes=(f"this is a {other_title} log, not {reader.title}: none of {reader.title}'s "
+                                "start-up lines were found",))
     memory: dict[str, Logged] = {}
     line_of: dict[str, int] = {}
 
@@ -82,13 +139,24 @@ def _parse(text: str, engine: str | None, cut: bool) -> ParsedLog:
         reader.finish(draft)
     settings, derived, notes, tokens = draft.settings, draft.derived, draft.notes, draft.tokens
     complete = "kv_cache" in memory or tokens is not None or out.get("num_gpu_blocks") is not None
+    if len(starts) > 1:
+        shown = ", ".join(f"{n:,}" for n in shown_starts[:6]) + (", ..." if len(starts) > 6 else "")
+        notes.insert(0, f"the log holds {len(starts)} start-ups (from lines {shown}): the last one, from line "
+                        f"{shown_starts[-1]:,}, is read; the earlier ones are left out")
     missing = [_LABELS[k] for k in MEMORY_ITEMS if k not in memory]
     if missing:
         notes.append("not in the log (unknown): " + ", ".join(missing))
     if not complete:
-        notes.append("the log ends before the KV cache was allocated (truncated, or the engine failed earlier)")
+        notes.append(f"the first {MAX_LOG_BYTES >> 20} MiB of the log end before the KV cache was allocated" if cut
+                     else "the log ends before the KV cache was allocated (truncated, or the engine failed earlier)")
+    kv = memory.get("kv_cache")
+    if kv is not None and kv.bytes < 0:
+        notes.append(f"the KV cache memory is negative ({kv.text}): the engine had no memory left for it and "
+                     "stopped (the model does not fit at these settings)")
     if cut:
-        notes.append(f"only the first {MAX_LOG_BYTES >> 20} MiB of the log were read")
+        notes.append(cut_note(text, size))
+    if (said := out.skipped_note()) is not None:
+        notes.append(said)
     notes.extend(out.rank_notes())
     for key in ("num_gpu_blocks", "kv_cache_tokens", "max_concurrency"):
         line = out.line_of(key)
@@ -98,6 +166,41 @@ def _parse(text: str, engine: str | None, cut: bool) -> ParsedLog:
         engine=reader.engine, format=fmt, settings=settings, memory=memory, derived=tuple(derived),
         num_gpu_blocks=out.get("num_gpu_blocks"), kv_cache_tokens=tokens, max_concurrency=out.get("max_concurrency"),
         concurrency_len=out.get("concurrency_len"), ranks=tuple(sorted(out.ranks)), lines_read=len(lines),
-        bytes_read=len(text.encode("utf-8", "replace")), cut=cut, complete=complete,
-        notes=tuple(dict.fromkeys(notes)), lines=line_of,
+        bytes_read=read_bytes, cut=cut, complete=complete, notes=tuple(dict.fromkeys(notes)), lines=line_of,
+        detected=detected, impossible=tuple(impossible(memory, derived, settings, line_of, out)),
+        startups=shown_starts, size=size,
     )
+
+
+def impossible(memory: dict[str, Logged], derived: list[str], settings: LogSettings, line_of: dict[str, int],
+               out: Collector) -> list[str]:
+    """What no start-up logs: a negative reading, an item larger than the GPU, a setting the engine refuses."""
+    found: list[str] = []
+    total = memory.get("total")
+    total_at = f" (line {line_of['total']:,})" if "total" in line_of else ""
+
+    def at(line: int | None) -> str:
+        return f"line {line:,}: " if line else ""
+
+    for name, value in memory.items():
+        label = _LABELS.get(name, name.replace("_", " "))
+        slack = value.step_bytes if name in derived else 0  # a difference of rounded readings may round below 0
+        if name == "total" and value.bytes <= 0:
+            found.append(f"{at(line_of.get(name))}{label} {value.text} is not positive")
+        elif name in _NEVER_NEGATIVE and value.bytes < -slack:
+            found.append(f"{at(line_of.get(name))}{label} {value.text} is negative")
+        elif (total is not None and name != "total" and total.bytes > 0
+              and abs(value.bytes) > total.bytes + total.step_bytes + value.step_bytes):
+            found.append(f"{at(line_of.get(name))}{label} {value.text} is more than the GPU's total memory "
+                         f"{total.text}{total_at}")
+    for name in _COUNTS:
+        count = getattr(settings, name)
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+            found.append(f"{at(out.line_of(name))}{name} {count} is not a setting the engine accepts (at least 1)")
+    for name in _FRACTIONS:
+        fraction = getattr(settings, name)
+        if fraction is not None and (isinstance(fraction, bool) or not isinstance(fraction, float)
+                                     or not 0 < fraction <= 1):
+            found.append(f"{at(out.line_of(name))}{name} {fraction} is not a setting the engine accepts "
+                         "(more than 0, at most 1)")
+    return found

@@ -8,6 +8,7 @@ engines only through these objects (``log_readers``), as ``kvplan.deploy.flags``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,10 @@ class LogReader:
     """Settings a calibration's measured items depend on: taken from the file when the plan does not set them."""
     calibrate: Callable[[CalibrationCase], Calibrated] | None = field(default=None, compare=False)
     """How measured items become Settings (None: the logged KV-cache memory as it is)."""
+    startups: tuple[re.Pattern[str], ...] = field(default=(), compare=False)
+    """Lines the engine prints once per start-up (on rank 0), in order of preference: the first that the log
+    holds splits a restarted container's log into its start-ups, and the last start-up is read. Empty: the whole
+    log is read as one start-up (an engine whose every rank prints its start line)."""
 
     def sources_of(self, item: str) -> tuple[str, ...]:
         return dict(self.sources).get(item, (item,))

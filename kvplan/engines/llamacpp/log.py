@@ -12,70 +12,39 @@ from __future__ import annotations
 
 import re
 
-from kvplan.logs.core import Line, Logged, logged_size, to_int
+from kvplan.logs.core import NUMBER, Line, Logged, logged_size
 from kvplan.logs.model import Collector
 from kvplan.logs.reader import Draft, LogReader
 
 MARKERS = ("llama_kv_cache", "llama_context", "llama_new_context_with_model", "llama_model_loader", "ggml_",
            "llm_load", "load_tensors", "print_info")
+# once per start (``common/common.cpp``: "build: N (commit) with ..." is the first line llama-server prints)
+STARTUPS = (re.compile(r"^build: \d+ \("),)
 
-_SIZE_LINE = re.compile(r"llama_kv_cache\w*:\s+size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)(?:/\s*(\d+))? "
-                        r"seqs\), K \((\w+)\):\s*([\d.]+) MiB, V \((\w+)\):\s*([\d.]+) MiB")
-_SELF_SIZE = re.compile(r"KV self size\s*=\s*([\d.]+) MiB, K \((\w+)\):\s*([\d.]+) MiB, V \((\w+)\):\s*([\d.]+) MiB")
+# Linear patterns (kvplan.logs.core): each after a literal, with bounded runs where a field is free text.
+_MIB = NUMBER + r" MiB"
+_SIZE_LINE = re.compile(r"llama_kv_cache\w{0,32}:\s+size =\s*" + _MIB + r" \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)"
+                        r"(?:/\s*(\d+))? seqs\), K \((\w+)\):\s*" + _MIB + r", V \((\w+)\):\s*" + _MIB)
+_SELF_SIZE = re.compile(r"KV self size\s*=\s*" + _MIB + r", K \((\w+)\):\s*" + _MIB + r", V \((\w+)\):\s*" + _MIB)
 _INIT = re.compile(r"kv_size = (\d+), offload = \d+, type_k = '(\w+)', type_v = '(\w+)', n_layer = (\d+)")
 _N_CTX = re.compile(r"^(?:llama_context|llama_new_context_with_model):\s+n_ctx\s*=\s*(\d+)")
-_DEVICE_BUF = re.compile(r"\b(CUDA\d+|ROCm\d+|Metal|Vulkan\d+|SYCL\d+)\s+(KV|model|compute) buffer size =\s*([\d.]+) MiB")
-_DEVICE = re.compile(r"Device (\d+): ([^,]+), compute capability")
-_USING = re.compile(r"using device (\w+) \(([^)]+)\)")
+_DEVICE_BUF = re.compile(r"\b(CUDA\d{1,4}|ROCm\d{1,4}|Metal|Vulkan\d{1,4}|SYCL\d{1,4})\s+(KV|model|compute) buffer "
+                         r"size =\s*" + _MIB)
+_DEVICE = re.compile(r"Device (\d{1,4}): ([^,]{1,200}), compute capability")
+_USING = re.compile(r"using device (\w+) \(([^)]{1,200})\)")
 _NAME = re.compile(r"general\.name\s+(?:str\s+)?=\s*(.+)$")
-_BUILD = re.compile(r"^build: (\d+) \((\w+)\)")
+_BUILD = re.compile(r"^build: (\d{1,18}) \((\w+)\)")
 
 
 def read(lines: list[Line], out: Collector) -> str:
-    caches: list[Logged] = []
-    k_type = v_type = None
-    sums: dict[str, int] = {}
-    devices: dict[str, set[str]] = {}
-    per_device: list[str] = []
+    """Fill ``out`` from llama.cpp lines. A line that cannot be read is left out (and listed)."""
+    state = _State()
     for line in lines:
-        text = line.text
-        if m := _SIZE_LINE.search(text):
-            size = logged_size(m.group(1), "MiB")
-            if size is not None and len(caches) < 8:
-                caches.append(size)
-            out.put("cells" if not out.has("cells") else "cells_swa", to_int(m.group(2)), line)
-            k_type, v_type = m.group(6), m.group(8)
-            out.put("kv_line", line.number, line)
-        elif m := _SELF_SIZE.search(text):
-            size = logged_size(m.group(1), "MiB")
-            if size is not None and len(caches) < 8:
-                caches.append(size)
-            k_type, v_type = m.group(2), m.group(4)
-            out.put("kv_line", line.number, line)
-        if m := _INIT.search(text):
-            out.put("cells", to_int(m.group(1)), line)
-            k_type, v_type = m.group(2), m.group(3)
-        if m := _N_CTX.search(text):
-            out.put("max_model_len", to_int(m.group(1)), line)
-        if m := _DEVICE_BUF.search(text):
-            key = {"KV": "kv_device", "model": "weights", "compute": "activation"}[m.group(2)]
-            size = logged_size(m.group(3), "MiB")
-            seen = devices.setdefault(key, set())
-            if size is not None and m.group(1) not in seen and len(seen) < 64:
-                seen.add(m.group(1))
-                sums[key] = sums.get(key, 0) + size.bytes
-                if key == "kv_device":
-                    per_device.append(f"{m.group(1)} {size.text}")
-                out.put(f"{key}_line", line.number, line)
-        if m := _DEVICE.search(text):
-            if m.group(1) == "0":
-                out.put("gpu_name", m.group(2).strip(), line)
-        elif m := _USING.search(text):
-            out.put("gpu_name", m.group(2).strip(), line)
-        if m := _NAME.search(text):
-            out.put("model_name", m.group(1).strip()[:200], line)
-        if m := _BUILD.search(text):
-            out.put("engine_version", f"b{m.group(1)}", line)
+        try:
+            _read_line(line, out, state)
+        except Exception as exc:  # noqa: BLE001 - one odd line must not cost the whole log
+            out.skip(line.number, f"not read ({type(exc).__name__})")
+    caches, sums, devices, per_device = state.caches, state.sums, state.devices, state.per_device
     if caches:
         total = sum(c.bytes for c in caches)
         step = max(c.step_bytes for c in caches)
@@ -93,11 +62,69 @@ def read(lines: list[Line], out: Collector) -> str:
     if len(per_device) > 1:
         out.notes.append("the KV cache is split over devices (" + ", ".join(per_device) + "); the waterfall "
                          "shows the whole cache")
-    if k_type:
-        out.values["kv_dtype"] = [(None, k_type if k_type == v_type else f"{k_type}/{v_type}", 0)]
+    if state.k_type:
+        kv_dtype = state.k_type if state.k_type == state.v_type else f"{state.k_type}/{state.v_type}"
+        out.values["kv_dtype"] = [(None, kv_dtype, 0)]
     if "cells" in out.values and "max_model_len" not in out.values:
         out.values["max_model_len"] = out.values["cells"]
     return "llamacpp"
+
+
+class _State:
+    def __init__(self) -> None:
+        self.caches: list[Logged] = []
+        self.k_type: str | None = None
+        self.v_type: str | None = None
+        self.sums: dict[str, int] = {}
+        self.devices: dict[str, set[str]] = {}
+        self.per_device: list[str] = []
+
+
+def _cache(number: str, line: Line, out: Collector, state: _State) -> None:
+    size = logged_size(number, "MiB")
+    if size is None:
+        out.skip(line.number, f"'{number[:24]} MiB' is not a size kvplan reads")
+    elif len(state.caches) < 8:
+        state.caches.append(size)
+
+
+def _read_line(line: Line, out: Collector, state: _State) -> None:
+    text = line.text
+    if m := _SIZE_LINE.search(text):
+        _cache(m.group(1), line, out, state)
+        out.put_int("cells" if not out.has("cells") else "cells_swa", m.group(2), line)
+        state.k_type, state.v_type = m.group(6), m.group(8)
+        out.put("kv_line", line.number, line)
+    elif m := _SELF_SIZE.search(text):
+        _cache(m.group(1), line, out, state)
+        state.k_type, state.v_type = m.group(2), m.group(4)
+        out.put("kv_line", line.number, line)
+    if m := _INIT.search(text):
+        out.put_int("cells", m.group(1), line)
+        state.k_type, state.v_type = m.group(2), m.group(3)
+    if m := _N_CTX.search(text):
+        out.put_int("max_model_len", m.group(1), line)
+    if m := _DEVICE_BUF.search(text):
+        key = {"KV": "kv_device", "model": "weights", "compute": "activation"}[m.group(2)]
+        size = logged_size(m.group(3), "MiB")
+        seen = state.devices.setdefault(key, set())
+        if size is None:
+            out.skip(line.number, f"'{m.group(3)[:24]} MiB' is not a size kvplan reads")
+        elif m.group(1) not in seen and len(seen) < 64:
+            seen.add(m.group(1))
+            state.sums[key] = state.sums.get(key, 0) + size.bytes
+            if key == "kv_device":
+                state.per_device.append(f"{m.group(1)} {size.text}")
+            out.put(f"{key}_line", line.number, line)
+    if m := _DEVICE.search(text):
+        if m.group(1) == "0":
+            out.put("gpu_name", m.group(2).strip(), line)
+    elif m := _USING.search(text):
+        out.put("gpu_name", m.group(2).strip(), line)
+    if m := _NAME.search(text):
+        out.put("model_name", m.group(1).strip()[:200], line)
+    if m := _BUILD.search(text):
+        out.put("engine_version", f"b{m.group(1)}", line)
 
 
 def finish(d: Draft) -> None:
@@ -108,5 +135,6 @@ def finish(d: Draft) -> None:
     d.tokens = d.out.get("cells")
 
 
-LOG = LogReader(engine="llamacpp", title="llama.cpp", markers=MARKERS, read=read, finish=finish)
+LOG = LogReader(engine="llamacpp", title="llama.cpp", markers=MARKERS, read=read, finish=finish,
+                startups=STARTUPS)
 """llama.cpp's log format for ``Engine.log``: a calibration from it carries the KV-cache memory only."""

@@ -17,97 +17,118 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from kvplan.logs.core import Line, Logged, logged_size, to_float, to_int
+from kvplan.logs.core import COUNT, NUMBER, Line, Logged, to_float, to_int
 from kvplan.logs.model import Collector, LogSettings
 from kvplan.logs.reader import Draft, LogReader
 
 if TYPE_CHECKING:
     from kvplan.logs.calibration import Calibrated, CalibrationCase
 
-_SIZE = r"(-?[\d.]+)\s*(GB|GiB|MB)"
+# Linear patterns (kvplan.logs.core): a number is read whole where a run of digits starts; a pattern whose fields
+# follow a marker far into the line ("Load weight end. ... avail mem=") is searched from the marker's first
+# occurrence (``_after``), never with a lazy ".*?" tried again from every later occurrence.
+_SIZE = NUMBER + r"\s*(GB|GiB|MB)"
 MARKERS = ("KV Cache is allocated", "Load weight end", "server_args=ServerArgs", "max_total_num_tokens=",
            "Memory pool end", "sglang", "Capture cuda graph")
+# printed once per launch by the main process (``entrypoints/engine.py::_launch_subprocesses``: "server_args=...")
+STARTUPS = (re.compile(r"server_args=ServerArgs\("),)
 
-_LOAD_END = re.compile(r"Load weight end\..*?avail mem=" + _SIZE + r"(?:, mem usage=" + _SIZE + ")?")
+_AVAIL = re.compile(r"avail mem=" + _SIZE + r"(?:, mem usage=" + _SIZE + ")?")
 _LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=" + _SIZE)
-_KV = re.compile(r"KV Cache is allocated\..*?#tokens:\s*([\d,]+), K size:\s*" + _SIZE + r", V size:\s*" + _SIZE)
-_KV_MLA = re.compile(r"KV Cache is allocated\..*?#tokens:\s*([\d,]+), KV size:\s*" + _SIZE)
-_KV_DTYPE = re.compile(r"KV Cache is allocated\. dtype:\s*(?:torch\.)?(\w+)")
+_KV = re.compile(r"#tokens:\s*" + COUNT + r", K size:\s*" + _SIZE + r", V size:\s*" + _SIZE)
+_KV_MLA = re.compile(r"#tokens:\s*" + COUNT + r", KV size:\s*" + _SIZE)
+_KV_DTYPE = re.compile(r"KV Cache is allocated\. dtype:\s*(?:torch\.)?(\w{1,32})")
 _POOL_END = re.compile(r"Memory pool end\. avail mem=" + _SIZE)
-_GRAPH_END = re.compile(r"Capture cuda graph end\..*?mem usage=" + _SIZE)
-_SUMMARY = re.compile(r"max_total_num_tokens=([\d,]+)")
-_CONTEXT = re.compile(r"context_len=([\d,]+)")
-_RUNNING = re.compile(r"max_running_requests=([\d,]+)")
-_CHUNKED = re.compile(r"chunked_prefill_size=(-?[\d,]+)")
+_MEM_USAGE = re.compile(r"mem usage=" + _SIZE)
+_SUMMARY = re.compile(r"max_total_num_tokens=" + COUNT)
+_CONTEXT = re.compile(r"context_len=" + COUNT)
+_RUNNING = re.compile(r"max_running_requests=" + COUNT)
+_CHUNKED = re.compile(r"chunked_prefill_size=(-?\d+)")
 _AVAILABLE = re.compile(r"available_gpu_mem=" + _SIZE)
-_HOST_POOL = re.compile(r"Allocating ([\d.]+) GB host memory for hierarchical KV cache")
+_HOST_POOL = re.compile(r"Allocating (\d+(?:\.\d+)?) GB host memory for hierarchical KV cache")
 _SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)")
-_VERSION = re.compile(r"sglang(?:==|\s+version[:=]?\s*v?)(\d+\.\d+[\w.]*)", re.IGNORECASE)
-_PAIR = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^,\s)]+)")
+_VERSION = re.compile(r"sglang(?:==|\s{1,8}version[:=]?\s{0,8}v?)(\d+\.\d+[\w.]{0,32})", re.IGNORECASE)
+# a key starts where a word starts (the look-behind): a 16 KB word is tried once, not from each of its letters
+_PAIR = re.compile(r"(?<!\w)(\w+)=('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^,\s)]+)")
 _ARGS = {"model_path": "model", "mem_fraction_static": "mem_fraction_static", "tp_size": "tp", "pp_size": "pp",
          "context_length": "max_model_len", "kv_cache_dtype": "kv_dtype", "dtype": "dtype",
          "chunked_prefill_size": "max_num_batched_tokens", "max_running_requests": "max_num_seqs",
          "page_size": "block_size", "disable_cuda_graph": "enforce_eager", "served_model_name": "served_model"}
 
 
+def _after(marker: str, pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """``pattern`` searched from the first ``marker`` in ``text`` (None without one)."""
+    at = text.find(marker)
+    return pattern.search(text, at + len(marker)) if at >= 0 else None
+
+
 def read(lines: list[Line], out: Collector) -> str:
+    """Fill ``out`` from SGLang lines. A line that cannot be read is left out (and listed), never a reason to
+    drop the log."""
     for line in lines:
-        text = line.text
-        if m := _LOAD_END.search(text):
-            out.put("free_after_weights", logged_size(m.group(1), m.group(2)), line)
-            if m.group(3):
-                out.put("weights", logged_size(m.group(3), m.group(4)), line)
-        if m := _LOAD_BEGIN.search(text):
-            out.put("free_before_weights", logged_size(m.group(1), m.group(2)), line)
-        if m := _KV.search(text):
-            out.put("kv_cache_tokens", to_int(m.group(1)), line)
-            out.put("k_size", logged_size(m.group(2), m.group(3)), line)
-            out.put("v_size", logged_size(m.group(4), m.group(5)), line)
-        elif m := _KV_MLA.search(text):
-            out.put("kv_cache_tokens", to_int(m.group(1)), line)
-            out.put("kv_cache", logged_size(m.group(2), m.group(3)), line)
-        if m := _KV_DTYPE.search(text):
-            out.put("kv_dtype_logged", m.group(1), line)
-        if m := _POOL_END.search(text):
-            out.put("free_after_kv", logged_size(m.group(1), m.group(2)), line)
-        if m := _GRAPH_END.search(text):
-            out.put("cudagraph", logged_size(m.group(1), m.group(2)), line)
-        if m := _SUMMARY.search(text):
-            out.put("kv_cache_tokens", to_int(m.group(1)), line)
-            if c := _CONTEXT.search(text):
-                out.put("context_len", to_int(c.group(1)), line)
-            if r := _RUNNING.search(text):
-                out.put("max_running_requests", to_int(r.group(1)), line)
-            if a := _AVAILABLE.search(text):
-                out.put("free_after_graphs", logged_size(a.group(1), a.group(2)), line)
-            if c := _CHUNKED.search(text):
-                out.put("max_num_batched_tokens", to_int(c.group(1)), line)
-        if m := _SERVER_ARGS.search(text):
-            for key, raw in _PAIR.findall(m.group(1)[:16384]):
-                target = _ARGS.get(key)
-                if target is None:
-                    continue
-                value = raw.strip("'\"")
-                if value in ("None", ""):
-                    continue
-                if target in ("tp", "pp", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size"):
-                    out.put(target, to_int(value), line)
-                elif target == "mem_fraction_static":
-                    f = to_float(value)
-                    out.put(target, f if f is not None and 0 < f <= 1 else None, line)
-                elif target == "enforce_eager":
-                    out.put(target, value == "True", line)
-                else:
-                    out.put(target, value, line)
-        if m := _VERSION.search(text):
-            out.put("engine_version", m.group(1), line)
-        if m := _HOST_POOL.search(text):
-            out.put("host_pool_gb", m.group(1), line)
+        try:
+            _read_line(line, out)
+        except Exception as exc:  # noqa: BLE001 - one odd line must not cost the whole log
+            out.skip(line.number, f"not read ({type(exc).__name__})")
     if "max_model_len" not in out.values and out.has("context_len"):
         out.values["max_model_len"] = out.values["context_len"]
     if gb := out.get("host_pool_gb"):
         out.notes.append(f"host KV tier (hierarchical cache): {gb} GB (10^9 B) of pinned host memory per rank")
     return "sglang"
+
+
+def _read_line(line: Line, out: Collector) -> None:
+    text = line.text
+    if m := _after("Load weight end.", _AVAIL, text):
+        out.put_size("free_after_weights", m.group(1), m.group(2), line)
+        if m.group(3):
+            out.put_size("weights", m.group(3), m.group(4), line)
+    if "Load weight begin" in text and (m := _LOAD_BEGIN.search(text)):
+        out.put_size("free_before_weights", m.group(1), m.group(2), line)
+    if m := _after("KV Cache is allocated.", _KV, text):
+        out.put_int("kv_cache_tokens", m.group(1), line)
+        out.put_size("k_size", m.group(2), m.group(3), line)
+        out.put_size("v_size", m.group(4), m.group(5), line)
+    elif m := _after("KV Cache is allocated.", _KV_MLA, text):
+        out.put_int("kv_cache_tokens", m.group(1), line)
+        out.put_size("kv_cache", m.group(2), m.group(3), line)
+    if "KV Cache is allocated" in text and (m := _KV_DTYPE.search(text)):
+        out.put("kv_dtype_logged", m.group(1), line)
+    if "Memory pool end" in text and (m := _POOL_END.search(text)):
+        out.put_size("free_after_kv", m.group(1), m.group(2), line)
+    if m := _after("Capture cuda graph end.", _MEM_USAGE, text):
+        out.put_size("cudagraph", m.group(1), m.group(2), line)
+    if "max_total_num_tokens=" in text and (m := _SUMMARY.search(text)):
+        out.put_int("kv_cache_tokens", m.group(1), line)
+        if c := _CONTEXT.search(text):
+            out.put_int("context_len", c.group(1), line)
+        if r := _RUNNING.search(text):
+            out.put_int("max_running_requests", r.group(1), line)
+        if a := _AVAILABLE.search(text):
+            out.put_size("free_after_graphs", a.group(1), a.group(2), line)
+        if (c := _CHUNKED.search(text)) and (chunk := to_int(c.group(1))):  # -1 or 0: chunked prefill off
+            out.put("max_num_batched_tokens", chunk, line)
+    if "server_args=" in text and (m := _SERVER_ARGS.search(text)):
+        for key, raw in _PAIR.findall(m.group(1)[:16384]):
+            target = _ARGS.get(key)
+            if target is None:
+                continue
+            value = raw.strip("'\"")
+            if value in ("None", ""):
+                continue
+            if target in ("tp", "pp", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size"):
+                if not (target == "max_num_batched_tokens" and value in ("-1", "0")):  # chunked prefill off
+                    out.put_int(target, value, line)
+            elif target == "mem_fraction_static":  # as logged: outside (0, 1] makes the log impossible (parse.py)
+                out.put(target, to_float(value), line)
+            elif target == "enforce_eager":
+                out.put(target, value == "True", line)
+            else:
+                out.put(target, value[:1024], line)
+    if "sglang" in text.lower() and (m := _VERSION.search(text)):
+        out.put("engine_version", m.group(1), line)
+    if "hierarchical KV cache" in text and (m := _HOST_POOL.search(text)):
+        out.put("host_pool_gb", m.group(1), line)
 
 
 def finish(d: Draft) -> None:
@@ -150,5 +171,5 @@ def calibrate(case: CalibrationCase) -> Calibrated:
 
 
 LOG = LogReader(engine="sglang", title="SGLang", markers=MARKERS, read=read, finish=finish,
-                carried=("mem_fraction_static",), calibrate=calibrate)
+                carried=("mem_fraction_static",), calibrate=calibrate, startups=STARTUPS)
 """SGLang's log format for ``Engine.log``."""

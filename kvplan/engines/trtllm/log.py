@@ -9,31 +9,42 @@ from __future__ import annotations
 
 import re
 
-from kvplan.logs.core import Line, logged_size, to_int
+from kvplan.logs.core import COUNT, NUMBER, Line
 from kvplan.logs.model import Collector
 from kvplan.logs.reader import LogReader
 
 MARKERS = ("TensorRT-LLM", "for max tokens in paged KV cache", "[TRT-LLM]", "tensorrt_llm")
 
-_ALLOCATED = re.compile(r"Allocated ([\d.]+)\s*(GiB|GB|MiB|MB) for max tokens in paged KV cache \(([\d,]+)\)")
+# Linear patterns (kvplan.logs.core): each after a literal, the number read whole. No start-up pattern: every MPI
+# rank imports tensorrt_llm and prints the version line, so that line does not mark one start-up.
+_ALLOCATED = re.compile(r"Allocated " + NUMBER + r"\s*(GiB|GB|MiB|MB) for max tokens in paged KV cache \(" + COUNT
+                        + r"\)")
 _BLOCK = re.compile(r"Number of tokens per block:\s*(\d+)")
-_TOTAL = re.compile(r"total:\s*([\d.]+)\s*(GiB|GB), available:\s*([\d.]+)\s*(GiB|GB)")
-_VERSION = re.compile(r"TensorRT-LLM version:\s*v?(\d+\.\d+[\w.]*)")
+_TOTAL = re.compile(r"total:\s*" + NUMBER + r"\s*(GiB|GB), available:\s*" + NUMBER + r"\s*(GiB|GB)")
+_VERSION = re.compile(r"TensorRT-LLM version:\s*v?(\d+\.\d+[\w.]{0,32})")
 
 
 def read(lines: list[Line], out: Collector) -> str:
+    """Fill ``out`` from TensorRT-LLM lines. A line that cannot be read is left out (and listed)."""
     for line in lines:
-        text = line.text
-        if m := _ALLOCATED.search(text):
-            out.put("kv_cache", logged_size(m.group(1), m.group(2)), line)
-            out.put("kv_cache_tokens", to_int(m.group(3)), line)
-        if m := _BLOCK.search(text):
-            out.put("block_size", to_int(m.group(1)), line)
-        if m := _TOTAL.search(text):
-            out.put("total", logged_size(m.group(1), m.group(2)), line)
-        if m := _VERSION.search(text):
-            out.put("engine_version", m.group(1), line)
+        try:
+            _read_line(line, out)
+        except Exception as exc:  # noqa: BLE001 - one odd line must not cost the whole log
+            out.skip(line.number, f"not read ({type(exc).__name__})")
     return "trtllm"
+
+
+def _read_line(line: Line, out: Collector) -> None:
+    text = line.text
+    if m := _ALLOCATED.search(text):
+        out.put_size("kv_cache", m.group(1), m.group(2), line)
+        out.put_int("kv_cache_tokens", m.group(3), line)
+    if m := _BLOCK.search(text):
+        out.put_int("block_size", m.group(1), line)
+    if m := _TOTAL.search(text):
+        out.put_size("total", m.group(1), m.group(2), line)
+    if m := _VERSION.search(text):
+        out.put("engine_version", m.group(1), line)
 
 
 LOG = LogReader(engine="trtllm", title="TensorRT-LLM", markers=MARKERS, read=read)

@@ -34,15 +34,18 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from kvplan.logs.core import Line, Logged, exact_bytes, logged_size, to_float, to_int
+from kvplan.logs.core import COUNT, NUMBER, Line, Logged, exact_bytes, to_float, to_int
 from kvplan.logs.model import Collector
 from kvplan.logs.reader import Draft, LogReader
 
 if TYPE_CHECKING:
     from kvplan.logs.calibration import Calibrated, Calibration, CalibrationCase
 
-_NUM = r"(-?[\d,]*\.?\d+)"
-_SIZE = _NUM + r"\s*(GiB|GB|MiB|MB)"
+# Linear patterns (kvplan.logs.core): NUMBER starts only where a run of digits starts, and reads the number whole
+# ('1.5e3 GiB' is 1,500 GiB, never 3 GiB); the old '-?[\d,]*\.?\d+' tried every split of a run of digits.
+_NUM = NUMBER
+_SIZE = NUMBER + r"\s*(GiB|GB|MiB|MB)"
+_FRACTION = r"(\d+(?:\.\d+)?)"
 
 MARKERS = ("GPU KV cache size", "GPU blocks:", "cuda blocks:", "CUDA blocks:", "Memory profiling",
            "Available KV cache memory",
@@ -50,69 +53,77 @@ MARKERS = ("GPU KV cache size", "GPU blocks:", "cuda blocks:", "CUDA blocks:", "
            "non-default args", "LLM engine (v", "Model loading took", "Loading model weights took",
            "vllm.v1", "for peak activation", "RayWorkerWrapper")
 
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+# One per start-up, on rank 0 (``entrypoints/openai/api_server.py::run_server``; without the API server, the engine's
+# ``LLMEngine.__init__`` / ``EngineCore.__init__`` line, once per data-parallel engine: DP0's is the start-up's).
+STARTUPS = (re.compile(r"vLLM API server version "), re.compile(r"Initializing an? (?:V[01] )?LLM engine \("))
+
+# (item, a literal the line must hold, the pattern): the literal is looked for first (a plain substring search), so
+# that a line holding none of them costs no pattern (a pattern that starts with a number is tried at every
+# character of the line: linear, but not free)
+_PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, re.compile(pattern)) for name, needle, pattern in (
     # weights
-    ("weights", re.compile(r"Loading model weights took " + _SIZE)),
-    ("weights", re.compile(r"Model loading took " + _SIZE)),
-    ("weights", re.compile(r"model weights take " + _SIZE)),
-    ("weights_summary", re.compile(r"Actual usage is " + _SIZE + r" for weight\b")),
-    ("weights_non_torch", re.compile(r"Actual usage is " + _SIZE + r" for consumed memory")),
-    ("weights_debug", re.compile(r"weights memory:\s*" + _SIZE)),
+    ("weights", "Loading model weights took ", r"Loading model weights took " + _SIZE),
+    ("weights", "Model loading took ", r"Model loading took " + _SIZE),
+    ("weights", "model weights take ", r"model weights take " + _SIZE),
+    ("weights_summary", "Actual usage is ", r"Actual usage is " + _SIZE + r" for weight\b"),
+    ("weights_non_torch", "Actual usage is ", r"Actual usage is " + _SIZE + r" for consumed memory"),
+    ("weights_debug", "weights memory:", r"weights memory:\s*" + _SIZE),
     # totals and budget
-    ("total", re.compile(r"total_gpu_memory[=\s(]+" + _SIZE)),
-    ("total", re.compile(r"Free memory on device \(" + _NUM + r"/" + _SIZE)),
-    ("total", re.compile(r"total capacity of " + _SIZE)),
-    ("budget", re.compile(r"gpu_memory_utilization \([\d.]+\) = " + _SIZE)),
-    ("budget", re.compile(r"Desired GPU memory utilization is \([\d.]+, " + _SIZE + r"\)")),
-    ("budget", re.compile(r"Requested memory: [\d.]+ \(util\), " + _SIZE)),
-    ("non_kv_debug", re.compile(r"Total non KV cache memory:\s*" + _SIZE)),
+    ("total", "total_gpu_memory", r"total_gpu_memory[=\s(]{1,4}" + _SIZE),
+    ("total", "Free memory on device (", r"Free memory on device \(" + _NUM + r"/" + _SIZE),
+    ("total", "total capacity of ", r"total capacity of " + _SIZE),
+    ("budget", "gpu_memory_utilization (", r"gpu_memory_utilization \(" + _FRACTION + r"\) = " + _SIZE),
+    ("budget", "Desired GPU memory utilization is (",
+     r"Desired GPU memory utilization is \(" + _FRACTION + r", " + _SIZE + r"\)"),
+    ("budget", "Requested memory: ", r"Requested memory: " + _FRACTION + r" \(util\), " + _SIZE),
+    ("non_kv_debug", "Total non KV cache memory:", r"Total non KV cache memory:\s*" + _SIZE),
     # profile
-    ("peak_torch", re.compile(r"peak_torch_memory=" + _SIZE)),
-    ("non_torch", re.compile(r"\bnon_torch_memory(?:=| takes )" + _SIZE)),
-    ("non_torch", re.compile(r"(?<!for )\b" + _SIZE + r" for non-torch memory")),
-    ("non_torch_debug", re.compile(r"non-torch forward increase memory:\s*" + _SIZE)),
-    ("activation", re.compile(r"activation peak memory takes " + _SIZE)),
-    ("activation", re.compile(_SIZE + r" for peak activation")),
-    ("activation_debug", re.compile(r"torch peak memory increase:\s*" + _SIZE)),
-    ("cudagraph", re.compile(_SIZE + r" for CUDAGraph memory")),
-    ("cudagraph_estimate", re.compile(r"Estimated CUDA graph memory:\s*" + _SIZE)),
-    ("cudagraph_capture", re.compile(r"Graph capturing finished in \d+ secs?, took " + _SIZE)),
+    ("peak_torch", "peak_torch_memory=", r"peak_torch_memory=" + _SIZE),
+    ("non_torch", "non_torch_memory", r"\bnon_torch_memory(?:=| takes )" + _SIZE),
+    ("non_torch", " for non-torch memory", r"(?<!for )" + _SIZE + r" for non-torch memory"),
+    ("non_torch_debug", "non-torch forward increase memory:", r"non-torch forward increase memory:\s*" + _SIZE),
+    ("activation", "activation peak memory takes ", r"activation peak memory takes " + _SIZE),
+    ("activation", " for peak activation", _SIZE + r" for peak activation"),
+    ("activation_debug", "torch peak memory increase:", r"torch peak memory increase:\s*" + _SIZE),
+    ("cudagraph", " for CUDAGraph memory", _SIZE + r" for CUDAGraph memory"),
+    ("cudagraph_estimate", "Estimated CUDA graph memory:", r"Estimated CUDA graph memory:\s*" + _SIZE),
+    ("cudagraph_capture", "Graph capturing finished in ", r"Graph capturing finished in \d+ secs?, took " + _SIZE),
     # KV
-    ("kv_cache", re.compile(r"kv_cache_size=" + _SIZE)),
-    ("kv_cache", re.compile(r"reserved for KV Cache is " + _SIZE)),
-    ("kv_cache", re.compile(r"Available KV cache memory:\s*" + _SIZE)),
-    ("kv_cache_in_use", re.compile(r"Current kv cache memory in use is " + _SIZE)),
-    ("kv_cache_needed", re.compile(r"\(" + _SIZE + r" KV cache is needed")),
-    ("kv_cache_error", re.compile(r"available KV cache memory \(" + _SIZE + r"\)")),
-]
-_IN_USE_BYTES = re.compile(r"Current kv cache memory in use is ([\d,]+) bytes")
-_BLOCKS = re.compile(r"#?\s*(?:GPU|cuda|CUDA) blocks:\s*([\d,]+)")  # 0.8.5 executor_base.py: "# CUDA blocks"
-_CPU_BLOCKS = re.compile(r"#\s*CPU blocks:\s*([\d,]+)")
-_SIMPLE_BLOCKS = re.compile(r"SimpleCPUOffloadScheduler: Allocating ([\d,]+) (?:CPU|offload) blocks \(([\d.]+) GB")
-_MMAP_REGION = re.compile(r"Created mmap file \S+ \(([\d.]+) GB\)")
-_CPU_TENSORS = re.compile(r"Allocating ([\d,]+) CPU tensors")
-_CPU_TENSOR_SIZE = re.compile(r"Allocating CPU tensor of shape \[([\d,\s]+)\]"
-                              r"|torch\.zeros pinned tensor (\d+)\s*[×x]\s*(\d+)")
-_TOKENS = re.compile(r"GPU KV cache size:\s*([\d,]+) tokens")
-_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request:\s*([\d.,]+)x")
-_ESTIMATED_LEN = re.compile(r"estimated maximum model length is ([\d,]+)")
-_ENGINE = re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v?([0-9][\w.+\-]*)\) with config: (.*)")
-_SERVER_VERSION = re.compile(r"vLLM API server version v?([0-9][\w.+\-]*)")
-_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})")
-_NAMESPACE = re.compile(r"args: Namespace\((.*)\)")
-_UTIL = re.compile(r"gpu_memory_utilization(?:=| \()([\d.]+)|Desired GPU memory utilization is \(([\d.]+)"
-                   r"|Requested memory: ([\d.]+) \(util\)")
-_UTIL_NOTE = re.compile(r"--gpu-memory-utilization=([\d.]+) is equivalent")
-_CHUNKED = re.compile(r"max_num_batched_tokens=([\d,]+)")
-_MAX_LEN = re.compile(r"Using max model len ([\d,]+)")
-_DEVICE_NAME = re.compile(r"device_name=(NVIDIA_[A-Za-z0-9_\-]+?)(?:,|\.json)")
-_OVERRIDE = re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d+)")
+    ("kv_cache", "kv_cache_size=", r"kv_cache_size=" + _SIZE),
+    ("kv_cache", "reserved for KV Cache is ", r"reserved for KV Cache is " + _SIZE),
+    ("kv_cache", "Available KV cache memory:", r"Available KV cache memory:\s*" + _SIZE),
+    ("kv_cache_in_use", "Current kv cache memory in use is ", r"Current kv cache memory in use is " + _SIZE),
+    ("kv_cache_needed", " KV cache is needed", r"\(" + _SIZE + r" KV cache is needed"),
+    ("kv_cache_error", "available KV cache memory (", r"available KV cache memory \(" + _SIZE + r"\)"),
+)]
+_IN_USE_BYTES = re.compile(r"Current kv cache memory in use is " + COUNT + r" bytes")
+_BLOCKS = re.compile(r"(?:GPU|cuda|CUDA) blocks: *" + COUNT)  # 0.8.5 executor_base.py: "# CUDA blocks"
+_CPU_BLOCKS = re.compile(r"# *CPU blocks: *" + COUNT)
+_SIMPLE_BLOCKS = re.compile(r"SimpleCPUOffloadScheduler: Allocating " + COUNT + r" (?:CPU|offload) blocks \("
+                            + _FRACTION + r" GB")
+_MMAP_REGION = re.compile(r"Created mmap file \S+ \(" + _FRACTION + r" GB\)")
+_CPU_TENSORS = re.compile(r"Allocating " + COUNT + r" CPU tensors")
+_CPU_TENSOR_SIZE = re.compile(r"Allocating CPU tensor of shape \[([^\]]{0,200})\]"
+                              r"|torch\.zeros pinned tensor (\d+) *[×x] *(\d+)")
+_TOKENS = re.compile(r"GPU KV cache size: *" + COUNT + r" tokens")
+_CONCURRENCY = re.compile(r"Maximum concurrency for " + COUNT + r" tokens per request: *" + _FRACTION + r"x")
+_ESTIMATED_LEN = re.compile(r"estimated maximum model length is " + COUNT)
+_ENGINE = re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v?([0-9][\w.+\-]{0,63})\) with config: (.*)")
+_SERVER_VERSION = re.compile(r"vLLM API server version v?([0-9][\w.+\-]{0,63})")
+_UTIL = re.compile(r"gpu_memory_utilization(?:=| \()" + _FRACTION + r"|Desired GPU memory utilization is \("
+                   + _FRACTION + r"|Requested memory: " + _FRACTION + r" \(util\)")
+_UTIL_NOTE = re.compile(r"--gpu-memory-utilization=" + _FRACTION + r" is equivalent")
+_CHUNKED = re.compile(r"max_num_batched_tokens=" + COUNT)
+_MAX_LEN = re.compile(r"Using max model len " + COUNT)
+_DEVICE_NAME = re.compile(r"device_name=(NVIDIA_[A-Za-z0-9_\-]{1,100})(?:,|\.json)")
+_OVERRIDE = re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d{1,18})\b")
 _CONFIG_KEYS = {"model": "model", "max_seq_len": "max_model_len", "tensor_parallel_size": "tp",
                 "pipeline_parallel_size": "pp", "dtype": "dtype", "kv_cache_dtype": "kv_dtype",
                 "enforce_eager": "enforce_eager", "max_model_len": "max_model_len",
                 "gpu_memory_utilization": "gpu_memory_utilization", "max_num_batched_tokens": "max_num_batched_tokens",
                 "max_num_seqs": "max_num_seqs", "block_size": "block_size", "model_tag": "model"}
-_KV = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^,\s)]+)")
+# a key starts where a word starts (the look-behind): a 16 KB word is tried once, not from each of its letters
+_KV = re.compile(r"(?<!\w)(\w+)=('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^,\s)]+)")
 
 
 # One cheap test per line before the patterns: a long log is mostly request lines that hold none of these.
@@ -126,76 +137,17 @@ _WORTH_READING = re.compile("|".join(re.escape(k) for k in (
 
 
 def read(lines: list[Line], out: Collector) -> str:
-    """Fill ``out`` from vLLM lines; returns the format name."""
-    fmt = "vllm"
+    """Fill ``out`` from vLLM lines; returns the format name. A line that cannot be read is left out (and
+    listed), never a reason to drop the log."""
+    state = {"fmt": "vllm"}
     tensor_sizes: dict[int | None, list[tuple[int, bool]]] = {}  # per rank: (bytes, or elements where True)
     for line in lines:
-        text = line.text
-        if not _WORTH_READING.search(text):
+        if not _WORTH_READING.search(line.text):
             continue
-        for name, pattern in _PATTERNS:
-            m = pattern.search(text)
-            if m is None:
-                continue
-            groups = m.groups()
-            if name == "total" and len(groups) == 3:  # Free memory on device (free/total GiB)
-                out.put(name, logged_size(groups[1], groups[2]), line)
-            else:
-                out.put(name, logged_size(groups[0], groups[1]), line)
-        m = _IN_USE_BYTES.search(text)
-        if m:
-            out.put("kv_cache_in_use", exact_bytes(m.group(1)), line)
-        if "Memory profiling results" in text:
-            fmt = "vllm-v0-profile"
-        elif "the current vLLM instance can use" in text:
-            fmt = "vllm-0.7-profile"
-        if (m := _BLOCKS.search(text)) and ("GPU blocks" in text or "cuda blocks" in text or "CUDA blocks" in text):
-            out.put("num_gpu_blocks", to_int(m.group(1)), line)
-        if m := _CPU_BLOCKS.search(text):
-            out.put("host_tier", ("vLLM V0 swap space", to_int(m.group(1)), None, None), line)
-        elif m := _SIMPLE_BLOCKS.search(text):
-            out.put("host_tier", ("SimpleCPUOffloadConnector", to_int(m.group(1)), m.group(2) + " GiB per rank",
-                                  None), line)
-        elif m := _MMAP_REGION.search(text):
-            out.put("host_tier", ("native CPU offloading", None, None, m.group(1) + " GB (10^9 B) mmap region"), line)
-        if m := _CPU_TENSORS.search(text):
-            out.put("cpu_tensors", to_int(m.group(1)), line)
-        elif (m := _CPU_TENSOR_SIZE.search(text)) and len(seen := tensor_sizes.setdefault(line.rank, [])) < 4096:
-            dims = [int(d) for d in m.group(1).split(",")] if m.group(1) else [int(m.group(2)), int(m.group(3))]
-            seen.append((math.prod(dims[:8]), bool(m.group(1))))
-        if m := _TOKENS.search(text):
-            out.put("kv_cache_tokens", to_int(m.group(1)), line)
-        if m := _CONCURRENCY.search(text):
-            out.put("concurrency_len", to_int(m.group(1)), line)
-            out.put("max_concurrency", to_float(m.group(2)), line)
-        if m := _ESTIMATED_LEN.search(text):
-            out.put("estimated_max_model_len", to_int(m.group(1)), line)
-        if m := _ENGINE.search(text):
-            out.put("engine_version", m.group(1), line)
-            _config_pairs(m.group(2), line, out)
-            if "V1 LLM engine" in text:
-                fmt = "vllm-v1"
-        if m := _SERVER_VERSION.search(text):
-            out.put("engine_version", m.group(1), line)
-        if m := _NON_DEFAULT.search(text):
-            _non_default(m.group(1), line, out)
-        elif m := _NAMESPACE.search(text):
-            _config_pairs(m.group(1), line, out)
-        if m := _UTIL.search(text):
-            out.put("gpu_memory_utilization", _coerce("gpu_memory_utilization", m.group(1) or m.group(2) or m.group(3)), line)
-        if m := _UTIL_NOTE.search(text):
-            out.put("gpu_memory_utilization", to_float(m.group(1)), line)
-        if "Chunked prefill is enabled" in text and (m := _CHUNKED.search(text)):
-            out.put("max_num_batched_tokens", to_int(m.group(1)), line)
-        if m := _MAX_LEN.search(text):
-            out.put("max_model_len", to_int(m.group(1)), line)
-        if m := _DEVICE_NAME.search(text):
-            out.put("gpu_name", m.group(1).replace("_", " "), line)
-        if m := _OVERRIDE.search(text):
-            out.notes.append(f"num_gpu_blocks_override={m.group(1)}: the block count is forced, not measured")
-        if "Available KV cache memory" in text or "GPU KV cache size" in text:
-            if fmt == "vllm":
-                fmt = "vllm-v1"
+        try:
+            _read_line(line, out, state, tensor_sizes)
+        except Exception as exc:  # noqa: BLE001 - one odd line must not cost the whole log
+            out.skip(line.number, f"not read ({type(exc).__name__})")
     if "max_model_len" not in out.values and out.has("concurrency_len"):
         out.values["max_model_len"] = out.values["concurrency_len"]
     tier = out.get("host_tier")
@@ -204,7 +156,81 @@ def read(lines: list[Line], out: Collector) -> str:
         tier = (*tier[:3], ", ".join(p for p in (tier[3], _tensors_said(count, tensor_sizes, out)) if p))
     if tier:
         out.notes.append(host_tier_note(*tier))
-    return fmt
+    return state["fmt"]
+
+
+def _read_line(line: Line, out: Collector, state: dict[str, str],
+               tensor_sizes: dict[int | None, list[tuple[int, bool]]]) -> None:
+    text = line.text
+    for name, needle, pattern in _PATTERNS:
+        m = pattern.search(text) if needle in text else None
+        if m is None:
+            continue
+        groups = m.groups()
+        if len(groups) == 3:  # Free memory on device (free/total GiB); utilization (U) = B GiB
+            number, unit = (groups[1], groups[2])
+        else:
+            number, unit = groups[0], groups[1]
+        out.put_size(name, number, unit, line)
+    if m := _find("kv cache memory in use", _IN_USE_BYTES, text):
+        out.put("kv_cache_in_use", exact_bytes(m.group(1)), line)
+    if "Memory profiling results" in text:
+        state["fmt"] = "vllm-v0-profile"
+    elif "the current vLLM instance can use" in text:
+        state["fmt"] = "vllm-0.7-profile"
+    if m := _find("blocks:", _BLOCKS, text):
+        out.put_int("num_gpu_blocks", m.group(1), line)
+    if m := _find("CPU blocks:", _CPU_BLOCKS, text):
+        out.put("host_tier", ("vLLM V0 swap space", to_int(m.group(1)), None, None), line)
+    elif m := _find("SimpleCPUOffloadScheduler", _SIMPLE_BLOCKS, text):
+        out.put("host_tier", ("SimpleCPUOffloadConnector", to_int(m.group(1)), m.group(2) + " GiB per rank",
+                              None), line)
+    elif m := _find("mmap file", _MMAP_REGION, text):
+        out.put("host_tier", ("native CPU offloading", None, None, m.group(1) + " GB (10^9 B) mmap region"), line)
+    if m := _find("CPU tensors", _CPU_TENSORS, text):
+        out.put_int("cpu_tensors", m.group(1), line)
+    elif (m := _find("tensor", _CPU_TENSOR_SIZE, text)) and len(seen := tensor_sizes.setdefault(line.rank, [])) < 4096:
+        raw = m.group(1).split(",") if m.group(1) is not None else [m.group(2), m.group(3)]
+        dims = [to_int(d) for d in raw]
+        if not dims or any(d is None for d in dims):  # "[2, ,16]": a shape that cannot be read, not a guess
+            out.skip(line.number, f"the tensor shape [{m.group(1) or ''}] cannot be read")
+        else:
+            seen.append((math.prod(d or 0 for d in dims[:8]), m.group(1) is not None))
+    if m := _find("GPU KV cache size", _TOKENS, text):
+        out.put_int("kv_cache_tokens", m.group(1), line)
+    if m := _find("Maximum concurrency", _CONCURRENCY, text):
+        out.put_int("concurrency_len", m.group(1), line)
+        out.put("max_concurrency", to_float(m.group(2)), line)
+    if m := _find("maximum model length", _ESTIMATED_LEN, text):
+        out.put_int("estimated_max_model_len", m.group(1), line)
+    if m := _find("LLM engine (", _ENGINE, text):
+        out.put("engine_version", m.group(1), line)
+        _config_pairs(m.group(2), line, out)
+        if "V1 LLM engine" in text:
+            state["fmt"] = "vllm-v1"
+    if m := _find("API server version", _SERVER_VERSION, text):
+        out.put("engine_version", m.group(1), line)
+    # "non-default args: {...}" / "args: Namespace(...)": from the first opening to the last closing character, by
+    # position (a regex "\{.*\}" would rescan the line from every later "non-default args: {")
+    if (body := _between(text, "non-default args: {", "}")) is not None:
+        _non_default("{" + body + "}", line, out)
+    elif (body := _between(text, "args: Namespace(", ")")) is not None:
+        _config_pairs(body, line, out)
+    if m := _find("utilization", _UTIL, text) or _find("Requested memory", _UTIL, text):
+        out.put("gpu_memory_utilization", _coerce("gpu_memory_utilization", m.group(1) or m.group(2) or m.group(3)),
+                line)
+    if m := _find("--gpu-memory-utilization=", _UTIL_NOTE, text):
+        out.put("gpu_memory_utilization", to_float(m.group(1)), line)
+    if "Chunked prefill is enabled" in text and (m := _find("max_num_batched_tokens=", _CHUNKED, text)):
+        out.put_int("max_num_batched_tokens", m.group(1), line)
+    if m := _find("max model len", _MAX_LEN, text):
+        out.put_int("max_model_len", m.group(1), line)
+    if m := _find("device_name=", _DEVICE_NAME, text):
+        out.put("gpu_name", m.group(1).replace("_", " "), line)
+    if m := _find("num_gpu_blocks_override", _OVERRIDE, text):
+        out.notes.append(f"num_gpu_blocks_override={m.group(1)}: the block count is forced, not measured")
+    if ("Available KV cache memory" in text or "GPU KV cache size" in text) and state["fmt"] == "vllm":
+        state["fmt"] = "vllm-v1"
 
 
 def _tensors_said(count: int, sizes: dict[int | None, list[tuple[int, bool]]], out: Collector) -> str:
@@ -231,12 +257,26 @@ def host_tier_note(kind: str, blocks: int | None, per_rank: str | None, region: 
     return f"host KV tier ({kind}): " + ", ".join(p for p in parts if p)
 
 
+def _find(needle: str, pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """``pattern`` where the line holds ``needle`` (a substring search first: most lines hold none)."""
+    return pattern.search(text) if needle in text else None
+
+
+def _between(text: str, start: str, end: str) -> str | None:
+    """What lies between the first ``start`` and the last ``end`` after it (None: not both)."""
+    at = text.find(start)
+    if at < 0:
+        return None
+    stop = text.rfind(end)
+    return text[at + len(start):stop] if stop >= at + len(start) else None
+
+
 def _config_pairs(text: str, line: Line, out: Collector) -> None:
     for key, raw in _KV.findall(text[:8192]):
         target = _CONFIG_KEYS.get(key)
         if target is None:
             continue
-        out.put(target, _coerce(target, raw.strip("'\"")), line)
+        _put_setting(out, target, raw.strip("'\""), line)
 
 
 def _non_default(text: str, line: Line, out: Collector) -> None:
@@ -250,15 +290,21 @@ def _non_default(text: str, line: Line, out: Collector) -> None:
     for key, value in values.items():
         target = _CONFIG_KEYS.get(str(key))
         if target is not None:
-            out.put(target, _coerce(target, str(value)), line)
+            _put_setting(out, target, str(value) if not isinstance(value, str) else value, line)
+
+
+def _put_setting(out: Collector, target: str, raw: str, line: Line) -> None:
+    value = _coerce(target, raw)
+    if value is None and raw.isdigit():  # a count of more digits than kvplan reads: said, not dropped silently
+        out.skip(line.number, f"{target}: a count of {len(raw):,} digits")
+    out.put(target, value, line)
 
 
 def _coerce(target: str, raw: str) -> object:
     if target in ("tp", "pp", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size"):
         return to_int(raw)
-    if target == "gpu_memory_utilization":
-        value = to_float(raw)
-        return value if value is not None and 0 < value <= 1 else None
+    if target == "gpu_memory_utilization":  # as logged: one outside (0, 1] makes the log impossible (parse.py)
+        return to_float(raw)
     if target == "enforce_eager":
         return raw.strip().lower() == "true"
     if target == "dtype":
@@ -428,6 +474,6 @@ LOG = LogReader(
     finish=finish, implied_version=implied_version,
     carried=("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs"),
     profile_settings=("max_num_batched_tokens", "max_num_seqs"),
-    calibrate=calibrate,
+    calibrate=calibrate, startups=STARTUPS,
 )
 """vLLM's log format for ``Engine.log``."""
