@@ -377,7 +377,8 @@ def test_generated_calibration_files_exit_0_1_2_in_one_piece(text, command):
     event(f"{command} exit {code}")
     assert code in (0, 1, 2), (argv, code, err[-2000:])
     assert "Traceback" not in out + err, err[-4000:]
-    assert TOKEN not in out + err
+    # a file may hold the token's text (and a bad value is echoed, cut); kvplan never adds it from the environment
+    assert TOKEN not in out + err or TOKEN in text
     if code == 2 and command == "max-batch":
         assert err.startswith("kvplan: error: ") and err.count("\n") == 1 and len(err) < 2000, err[-2000:]
     if command == "check":  # the deployment is reported whatever the calibration holds
