@@ -67,7 +67,7 @@ EXPECTED = {
     "endless-config": "an answer larger than 32 MiB",
     "no-commit-head": "does not answer like a Hugging Face Hub",
     "huge-header": "larger than 32 MiB",
-    "deep-header": "nested too deeply",
+    "deep-header": "nested more than",
     "traversal-commit": "a commit id that is not 40 hex digits",
     "traversal-etag": "an ETag that is not a plain hash",
 }
