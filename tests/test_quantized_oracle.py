@@ -168,3 +168,45 @@ def test_verify_shapes_are_transformers_shapes(model: str, backend: str, opts: d
     ours = [b.shape for b in plan.buffers if b.views[0].layer == group.first_layer and b.views[0].role.startswith("K")
             and not b.views[0].role.endswith("residual")]
     assert [tuple(s) for s in ours] == _backend_shapes(layer._quantized_keys)
+
+
+# ------------------------------------------------------------------------------------------------
+# The whole cache, end to end: kvplan.estimate against transformers' QuantizedCache itself
+
+
+_TINY_LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256,
+               "intermediate_size": 512, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+               "head_dim": 64, "vocab_size": 1000, "max_position_embeddings": 4096, "torch_dtype": "bfloat16",
+               "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("backend", ["quanto", "hqq", "fp8"])
+@pytest.mark.parametrize("decoded", [0, 1, 50, 127, 128, 129])
+def test_estimate_equals_transformers_quantized_cache(tmp_path: Path, backend: str, decoded: int) -> None:
+    # issue 21: a 4-layer Llama (2 KV heads, head_dim 64, bf16), 1,000-token prompt, then `decoded` steps: the
+    # quantized prefill plus the full-precision residual (decoded mod 128), every tensor transformers keeps
+    # (quantized data, scales, zero points, fp8's per-tensor scales, the residual), summed over the layers
+    if backend == "quanto":
+        pytest.importorskip("optimum.quanto")
+    elif backend == "hqq":
+        pytest.importorskip("hqq")
+    elif not hasattr(cache_utils, "Fp8QuantizedLayer"):
+        pytest.skip("transformers < 5.21 has no fp8 cache")
+    (tmp_path / "config.json").write_text(json.dumps(_TINY_LLAMA))
+    config = transformers.AutoConfig.from_pretrained(tmp_path)
+    opts = {} if backend == "fp8" else {"nbits": 4}
+    cache = cache_utils.QuantizedCache(backend=backend, config=config, **opts)
+    gen = torch.Generator().manual_seed(0)
+    prompt = 1000
+    for tokens in [prompt] + [1] * decoded:
+        for index in range(config.num_hidden_layers):
+            cache.update(torch.randn(1, 2, tokens, 64, generator=gen).to(torch.bfloat16),
+                         torch.randn(1, 2, tokens, 64, generator=gen).to(torch.bfloat16), index)
+    held = sum(_layer_state_bytes(layer) for layer in cache.layers)
+    options = {"kv_cache": "quantized", "backend": backend, **opts}
+    row = kvplan.estimate(str(tmp_path / "config.json"), engine="hf", prompt_len=prompt, output_len=decoded,
+                          engine_options=options).rows[0]
+    assert row.context == prompt + decoded
+    assert row.kv_bytes == held
+    if backend == "quanto" and decoded == 50:  # the issue's own figure: 1,000 tokens quantized + 50 in bf16
+        assert held == 678_400

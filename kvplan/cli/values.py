@@ -83,6 +83,16 @@ def prefix_count(text: str | None) -> int:
     return parse_count(text, "shared_prefix")
 
 
+def output_count(text: str | None) -> int | None:
+    """--output-len: a count as --context reads it, or 0 (the cache right after the prefill, before any
+    decoded token: a state transformers' QuantizedCache prices apart)."""
+    from kvplan.units import parse_count
+
+    if text is None:
+        return None
+    return 0 if text.strip() == "0" else parse_count(text, "output_len")
+
+
 def sharing_args(prompt_len: str | None, output_len: str | None, shared_prefix: str | None, n: str | None,
                  beam_width: str | None, speculative_method: str | None, num_speculative_tokens: str | None,
                  speculative_model: str | None) -> dict:
@@ -92,7 +102,7 @@ def sharing_args(prompt_len: str | None, output_len: str | None, shared_prefix: 
     # ``is not None``, never truthiness: an empty value ('--prompt-len ""') is a mistake, not "not given"
     return {
         "prompt_len": parse_count(prompt_len, "prompt_len") if prompt_len is not None else None,
-        "output_len": parse_count(output_len, "output_len") if output_len is not None else None,
+        "output_len": output_count(output_len),
         "shared_prefix": prefix_count(shared_prefix),
         "n": per_request_count(n, "n"), "beam_width": per_request_count(beam_width, "beam_width"),
         "speculative_method": speculative_method,

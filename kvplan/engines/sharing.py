@@ -141,6 +141,8 @@ def group_tokens(group: GroupRule, spans: SharedSpans, context: int, batch: int,
 
 def group_bytes(group: GroupRule, spans: SharedSpans, context: int, batch: int, samples: int) -> int:
     """Bytes one layer of ``group`` holds; recurrent state stays one per sequence."""
+    if spans == NOTHING_SHARED:  # the group's own rule: a QuantizedCache layer prices its residual apart
+        return group.layer_bytes(context, batch * samples)
     state = batch * samples * group.state.bytes if group.state is not None else 0
     return group.token.bytes * group_tokens(group, spans, context, batch, samples) + state
 
