@@ -1,8 +1,14 @@
-"""Shared test helpers: the data folder and small spec builders."""
+"""Shared test helpers: the data folder, small spec builders, and the harness of the hostile-input tests
+(a hang turned into a failure, the CLI run in-process, an HF token in the environment)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import signal
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,3 +46,62 @@ def interleaved(model_id: str, model_type: str, n: int, period: int, window: int
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
+
+
+# ------------------------------------------------------------------------------------------------
+# The hostile-input harness (tests/test_fuzz_cli.py, tests/test_hostile_*.py)
+
+
+class Hang(BaseException):
+    """Raised by the alarm: not an Exception, so that code which leaves an odd input out cannot swallow it."""
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: float = 30, what: str = "the block") -> Iterator[None]:
+    """A hang becomes a failure naming ``what`` after ``seconds`` (nothing is timed: a fixed input either
+    ends or it does not; ``re`` and the interpreter see the signal between steps)."""
+    def ring(signum: int, frame: object) -> None:
+        raise Hang
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except Hang:
+        pytest.fail(f"{what} did not end within {seconds} s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_cli(argv: list[str] | tuple[str, ...], *, seconds: float = 30, stdin: bytes | None = None,
+            fast: bool = True) -> tuple[int, str, str]:
+    """``kvplan ARGV`` in-process under :func:`hang_guard`: (exit status, stdout, stderr)."""
+    from kvplan.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+    try:
+        with hang_guard(seconds, f"kvplan {list(argv)!r}"[:300]), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            code = main(list(argv), fast=fast)
+    finally:
+        sys.stdin = saved
+    return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def hf_token(token: str) -> Iterator[None]:
+    """HF_TOKEN set to ``token`` for the block (a module fixture's body: hypothesis runs many cases in one
+    test, where pytest's function-scoped monkeypatch does not reach)."""
+    old = os.environ.get("HF_TOKEN")
+    os.environ["HF_TOKEN"] = token
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("HF_TOKEN", None)
+        else:
+            os.environ["HF_TOKEN"] = old

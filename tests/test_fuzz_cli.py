@@ -9,8 +9,6 @@ network. ``verify`` is left out (it allocates with torch; tests/test_verify*.py 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import resource
@@ -24,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kvplan.cli import main
+from conftest import hf_token, run_cli
 
 REPO = Path(__file__).parent.parent
 TOKEN = "hf_fuzzTOKENthatMustNeverBePrinted"
@@ -185,40 +183,16 @@ def commands(draw: st.DrawFn) -> list[str]:
 # The properties
 
 
-class _Hang(Exception):
-    pass
-
-
-def _alarm(signum: int, frame: object) -> None:
-    raise _Hang()
-
-
 def run_in_process(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, 30)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(argv))
-    except _Hang:
-        pytest.fail(f"kvplan {argv!r} did not end within 30 s")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli(argv)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def token_in_environment():
     import shutil
 
-    old = os.environ.get("HF_TOKEN")
-    os.environ["HF_TOKEN"] = TOKEN
-    yield
-    if old is None:
-        os.environ.pop("HF_TOKEN", None)
-    else:
-        os.environ["HF_TOKEN"] = old
+    with hf_token(TOKEN):
+        yield
     shutil.rmtree(WORK, ignore_errors=True)
 
 

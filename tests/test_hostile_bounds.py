@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import io
 import json
 import resource
 import signal
@@ -30,7 +29,7 @@ from hypothesis import strategies as st
 from kvplan.cli import main
 from kvplan.errors import UsageError
 from kvplan.verify.errors import VerifyError
-from tests.conftest import dense
+from conftest import dense, run_cli
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch not installed: pip install 'kvplan[verify]'")
@@ -73,30 +72,12 @@ def token_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_TOKEN", TOKEN)
 
 
-class _Hang(Exception):
-    pass
-
-
-def _alarm(signum: int, frame: object) -> None:
-    raise _Hang()
-
-
 def run(argv: list[str]) -> tuple[int, str, str]:
     """``kvplan.cli.main`` in-process under a 30 s alarm: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, 30)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(argv))
-    except _Hang:
-        pytest.fail(f"kvplan {argv!r} did not end within 30 s")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    assert "Traceback" not in out.getvalue() + err.getvalue(), err.getvalue()
-    assert TOKEN not in out.getvalue() + err.getvalue()
-    return code, out.getvalue(), err.getvalue()
+    code, out, err = run_cli(argv)
+    assert "Traceback" not in out + err, err
+    assert TOKEN not in out + err
+    return code, out, err
 
 
 def one_line(argv: list[str], flag: str) -> str:

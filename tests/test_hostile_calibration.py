@@ -5,8 +5,6 @@ invalid-input finding, the other files still checked), bounded time and memory, 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -22,7 +20,7 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kvplan.cli import main
+from conftest import hf_token, run_cli
 from kvplan.errors import UsageError
 from kvplan.logs import parse_log, parse_text
 from kvplan.logs.calibration import MAX_FILE_BYTES, Calibration, dump, from_log, load, validate
@@ -40,28 +38,9 @@ SERVE = ("# kvplan/gpu: RTX-3090\n"
 TOKEN = "hf_calibrationTOKENthatMustNeverBePrinted"
 
 
-class _Hang(Exception):
-    pass
-
-
-def _alarm(signum: int, frame: object) -> None:
-    raise _Hang()
-
-
 def run(*argv: str, seconds: float = 30) -> tuple[int, str, str]:
     """``kvplan.cli.main`` in-process, output captured; a hang becomes a failure after ``seconds``."""
-    out, err = io.StringIO(), io.StringIO()
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(argv))
-    except _Hang:
-        pytest.fail(f"kvplan {argv!r} did not end within {seconds} s")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli(argv, seconds=seconds)
 
 
 def one_line(code: int, err: str) -> str:
@@ -349,13 +328,8 @@ def calibration_texts(draw: st.DrawFn) -> str:
 
 @pytest.fixture(scope="module", autouse=True)
 def token_in_environment():
-    old = os.environ.get("HF_TOKEN")
-    os.environ["HF_TOKEN"] = TOKEN
-    yield
-    if old is None:
-        os.environ.pop("HF_TOKEN", None)
-    else:
-        os.environ["HF_TOKEN"] = old
+    with hf_token(TOKEN):
+        yield
     shutil.rmtree(WORK, ignore_errors=True)
 
 

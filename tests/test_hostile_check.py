@@ -11,11 +11,8 @@ or flag kvplan names), never a dependency's wording; nothing is timed (an alarm 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import os
 import resource
-import signal
 import tempfile
 from pathlib import Path
 
@@ -23,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kvplan.cli import main
+from conftest import hang_guard, run_cli
 
 LLAMA8 = "meta-llama/Llama-3.1-8B"
 LMCACHE = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
@@ -33,36 +30,16 @@ HUGE = "7" * 5000
 MAX_MESSAGE = 1003  # kvplan.deploy.report.MAX_MESSAGE and its "..."
 
 
-class _Hang(Exception):
-    pass
-
-
-def _alarm(signum: int, frame: object) -> None:  # pragma: no cover - only when something hangs
-    raise _Hang()
-
-
-@contextlib.contextmanager
-def bounded(seconds: int = 30):
+def bounded(seconds: int = 30) -> contextlib.AbstractContextManager[None]:
     """Turns a hang into a failure (no timing: a fixed input either ends or does not)."""
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    except _Hang:
-        pytest.fail(f"did not end within {seconds} s")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    return hang_guard(seconds)
 
 
 def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with bounded(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    text = out.getvalue() + err.getvalue()
-    assert "Traceback" not in text, text[-3000:]
-    assert TOKEN not in text
-    return code, out.getvalue(), err.getvalue()
+    code, out, err = run_cli(argv)
+    assert "Traceback" not in out + err, (out + err)[-3000:]
+    assert TOKEN not in out + err
+    return code, out, err
 
 
 def one_line(code: int, err: str) -> str:
@@ -281,8 +258,8 @@ def test_sglang_counts_below_one_or_absurd_are_invalid_input(tmp_path, flags, na
     (f"--tensor-parallel-size {'9' * 4000}", "--tensor-parallel-size"),
     ("--tensor-parallel-size 0", "--tensor-parallel-size"),
     ("--max-num-seqs -1", "--max-num-seqs"),
-    (f"--kv-transfer-config '{{\"kv_connector\": \"LMCacheConnectorV1\", \"kv_connector_extra_config\": "
-     f"{{\"lmcache.chunk_size\": 99999999999}}}}'", "chunk_size"),
+    ("--kv-transfer-config '{\"kv_connector\": \"LMCacheConnectorV1\", \"kv_connector_extra_config\": "
+     "{\"lmcache.chunk_size\": 99999999999}}'", "chunk_size"),
     ("--speculative-config '{\"model\": [1, 2], \"num_speculative_tokens\": 3}'", "model"),
     (f"--speculative-config '{{\"method\": \"{'z' * 50_000}\", \"num_speculative_tokens\": 3}}'", "method"),
 ])
@@ -592,7 +569,6 @@ def test_generated_deployments_exit_0_1_2_in_one_piece(case):
         (folder / name).write_text(text)
     path = script(folder, "serve.sh", command)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    os.environ["HF_TOKEN"] = TOKEN
     code, report = check_json(path)  # no traceback, token never printed, findings one bounded line each
     event(f"exit {code}")
     assert code in (0, 1, 2)
@@ -619,7 +595,6 @@ def test_generated_lmcache_configs_exit_0_1_2_in_one_piece(text, backend):
     folder = Path(tempfile.mkdtemp(dir=WORK))
     config = folder / "lmcache.yaml"
     config.write_text(text)
-    os.environ["HF_TOKEN"] = TOKEN
     extra = ["--kv-offloading-backend", "lmcache", "--kv-offloading-size", "8"] if backend else []
     code, out, err = run("max-batch", LLAMA8, "--gpu", "H100", "--lmcache-config", str(config), *extra)
     event(f"exit {code}")

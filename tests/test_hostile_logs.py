@@ -18,7 +18,6 @@ import resource
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ from kvplan.logs import MAX_LOG_BYTES, parse_log, parse_text
 from kvplan.logs.core import Line
 from kvplan.logs.model import Collector
 from kvplan.logs.reader import LogReader, log_readers
-from tests.conftest import DATA
+from conftest import DATA, hang_guard, hf_token, run_cli
 
 LOGS = DATA / "logs"
 LLAVA = LOGS / "vllm-0.10.2-llava-mistral-7b-h100.log"
@@ -42,39 +41,14 @@ MB = 1 << 20
 HANG_GUARD_S = 60  # per test; a linear reader needs a few seconds for all of its 1 MB lines
 
 
-class _Hang(BaseException):  # not an Exception: a reader's "leave the odd line out" must not swallow it
-    pass
-
-
-@contextlib.contextmanager
-def alarm(seconds: float = HANG_GUARD_S) -> Iterator[None]:
+def alarm(seconds: float = HANG_GUARD_S) -> contextlib.AbstractContextManager[None]:
     """Fail (not hang) when the block runs past ``seconds``: a hang is the bug these tests look for."""
-    def ring(signum: int, frame: object) -> None:
-        raise _Hang
-
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    except _Hang:
-        pytest.fail(f"did not end within {seconds} s")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    return hang_guard(seconds)
 
 
 def run(*argv: str, stdin: bytes | None = None) -> tuple[int, str, str]:
     """``kvplan ARGV`` in-process (the house pattern of tests/test_fuzz_cli.py), under the alarm."""
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.stdin
-    if stdin is not None:
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
-    try:
-        with alarm(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(argv), fast=False)
-    finally:
-        sys.stdin = saved
-    return code, out.getvalue(), err.getvalue()
+    return run_cli(argv, seconds=HANG_GUARD_S, stdin=stdin, fast=False)
 
 
 def one_line(code: int, out: str, err: str) -> str:
@@ -593,13 +567,8 @@ def commands(draw: st.DrawFn) -> tuple[list[str], Path, bytes, Path | None]:
 def token_in_environment():
     import shutil
 
-    old = os.environ.get("HF_TOKEN")
-    os.environ["HF_TOKEN"] = TOKEN
-    yield
-    if old is None:
-        os.environ.pop("HF_TOKEN", None)
-    else:
-        os.environ["HF_TOKEN"] = old
+    with hf_token(TOKEN):
+        yield
     shutil.rmtree(WORK, ignore_errors=True)
 
 
