@@ -334,3 +334,46 @@ def test_an_engine_added_with_a_log_is_read_without_touching_kvplan_logs(monkeyp
     assert "Toy Engine" in parse_text("nothing here").notes[0]
     assert main(["log", "-", "--engine", "nope"], fast=False) == 2
     assert "known: vllm, sglang, trtllm, llamacpp, toy" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------
+# Formats read since issue 21 (item 6): each a real log in tests/data/logs/ (sources in its README.md)
+
+
+def test_vllm_065_profile_one_item_a_line_10511():
+    # vllm-project/vllm#10511: the December-2024 profile, each item on its own line, name then value
+    log = parse_log(str(LOGS / "vllm-0.6.5-10511-llama3-8b-h100-profile-lines.log"))
+    assert log.engine == "vllm" and log.format == "vllm-0.6.5-profile"
+    assert (gib(log, "total"), gib(log, "budget"), gib(log, "weights")) == (79.22, 71.29, 14.96)
+    assert (gib(log, "non_torch"), gib(log, "activation"), gib(log, "kv_cache")) == (1.79, 1.26, 53.29)
+    assert log.settings.gpu_memory_utilization == 0.9
+    assert "budget" not in log.derived  # printed, not worked out from the utilization
+
+
+def test_vllm_v0_error_names_the_tokens_the_pool_holds_10517():
+    # "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache
+    # (23648)": 23,648 = 1,478 blocks x 16, the token count V0 prints nowhere else
+    log = parse_log(str(LOGS / "vllm-0.6-10517-llama31-8b-3090-29k.log"))
+    assert log.kv_cache_tokens == 23_648 == log.num_gpu_blocks * 16
+    assert log.settings.max_model_len == 29_000
+
+
+def test_trtllm_08_allocate_bytes_and_tokens_1400():
+    log = parse_log(str(LOGS / "trtllm-0.8-1400-a100-allocate-bytes.log"))
+    assert log.engine == "trtllm"
+    assert log.memory["kv_cache"].bytes == 69_524_783_104 and log.memory["kv_cache"].step_bytes == 1  # exact
+    assert log.kv_cache_tokens == 132_608
+
+
+def test_trtllm_primary_pool_blocks_and_available_2268():
+    log = parse_log(str(LOGS / "trtllm-0.13-2268-primary-pool.log"))
+    assert log.num_gpu_blocks == 631
+    assert (gib(log, "total"), gib(log, "free_before_kv")) == (39.39, 21.89)
+
+
+@pytest.mark.parametrize("line, tokens", [
+    ("[TensorRT-LLM][INFO] Using 10718 tokens in paged KV cache.", 10_718),  # NVIDIA/TensorRT-LLM#224
+    ("[TensorRT-LLM][INFO] Using 31616 total tokens in paged KV cache, and 16 blocks per sequence", 31_616),
+])
+def test_trtllm_token_lines_of_both_wordings(line, tokens):
+    assert parse_text(line + "\n").kv_cache_tokens == tokens

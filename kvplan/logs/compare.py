@@ -80,7 +80,8 @@ def clean_version(text: str | None) -> str | None:
 
 
 EXTRA_LABELS = {"peak_torch": "torch peak (weights + activation)", "free_before_weights": "free before the weights",
-                "free_after_weights": "free after the weights", "free_after_kv": "free after the KV pool",
+                "free_after_weights": "free after the weights", "free_before_kv": "free when the KV pool is sized",
+                "free_after_kv": "free after the KV pool",
                 "free_after_graphs": "free after CUDA graphs", "kv_cache_needed": "KV memory one request needs",
                 "cudagraph_estimate": "CUDA-graph estimate", "cudagraph_capture": "CUDA graphs captured"}
 

@@ -4,6 +4,10 @@ Formats (vllm-project/vllm):
 - V0 ~0.6: ``worker.py`` "Loading model weights took X GB"; "Memory profiling results: total_gpu_memory=..
   peak_torch_memory=.. non_torch_memory=.. kv_cache_size=.. gpu_memory_utilization=.." where
   kv = total x util - peak_torch (weights included) - non_torch; "# GPU blocks: N, # CPU blocks: M".
+- V0 0.6.5 (December 2024, vllm-project/vllm#10511 ``worker.py::determine_num_available_blocks``): the same items
+  one to a line, name then value: "total_gpu_memory  79.22GiB", "gpu_memory_utilization  0.90", "the current
+  vLLM instance can use  71.29GiB", "model weights take  14.96GiB", "non_torch_memory  1.79GiB", "PyTorch
+  activation peak memory  1.26GiB", "available_kv_cache_memory  53.29GiB".
 - V0 0.7 / V1 0.8-0.9 (``determine_num_available_blocks`` / ``gpu_worker.py``): "the current vLLM instance can
   use total_gpu_memory (X) x gpu_memory_utilization (U) = B"; "model weights take ..; non_torch_memory
   takes ..; PyTorch activation peak memory takes ..; the rest of the memory reserved for KV Cache is ..".
@@ -51,7 +55,8 @@ MARKERS = ("GPU KV cache size", "GPU blocks:", "cuda blocks:", "CUDA blocks:", "
            "Available KV cache memory",
            "Maximum concurrency for", "vLLM API server", "EngineCore", "gpu_worker.py", "model_runner.py",
            "non-default args", "LLM engine (v", "Model loading took", "Loading model weights took",
-           "vllm.v1", "for peak activation", "RayWorkerWrapper")
+           "vllm.v1", "for peak activation", "RayWorkerWrapper", "available_kv_cache_memory",
+           "the current vLLM instance can use", "stored in KV cache")
 
 # One per start-up, on rank 0 (``entrypoints/openai/api_server.py::run_server``; without the API server, the engine's
 # ``LLMEngine.__init__`` / ``EngineCore.__init__`` line, once per data-parallel engine: DP0's is the start-up's).
@@ -64,25 +69,26 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, re.compile(p
     # weights
     ("weights", "Loading model weights took ", r"Loading model weights took " + _SIZE),
     ("weights", "Model loading took ", r"Model loading took " + _SIZE),
-    ("weights", "model weights take ", r"model weights take " + _SIZE),
+    ("weights", "model weights take ", r"model weights take\s{1,16}" + _SIZE),
     ("weights_summary", "Actual usage is ", r"Actual usage is " + _SIZE + r" for weight\b"),
     ("weights_non_torch", "Actual usage is ", r"Actual usage is " + _SIZE + r" for consumed memory"),
     ("weights_debug", "weights memory:", r"weights memory:\s*" + _SIZE),
     # totals and budget
-    ("total", "total_gpu_memory", r"total_gpu_memory[=\s(]{1,4}" + _SIZE),
+    ("total", "total_gpu_memory", r"total_gpu_memory[=\s(]{1,16}" + _SIZE),
     ("total", "Free memory on device (", r"Free memory on device \(" + _NUM + r"/" + _SIZE),
     ("total", "total capacity of ", r"total capacity of " + _SIZE),
     ("budget", "gpu_memory_utilization (", r"gpu_memory_utilization \(" + _FRACTION + r"\) = " + _SIZE),
     ("budget", "Desired GPU memory utilization is (",
      r"Desired GPU memory utilization is \(" + _FRACTION + r", " + _SIZE + r"\)"),
     ("budget", "Requested memory: ", r"Requested memory: " + _FRACTION + r" \(util\), " + _SIZE),
+    ("budget", "the current vLLM instance can use ", r"the current vLLM instance can use\s{1,16}" + _SIZE),
     ("non_kv_debug", "Total non KV cache memory:", r"Total non KV cache memory:\s*" + _SIZE),
     # profile
     ("peak_torch", "peak_torch_memory=", r"peak_torch_memory=" + _SIZE),
-    ("non_torch", "non_torch_memory", r"\bnon_torch_memory(?:=| takes )" + _SIZE),
+    ("non_torch", "non_torch_memory", r"\bnon_torch_memory(?:=| takes |\s{1,16})" + _SIZE),
     ("non_torch", " for non-torch memory", r"(?<!for )" + _SIZE + r" for non-torch memory"),
     ("non_torch_debug", "non-torch forward increase memory:", r"non-torch forward increase memory:\s*" + _SIZE),
-    ("activation", "activation peak memory takes ", r"activation peak memory takes " + _SIZE),
+    ("activation", "activation peak memory", r"activation peak memory(?: takes)?\s{1,16}" + _SIZE),
     ("activation", " for peak activation", _SIZE + r" for peak activation"),
     ("activation_debug", "torch peak memory increase:", r"torch peak memory increase:\s*" + _SIZE),
     ("cudagraph", " for CUDAGraph memory", _SIZE + r" for CUDAGraph memory"),
@@ -91,6 +97,7 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, re.compile(p
     # KV
     ("kv_cache", "kv_cache_size=", r"kv_cache_size=" + _SIZE),
     ("kv_cache", "reserved for KV Cache is ", r"reserved for KV Cache is " + _SIZE),
+    ("kv_cache", "available_kv_cache_memory", r"available_kv_cache_memory\s{1,16}" + _SIZE),
     ("kv_cache", "Available KV cache memory:", r"Available KV cache memory:\s*" + _SIZE),
     ("kv_cache_in_use", "Current kv cache memory in use is ", r"Current kv cache memory in use is " + _SIZE),
     ("kv_cache_needed", " KV cache is needed", r"\(" + _SIZE + r" KV cache is needed"),
@@ -108,9 +115,13 @@ _CPU_TENSOR_SIZE = re.compile(r"Allocating CPU tensor of shape \[([^\]]{0,200})\
 _TOKENS = re.compile(r"GPU KV cache size: *" + COUNT + r" tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + COUNT + r" tokens per request: *" + _FRACTION + r"x")
 _ESTIMATED_LEN = re.compile(r"estimated maximum model length is " + COUNT)
+# V0's start-up error (``LLMEngine._initialize_kv_caches`` -> ``raise_if_cache_size_invalid``, vllm#2163): M is
+# num_gpu_blocks x block_size, the tokens the pool holds; N the max model len it could not hold
+_STORED = re.compile(r"max seq len \(" + COUNT + r"\) is larger than the maximum number of tokens that can be "
+                     r"stored in KV cache \(" + COUNT + r"\)")
 _ENGINE = re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v?([0-9][\w.+\-]{0,63})\) with config: (.*)")
 _SERVER_VERSION = re.compile(r"vLLM API server version v?([0-9][\w.+\-]{0,63})")
-_UTIL = re.compile(r"gpu_memory_utilization(?:=| \()" + _FRACTION + r"|Desired GPU memory utilization is \("
+_UTIL = re.compile(r"gpu_memory_utilization(?:=| \(|\s{1,16}(?=\d))" + _FRACTION + r"|Desired GPU memory utilization is \("
                    + _FRACTION + r"|Requested memory: " + _FRACTION + r" \(util\)")
 _UTIL_NOTE = re.compile(r"--gpu-memory-utilization=" + _FRACTION + r" is equivalent")
 _CHUNKED = re.compile(r"max_num_batched_tokens=" + COUNT)
@@ -133,6 +144,7 @@ _WORTH_READING = re.compile("|".join(re.escape(k) for k in (
     "KV cache memory", "kv cache memory", "KV cache is needed", "blocks:", "GPU KV cache size",
     "Maximum concurrency", "maximum model length", "LLM engine", "API server version", "args",
     "max_num_batched_tokens", "max model len", "device_name=", "num_gpu_blocks", "weights memory", "weights take",
+    "vLLM instance can use", "available_kv_cache_memory", "stored in KV cache",
     "offload blocks", "CPU blocks", "mmap file", "CPU tensor", "pinned tensor")))
 
 
@@ -176,8 +188,10 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
         out.put("kv_cache_in_use", exact_bytes(m.group(1)), line)
     if "Memory profiling results" in text:
         state["fmt"] = "vllm-v0-profile"
-    elif "the current vLLM instance can use" in text:
+    elif "the current vLLM instance can use total_gpu_memory" in text:
         state["fmt"] = "vllm-0.7-profile"
+    elif "available_kv_cache_memory" in text and state["fmt"] == "vllm":
+        state["fmt"] = "vllm-0.6.5-profile"
     if m := _find("blocks:", _BLOCKS, text):
         out.put_int("num_gpu_blocks", m.group(1), line)
     if m := _find("CPU blocks:", _CPU_BLOCKS, text):
@@ -201,6 +215,9 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
     if m := _find("Maximum concurrency", _CONCURRENCY, text):
         out.put_int("concurrency_len", m.group(1), line)
         out.put("max_concurrency", to_float(m.group(2)), line)
+    if m := _find("stored in KV cache", _STORED, text):
+        out.put_int("max_model_len", m.group(1), line)
+        out.put_int("kv_cache_tokens", m.group(2), line)
     if m := _find("maximum model length", _ESTIMATED_LEN, text):
         out.put_int("estimated_max_model_len", m.group(1), line)
     if m := _find("LLM engine (", _ENGINE, text):
@@ -355,9 +372,9 @@ def finish(d: Draft) -> None:
 
 def implied_version(fmt: str | None) -> tuple[str, str] | None:
     """The release a format without a version line implies: the V0 and 0.7 profile summaries."""
-    if fmt not in ("vllm-v0-profile", "vllm-0.7-profile"):
+    if fmt not in ("vllm-v0-profile", "vllm-0.6.5-profile", "vllm-0.7-profile"):
         return None
-    version = "0.6" if fmt == "vllm-v0-profile" else "0.7"
+    version = {"vllm-v0-profile": "0.6", "vllm-0.6.5-profile": "0.6.5"}.get(fmt, "0.7")
     return version, (f"engine version not logged: the '{fmt}' lines were printed by vLLM {version}.x; "
                      f"{version} used (pass --engine-version)")
 
