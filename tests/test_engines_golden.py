@@ -7,7 +7,7 @@ import pytest
 import kvplan
 from kvplan.errors import UsageError
 from kvplan.spec import LayerSpec, ModelSpec, group_layers
-from tests.conftest import dense, interleaved
+from tests.conftest import DATA, dense, interleaved
 
 LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)
 DEEPSEEK_V3 = ModelSpec(id="deepseek-ai/DeepSeek-V3", model_type="deepseek_v3", layers=(
@@ -176,3 +176,14 @@ def test_llamacpp_swa_full_gives_sliding_layers_n_ctx_cells():
     with pytest.raises(UsageError) as refused:
         kvplan.estimate(spec, engine="vllm", swa_full=True)
     assert refused.value.field == "swa_full"
+
+
+def test_llamacpp_phi3_sliding_layers_hold_n_ctx_cells():
+    # llama.cpp turned Phi's SWA off (ggml-org/llama.cpp#13676: "Phi SWA is currently disabled", n_swa = 0): every
+    # layer of Phi-3-mini (32 layers, 32 KV heads x 96, sliding_window 2047 in its config) holds n_ctx f16 cells
+    spec = kvplan.load_model(str(DATA / "hf_configs" / "microsoft__Phi-3-mini-4k-instruct.json"))
+    assert [(g.kind, g.window) for g in spec.layers] == [("sliding", 2047)]
+    row = kvplan.estimate(spec, contexts=[4096], engine="llamacpp", kv_dtypes="f16").rows[0]
+    assert row.kv_bytes == 4096 * 32 * 2 * 32 * 96 * 2
+    assert not any("sliding-window cache" in a for a in kvplan.estimate(spec, contexts=[4096], engine="llamacpp")
+                   .assumptions)

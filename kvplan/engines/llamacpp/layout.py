@@ -39,9 +39,11 @@ from kvplan.spec import LayerSpec, ModelSpec
 
 CELL_PAD = 256
 DEFAULT_N_UBATCH = 512
-# model_types whose llama.cpp architecture has an interleaved sliding-window cache.
+# model_types whose llama.cpp architecture has an interleaved sliding-window cache. Not phi3: llama.cpp turned
+# Phi's SWA off ("Phi SWA is currently disabled", ggml-org/llama.cpp#13676; src/models/phi3.cpp load_arch_hparams
+# sets swa_type NONE and n_swa 0), so its sliding layers hold n_ctx cells like the others and the log says n_swa = 0.
 SWA_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma3n", "cohere2", "gpt_oss", "llama4",
-                             "exaone4", "olmo3", "phi3"})
+                             "exaone4", "olmo3"})
 KV_DTYPES = frozenset({"float32", "float16", "bfloat16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl"})
 _CELLS = UnifiedCells(CELL_PAD)
 
