@@ -110,6 +110,22 @@ def resolve_kv_dtype(name: str, model_dtype: str) -> KVDType:
         raise UsageError(f"unknown kv dtype '{name}' (known: {known})", field="kv_dtype") from None
 
 
+FP8_E4M3 = frozenset({"fp8", "fp8_e4m3"})
+"""The two spellings of the one fp8 KV format every engine has (OCP e4m3, one byte, per-tensor scale): vLLM
+calls it ``fp8`` (= ``fp8_e4m3``), SGLang only ``fp8_e4m3``, TensorRT-LLM only ``fp8``."""
+
+
+def engine_fp8(kv_dtype: KVDType, accepted: frozenset[str], own: str, label: str) -> tuple[KVDType, str]:
+    """``kv_dtype`` as the engine names it, so that ``--kv-dtype fp8`` (or ``fp8_e4m3``) means the same bytes
+    on every engine: either spelling becomes the engine's own e4m3 dtype ``own`` where the engine does not
+    take the one given. Returns (the engine's dtype, the assumption line saying which one it is; "" for any
+    other dtype). ``label``: how the engine calls and selects it, for the line."""
+    if kv_dtype.name not in FP8_E4M3:
+        return kv_dtype, ""
+    chosen = kv_dtype if kv_dtype.name in accepted else KV_DTYPES[own]
+    return chosen, f"kv dtype {kv_dtype.name} is {label}: OCP e4m3, 1 byte per value, per-tensor scale"
+
+
 def canonical_kv_dtype_name(name: str) -> str:
     """The canonical spelling of a dtype name ('auto' kept as is)."""
     key = name.strip().lower()

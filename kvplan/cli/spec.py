@@ -10,7 +10,7 @@ import typer
 
 from kvplan.cli.estimate import MODEL_HELP
 
-FIELDS: dict[str, str] = {"name": "model"}
+FIELDS: dict[str, str] = {"name": "model", "id": "model_id"}
 """Library parameter -> this command's parameter, where they differ."""
 
 
@@ -26,6 +26,9 @@ def spec_command(
     hub: bool = typer.Option(False, "--hub", help="Read MODEL from the Hub even when a bundled spec has its id."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout.",
                                        show_default=False),
+    model_id: str | None = typer.Option(None, "--id", help="The spec's id, as deployments name the model (org/name): "
+                                        "for a local config.json, whose id is otherwise its directory's name.",
+                                        show_default=False),
 ) -> None:
     """Print the model description kvplan computes with, as a YAML spec (the format of model_specs/).
 
@@ -33,6 +36,11 @@ def spec_command(
     it back without network, so CI can pin a model:
 
       kvplan spec Qwen/Qwen3-32B --hub > qwen3-32b.yaml
+
+    Offline, from a local config.json or model directory (its model.safetensors.index.json or safetensors
+    headers give the exact weights), named as the deployments name the model:
+
+      kvplan spec ./Qwen3-32B/config.json --id Qwen/Qwen3-32B > specs/qwen3-32b.yaml
     """
     import sys
 
@@ -40,6 +48,10 @@ def spec_command(
     from kvplan.sources.yaml_spec import dump_spec_yaml
 
     spec = load_model(model, revision=revision, hub=hub)
+    if model_id is not None:
+        from dataclasses import replace
+
+        spec = replace(spec, id=checked_id(model_id))
     where = f"{spec.source or spec.id}" + (f" at commit {spec.revision}" if spec.revision else "")
     text = (f"# {spec.id}: written by `kvplan spec` from {where}.\n"
             "# `kvplan estimate THIS_FILE` reads it back offline.\n") + dump_spec_yaml(spec)
@@ -52,3 +64,20 @@ def spec_command(
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"{output}: cannot write ({exc.strerror or exc})", field="output") from None
+
+
+MAX_ID = 200
+"""Characters in a model id: Hub ids are at most 96 (org 42 + name 96 with the slash, in practice far fewer)."""
+
+
+def checked_id(text: str) -> str:
+    """A model id as given to ``--id``: one line of printable text, no surrounding spaces, at most 200
+    characters; else a one-line error naming --id."""
+    from kvplan.errors import UsageError
+
+    value = text.strip()
+    if not value or len(value) > MAX_ID or not value.isprintable():
+        shown = repr(text[:40]) + ("..." if len(text) > 40 else "")
+        raise UsageError(f"{shown} is not a model id (one line of printable text, 1 to {MAX_ID} characters, "
+                         "e.g. Qwen/Qwen3-32B)", field="id")
+    return value

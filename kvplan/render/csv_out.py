@@ -1,11 +1,17 @@
-"""CSV output of an estimate: one line per row, or per row and layer with ``--by-layer``."""
+"""CSV output of an estimate (one line per row, or per row and layer with ``--by-layer``) and of a capacity
+plan (``kvplan max-batch``: one line per plan)."""
 
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kvplan.estimate import EstimateResult
+
+if TYPE_CHECKING:
+    from kvplan.plan import CapacityPlan
 
 ROW_COLUMNS = ["model", "engine", "batch", "context", "kv_dtype", "kv_bytes", "bytes_per_token"]
 LAYER_COLUMNS = ["layer", "kind", "tokens_held", "layer_bytes"]
@@ -30,4 +36,28 @@ def estimate_csv(result: EstimateResult, by_layer: bool, *, header: bool = True)
                 writer.writerow(base + [layer.index, layer.kind, layer.tokens_held, layer.bytes])
         else:
             writer.writerow(base)
+    return out.getvalue()
+
+
+PLAN_COLUMNS = ["model", "engine", "engine_version", "gpu", "gpu_count", "tp", "pp", "dp", "kv_dtype",
+                "max_model_len", "context", "batch", "kv_cache_bytes_per_gpu", "block_size", "num_blocks",
+                "kv_cache_tokens", "max_concurrency", "max_batch", "max_batch_plain", "max_context", "fits"]
+"""``kvplan max-batch --format csv``: one line per plan (per engine with ``-e vllm,sglang``)."""
+
+
+def plan_csv(plans: Sequence[CapacityPlan], *, header: bool = True) -> str:
+    """One line per plan under one header; ``max_batch_plain`` is empty unless something is shared, as in JSON;
+    the integers are exact (bytes, tokens), ``max_concurrency`` has JSON's four decimals."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    if header:
+        writer.writerow(PLAN_COLUMNS)
+    for p in plans:
+        shared = p.shared_prefix or p.samples > 1
+        writer.writerow([p.model_id, p.engine, p.engine_version, p.gpu_name, p.gpu_count, p.tp, p.pp, p.dp,
+                         p.kv_dtype, p.max_model_len, p.context, p.batch, p.per_gpu.kv_cache_bytes,
+                         "" if p.block_size is None else p.block_size, "" if p.num_blocks is None else p.num_blocks,
+                         p.kv_cache_tokens, f"{p.max_concurrency:.4f}", p.max_batch,
+                         p.max_batch_plain if shared and p.max_batch_plain is not None else "", p.max_context,
+                         "yes" if p.fits else "no"])
     return out.getvalue()

@@ -1,10 +1,15 @@
-"""Markdown output of an estimate (for PR comments, step summaries and docs)."""
+"""Markdown output of an estimate and of a capacity plan (for PR comments, step summaries and docs)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from kvplan.estimate import EstimateResult
 from kvplan.render.common import layer_ranges, row_cells, sharing_cells, sharing_summary, sharing_term_lines
 from kvplan.units import format_bytes
+
+if TYPE_CHECKING:
+    from kvplan.plan import CapacityPlan
 
 
 def estimate_markdown(result: EstimateResult, by_layer: bool, explain: bool) -> str:
@@ -35,4 +40,50 @@ def estimate_markdown(result: EstimateResult, by_layer: bool, explain: bool) -> 
         lines += [f"- {line}" for line in sharing_term_lines(result)]
     if result.assumptions:
         lines += ["", "**Assumptions**", ""] + [f"- {a}" for a in result.assumptions]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Table cell text: a '|' in a note must not split the cell, a newline not end the row."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def plan_markdown(plan: CapacityPlan) -> str:
+    """``kvplan max-batch --format markdown``: the memory per GPU and the capacity, as the table format shows
+    them (render/plan_table.py), then the engine settings and assumptions."""
+    par = f"tp {plan.tp} x pp {plan.pp} x dp {plan.dp}"
+    lines = [f"### Capacity: {_cell(plan.model_id)} on {plan.gpu_count} x {_cell(plan.gpu_name)} ({par}), "
+             f"{plan.engine} {_cell(plan.engine_version)}, KV {plan.kv_dtype}", "",
+             f"One GPU: {format_bytes(plan.gpu_total_bytes)} ({plan.gpu_total_bytes:,} B)", "",
+             "| memory | size | bytes | how | why |", "|---|---:|---:|---|---|"]
+    for item in plan.items:
+        lines.append(f"| {item.name} | {format_bytes(item.bytes)} | {item.bytes:,} | {_cell(item.tag)} | "
+                     f"{_cell(item.note)} |")
+    rows: list[tuple[str, str]] = []
+    if plan.block_size:
+        rows.append(("block size (tokens)", f"{plan.block_size:,}"))
+    if plan.num_blocks is not None:
+        rows.append(("KV blocks per GPU", f"{plan.num_blocks:,}"))
+    rows.append(("KV cache tokens (as the engine logs them)", f"{plan.kv_cache_tokens:,}"))
+    rows.append((f"max concurrency at {plan.max_model_len:,} tokens", f"{plan.max_concurrency:.2f}x"))
+    if plan.max_batch_plain is not None:
+        what = f"requests of {plan.samples} x " if plan.samples > 1 else ""
+        shared = f", {plan.shared_prefix:,} shared" if plan.shared_prefix else ""
+        rows.append((f"max batch at {what}{plan.context:,} tokens{shared}", f"{plan.max_batch:,}"))
+        rows.append(("with nothing shared", f"{plan.max_batch_plain:,}"))
+    else:
+        rows.append((f"max batch at {plan.context:,} tokens", f"{plan.max_batch:,}"))
+    rows.append((f"max context at batch {plan.batch}", f"{plan.max_context:,}"))
+    if plan.decode_step_seconds_min is not None and plan.decode_tokens_per_second_max is not None:
+        rows.append(("decode step, lower bound", f"{plan.decode_step_seconds_min * 1000:.2f} ms"))
+        rows.append(("decode tokens/s, upper bound", f"{plan.decode_tokens_per_second_max:,.0f}"))
+    rows.append(("fits", "yes" if plan.fits else "**no**"))
+    lines += ["", "| capacity | value |", "|---|---:|"] + [f"| {what} | {value} |" for what, value in rows]
+    if not plan.fits and plan.message:
+        lines += ["", f"Does not fit: {_cell(plan.message)}"]
+    if plan.engine_defaults:
+        shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in plan.engine_defaults.items())
+        lines += ["", f"Engine settings used: {_cell(shown)}"]
+    if plan.assumptions:
+        lines += ["", "**Assumptions**", ""] + [f"- {_cell(a)}" for a in plan.assumptions]
     return "\n".join(lines) + "\n"

@@ -100,6 +100,28 @@ def with_local_weights(spec: ModelSpec, config: dict, count: ParamCount | None, 
                                       f"{weights.tensors:,} tensors)",
                        assumptions=tuple(dict.fromkeys([*notes, *weights.notes])))
     why = why or "the safetensors files hold no tensors"
+    from kvplan.sources.safetensors_weights import INDEX_NAME, index_totals
+
+    try:  # config.json and the index copied without the weights: the index states the checkpoint's bytes
+        totals = index_totals(directory)
+    except ConfigError as exc:
+        totals = None
+        notes.append(f"weights: {exc}; not used")
+    if totals is not None:
+        params = totals.total_parameters
+        if params is None and count is not None:
+            params = count.total
+            notes.append(f"weights: params are an analytic count from {config_file} ({INDEX_NAME} states no "
+                         "total_parameters)")
+        elif params is None:
+            notes.append(f"weights: params unknown ({INDEX_NAME} states no total_parameters and the config "
+                         f"cannot be counted: {count_error})")
+        notes.append(f"weights: weights_bytes is the checkpoint's size as {INDEX_NAME} states it "
+                     f"(metadata.total_size; {why} in {directory})")
+        return replace(spec, params=params, weights_bytes=totals.total_size,
+                       weights_dtype=scheme.name or checkpoint_dtype(config)[0],
+                       weights_source=f"{INDEX_NAME} metadata.total_size in {directory}",
+                       assumptions=tuple(dict.fromkeys(notes)))
     try:
         if count is None:
             raise count_error or ConfigError("no parameter count")

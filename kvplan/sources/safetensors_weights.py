@@ -315,14 +315,7 @@ def local_weight_files(directory: str) -> tuple[list[str], str | None]:
     present, plain names), else :func:`pick_safetensors` over the directory; or ([], why not)."""
     index_path = os.path.join(directory, INDEX_NAME)
     if os.path.exists(index_path):
-        from kvplan.sources.hf_config import parse_json_object
-
-        raw = _read_regular(index_path, 0, MAX_INDEX_BYTES, whole=True)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ConfigError(f"{index_path}: not UTF-8 text") from None
-        weight_map = parse_json_object(text, index_path).get("weight_map")
+        weight_map = read_index(index_path).get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
             raise ConfigError(f"{index_path}: weight_map is not an object naming the weight files")
         names = sorted(set(weight_map.values()))
@@ -345,6 +338,52 @@ def local_weight_files(directory: str) -> tuple[list[str], str | None]:
     if len(files) > MAX_LOCAL_FILES:
         raise ConfigError(f"{directory}: {len(files)} safetensors files (kvplan reads at most {MAX_LOCAL_FILES:,})")
     return files, None
+
+
+def read_index(index_path: str) -> dict[str, Any]:
+    """``model.safetensors.index.json`` as a JSON object: a regular file, at most 64 MiB, UTF-8, the bounded
+    JSON parser (depth and integer length capped)."""
+    from kvplan.sources.hf_config import parse_json_object
+
+    raw = _read_regular(index_path, 0, MAX_INDEX_BYTES, whole=True)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{index_path}: not UTF-8 text") from None
+    return parse_json_object(text, index_path)
+
+
+MAX_TOTAL_SIZE = 1 << 50
+"""1 PiB: past any checkpoint (the largest public ones are a few TB); a larger total_size is refused."""
+
+
+@dataclass(frozen=True)
+class IndexTotals:
+    """What the index's ``metadata`` states: the checkpoint's bytes and, where written, its parameters."""
+
+    total_size: int
+    total_parameters: int | None
+
+
+def index_totals(directory: str) -> IndexTotals | None:
+    """``metadata.total_size`` (and ``metadata.total_parameters``, which newer transformers and huggingface_hub
+    write) of the directory's ``model.safetensors.index.json``; None when there is no index or it states no
+    size. ``total_size`` is the sum of the tensors' stored bytes (``save_pretrained`` /
+    ``huggingface_hub.split_torch_state_dict_into_shards``): the headers' sum without the 8-byte prefixes
+    and JSON headers. A size that is not a positive integer (a boolean, a float, past 1 PiB) is refused."""
+    index_path = os.path.join(directory, INDEX_NAME)
+    if not os.path.exists(index_path):
+        return None
+    metadata = read_index(index_path).get("metadata")
+    if not isinstance(metadata, dict) or metadata.get("total_size") is None:
+        return None
+    size, params = metadata.get("total_size"), metadata.get("total_parameters")
+    if not _is_count(size) or not 0 < size <= MAX_TOTAL_SIZE:
+        raise ConfigError(f"{index_path}: metadata.total_size {str(size)[:40]!r} is not a byte count "
+                          f"(a positive integer up to {MAX_TOTAL_SIZE:,})")
+    if params is not None and (not _is_count(params) or not 0 < params <= MAX_TOTAL_SIZE):
+        raise ConfigError(f"{index_path}: metadata.total_parameters {str(params)[:40]!r} is not a parameter count")
+    return IndexTotals(size, params)
 
 
 def read_local_header(path: str) -> dict[str, dict[str, Any]]:

@@ -13,7 +13,7 @@ Rules (sgl-project/sglang):
 
 from __future__ import annotations
 
-from kvplan.dtypes import KVDType
+from kvplan.dtypes import KVDType, engine_fp8
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype, last_group
 from kvplan.engines.rules import AllTokens, KeepLast, WholePages
 from kvplan.engines.version import Version, render_version
@@ -25,13 +25,17 @@ DEFAULT_PAGE_SIZE = 1
 # Models whose sliding / chunked layers SGLang serves from the hybrid SWA pool (window-bounded).
 HYBRID_SWA_MODEL_TYPES = frozenset({"llama4", "gpt_oss", "mimo_v2_flash", "step3p5"})
 KV_DTYPES = frozenset({"float32", "bfloat16", "float16", "fp8_e4m3", "fp8_e5m2", "nvfp4"})
+# SGLang's --kv-cache-dtype has no plain "fp8" (python/sglang/srt/server_args.py, ``add_cli_args`` choices: auto,
+# fp8_e5m2, fp8_e4m3, bf16, bfloat16, fp4_e2m1): the generic fp8 of every engine is its fp8_e4m3.
+FP8_KV = ("fp8_e4m3", "SGLang's fp8_e4m3 (--kv-cache-dtype fp8_e4m3; SGLang has no plain 'fp8')")
 
 
 def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+    kv_dtype, fp8_note = engine_fp8(kv_dtype, KV_DTYPES, *FP8_KV)
     check_kv_dtype("SGLang", KV_DTYPES, kv_dtype)
     spec = shard_spec(spec, options.tp)
     page = options.block_size or DEFAULT_PAGE_SIZE
-    assumptions: list[str] = []
+    assumptions: list[str] = [fp8_note] if fp8_note else []
     if options.block_size is None:
         assumptions.append("SGLang page size 1 (FlashInfer / FA3 / Triton backends; FlashMLA uses 64)")
     windowed = spec.model_type in HYBRID_SWA_MODEL_TYPES

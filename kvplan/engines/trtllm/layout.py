@@ -14,7 +14,7 @@ Rules (NVIDIA/TensorRT-LLM):
 
 from __future__ import annotations
 
-from kvplan.dtypes import KVDType
+from kvplan.dtypes import KVDType, engine_fp8
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype, last_group
 from kvplan.engines.rules import AllTokens, KeepLast, WholePages
 from kvplan.engines.version import Version, render_version
@@ -24,12 +24,16 @@ from kvplan.spec import LayerSpec, ModelSpec
 
 DEFAULT_TOKENS_PER_BLOCK = 32
 KV_DTYPES = frozenset({"float32", "bfloat16", "float16", "fp8", "int8", "nvfp4"})
+# TensorRT-LLM's one fp8 KV cache is FP8 e4m3 (``KvCacheConfig.dtype`` "fp8" in tensorrt_llm/llmapi/llm_args.py,
+# QuantAlgo.FP8 / kFP8 = __nv_fp8_e4m3 in the kernels): the generic fp8 and fp8_e4m3 both map to it.
+FP8_KV = ("fp8", "TensorRT-LLM's FP8 (kv_cache_config dtype: fp8, e4m3)")
 
 
 def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
+    kv_dtype, fp8_note = engine_fp8(kv_dtype, KV_DTYPES, *FP8_KV)
     check_kv_dtype("TensorRT-LLM", KV_DTYPES, kv_dtype)
     block = options.block_size or DEFAULT_TOKENS_PER_BLOCK
-    assumptions: list[str] = []
+    assumptions: list[str] = [fp8_note] if fp8_note else []
     kinds = spec.layer_kind_counts()
     if "sliding" in kinds or "chunked" in kinds:
         assumptions.append(

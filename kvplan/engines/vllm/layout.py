@@ -26,7 +26,7 @@ Rules and where they come from (vllm-project/vllm):
 
 from __future__ import annotations
 
-from kvplan.dtypes import KVDType
+from kvplan.dtypes import KVDType, engine_fp8
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype, last_group
 from kvplan.engines.version import Version, render_version
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, padding_groups, paged, pool_grouping, unify_pages
@@ -68,13 +68,17 @@ KV_DTYPES = frozenset({
     "float32", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
     "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4",
 })
+# vLLM's own fp8 name: ``CacheConfig.cache_dtype`` (vllm/config/cache.py) documents "fp8 (=fp8_e4m3)" on CUDA
+# and ROCm; both spellings are accepted, the generic ``fp8`` of every engine maps here (kvplan.dtypes.engine_fp8).
+FP8_KV = ("fp8", "vLLM's fp8 = fp8_e4m3 (--kv-cache-dtype fp8)")
 
 
 def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: EngineOptions) -> CacheLayout:
     """One tensor-parallel rank's cache for the whole model, groups padded as vLLM pads them."""
+    kv_dtype, fp8_note = engine_fp8(kv_dtype, KV_DTYPES, *FP8_KV)
     check_kv_dtype("vLLM", KV_DTYPES, kv_dtype)
     spec = shard_spec(spec, options.tp)
-    assumptions: list[str] = []
+    assumptions: list[str] = [fp8_note] if fp8_note else []
     state_costs = {id(layer): _state_cost(layer, spec) for layer in spec.layers if layer.kind == "recurrent"}
     block = _block_size(spec, kv_dtype, version, options, state_costs, assumptions)
     chunked_as_full = _CHUNKED_AS_FULL[0] <= version < _CHUNKED_AS_FULL[1]
