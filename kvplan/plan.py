@@ -29,6 +29,8 @@ from kvplan.units import MAX_COUNT
 
 Solve = Literal["batch", "context", "gpus"]
 _MAX_SEARCH_GPUS = 512
+GPUS_PER_NODE = 8
+"""GPUs one node holds (HGX / DGX H100, H200, B200, MI300X boards): tensor parallelism stays within one."""
 MAX_GPUS = 1 << 20
 """Most GPUs one deployment plans (tp x pp x dp): ten times the largest clusters built."""
 # refusals of the workload itself, not of one tp x pp candidate (pp with speculation is a candidate's)
@@ -100,6 +102,9 @@ class CapacityPlan:
     misfit: str = ""
     """Why it does not fit where the engine would start but not one request of the workload fits (its
     samples or beams); empty otherwise."""
+    ep: int = 0
+    """GPUs one copy of the routed experts is spread over in each pipeline stage: tp x dp with expert
+    parallelism across the data-parallel ranks, else tp (0 in plans made before the field: read as tp)."""
 
     @property
     def samples(self) -> int:
@@ -130,6 +135,8 @@ class CapacityPlan:
             ranks = self.tp * self.pp
             fewest = -(-(self.per_gpu.weights_bytes * ranks) // room) if room > 0 else None
             more = f"at least {fewest} GPUs of this type (tp x pp) for the weights alone" if fewest else "more GPUs"
+            if self.ep > self.tp:  # the experts already spread over tp x dp: both shrink the weights per GPU
+                more = "more GPUs (a larger tp, or more data-parallel ranks for the experts to spread over)"
             return (f"the weights alone ({self.per_gpu.weights_bytes / gib:.2f} GiB per GPU) leave no KV cache: "
                     f"{short / gib:.2f} GiB over what this engine leaves for weights and cache "
                     f"({max(room, 0) / gib:.2f} GiB). What would fit: {more}, a GPU with more memory, or a "
@@ -143,7 +150,7 @@ class CapacityPlan:
             "kvplan_version": self.kvplan_version, "engine": self.engine, "engine_version": self.engine_version,
             "model": self.model_id,
             "gpu": {"name": self.gpu_name, "total_bytes": self.gpu_total_bytes, "count": self.gpu_count},
-            "parallel": {"tp": self.tp, "pp": self.pp, "dp": self.dp},
+            "parallel": {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep or self.tp},
             "kv_dtype": self.kv_dtype,
             "per_gpu": vars(self.per_gpu).copy(),
             "breakdown": [vars(i).copy() for i in self.items],
@@ -189,9 +196,11 @@ def max_batch(
     gpu: str | GPU | None = None,
     gpu_memory: str | int | None = None,
     catalog: Any = None,
-    tp: int = 1,
-    pp: int = 1,
-    dp: int = 1,
+    tp: int | None = None,
+    pp: int | None = None,
+    dp: int | None = None,
+    expert_parallel: bool | None = None,
+    gpus_per_node: int = GPUS_PER_NODE,
     engine: str = "vllm",
     engine_version: str | None = None,
     kv_dtype: str = "auto",
@@ -227,7 +236,17 @@ def max_batch(
     Speculative decoding (``speculative_method`` with ``num_speculative_tokens``, a draft as
     ``speculative_model``): the draft's layers and weights join the target's, and each sequence
     holds the engine's extra slots, by the engine's own rule (``Engine.speculate``: vLLM, SGLang,
-    TensorRT-LLM and transformers have one; docs/sharing.md)."""
+    TensorRT-LLM and transformers have one; docs/sharing.md).
+
+    ``tp``, ``pp``: per replica (default 1); ``dp``: replicas, each with its own KV cache for its own
+    requests. ``expert_parallel``: the dp replicas form one expert-parallel group, the routed experts
+    spread over tp x dp GPUs while attention, dense layers, embeddings and lm_head stay per replica, split
+    over its tp (vLLM ``--enable-expert-parallel``; SGLang ``--enable-dp-attention``; TensorRT-LLM
+    ``enable_attention_dp``). None: the engine's way with dp (vLLM shares the experts of a MoE model over
+    its DP ranks whether or not EP is on: ``FusedMoEParallelConfig.make``; the others keep whole replicas).
+
+    ``solve="gpus"`` keeps a ``tp`` or ``pp`` given and searches the rest as engines are deployed: tp within
+    a node of ``gpus_per_node`` GPUs first, pipeline stages across nodes, then replicas (dp)."""
     if isinstance(model, str):
         from kvplan.sources.resolve import load_model
 
@@ -236,12 +255,23 @@ def max_batch(
         spec = model
     hw = resolve_gpu(gpu, gpu_memory, catalog)
     settings = settings or Settings()
+    if expert_parallel is not None and not isinstance(expert_parallel, bool):  # a count here is a mistake for ep's size, said by name
+        raise UsageError(f"{expert_parallel!r}: expert_parallel is true or false (the size is tp x dp)",
+                         field="expert_parallel")
+    given_tp, given_pp = tp, pp
+    tp, pp = 1 if tp is None else tp, 1 if pp is None else pp  # 0 reaches the check below, by field
+    if solve == "gpus" and dp is not None:
+        raise UsageError(f"{dp}: --solve gpus finds the data-parallel size; give tp or pp to keep them",
+                         field="dp")
+    dp = 1 if dp is None else dp
     mml = max_model_len or spec.max_position_embeddings
     if mml is None:
         raise UsageError(f"{spec.id} declares no max_position_embeddings: give a max model length",
                          field="max_model_len")
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("batch", batch), ("max_model_len", mml),
-                        ("block_size", block_size), ("concurrency", concurrency)):
+                        ("block_size", block_size), ("concurrency", concurrency), ("gpus_per_node", gpus_per_node)):
+        if isinstance(value, bool) or (value is not None and not isinstance(value, int)):  # True is not 1 GPU
+            raise UsageError(f"{value!r} is not a whole number", field=name)
         if value is not None and value < 1:  # a block of -5 tokens planned 0 blocks and exited 0
             raise UsageError(f"{value} must be at least 1", field=name)
         if value is not None and value > MAX_COUNT:  # 10^20 of anything planned an answer, exit 0
@@ -256,14 +286,16 @@ def max_batch(
                                num_nextn_predict_layers)
     sharing = Sharing(shared_prefix, n, beam_width, prompt_len)
     if solve == "gpus":
+        search = Search(given_tp, given_pp, expert_parallel, gpus_per_node)
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
-                           concurrency, swa_full, engine_options, sharing, speculation)
+                           concurrency, swa_full, engine_options, sharing, speculation, search)
     if solve not in ("batch", "context"):
         raise UsageError(f"'{solve}': choose batch, context or gpus", field="solve")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
                 swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation,
-                engine_options=engine_options, n=n, beam_width=beam_width, prompt_len=prompt_len)
+                engine_options=engine_options, n=n, beam_width=beam_width, prompt_len=prompt_len,
+                expert_parallel=expert_parallel)
 
 
 def check_samples(n: int, beam_width: int) -> None:
@@ -293,8 +325,24 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
          kv_dtype: str, max_model_len: int, context: int, batch: int, block_size: int | None,
          settings: Settings, swa_full: bool = False, shared_prefix: int = 0,
          speculation: Any = None, engine_options: dict[str, Any] | None = None, n: int = 1, beam_width: int = 1,
-         prompt_len: int | None = None) -> CapacityPlan:
+         prompt_len: int | None = None, expert_parallel: bool | None = None) -> CapacityPlan:
     eng = get_engine(engine)
+    ep_notes: list[str] = []
+    split_experts = _shares_experts(eng, spec, expert_parallel) and dp > 1
+    if expert_parallel and dp > 1 and not split_experts:
+        ep_notes.append(f"expert parallel: {spec.id} has no routed experts, so it changes nothing: {dp} whole replicas")
+    elif split_experts:
+        # vLLM FusedMoEParallelConfig.make (model_executor/layers/fused_moe/config.py): EP size = tp x dp, each
+        # device owning whole experts; attention and its KV cache stay per DP rank, split over its tp
+        from dataclasses import replace as _replace
+
+        settings = _replace(settings, expert_dp=dp)
+        how = "" if expert_parallel else (f" ({eng.title} with data parallelism: its MoE layers shard the experts "
+                                          "over the DP ranks even without expert parallelism)")
+        ep_notes.append(f"expert parallel: the routed experts spread over ep = tp {tp} x dp {dp} = {tp * dp} GPUs "
+                        f"(per pipeline stage){how}; attention, dense layers, embeddings and lm_head per "
+                        f"data-parallel rank over its tp {tp}; each of the {dp} ranks has its own KV cache for its "
+                        "own requests")
     extra, spec_notes, sp = 0, (), None
     mtp_layers, mtp_weights = spec.mtp_layers, spec.mtp_weights_bytes  # the target's, before speculation
     if speculation is not None:
@@ -361,6 +409,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     if model_limit and cap.max_context == limit and limit == model_limit:
         assumptions.append(f"the longest context is capped at the model's limit, {model_limit:,} tokens")
     assumptions.extend(spec_notes)
+    assumptions.extend(ep_notes)
     tier = eng.offload_tier(layouts, version, options, tp, demand, cap)  # a host-memory tier, when asked for
     if tier is not None:
         assumptions.extend(tier.notes())
@@ -370,7 +419,9 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     decode_batch = max(1, min(batch if batch > 1 else max_b, max_b)) if max_b else 0
     if hw.bandwidth and decode_batch:
         sequences = decode_batch * workload.samples
-        weights_read, weights_how = decode_weights(spec, budget.item("weights"), sequences)
+        # under expert parallelism every rank's tokens reach this GPU's experts (all-to-all dispatch)
+        weights_read, weights_how = decode_weights(spec, budget.item("weights"),
+                                                   sequences * (dp if split_experts else 1))
         # a cache in host memory (llama.cpp -nkvo) is read by the CPU, which runs its attention: llama.cpp
         # src/llama-graph.cpp build_attn_mha puts the attention nodes on backend_cpu unless offload_kqv
         host_kv = any(lay.pool == HOST_POOL for lay in layouts)
@@ -414,8 +465,15 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
         offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
         mtp_layers=mtp_layers, mtp_weights_bytes=mtp_weights,
-        speculation=speculation_dict(speculation, extra), misfit=misfit,
+        speculation=speculation_dict(speculation, extra), misfit=misfit, ep=tp * dp if split_experts else tp,
     )
+
+
+def _shares_experts(eng: Any, spec: ModelSpec, expert_parallel: bool | None) -> bool:
+    """Whether data-parallel ranks share one copy of the model's routed experts: asked for, or the engine's way
+    (``dp_shares_experts``), and the model has routed experts."""
+    shares = getattr(eng, "dp_shares_experts", False) if expert_parallel is None else expert_parallel
+    return bool(shares and (spec.expert_weights_bytes or spec.routed_expert_params))
 
 
 def _request_misfit(workload: Any, context: int, kv_bytes: int, plain_sequences: int) -> str:
@@ -464,48 +522,98 @@ def context_limit(spec: ModelSpec) -> int | None:
     return limit
 
 
+@dataclass(frozen=True)
+class Search:
+    """What ``--solve gpus`` keeps and how it searches the rest."""
+
+    tp: int | None = None
+    """A tensor-parallel size given: kept (None: searched)."""
+    pp: int | None = None
+    """A pipeline-parallel size given: kept (None: searched)."""
+    expert_parallel: bool | None = None
+    gpus_per_node: int = GPUS_PER_NODE
+
+    def splits(self, layers: int) -> list[tuple[int, int]]:
+        """(tp, pp) candidates as engines are deployed: tp a power of two within one node (vLLM's and SGLang's
+        multi-node guides run tp = GPUs per node and pipeline stages across nodes; tp across nodes pays
+        inter-node all-reduces every layer), pp > 1 only once tp fills the node, unless tp was given."""
+        node_tp = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= self.gpus_per_node] or [1]
+        tps = [self.tp] if self.tp is not None else node_tp
+        out = []
+        for tp in tps:
+            if self.pp is not None:
+                pps = [self.pp]
+            elif self.tp is None and tp < node_tp[-1]:
+                pps = [1]  # a node not yet filled by tp: no pipeline stages
+            else:
+                pps = [p for p in (1, 2, 4, 8, 16) if p <= layers]
+            out.extend((tp, pp) for pp in pps)
+        return out
+
+
 def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | None, kv_dtype: str, mml: int,
                 context: int | None, block_size: int | None, settings: Settings,
                 concurrency: int | None, swa_full: bool = False,
                 engine_options: dict[str, Any] | None = None, sharing: Sharing = Sharing(),
-                speculation: Any = None) -> CapacityPlan:
-    """The fewest GPUs of this type (tp and pp powers of two, any dp) reaching ``concurrency`` (requests
-    of ``sharing.n`` samples or beams), with what the requests share and the speculation planned as
-    ``max_batch`` plans them: each candidate's max batch is one replica's."""
+                speculation: Any = None, search: Search = Search()) -> CapacityPlan:
+    """The fewest GPUs of this type reaching ``concurrency`` (requests of ``sharing.n`` samples or beams), with
+    what the requests share and the speculation planned as ``max_batch`` plans them. A tp or pp given is kept;
+    the rest is searched as deployments are laid out (``Search.splits``), then replicas (dp) added. With expert
+    parallelism a replica's capacity grows with dp (its experts spread further), so dp is searched too."""
     if concurrency is None or concurrency < 1:
         raise UsageError("solving for GPUs needs a concurrency (sequences of max-model-len to serve at once)",
                          field="concurrency")
-    layers = spec.num_layers
+
+    def one(tp: int, pp: int, dp: int) -> CapacityPlan:
+        return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version,
+                    kv_dtype=kv_dtype, max_model_len=mml, context=context or mml, batch=1,
+                    block_size=block_size, settings=settings, swa_full=swa_full,
+                    engine_options=engine_options, speculation=speculation, expert_parallel=search.expert_parallel,
+                    **sharing.kwargs())
+
     candidates = []
-    for tp in (1, 2, 4, 8):
-        for pp in (1, 2, 4, 8, 16):
-            if pp > layers:
+    refusal: UsageError | None = None
+    for tp, pp in search.splits(spec.num_layers):
+        most = _MAX_SEARCH_GPUS // (tp * pp)
+        if most < 1:
+            continue
+        try:
+            first = one(tp, pp, 1)
+            if not _shares_experts(get_engine(engine), spec, search.expert_parallel):
+                dp = -(-concurrency // first.max_batch) if first.max_batch >= 1 else most + 1
+            elif first.max_batch >= concurrency:
+                dp = 1
+            elif one(tp, pp, most).max_batch < concurrency:
                 continue
-            try:
-                one = plan(spec, hw, tp=tp, pp=pp, dp=1, engine=engine, engine_version=engine_version,
-                           kv_dtype=kv_dtype, max_model_len=mml, context=context or mml, batch=1,
-                           block_size=block_size, settings=settings, swa_full=swa_full,
-                           engine_options=engine_options, speculation=speculation, **sharing.kwargs())
-            except UsageError as exc:
-                if exc.field in _WORKLOAD_FIELDS:  # the workload is refused whatever the GPU count
-                    raise
-                continue
-            if one.max_batch < 1:
-                continue
-            dp = -(-concurrency // one.max_batch)
-            if tp * pp * dp <= _MAX_SEARCH_GPUS:
-                candidates.append((tp * pp * dp, -tp, pp, dp, tp))
+            else:  # the total is monotone in dp (more replicas, each with fewer experts): the least that reaches it
+                low, high = 1, most
+                while high - low > 1:
+                    mid = (low + high) // 2
+                    low, high = (low, mid) if one(tp, pp, mid).max_batch >= concurrency else (mid, high)
+                dp = high
+        except UsageError as exc:
+            if exc.field in _WORKLOAD_FIELDS:  # the workload is refused whatever the GPU count
+                raise
+            if search.tp is not None or search.pp is not None:
+                refusal = refusal or exc  # the split the user gave is refused: say why if nothing else plans
+            continue
+        if dp <= most:
+            candidates.append((tp * pp * dp, -tp, pp, dp, tp))
     what = "sequences" if sharing.n * sharing.beam_width == 1 else f"requests of {sharing.n * sharing.beam_width}"
     if not candidates:
+        if refusal is not None:
+            raise refusal
         raise UsageError(f"no deployment of up to {_MAX_SEARCH_GPUS} {hw.name} GPUs serves {concurrency} "
                          f"{what} of {context or mml:,} tokens")
     count, _, pp, dp, tp = min(candidates)
-    best = plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
-                max_model_len=mml, context=context or mml, batch=1, block_size=block_size, settings=settings,
-                swa_full=swa_full, engine_options=engine_options, speculation=speculation, **sharing.kwargs())
+    best = one(tp, pp, dp)
     shared = f" sharing a {sharing.shared_prefix:,}-token prefix" if sharing.shared_prefix else ""
+    kept = [f"{name} {value} as given" for name, value in (("tp", search.tp), ("pp", search.pp)) if value is not None]
+    how = "; ".join(kept) if kept else (f"tp a power of two within a node of {search.gpus_per_node} GPUs, pipeline "
+                                        "stages only once tp fills the node")
+    ep = f", experts over ep = {best.ep}" if best.ep > best.tp else ""
     note = (f"fewest {hw.name} GPUs for {concurrency} concurrent {what} of {context or mml:,} tokens{shared}: "
-            f"{count} (tp {tp} x pp {pp} x dp {dp}; tp and pp searched over powers of two)")
+            f"{count} (tp {tp} x pp {pp} x dp {dp}{ep}; {how})")
     from dataclasses import replace
 
     return replace(best, assumptions=(note, *best.assumptions))

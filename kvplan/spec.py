@@ -189,6 +189,12 @@ class ModelSpec:
     """Bytes of weights_bytes that are the checkpoint's MTP layers (their decoder layer, projections and
     embedding / head copies), counted by the parameter builder in the same dtype rule as the total.
     Engines load them only for MTP speculation, so the budgets leave them out otherwise."""
+    expert_weights_bytes: NonNegativeInt | None = None
+    """Bytes of weights_bytes that are the routed experts of the decoder layers (MoE models; the MTP
+    layers' own experts are in mtp_weights_bytes), counted by the parameter builder in the same dtype
+    rule as the total. Expert parallelism spreads these over more GPUs than the rest of the weights
+    (vLLM ``FusedMoEParallelConfig.make``: EP size = tp x dp). Not checked against weights_bytes (a spec
+    whose weights_bytes is replaced keeps it): the budget caps it at the weights it loads."""
     weights_dtype: str | None = None
     """Storage dtype of the published weights (bfloat16, fp8, mxfp4, ...)."""
     weights_source: str | None = None

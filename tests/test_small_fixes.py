@@ -219,9 +219,13 @@ def test_max_beam_width_must_be_a_positive_integer(tmp_path):
 def test_attention_dp_expert_and_context_parallelism_are_named(tmp_path):
     _, result, _ = _trtllm(tmp_path, "--tp_size 2 --ep_size 2 --cp_size 2", "enable_attention_dp: true\n")
     notes = [f for f in result.findings if f.code == "not-read"]
-    assert any("enable_attention_dp" in f.message and f.severity == "warning" for f in notes)
-    assert any(f.message.startswith("ep_size 2") and f.severity == "note" for f in notes)
+    # attention DP is planned since issue 22 (tests/test_expert_parallel.py): a note, no longer not-read
+    assert any("enable_attention_dp" in f.message and f.severity == "note" for f in result.findings
+               if f.code == "attention-dp")
     assert any(f.message.startswith("cp_size 2") and f.severity == "warning" for f in notes)
+    _, result, _ = _trtllm(tmp_path, "--tp_size 2 --ep_size 2")
+    assert any(f.message.startswith("ep_size 2") and f.severity == "note" for f in result.findings
+               if f.code == "expert-parallel")
     # attention DP at tp 1 changes nothing: not said
     _, result, _ = _trtllm(tmp_path, "", "enable_attention_dp: true\n")
     assert not any("enable_attention_dp" in f.message for f in result.findings)

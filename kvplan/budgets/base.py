@@ -33,6 +33,10 @@ class Settings:
     """vLLM: how the engine is started (`vllm serve` or the `LLM` class); its batch defaults differ."""
     cpu_offload_bytes: int | None = None
     """Weights per GPU kept in host memory (vLLM --cpu-offload-gb); only vLLM's budget takes it."""
+    expert_dp: int = 1
+    """Data-parallel ranks that share one copy of the routed experts (expert parallelism across DP ranks:
+    vLLM ``--data-parallel-size`` with a MoE model, SGLang / TensorRT-LLM attention DP): each GPU holds
+    1 / (tp x pp x expert_dp) of them, and 1 / (tp x pp) of every other weight. 1: each replica its own."""
 
     def __post_init__(self) -> None:
         if self.usage_context not in ("serve", "llm"):
@@ -46,6 +50,8 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UsageError(f"{value} must be positive", field=name)
+        if isinstance(self.expert_dp, bool) or not isinstance(self.expert_dp, int) or self.expert_dp < 1:
+            raise UsageError(f"{self.expert_dp!r} must be a whole number of at least 1", field="ep")
         for name in ("activation_bytes", "non_torch_bytes", "cudagraph_bytes"):
             value = getattr(self, name)
             if value is not None and value < 0:
@@ -112,9 +118,34 @@ def weights_per_gpu(spec: ModelSpec, ranks: int, settings: Settings, mtp_rule: s
         loaded -= spec.mtp_weights_bytes
         note = (f"the checkpoint less its MTP layers ({spec.weights_bytes:,} - {spec.mtp_weights_bytes:,} B, "
                 f"{spec.mtp_weights_bytes / GIB:.2f} GiB), which {mtp_rule}")
+    if settings.expert_dp > 1:
+        return _expert_parallel_weights(spec, loaded, ranks, settings.expert_dp, note)
     share = -(-loaded // ranks)
     note += f" / {ranks} ranks, split evenly" if ranks > 1 else ""
     return MemoryItem("weights", share, "computed", note)
+
+
+def _expert_parallel_weights(spec: ModelSpec, loaded: int, ranks: int, expert_dp: int, note: str) -> MemoryItem:
+    """Expert parallelism across data-parallel ranks: the routed experts split over ranks x expert_dp GPUs (vLLM
+    ``FusedMoEParallelConfig.make``: EP size = tp x dp, each device owns whole experts), everything else
+    (attention, dense MLPs, shared experts, embeddings, lm_head) over the ranks of its own replica."""
+    experts, how = spec.expert_weights_bytes, "counted by the parameter builder"
+    if not experts and spec.routed_expert_params and spec.params and spec.weights_bytes:
+        # no byte figure (a spec read from the Hub or a local checkpoint): the experts' share of the parameters
+        experts = spec.weights_bytes * spec.routed_expert_params // spec.params
+        how = (f"estimated as their share of the parameters ({spec.routed_expert_params:,} of "
+               f"{spec.params:,})")
+    if not experts:
+        return MemoryItem("weights", -(-loaded // ranks), "computed",
+                          note + (f" / {ranks} ranks, split evenly" if ranks > 1 else "")
+                          + f"; no routed experts, so expert parallelism over {expert_dp} replicas changes nothing")
+    experts = min(experts, loaded)
+    rest = loaded - experts
+    share = -(-rest // ranks) + -(-experts // (ranks * expert_dp))
+    return MemoryItem("weights", share, "computed",
+                      f"{note}: routed experts {experts:,} B ({experts / GIB:.2f} GiB, {how}) / {ranks * expert_dp} "
+                      f"GPUs (expert parallel over {expert_dp} data-parallel replicas) + the rest {rest:,} B / "
+                      f"{ranks} rank(s)")
 
 
 def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int,

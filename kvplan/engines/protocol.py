@@ -148,6 +148,9 @@ class EngineDefaults:
     log: LogReader | None = None
     extra_options: frozenset[str] = frozenset()
     unfit: str = ""
+    dp_shares_experts: bool = False
+    """Whether the data-parallel ranks of a MoE model share one copy of the routed experts by default (the
+    plan's ``expert_parallel`` when it is not given)."""
 
     @property
     def sharing(self) -> SharingRule:

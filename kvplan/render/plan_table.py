@@ -12,6 +12,8 @@ from kvplan.units import format_bytes
 
 def print_plan(console: Console, plan: CapacityPlan) -> None:
     par = f"tp {plan.tp} x pp {plan.pp} x dp {plan.dp}"
+    if plan.ep > plan.tp:  # the routed experts spread over the data-parallel ranks too
+        par += f", experts over ep {plan.ep}"
     title = (f"{plan.model_id} on {plan.gpu_count} x {plan.gpu_name} ({par}), {plan.engine} {plan.engine_version}, "
              f"KV {plan.kv_dtype}")
     mem = Table(title=f"{title}\nOne GPU: {format_bytes(plan.gpu_total_bytes)} ({plan.gpu_total_bytes:,} B)",

@@ -25,8 +25,8 @@ from kvplan.errors import ConfigError
 from kvplan.sources.families import count as _count
 from kvplan.sources.families.tensors import COMPONENTS, ParamCount, Tensor
 
-__all__ = ["COMPONENTS", "ParamCount", "Tensor", "checkpoint_dtype", "count_params", "mtp_weights_bytes",
-           "weights_bytes"]
+__all__ = ["COMPONENTS", "ParamCount", "Tensor", "checkpoint_dtype", "count_params", "expert_weights_bytes",
+           "mtp_weights_bytes", "weights_bytes"]
 
 _DTYPE_BYTES = {
     "float32": 4, "fp32": 4, "float": 4,
@@ -184,6 +184,23 @@ def mtp_weights_bytes(config: dict, count: ParamCount | None = None) -> int:
                       {k: v for k, v in count.by_component.items() if k != "mtp"}, count.assumptions,
                       tuple(t for t in tensors if t.component != "mtp"))
     return weights_bytes(config, count)[0] - weights_bytes(config, main)[0]
+
+
+def expert_weights_bytes(config: dict, count: ParamCount | None = None) -> int:
+    """Bytes of :func:`weights_bytes` that are the routed experts of the decoder layers (the tensors counted
+    under ``experts``; an MTP layer's experts are under ``mtp``), as :func:`mtp_weights_bytes` works out its
+    share: the total less the same rule applied without them (FP8 block scales, MXFP4 blocks follow the
+    experts). 0 for a dense model. Expert parallelism spreads this share over tp x dp GPUs."""
+    if count is None:
+        count = _count(config)[1]
+    tensors = count.tensors or _count(config)[1].tensors
+    experts = [t for t in tensors if t.component == "experts"]
+    if not experts:
+        return 0
+    rest = ParamCount(count.total - sum(t.numel for t in experts),
+                      {k: v for k, v in count.by_component.items() if k != "experts"}, count.assumptions,
+                      tuple(t for t in tensors if t.component != "experts"))
+    return weights_bytes(config, count)[0] - weights_bytes(config, rest)[0]
 
 
 _checkpoint_dtype = checkpoint_dtype  # the name kvplan.sources.hub imports

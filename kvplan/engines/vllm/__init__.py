@@ -34,6 +34,10 @@ class VLLMEngine(EngineDefaults):
     # the scheduling mode (layout.py) and host-memory tiers (offload.py)
     extra_options: frozenset[str] = frozenset({"async_scheduling", "kv_offloading_bytes", "swap_space_bytes",
                                                "offload_link", "cpu_offload_bytes", "lmcache"})
+    # FusedMoEParallelConfig.make (model_executor/layers/fused_moe/config.py): with --data-parallel-size the MoE
+    # layers shard their experts over tp x dp devices, by expert (--enable-expert-parallel) or by tensor
+    # (flatten_tp_across_dp_and_pcp): either way each GPU holds 1 / (tp x dp) of them
+    dp_shares_experts: bool = True
 
     kv_dtypes = from_module("kvplan.engines.vllm.layout", "KV_DTYPES")
     serve = from_module("kvplan.engines.vllm.flags", "SERVE")
