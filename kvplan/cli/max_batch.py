@@ -26,10 +26,17 @@ def max_batch_command(
     gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="GPU type from `kvplan gpus` (H100-80GB, A100-80GB, RTX-4090, ...)."),
     gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="Any other GPU: its total memory, e.g. 47.5GiB."),
     gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="A YAML file adding GPUs to the catalog."),
-    tp: str = typer.Option("1", "--tp", help="Tensor-parallel size."),
-    pp: str = typer.Option("1", "--pp", help="Pipeline-parallel size."),
-    dp: str = typer.Option("1", "--dp", help="Data-parallel replicas."),
-    engine: str = typer.Option("vllm", "--engine", "-e", help="vllm, sglang, trtllm, llamacpp or hf."),
+    tp: Optional[str] = typer.Option(None, "--tp", help="Tensor-parallel size (default 1; --solve gpus keeps it when given)."),
+    pp: Optional[str] = typer.Option(None, "--pp", help="Pipeline-parallel size (default 1; --solve gpus keeps it when given)."),
+    dp: Optional[str] = typer.Option(None, "--dp", help="Data-parallel ranks (default 1), each with its own KV cache for its own requests."),
+    enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel", "-ep", help="MoE: the --dp ranks "
+                                                "share one copy of the routed experts, spread over tp x dp GPUs (vLLM "
+                                                "--enable-expert-parallel; SGLang --enable-dp-attention; TensorRT-LLM "
+                                                "enable_attention_dp): attention and the KV cache stay per rank."),
+    gpus_per_node: Optional[str] = typer.Option(None, "--gpus-per-node", help="--solve gpus: GPUs a node holds "
+                                                "(default 8): tp is searched within a node, pipeline stages across nodes."),
+    engine: str = typer.Option("vllm", "--engine", "-e", help="vllm, sglang, trtllm, llamacpp or hf; several "
+                               "(vllm,sglang,trtllm) compare them, one plan each."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's accounting (default: newest)."),
     kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", "--kv-dtype", help="KV cache dtype (auto, fp8, ...)."),
     max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Longest request (default: the model's limit). Read as vLLM reads it: 32k = 32,000, 32K = 32,768."),
@@ -64,7 +71,7 @@ def max_batch_command(
     num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k), e.g. 5; "
                                                           "needed except with mtp (default: the MTP layer count)."),
     speculative_model: Optional[str] = typer.Option(None, "--speculative-model", help="The draft model or EAGLE head."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, json, csv or markdown."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
                                                "plan from the items the engine measured, when model, GPU and engine version match."),
     kv_cache: Optional[str] = typer.Option(None, "--kv-cache", help="hf: quantized (transformers' QuantizedCache)."),
@@ -88,6 +95,16 @@ def max_batch_command(
     cpu_offload_gb: Optional[str] = typer.Option(None, "--cpu-offload-gb", help="vLLM, SGLang: GiB of weights per GPU kept in host memory (the GPU holds the rest)."),
     no_kv_offload: bool = typer.Option(False, "--no-kv-offload", "-nkvo", help="llama.cpp: the KV cache stays in host memory (the GPU holds none of it); give the host memory it may use as --kv-cache-memory."),
     offload_link: Optional[str] = typer.Option(None, "--offload-link", help="GPU-host link of the offload tier: pcie4-x16, pcie5-x16 (default), nvlink-c2c."),
+    quantization: Optional[str] = typer.Option(None, "--quantization", "-q", help="vLLM, SGLang: runtime quantization "
+                                               "of an unquantized checkpoint, as the engine loads it: fp8 (linear "
+                                               "layers 1 byte a weight) or bitsandbytes (4-bit nf4)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="vLLM, SGLang: the model dtype, as the engine reads "
+                                        "--dtype (auto, half, float16, bfloat16, float, float32): weights, "
+                                        "activations and the auto KV cache follow it."),
+    allow_long_max_model_len: bool = typer.Option(False, "--allow-long-max-model-len", help="Plan a --max-model-len "
+                                                  "past the model's limit, as vLLM does with "
+                                                  "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (SGLang: "
+                                                  "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1); refused without it."),
 ) -> None:
     """How many concurrent sequences fit (or how long a context, or how many GPUs) under an engine's memory rules.
 
@@ -115,8 +132,15 @@ def max_batch_command(
     from kvplan.plan import max_batch
     from kvplan.units import parse_count
 
-    if fmt not in ("table", "json"):
-        raise UsageError(f"unknown format '{fmt}' (known: table, json)", field="fmt")
+    from kvplan.render import FORMATS
+    from kvplan.units import parse_name_list
+
+    fmt = fmt.lower()
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", field="fmt")
+    engines = list(dict.fromkeys(parse_name_list(engine, "engine")))
+    if len(engines) > 1 and calibration is not None:  # a calibration file is one engine's measurements
+        raise UsageError("a calibration file calibrates one engine: give one --engine with it", field="calibration")
     settings = Settings(
         gpu_memory_utilization=number(gpu_memory_utilization, "gpu_memory_utilization"),
         kv_cache_memory_bytes=parse_bytes(kv_cache_memory, "kv_cache_memory") if kv_cache_memory is not None else None,
@@ -128,69 +152,97 @@ def max_batch_command(
         usage_context=usage_context,  # type: ignore[arg-type]  # Settings checks the value
         cpu_offload_bytes=_gib(cpu_offload_gb, "cpu-offload-gb") or None,
     )
-    if cpu_offload_gb is not None and engine not in ("vllm", "sglang"):  # the budgets that take weight offload
-        raise UsageError(f"--cpu-offload-gb: kvplan plans weight offload for vLLM and SGLang only, not {engine}",
-                         field="cpu_offload_bytes")
     mml = engine_int(max_model_len, "max_model_len")
-    tp, pp, dp = whole(tp, "tp"), whole(pp, "pp"), whole(dp, "dp")
-    lmcache = _lmcache(kv_offloading_backend, kv_offloading_size, lmcache_config, tp * pp, engine)
+    tp, pp, dp = whole(tp, "tp"), whole(pp, "pp"), whole(dp, "dp")  # None: the default, or searched
+    ranks = (1 if tp is None else tp) * (1 if pp is None else pp)
+    node = {"gpus_per_node": whole(gpus_per_node, "gpus_per_node")} if gpus_per_node is not None else {}
+    plans = []
     calibrated = None
-    if calibration is not None:
-        from kvplan.logs.calibration import calibrate, load
+    for engine in engines:  # one plan per engine, each with the engine's own flags checked
+        if cpu_offload_gb is not None and engine not in ("vllm", "sglang"):  # the budgets that take weight offload
+            raise UsageError(f"--cpu-offload-gb: kvplan plans weight offload for vLLM and SGLang only, not {engine}",
+                             field="cpu_offload_bytes")
+        if enable_expert_parallel and engine not in ("vllm", "sglang", "trtllm"):  # the engines with expert parallel
+            raise UsageError(f"--enable-expert-parallel: {engine} has no expert parallelism kvplan plans "
+                             "(vLLM, SGLang and TensorRT-LLM do)", field="expert_parallel")
+        lmcache = _lmcache(kv_offloading_backend, kv_offloading_size, lmcache_config, ranks, engine)
+        if calibration is not None:
+            from kvplan.logs.calibration import calibrate, load
 
-        cal = load(calibration)
-        if gpu is None and gpu_memory is None and cal.gpu.total_bytes:
-            gpu_memory = str(cal.gpu.total_bytes)
-        calibrated = calibrate(cal, model, gpu=gpu, gpu_memory=gpu_memory, tp=tp, pp=pp, engine=engine,
-                               engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml,
-                               settings=settings, catalog=gpu_catalog)
-        settings, engine_version = calibrated.settings, calibrated.engine_version
-        if calibrated.gpu_memory:
-            gpu, gpu_memory = None, calibrated.gpu_memory
-    result = max_batch(
-        model, gpu=gpu, gpu_memory=gpu_memory, catalog=gpu_catalog, tp=tp, pp=pp, dp=dp, engine=engine,
-        engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml,
-        context=parse_count(context, "context") if context is not None else None, batch=whole(batch, "batch"),
-        block_size=whole(block_size, "block_size"), settings=settings, solve=solve,  # type: ignore[arg-type]
-        concurrency=whole(concurrency, "concurrency"),
-        shared_prefix=prefix_count(shared_prefix),
-        # 0 reaches the library, which refuses it by field (``or 1`` would hide it)
-        n=per_request_count(n, "n"), beam_width=per_request_count(beam_width, "beam_width"),
-        prompt_len=parse_count(prompt_len, "prompt_len") if prompt_len is not None else None,
-        speculative_method=speculative_method,
-        num_speculative_tokens=whole(num_speculative_tokens, "num_speculative_tokens"),
-        speculative_model=speculative_model,
-        engine_options=cache_options({
-            "kv_cache": kv_cache, "backend": backend, "nbits": nbits, "residual_length": residual_length,
-            "q_group_size": q_group_size, "axis_key": axis_key, "axis_value": axis_value, "evict": evict,
-            "press": press, "compression_ratio": compression_ratio,
-            "kv_offloading_bytes": None if lmcache is not None else _gib(kv_offloading_size, "kv-offloading-size"),
-            "lmcache": lmcache,
-            "swap_space_bytes": _gib(swap_space, "swap-space"), "offload_link": offload_link,
-            "hicache_ratio": number(hicache_ratio, "hicache_ratio"),
-            "hicache_size_gb": number(hicache_size, "hicache_size"), "scheduling": scheduling,
-            "swa_full": swa_full, "no_kv_offload": no_kv_offload or None}),
-    )
-    if calibrated is not None:
-        from dataclasses import replace
+            cal = load(calibration)
+            if gpu is None and gpu_memory is None and cal.gpu.total_bytes:
+                gpu_memory = str(cal.gpu.total_bytes)
+            calibrated = calibrate(cal, model, gpu=gpu, gpu_memory=gpu_memory, tp=1 if tp is None else tp,
+                                   pp=1 if pp is None else pp, engine=engine,
+                                   engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml,
+                                   settings=settings, catalog=gpu_catalog)
+            settings, engine_version = calibrated.settings, calibrated.engine_version
+            if calibrated.gpu_memory:
+                gpu, gpu_memory = None, calibrated.gpu_memory
+        loaded, engine_notes = _engine_model(model, engine, engine_version, quantization, dtype, mml,
+                                             allow_long_max_model_len)
+        result = max_batch(
+            loaded, gpu=gpu, gpu_memory=gpu_memory, catalog=gpu_catalog, tp=tp, pp=pp, dp=dp, engine=engine,
+            expert_parallel=enable_expert_parallel or None, **node,  # not given: the engine's way with --dp
+            engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml,
+            context=parse_count(context, "context") if context is not None else None, batch=whole(batch, "batch"),
+            block_size=whole(block_size, "block_size"), settings=settings, solve=solve,  # type: ignore[arg-type]
+            concurrency=whole(concurrency, "concurrency"),
+            shared_prefix=prefix_count(shared_prefix),
+            # 0 reaches the library, which refuses it by field (``or 1`` would hide it)
+            n=per_request_count(n, "n"), beam_width=per_request_count(beam_width, "beam_width"),
+            prompt_len=parse_count(prompt_len, "prompt_len") if prompt_len is not None else None,
+            speculative_method=speculative_method,
+            num_speculative_tokens=whole(num_speculative_tokens, "num_speculative_tokens"),
+            speculative_model=speculative_model,
+            engine_options=cache_options({
+                "kv_cache": kv_cache, "backend": backend, "nbits": nbits, "residual_length": residual_length,
+                "q_group_size": q_group_size, "axis_key": axis_key, "axis_value": axis_value, "evict": evict,
+                "press": press, "compression_ratio": compression_ratio,
+                "kv_offloading_bytes": None if lmcache is not None else _gib(kv_offloading_size, "kv-offloading-size"),
+                "lmcache": lmcache,
+                "swap_space_bytes": _gib(swap_space, "swap-space"), "offload_link": offload_link,
+                "hicache_ratio": number(hicache_ratio, "hicache_ratio"),
+                "hicache_size_gb": number(hicache_size, "hicache_size"), "scheduling": scheduling,
+                "swa_full": swa_full, "no_kv_offload": no_kv_offload or None}),
+        )
+        if calibrated is not None or engine_notes:
+            from dataclasses import replace
 
-        result = replace(result, assumptions=(*calibrated.notes, *result.assumptions))
+            result = replace(result, assumptions=(*(calibrated.notes if calibrated is not None else ()),
+                                                  *engine_notes, *result.assumptions))
+        plans.append(result)
     if fmt == "json":
         import json
 
-        doc = result.to_dict()
+        docs = [p.to_dict() for p in plans]
         if calibrated is not None:
-            doc["calibration"] = {"file": str(calibration), "items": list(calibrated.used)}
+            docs[0]["calibration"] = {"file": str(calibration), "items": list(calibrated.used)}
+        # several engines: as estimate's JSON (render/json_out.py), one plan document per engine in a list
+        doc = docs[0] if len(docs) == 1 else {"kvplan_version": docs[0]["kvplan_version"], "results": docs}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    elif fmt == "csv":
+        from kvplan.render.csv_out import plan_csv
+
+        sys.stdout.write(plan_csv(plans))
+    elif fmt == "markdown":
+        from kvplan.render.markdown import plan_markdown
+
+        sys.stdout.write("\n".join(plan_markdown(p) for p in plans))
     else:
         from kvplan.render.console import make_console
         from kvplan.render.plan_table import print_plan
 
-        print_plan(make_console(), result)
-    if solve == "context" and result.max_context > 0:
+        console = make_console()
+        for p in plans:
+            print_plan(console, p)
+    if solve == "context" and all(p.max_context > 0 for p in plans):
         return  # the question was the longest context: answered, whatever max-model-len asks
-    if not result.fits:
-        sys.stderr.write(f"kvplan: does not fit: {result.message}\n")
+    unfit = [p for p in plans if not p.fits and not (solve == "context" and p.max_context > 0)]
+    if unfit:
+        for p in unfit:
+            who = f" ({p.engine})" if len(plans) > 1 else ""
+            sys.stderr.write(f"kvplan: does not fit{who}: {_short_pool_message(p) or p.message}\n")
         raise typer.Exit(1)
 
 
@@ -244,3 +296,53 @@ def _gib(text: str | None, what: str) -> int | None:
 
 _MAX_HOST_GIB = 1 << 20
 """1 PiB: far beyond any host's memory (the bound kvplan.hardware puts on a device's bytes)."""
+
+
+def _engine_model(model: str, engine: str, engine_version: str | None, quantization: str | None, dtype: str | None,
+                  max_model_len: int | None, allow_long: bool) -> tuple[object, tuple[str, ...]]:
+    """The model as the engine loads it under --quantization / --dtype, and whether the engine starts with the
+    --max-model-len given (the engine's own rule, ``ServeFlags.model_reader``): the spec to plan (the name where
+    the engine has no such rule) and the notes to show. An engine that refuses to start is a usage error naming
+    the flag (exit 2)."""
+    from kvplan.engines.serve import serve_flags
+    from kvplan.errors import UsageError
+
+    serve = serve_flags(engine)
+    reader = serve.model_reader if serve is not None else None
+    if reader is None:
+        for flag, value in (("quantization", quantization), ("dtype", dtype)):
+            if value is not None:
+                raise UsageError(f"kvplan plans the engine's {flag} for vLLM and SGLang only, not {engine}",
+                                 field=flag)
+        return model, ()
+    from kvplan.sources.resolve import load_model
+
+    spec = load_model(model)
+    # the settings the engine reads from its flags and environment (engines/<e>/flags.py read_model)
+    settings: dict[str, object] = {"quantization": quantization, "dtype": dtype, "max_model_len": max_model_len}
+    if allow_long:
+        settings.update(VLLM_ALLOW_LONG_MAX_MODEL_LEN="1", SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN="1")
+    loaded, remarks = reader(spec, {k: v for k, v in settings.items() if v is not None}, engine_version)
+
+    def ours(text: str) -> str:  # this command's flag where the deployment would set the variable
+        for name in ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"):
+            text = text.replace(f"set {name}=1", "give --allow-long-max-model-len").replace(
+                f"{name}=1", "--allow-long-max-model-len")
+        return text
+
+    for r in remarks:
+        if r.severity == "error":
+            raise UsageError(ours(r.message), field=r.setting)
+    return loaded, tuple(ours(r.message) for r in remarks)
+
+
+def _short_pool_message(plan: object) -> str:
+    """What the engine does when not one request of --max-model-len fits its pool, where it still starts
+    (SGLang caps requests: ``ServeFlags.short_pool``); empty otherwise (the plan's own message says why)."""
+    from kvplan.engines.serve import serve_flags
+
+    serve = serve_flags(str(getattr(plan, "engine")))
+    if serve is None or serve.short_pool is None or getattr(plan, "misfit", ""):
+        return ""
+    remark = serve.short_pool(int(getattr(plan, "kv_cache_tokens")), int(getattr(plan, "max_model_len")), {})
+    return remark.message if remark is not None and remark.severity != "error" else ""

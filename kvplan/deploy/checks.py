@@ -193,7 +193,9 @@ def _gpus(dep: Deployment, ctx: Context) -> list[tuple[Value, Any]]:
     if not values:
         hint = {"kubernetes": "a nodeSelector on nvidia.com/gpu.product, a kvplan/gpu annotation",
                 "compose": "a kvplan/gpu label", "helm": "nodeSelectorTerms on nvidia.com/gpu.product",
-                "shell": "a '# kvplan/gpu: H100' comment", "kvplan": "gpu:"}.get(dep.source, "")
+                "shell": "a '# kvplan/gpu: H100' comment", "kvplan": "gpu:",
+                "llm-d": "a nodeSelector on nvidia.com/gpu.product (or acceleratorTypes) in the decode/prefill section",
+                "skypilot": "resources.accelerators", "ray-serve": "accelerator_type"}.get(dep.source, "")
         raise _invalid(dep, "unknown-gpu", f"no GPU type: add {hint} or pass --gpu", dep.line)
     out = []
     for v in values:
@@ -277,7 +279,8 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
 
     add = result.findings.append
     tp, pp, dp = (int(dep.setting(k, 1)) for k in ("tp", "pp", "dp"))
-    result.tp, result.pp, result.dp = tp, pp, dp
+    result.tp, result.pp, result.dp = tp, pp, dp  # as the file says (the engine's reading may differ: below)
+    attention_dp = False
     mml_setting = dep.setting("max_model_len")
     auto = mml_setting == "auto"
     kv_dtype = str(dep.setting("kv_cache_dtype", "auto"))
@@ -300,12 +303,25 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
             sharing = reading.sharing
             max_kv_tokens = reading.max_kv_tokens
             beams = reading.beam_width
+            if reading.parallel:  # attention DP (SGLang, TensorRT-LLM), expert parallel: tp and dp as the engine runs
+                over = dict(reading.parallel)
+                kwargs.update(over)
+                attention_dp = over.get("tp", tp) != tp
+                tp, dp = int(over.get("tp", tp)), int(over.get("dp", dp))
             if reading.engine_options:
                 kwargs["engine_options"] = reading.engine_options  # pairs: a plan's cache key; a dict in run()
             if reading.settings:
                 kwargs["settings"] = settings = replace(settings, **dict(reading.settings))
             for r in reading.remarks:
                 add(_finding(dep, r.severity, r.code, r.message, dep.line_of(r.setting)))  # type: ignore[arg-type]
+        if serve is not None and serve.model_reader is not None:
+            # the model as the engine loads it (--dtype, runtime --quantization) and whether it starts at all
+            # with the max model length given (the engine's own rule: engines/<e>/flags.py read_model)
+            spec, model_remarks = serve.model_reader(spec, given, kwargs["engine_version"])
+            for r in model_remarks:
+                add(_finding(dep, r.severity, r.code, r.message, dep.line_of(r.setting)))  # type: ignore[arg-type]
+            if any(r.severity == "error" for r in model_remarks):
+                return  # the engine refuses to start: nothing to plan
     except KvplanError as exc:
         add(_finding(dep, "error", "invalid-input", str(exc), dep.line_of(exc.field or ""), invalid_input=True))
         return
@@ -334,15 +350,18 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
 
     # GPUs given vs used
     needed = tp * pp * dp
+    layout = f"tp {tp} x pp {pp} x dp {dp}"
+    if attention_dp:  # the file's tp holds the dp attention ranks
+        layout = f"tp {tp * dp} x pp {pp} (dp {dp} attention ranks of tp {tp} within it)"
     if dep.gpu_count is not None:
         have = dep.gpu_count.value
         result.gpu_count = have
         if have < needed:
-            add(_finding(dep, "error", "gpu-count", f"tp {tp} x pp {pp} x dp {dp} needs {needed} GPUs; "
+            add(_finding(dep, "error", "gpu-count", f"{layout} needs {needed} GPUs; "
                          f"{dep.gpu_count.spelled} gives {have}", dep.gpu_count.line, value=have, fits=needed))
         elif have > needed:
-            add(_finding(dep, "warning", "gpu-count", f"{dep.gpu_count.spelled} gives {have} GPUs; tp {tp} x pp {pp} "
-                         f"x dp {dp} uses {needed} (the others sit idle)", dep.gpu_count.line, value=have,
+            add(_finding(dep, "warning", "gpu-count", f"{dep.gpu_count.spelled} gives {have} GPUs; {layout} "
+                         f"uses {needed} (the others sit idle)", dep.gpu_count.line, value=have,
                          fits=needed))
     else:
         result.gpu_count = needed
@@ -371,6 +390,20 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
     fp8 = _fp8_suggester(dep, plan, run)
 
     # 1. vLLM's start-up check: one sequence of max_model_len
+    if not plan.fits and serve is not None and serve.short_pool is not None and not plan.misfit:
+        # an engine that starts with a pool shorter than one request and caps requests instead (SGLang)
+        capped = serve.short_pool(plan.kv_cache_tokens, plan.max_model_len, given)
+        if capped is not None and capped.severity != "error":  # a refusal: the plan's own message says why
+            add(_finding(dep, capped.severity, capped.code, capped.message,  # type: ignore[arg-type]
+                         dep.line_of(capped.setting), value=plan.max_model_len, fits=max(plan.kv_cache_tokens - 1, 0),
+                         suggestion=fp8(lambda p: p.fits, lambda p: f"{p.max_model_len_fit:,} fits with fp8")))
+            longest = min(plan.max_model_len - 1, plan.kv_cache_tokens - 1)
+            wanted = req.get("min_context")
+            if isinstance(wanted, int) and wanted > longest:
+                add(_finding(dep, "error", "min-context", f"{dep.spelled('min_context')} {wanted:,}: the engine caps "
+                             f"requests at {longest:,} tokens here", dep.line_of("min_context"), value=wanted,
+                             fits=longest))
+            return
     if not plan.fits:
         default = "" if "max_model_len" in dep.settings else " (the model's limit: no max-model-len is set)"
         from kvplan.engines import get_engine
@@ -378,22 +411,31 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         unfit = get_engine(dep.engine).unfit
         if unfit and not dep.setting("fail_fast_on_attention_window_too_large"):
             default += f". {unfit}"
-        add(_finding(dep, "error", "does-not-fit", plan.message + default, dep.line_of("max_model_len"),
+        add(_finding(dep, "error", "does-not-fit", _unrepeated(plan.message, spec) + default,
+                     dep.line_of("max_model_len"),
                      value=plan.max_model_len, fits=plan.max_model_len_fit,
                      suggestion=fp8(lambda p: p.fits, lambda p: f"{p.max_model_len_fit:,} fits with fp8")))
         return
     # 2. max_num_seqs sequences of max_model_len at once
     if "max_num_seqs" in dep.settings:
         seqs = dep.setting("max_num_seqs")
-        if seqs > plan.max_batch:
+        # each data-parallel rank schedules its own requests (vLLM: one EngineCore per rank; SGLang's DP attention
+        # divides --max-running-requests by dp, read into settings): compared rank by rank
+        ranks = max(plan.dp, 1)
+        per_rank = settings.max_num_seqs or seqs
+        if per_rank * ranks > plan.max_batch:
             strict = bool(req.get("max_num_seqs_reachable"))
+            each = f" on each of {ranks} data-parallel ranks" if ranks > 1 else ""
+            given = f"{seqs}" if per_rank == seqs else f"{seqs} ({per_rank} per rank)"
             add(_finding(dep, "error" if strict else "warning", "max-num-seqs-unreachable",
-                         f"{dep.spelled('max_num_seqs')} {seqs} sequences of {plan.max_model_len:,} tokens need "
-                         f"{seqs} x {format_bytes(plan.request_kv_bytes)} of KV per GPU; "
-                         f"{format_bytes(max(plan.per_gpu.kv_cache_bytes, 0))} available; {plan.max_batch} fit",
-                         dep.line_of("max_num_seqs"), value=seqs, fits=plan.max_batch,
-                         suggestion=fp8(lambda p: p.max_batch >= seqs, lambda p: f"{p.max_batch} fit with fp8")
-                         if strict else None))
+                         f"{dep.spelled('max_num_seqs')} {given} sequences of {plan.max_model_len:,} tokens need "
+                         f"{per_rank} x {format_bytes(plan.request_kv_bytes)} of KV per GPU{each}; "
+                         f"{format_bytes(max(plan.per_gpu.kv_cache_bytes, 0))} available; "
+                         f"{plan.max_batch // ranks} fit" + (" per rank" if ranks > 1 else ""),
+                         dep.line_of("max_num_seqs"), value=seqs, fits=plan.max_batch // ranks * (seqs // per_rank),
+                         suggestion=fp8(lambda p: p.max_batch >= per_rank * ranks,
+                                        lambda p: f"{p.max_batch // ranks} fit per rank with fp8" if ranks > 1
+                                        else f"{p.max_batch} fit with fp8") if strict else None))
     # 3. requirements
     failed = _requirement_checks(dep, plan, req, run, fp8, add, label="")
     headroom = req.get("headroom")
@@ -415,6 +457,20 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
                          value=tight.max_model_len, fits=tight.max_model_len_fit))
         else:
             _requirement_checks(dep, tight, req, run_tight, lambda *a: None, add, label=label, code="headroom")
+
+
+_QUANTIZED_HINT = ", a GPU with more memory, or a quantized checkpoint (fp8 / int4 weights)"  # plan.py's message
+
+
+def _unrepeated(message: str, spec: ModelSpec) -> str:
+    """A does-not-fit message that never proposes what the deployment already does: weights already quantized
+    (a quantized checkpoint, or the engine's runtime --quantization) are not told to quantize."""
+    from kvplan.budgets.runtime_weights import is_unquantized
+
+    if _QUANTIZED_HINT in message and not is_unquantized(spec):
+        return message.replace(_QUANTIZED_HINT, f" or a GPU with more memory (the weights are already "
+                                                 f"{spec.weights_dtype})")
+    return message
 
 
 def _workload(dep: Deployment, req: dict[str, Any], sharing: bool, add: Any) -> dict[str, Any]:

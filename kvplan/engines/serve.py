@@ -68,6 +68,15 @@ class ServeFlags:
     merge: Callable[[Mapping[str, Any], str | None], "ServeMerge"] | None = field(default=None, compare=False)
     """The settings the engine runs with once its config files are merged with the flags, by the engine's
     precedence rule, given the engine version (None: the default)."""
+    model_reader: Callable[[Any, Mapping[str, Any], str | None], tuple[Any, tuple["ServeRemark", ...]]] | None = \
+        field(default=None, compare=False)
+    """The model as the engine loads it under the settings its flags gave (``--dtype``, runtime ``--quantization``,
+    a max model length past the model's own): (the ``ModelSpec`` to plan, remarks). A remark of severity 'error'
+    is a start-up the engine refuses."""
+    short_pool: Callable[[int, int, Mapping[str, Any]], "ServeRemark | None"] | None = \
+        field(default=None, compare=False)
+    """What the engine does when its pool (tokens) holds less than one request of the max model length: a remark
+    (a warning where it still starts) or None (it refuses, as vLLM does)."""
 
     def setting(self, flag: str) -> str | None:
         return dict(self.flags).get(self.normal_flag(flag))
@@ -121,6 +130,10 @@ class ServeReading:
     what the memory budget gives and this many tokens rounded up to whole blocks; None: no cap."""
     beam_width: int = 1
     """Beams every request runs with where the engine fixes it (TensorRT-LLM's PyTorch backend: max_beam_width)."""
+    parallel: tuple[tuple[str, Any], ...] = ()
+    """``max_batch``'s parallel keywords where the engine's flags change what tp and dp mean (sorted pairs of tp,
+    dp, expert_parallel): SGLang's ``--enable-dp-attention`` runs attention over tp / dp ranks, TensorRT-LLM's
+    ``enable_attention_dp`` over one; their MoE layers span all of them."""
 
 
 def serving_engines() -> list[ServeFlags]:

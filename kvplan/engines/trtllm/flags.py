@@ -179,6 +179,12 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     spec = _section(data or {}, "speculative_config", path)
     options: dict[str, Any] = {}
     remarks: list[ServeRemark] = []
+    for key in ("quant_config", "dtype"):
+        if data and data.get(key) not in (None, "auto"):
+            # the PyTorch backend serves the quantization a ModelOpt checkpoint carries (hf_quant_config.json,
+            # docs/source/features/quantization.md "Running Pre-quantized Models"); kvplan does not model either key
+            remarks.append(ServeRemark("note", "not-read", f"{path}: {key} is not read: the weights are planned as the "
+                                       "checkpoint stores them (its own dtype and quantization)", CONFIG))
     reuse = kv.get("enable_block_reuse", True)
     sharing = reuse is not False
     if not sharing:
@@ -209,6 +215,7 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
                                    "(the head's layers in the target's cache)", CONFIG))
     beams = _parallel_remarks(settings, data or {}, path, backend, remarks)
     return ServeReading(engine_options=tuple(sorted(options.items())), sharing=sharing, remarks=tuple(remarks),
+                        parallel=attention_dp(settings, data or {}),
                         max_kv_tokens=cap, beam_width=beams)
 
 
@@ -223,6 +230,15 @@ def _count(settings: Mapping[str, Any], key: str) -> int:
     if value < 1 or value > 1 << 20:
         raise UsageError(f"{shown(raw)} is not a positive integer", field=key)
     return value
+
+
+def attention_dp(settings: Mapping[str, Any], data: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """``enable_attention_dp`` (extra options YAML): tp_size ranks of attention tp 1, one KV pool and one
+    scheduler each, the MoE layers over all of them: max_batch's tp 1, dp = tp_size, experts shared."""
+    tp = _count(settings, "tp")
+    if data.get("enable_attention_dp") is True and tp > 1:
+        return (("dp", tp), ("expert_parallel", True), ("tp", 1))
+    return ()
 
 
 def _parallel_remarks(settings: Mapping[str, Any], data: Mapping[str, Any], path: str, backend: str,
@@ -241,18 +257,22 @@ def _parallel_remarks(settings: Mapping[str, Any], data: Mapping[str, Any], path
     elif beams > 1:
         remarks.append(ServeRemark("note", "not-read", f"max_beam_width {beams}: requests may ask for up to {beams} "
                                    "beams with this backend; kvplan plans one beam a request", "max_beam_width"))
+    if ep > 1 and tp % ep:
+        # tensorrt_llm/mapping.py Mapping: moe_tp_size x moe_ep_size (x moe_cluster_size) must equal tp_size
+        raise UsageError(f"ep_size {ep}: TensorRT-LLM needs moe_tp_size x moe_ep_size = tp_size ({tp}): ep must "
+                         "divide tp", field="ep_size")
     if data.get("enable_attention_dp") is True and tp > 1:
-        # llm_args.py enable_attention_dp: attention runs data-parallel across the tp ranks (each rank keeps every KV
-        # head and its own requests: py_executor.py caps the whole at tp_size x max_batch_size), as SGLang's DP
-        # attention; kvplan's layouts split the KV heads over tp
-        remarks.append(ServeRemark("warning", "not-read", f"{path}: enable_attention_dp: each of the {tp} ranks holds "
-                                   "every KV head and serves its own requests (max_batch_size each); kvplan plans the "
-                                   f"KV heads split over tp {tp}, so the KV per GPU and the concurrency here are not "
-                                   "the engine's", CONFIG))
-    if ep > 1:
-        remarks.append(ServeRemark("note", "not-read", f"ep_size {ep}: MoE experts spread over {ep} of the tp "
-                                   "ranks (moe_tp_size = tp / ep): the KV layout is the same; kvplan's weights per "
-                                   "GPU assume the experts divide evenly", "ep_size"))
+        # llm_args.py enable_attention_dp: attention (and the dense MLPs) run data-parallel across the tp ranks, each
+        # rank with every KV head, its own KV cache and its own requests (py_executor.py caps the whole at tp_size x
+        # max_batch_size); the MoE layers span all tp ranks (mapping.py: moe_tp_size x moe_ep_size = tp_size)
+        remarks.append(ServeRemark("note", "attention-dp", f"{path}: enable_attention_dp: planned as {tp} attention "
+                                   f"DP ranks of one GPU each, every KV head and its own KV cache on each, up to "
+                                   f"max_batch_size requests each; the routed experts spread over all {tp} GPUs",
+                                   CONFIG))
+    elif ep > 1:
+        remarks.append(ServeRemark("note", "expert-parallel", f"ep_size {ep}: MoE experts spread over {ep} groups of "
+                                   f"the tp ranks (moe_tp_size = tp / ep, mapping.py): every GPU holds 1 / tp {tp} "
+                                   "of them either way, as planned; the KV layout is the same", "ep_size"))
     if cp > 1:
         # tensorrt_llm/mapping.py Mapping: world_size = tp_size x pp_size x cp_size; each sequence's KV is split over
         # the cp ranks (Helix), which kvplan's layouts do not model

@@ -105,7 +105,7 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
 GIB = 1 << 30
 
 
-ENVIRONMENT = ("VLLM_USE_V1", "VLLM_USE_SIMPLE_KV_OFFLOAD")
+ENVIRONMENT = ("VLLM_USE_V1", "VLLM_USE_SIMPLE_KV_OFFLOAD", "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
 """Environment variables a deployment sets that change vLLM's host tiers (read by ``kvplan/deploy``)."""
 V0_DEFAULT_SWAP_GIB = 4  # CacheConfig.swap_space = 4 (vllm 0.8.5 vllm/config.py, 0.10.1.1 vllm/config/cache.py)
 V1_DEFAULT_SINCE = (0, 8)  # envs.py: VLLM_USE_V1 defaults to "1" from 0.8.0; before, V1 was opt-in
@@ -235,7 +235,126 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
                                                                                      "; V1's default anyway"),
                                    "enable_prefix_caching"))
     return ServeReading(engine_options=tuple(sorted(options.items())), settings=tuple(sorted(budget.items())),
-                        sharing=sharing, remarks=tuple(remarks))
+                        sharing=sharing, remarks=tuple(remarks), parallel=expert_parallel(settings))
+
+
+def expert_parallel(settings: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """``--enable-expert-parallel`` (``-ep``): the MoE layers own whole experts over EP = tp x dp devices
+    (``FusedMoEParallelConfig.make``, model_executor/layers/fused_moe/config.py); attention, dense layers,
+    embeddings and lm_head stay per DP rank, split over its tp, and each DP rank is an engine core with its own
+    KV cache and scheduler. Without the flag, --data-parallel-size still shards the experts over tp x dp (by
+    tensor: ``flatten_tp_across_dp_and_pcp``), the same bytes per GPU: the vLLM engine plans that by default."""
+    if settings.get("enable_expert_parallel") and not settings.get("no_enable_expert_parallel"):
+        return (("expert_parallel", True),)
+    return ()
+
+
+# --dtype as vLLM reads it (vllm/config/model.py _STR_DTYPE_TO_TORCH_DTYPE; argparse choices auto, half, float16,
+# bfloat16, float, float32)
+DTYPES = {"half": "float16", "float16": "float16", "float": "float32", "float32": "float32", "bfloat16": "bfloat16"}
+# vllm/config/model.py _FLOAT16_NOT_SUPPORTED_MODELS: --dtype half refused, auto never picks float16
+NO_FLOAT16 = frozenset({"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4"})
+# --quantization methods vLLM applies to an unquantized checkpoint while loading it (the others read a
+# checkpoint's quantization_config): Fp8Config with is_checkpoint_fp8_serialized False
+# (model_executor/layers/quantization/fp8.py: Fp8LinearMethod / Fp8OnlineLinearMethod for every LinearBase,
+# Fp8MoEMethod for FusedMoE, nothing for VocabParallelEmbedding / ParallelLMHead or norms), and bitsandbytes
+# (model_loader/bitsandbytes_loader.py _unquantized_generator: quantize_4bit(compress_statistics=True,
+# quant_type="nf4") for every LinearBase weight; 8-bit only from a checkpoint quantized so)
+ONLINE = {"fp8": "fp8", "bitsandbytes": "nf4"}
+ALLOW_LONG = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+
+def model_dtype(spec: Any, given: object, model_type: str) -> tuple[str, str]:
+    """The dtype vLLM loads the model in, and how it was chosen (``ModelConfig._get_and_verify_dtype``)."""
+    text = "auto" if given is None else str(given).strip().lower()
+    if text == "auto":
+        config = spec.dtype
+        if config == "float32":
+            # _resolve_auto_dtype: "Downcast for float32 models" to the platform's first supported dtype (bfloat16
+            # on CUDA GPUs from compute capability 8.0; float16 for pooling models and, in releases before that
+            # rule, for every model): 2 bytes either way
+            return "bfloat16", "--dtype auto: a float32 checkpoint is loaded as bfloat16 (_resolve_auto_dtype)"
+        return config, ""
+    if text not in DTYPES:
+        raise UsageError(f"{shown(str(given))}: vLLM's --dtype takes auto, half, float16, bfloat16, float or "
+                         "float32", field="dtype")
+    dtype = DTYPES[text]
+    if dtype == "float16" and model_type in NO_FLOAT16:
+        raise UsageError(f"'{text}': vLLM refuses float16 for {model_type} (numerical instability; "
+                         "_check_valid_dtype): use bfloat16 or float32", field="dtype")
+    return dtype, f"--dtype {text}: weights and activations in {dtype}"
+
+
+def derived_max_len(spec: Any) -> tuple[int, str]:
+    """vLLM's longest max_model_len for the model (``vllm/config/model.py`` ``_get_and_verify_max_len``): the
+    config's max_position_embeddings (2048 where none), times the rope scaling factor for rope types other than
+    su / longrope / llama3 (yarn: its original_max_position_embeddings times the factor); not for gemma3, whose
+    limit is already scaled."""
+    base = spec.max_position_embeddings or 2048
+    rope = spec.rope_scaling
+    how = f"max_position_embeddings {base:,}" if spec.max_position_embeddings else "no max_position_embeddings: 2,048"
+    if rope is not None and "gemma3" not in spec.model_type and rope.type not in ("su", "longrope", "llama3"):
+        factor = rope.factor if rope.factor is not None else 1.0
+        if rope.type == "yarn" and rope.original_max_position_embeddings:
+            base = rope.original_max_position_embeddings
+            how = f"yarn original_max_position_embeddings {base:,}"
+        if factor != 1.0:
+            return int(base * factor), f"{how} x rope factor {factor:g}"
+    return int(base), how
+
+
+def long_len_allowed(settings: Mapping[str, Any]) -> bool:
+    """envs.VLLM_ALLOW_LONG_MAX_MODEL_LEN: ``os.environ.get(...).strip().lower() in ("1", "true")``."""
+    value = settings.get(ALLOW_LONG)
+    return value is not None and str(value).strip().lower() in ("1", "true")
+
+
+def read_model(spec: Any, settings: Mapping[str, Any], version: str | None) -> tuple[Any, tuple[ServeRemark, ...]]:
+    """The model vLLM loads under ``--dtype`` and ``--quantization`` (``-q``), and whether it starts with the
+    max model length given. A refusal comes back as a remark of severity 'error'."""
+    from kvplan.budgets.runtime_weights import is_unquantized, loaded_weights
+
+    remarks: list[ServeRemark] = []
+    dtype, how = model_dtype(spec, settings.get("dtype"), spec.model_type)
+    method = settings.get("quantization")
+    online = None
+    if method is not None:
+        name = str(method).strip().lower()
+        if not is_unquantized(spec):
+            remarks.append(ServeRemark("note", "quantization", f"--quantization {shown(name, quote=False)}: the "
+                                       f"checkpoint is already {spec.weights_dtype}; vLLM loads it as stored (and "
+                                       "refuses a method that does not match the checkpoint's: "
+                                       "ModelConfig._verify_quantization)", "quantization"))
+        elif name in ONLINE:
+            online = ONLINE[name]
+        else:
+            remarks.append(ServeRemark("warning", "quantization", f"--quantization {shown(name, quote=False)}: vLLM "
+                                       "reads this method from a checkpoint quantized with it, and this checkpoint "
+                                       f"is {spec.weights_dtype or spec.dtype}: the weights are planned unquantized",
+                                       "quantization"))
+    source = {"fp8": "vLLM --quantization fp8: Fp8LinearMethod, quantization/fp8.py",
+              "nf4": "vLLM --quantization bitsandbytes: 4-bit nf4, bitsandbytes_loader.py"}.get(online or "",
+                                                                                              "vLLM --dtype")
+    loaded, note = loaded_weights(spec, dtype, online, source)
+    if how or note:
+        remarks.append(ServeRemark("note", "weights-dtype", "; ".join(t for t in (how, note) if t),
+                                   "quantization" if online else "dtype"))
+    mml = settings.get("max_model_len")
+    if isinstance(mml, int) and not isinstance(mml, bool):
+        limit, why = derived_max_len(spec)
+        if mml > limit:
+            if long_len_allowed(settings):
+                remarks.append(ServeRemark("warning", "max-model-len-beyond-model", f"--max-model-len {mml:,} is past "
+                                           f"the model's {limit:,} ({why}); {ALLOW_LONG}=1 lets vLLM start anyway "
+                                           "(its outputs past the trained length may be wrong): planned as given",
+                                           "max_model_len"))
+            else:
+                remarks.append(ServeRemark("error", "max-model-len-beyond-model", f"vLLM refuses to start: "
+                                           f"--max-model-len {mml:,} is greater than the model's {limit:,} ({why}; "
+                                           "ModelConfig._get_and_verify_max_len). Fix: --max-model-len "
+                                           f"{limit:,} or less, or set {ALLOW_LONG}=1 if the model really "
+                                           "serves that length", "max_model_len"))
+    return loaded, tuple(remarks)
 
 
 SERVE = ServeFlags(
@@ -244,7 +363,9 @@ SERVE = ServeFlags(
     modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
     flags=(
         ("--model", "model"), ("--tensor-parallel-size", "tp"), ("-tp", "tp"), ("--pipeline-parallel-size", "pp"),
-        ("-pp", "pp"), ("--data-parallel-size", "dp"), ("-dp", "dp"), ("--max-model-len", "max_model_len"),
+        ("-pp", "pp"), ("--data-parallel-size", "dp"), ("-dp", "dp"),
+        ("--enable-expert-parallel", "enable_expert_parallel"), ("-ep", "enable_expert_parallel"),
+        ("--no-enable-expert-parallel", "no_enable_expert_parallel"), ("--max-model-len", "max_model_len"),
         ("--max-num-seqs", "max_num_seqs"), ("--gpu-memory-utilization", "gpu_memory_utilization"),
         ("--kv-cache-dtype", "kv_cache_dtype"), ("--max-num-batched-tokens", "max_num_batched_tokens"),
         ("--block-size", "block_size"), ("--enforce-eager", "enforce_eager"),
@@ -254,10 +375,12 @@ SERVE = ServeFlags(
         ("--kv-offloading-size", "kv_offloading_size"), ("--kv-offloading-backend", "kv_offloading_backend"),
         ("--swap-space", "swap_space"), ("--cpu-offload-gb", "cpu_offload_gb"),
         ("--enable-prefix-caching", "enable_prefix_caching"), ("--no-enable-prefix-caching", "no_enable_prefix_caching"),
-        ("--kv-transfer-config", "kv_transfer_config"),
+        ("--kv-transfer-config", "kv_transfer_config"), ("--quantization", "quantization"), ("-q", "quantization"),
+        ("--dtype", "dtype"),
     ),
     env_prefixes=("LMCACHE_",),
-    booleans=("enforce_eager", "enable_prefix_caching", "no_enable_prefix_caching"),
+    booleans=("enforce_eager", "enable_prefix_caching", "no_enable_prefix_caching", "enable_expert_parallel",
+              "no_enable_expert_parallel"),
     floats=("kv_offloading_size", "swap_space", "cpu_offload_gb"),
     reader=read_serve,
     environment=ENVIRONMENT,
@@ -266,4 +389,5 @@ SERVE = ServeFlags(
     fp8_kv_flag="--kv-cache-dtype fp8",
     parse_int=vllm_int,
     speculation=read_speculation,
+    model_reader=read_model,
 )
