@@ -20,8 +20,9 @@ def command() -> Callable[..., None]:
 
 def check_command(
     paths: List[str] = typer.Argument(..., help="Files, directories or globs ('deploy/**/*.yaml'): kvplan "
-                                      "deployment files, Kubernetes manifests, compose files, production-stack "
-                                      "Helm values, shell scripts."),
+                                      "deployment files, Kubernetes manifests, compose files, Helm values "
+                                      "(production-stack, llm-d modelservice, vLLM's chart), SkyPilot tasks, Ray "
+                                      "Serve LLM configs, shell scripts."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, json, junit, github or markdown."),
     gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="GPU type for deployments that name none "
                                       "(a `kvplan gpus` name or a node label such as NVIDIA-L4)."),
@@ -32,7 +33,8 @@ def check_command(
                                 "Face Hub (off by default: CI stays offline)."),
     strict: bool = typer.Option(False, "--strict", help="Warnings fail too (exit 1)."),
     ignore_unrecognized: bool = typer.Option(False, "--ignore-unrecognized", help="Skip files that hold no "
-                                             "deployment (for pre-commit, which passes every matching file)."),
+                                             "deployment (for pre-commit, which passes every matching file); a file "
+                                             "that runs an engine kvplan cannot read is still reported (a warning)."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
                                                "deployments of its model, GPU and engine version use its measured items."),
 ) -> None:

@@ -1,7 +1,8 @@
 """``kvplan check``: deployments read where they are, checked with ``kvplan.max_batch``.
 
 ``check(paths_or_globs)`` reads every file (kvplan deployment files, Kubernetes manifests, docker
-compose files, vLLM production-stack Helm values, shell scripts), checks each deployment and returns a
+compose files, Helm values of the vLLM production stack, llm-d modelservice and vLLM's chart, SkyPilot tasks, Ray
+Serve LLM configs, shell scripts), checks each deployment and returns a
 :class:`CheckReport` whose ``exit_code`` is 0 (all fit and meet their requirements), 1 (one does not)
 or 2 (an input is invalid). A bad file is reported and the others are still checked.
 """
@@ -141,20 +142,25 @@ def _walk(root: str, rest: list[str], *, hidden: bool = False) -> list[str]:
 
 
 def load_specs(directory: str | os.PathLike | None) -> dict[str, Any]:
-    """Pinned model specs (``kvplan spec`` output) in a directory, by id and alias (lower case)."""
+    """Pinned model specs in a directory, by id and alias (lower case): YAML specs (``kvplan spec`` output), and
+    model directories holding a config.json named as the Hub names the model (``DIR/<org>__<name>/config.json``
+    or ``DIR/<org>/<name>/config.json``, kvplan.sources.pinned), read when a deployment names that model. A YAML
+    spec wins over a model directory of the same id."""
     if directory is None:
         return {}
     from kvplan.errors import UsageError
+    from kvplan.sources.pinned import PinnedSpecs, config_dirs
     from kvplan.sources.yaml_spec import load_user_spec
 
     root = Path(directory)
     if not root.is_dir():
         raise UsageError(f"{directory}: not a directory", field="specs")
-    out: dict[str, Any] = {}
+    out = PinnedSpecs()
     for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.yml")]):
         spec = load_user_spec(path)
         for key in (spec.id, *spec.aliases):
             out.setdefault(key.lower(), spec)
+    out.dirs = {key: found for key, found in config_dirs(str(root)).items() if key not in out}
     return out
 
 
@@ -167,7 +173,8 @@ def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None 
     ``gpu``: the GPU type for deployments that name none. ``catalog``: a user GPU catalog file.
     ``specs``: a directory of pinned model specs. ``online``: allow the Hugging Face Hub for models
     neither bundled nor pinned (off: CI stays offline). ``strict``: warnings fail too.
-    ``ignore_unrecognized``: skip files that hold no deployment (for pre-commit, which passes every file).
+    ``ignore_unrecognized``: skip files that hold no deployment (for pre-commit, which passes every file); one
+    that runs an engine kvplan cannot read is reported as a warning (``engine-not-read``), never skipped.
     ``calibration``: a calibration file (``kvplan log --save``) for the deployments it matches.
     """
     from kvplan import __version__
@@ -220,19 +227,111 @@ def check_file(path: str, ctx: Any, *, ignore_unrecognized: bool = False) -> Fil
         result.skipped = True
         return result
     result.format = fmt
-    unrecognized = {"unknown-format", "no-serving-container", "unknown-kind"}
     if ignore_unrecognized:
-        if not deployments and all(f.code in unrecognized for f in findings):
+        findings = _unrecognized(path, findings, fmt)
+        if not deployments and not findings:
             result.skipped = True
             return result
-        findings = [f for f in findings if f.code != "unknown-kind"]
     result.findings.extend(findings)
     for dep in deployments:
         try:
-            result.deployments.extend(check_deployment(dep, ctx))
+            checked = check_deployment(dep, ctx)
         except Exception as exc:  # noqa: BLE001 - one deployment's failure must not end the report
-            result.deployments.append(_failed(dep, exc))
+            checked = [_failed(dep, exc)]
+        for r in checked:
+            if r.status == "invalid":  # not planned: say what the file says, not the defaults
+                _as_written(r, dep)
+        result.deployments.extend(checked)
     return result
+
+
+UNRECOGNIZED = frozenset({"unknown-format", "no-serving-container", "unknown-kind"})
+"""Findings ``--ignore-unrecognized`` drops, for a file (or, ``unknown-kind``, a document) that runs no engine."""
+
+
+SERVING_FORMATS = frozenset({"helm", "llm-d", "vllm-chart", "ray-serve"})
+"""Formats whose files exist to run an engine: a container or config of theirs kvplan cannot read is reported."""
+
+
+def _unrecognized(path: str, findings: list[Finding], fmt: str | None = None) -> list[Finding]:
+    """``--ignore-unrecognized`` (pre-commit passes every YAML file): a file kvplan does not read is skipped unless
+    it runs an engine (a launcher or an engine image in its text: the file's document for an unknown kind), which
+    is said as a warning (``engine-not-read``): a deployment kvplan cannot check is never passed over silently."""
+    if not any(f.code in UNRECOGNIZED for f in findings):
+        return findings
+    from kvplan.safe_io import read_text
+
+    try:
+        lines = read_text(path).splitlines()
+    except Exception:  # noqa: BLE001 - read once already; a file changed since is read as nothing
+        lines = []
+    starts = [i for i, line in enumerate(lines) if line.startswith("---")]  # document separators (0-based)
+    kept: list[Finding] = []
+    for f in findings:
+        if f.code not in UNRECOGNIZED:
+            kept.append(f)
+            continue
+        lo, hi = 0, len(lines)
+        if f.code == "unknown-kind" and f.line:  # this document only
+            lo = max([s for s in starts if s < f.line] or [0])
+            hi = min([s for s in starts if s >= f.line] or [len(lines)])
+        mention = engine_mention(lines, lo, hi) or ((f"a {fmt} file", f.line or 1) if fmt in SERVING_FORMATS
+                                                     else None)
+        if mention is not None:
+            what, at = mention
+            kept.append(Finding("warning", "engine-not-read", f"{f.message} (it runs an engine: {what} on line {at}; "
+                                "kvplan cannot read it, so it is not checked)", path,
+                                f.line if f.code == "unknown-kind" and f.line else at,
+                                deployment=f.deployment))
+    return kept
+
+
+def engine_mention(lines: list[str], lo: int = 0, hi: int | None = None) -> tuple[str, int] | None:
+    """The first engine launcher or engine image named in ``lines[lo:hi]``: (what, 1-based line), or None."""
+    import re
+
+    from kvplan.engines.serve import serving_engines
+
+    needles: list[str] = []
+    patterns: list[Any] = []
+    for serve in serving_engines():
+        needles += [f"{c} serve" for c in serve.commands] + list(serve.modules)
+        needles += [c for c in serve.commands if serve.default_serve]  # trtllm-serve MODEL
+        patterns += [re.compile(p) for p in serve.images]
+    for i in range(lo, len(lines) if hi is None else hi):
+        line = " ".join(lines[i].split()) if "  " in lines[i] or "\t" in lines[i] else lines[i]
+        for needle in needles:
+            if needle in line:
+                return needle, i + 1
+        for pattern in patterns:
+            m = pattern.search(line)
+            if m:
+                return f"image {m.group(0)[:40]}", i + 1
+    return None
+
+
+def _as_written(result: DeploymentResult, dep: Any) -> None:
+    """A deployment that was not planned shows the parallelism, GPUs, length and KV dtype its file gives: the value
+    where it is written, None where it is an unresolved substitution, the engine's default (1) where not written."""
+    from kvplan.engines.serve import serve_flags
+
+    serve = serve_flags(dep.engine)
+    unknown = {serve.setting(u.spelled) if serve is not None else None for u in dep.unknowns}
+    for key in ("tp", "pp", "dp"):
+        value = dep.setting(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            setattr(result, key, value)
+        else:
+            setattr(result, key, None if key in unknown else 1)
+    if result.gpu_count is None and dep.gpu_count is not None and isinstance(dep.gpu_count.value, int):
+        result.gpu_count = dep.gpu_count.value
+    mml = dep.setting("max_model_len")
+    if result.max_model_len is None and isinstance(mml, int) and not isinstance(mml, bool):
+        result.max_model_len = mml
+    if result.kv_dtype is None and dep.setting("kv_cache_dtype") is not None:
+        result.kv_dtype = str(dep.setting("kv_cache_dtype"))
+    if result.engine_version is None and dep.engine_version is not None:
+        result.engine_version = str(dep.engine_version.value)
 
 
 def _brief(exc: BaseException) -> str:
@@ -288,6 +387,12 @@ def read_file(path: str) -> tuple[str | None, list[Any], list[Finding]]:
         if not deployments and not findings:
             findings = [_none(path, "helm", getattr(first, "line", 1))]
         return "helm", deployments, findings
+    for fmt, looks, reader in _values_formats():  # Helm values of other charts, task files, Serve configs
+        if looks(first):
+            deployments, findings, _ = reader(first, path, base_dir)
+            if not deployments and not findings:
+                findings = [_none(path, fmt, getattr(first, "line", 1))]
+            return fmt, deployments, findings
     if compose.looks_like(first):
         deployments, findings, _ = compose.read(first, path, base_dir)
         if not deployments and not findings:
@@ -301,8 +406,16 @@ def read_file(path: str) -> tuple[str | None, list[Any], list[Finding]]:
             findings.append(_none(path, "kubernetes", docs[0][1]))
         return "kubernetes", deployments, findings
     return None, [], [Finding("error", "unknown-format", "not a deployment kvplan reads (a kvplan deployment file, "
-                              "Kubernetes manifest, docker compose file, production-stack Helm values or shell "
-                              "script)", path, getattr(first, "line", 1), invalid_input=True)]
+                              "Kubernetes manifest, docker compose file, Helm values of production-stack, llm-d or "
+                              "vLLM's chart, SkyPilot task, Ray Serve LLM config or shell script)", path, getattr(first, "line", 1), invalid_input=True)]
+
+
+def _values_formats() -> list[tuple[str, Any, Any]]:
+    """(format, looks_like, read) of the readers tried after the production stack."""
+    from kvplan.deploy import helm, llmd, ray_serve, skypilot
+
+    return [("llm-d", llmd.looks_like, llmd.read), ("vllm-chart", helm.looks_like_vllm_chart, helm.read_vllm_chart),
+            ("skypilot", skypilot.looks_like, skypilot.read), ("ray-serve", ray_serve.looks_like, ray_serve.read)]
 
 
 def _engine_config(data: Any) -> bool:
@@ -318,7 +431,8 @@ def _engine_config(data: Any) -> bool:
 
 def _none(path: str, fmt: str, line: int | None) -> Finding:
     what = {"kubernetes": "no container", "compose": "no service", "helm": "no enabled modelSpec",
-            "shell": "no command"}[fmt]
+            "shell": "no command", "llm-d": "no decode or prefill container", "vllm-chart": "image.command",
+            "skypilot": "no command of run:", "ray-serve": "no LLMConfig"}.get(fmt, "nothing")
     return Finding("error", "no-serving-container", f"{what} runs an engine (vllm serve MODEL, python -m "
                    "vllm.entrypoints.openai.api_server, python -m sglang.launch_server, trtllm-serve MODEL)", path, line,
                    invalid_input=True)

@@ -22,6 +22,8 @@ from kvplan.errors import ConfigError
 class Token:
     text: str
     line: int | None = None
+    shell: bool = False
+    """Whether the word comes from shell text (a script, ``sh -c``): a shell evaluates ``$((...))`` in it."""
 
 
 class FlagError(ConfigError):
@@ -72,18 +74,33 @@ _PYTHON = re.compile(r"^(.*/)?python[0-9.]*$")
 # ----------------------------------------------------------------------------- substitutions
 
 # a default stops at the next '${' (not only at '}'): each '${' scans its own default, not the rest of the text
-# ('${a:-' a million times, with no '}', was a quadratic search)
-_SUBST = re.compile(r"\$\((?P<k8s>[A-Za-z_][A-Za-z0-9_]*)\)"
+# ('${a:-' a million times, with no '}', was a quadratic search). '$((' runs to the next parenthesis only
+# ([^()]*, then '))'): each '$((' scans its own run, which no other '$((' starts inside, so the search is linear;
+# arithmetic with inner parentheses is left unknown.
+_SUBST = re.compile(r"\$\(\((?P<arith>[^()]*)\)\)"
+                    r"|\$\((?P<k8s>[A-Za-z_][A-Za-z0-9_]*)\)"
                     r"|\$\{(?P<brace>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-=?+])(?P<default>(?:[^}$]|\$(?!\{))*))?\}"
                     r"|\$(?P<plain>[A-Za-z_][A-Za-z0-9_]*)")
+_KUBELET = re.compile(r"\$\$|\$\((?P<name>[A-Za-z_][A-Za-z0-9_]*)\)")
+_VAR_NAMES = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def substitute(text: str, env: dict[str, str], *, k8s: bool = False) -> tuple[str, tuple[str, ...]]:
-    """Replace ``$VAR`` / ``${VAR}`` / ``${VAR:-default}`` (and ``$(VAR)`` where ``k8s``) from ``env``.
+def substitute(text: str, env: dict[str, str], *, k8s: bool = False,
+               arithmetic: bool = False) -> tuple[str, tuple[str, ...]]:
+    """Replace ``$VAR`` / ``${VAR}`` / ``${VAR:-default}`` (and ``$(VAR)`` where ``k8s``) from ``env``;
+    ``arithmetic`` (shell text): ``$((...))`` too, evaluated as bash does (:func:`arithmetic_value`).
     Returns the text and the names left unresolved (kept as written)."""
     missing: list[str] = []
 
     def repl(m: re.Match) -> str:
+        if m.group("arith") is not None:
+            if not arithmetic:
+                return m.group(0)
+            value, unknown = arithmetic_value(m.group("arith"), env)
+            if value is None:
+                missing.extend(unknown)
+                return m.group(0)
+            return str(value)
         if m.group("k8s"):
             if not k8s:
                 return m.group(0)
@@ -112,6 +129,144 @@ def substitute(text: str, env: dict[str, str], *, k8s: bool = False) -> tuple[st
     return _SUBST.sub(repl, text), tuple(dict.fromkeys(missing))
 
 
+def kubelet_expand(text: str, env: dict[str, str]) -> str:
+    """What the kubelet does to a container's command and args before anything runs: ``$(VAR)`` from the
+    container's env (an undefined one is kept as written), ``$$`` to ``$``; nothing else (``${VAR}`` and
+    ``$((...))`` are the shell's, later, with the script's own variables)."""
+    if "$" not in text:
+        return text
+
+    def repl(m: re.Match) -> str:
+        name = m.group("name")
+        if name is None:
+            return "$"
+        return env.get(name, m.group(0))
+
+    return _KUBELET.sub(repl, text)
+
+
+# ----------------------------------------------------------------------------- shell arithmetic
+
+_ARITH_MAX_CHARS = 256  # '$((LWS_GROUP_SIZE * DP_SIZE_LOCAL))' is 30: longer is not a deployment's arithmetic
+_ARITH_TOKEN = re.compile(r"(?P<num>[0-9]{1,19})(?![0-9A-Za-z_])|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/%])")
+_ARITH_ADJACENT = re.compile(r"[0-9A-Za-z_][ \t\n]+[0-9A-Za-z_]")  # '1 2': two operands in a row, bash's error
+_INT64 = (1 << 63) - 1  # bash's arithmetic is on signed 64-bit integers (it wraps past them: said unknown here)
+
+
+def arithmetic_value(expr: str, env: dict[str, str]) -> tuple[int | None, tuple[str, ...]]:
+    """The value of a shell arithmetic expansion ``$((expr))``, as bash computes it, or (None, what is unknown).
+
+    Read: decimal integers, variables (``NAME``, ``$NAME``, ``${NAME}``, ``${NAME:-default}``) whose value is a
+    decimal integer, unary ``+ -``, ``* / %`` before ``+ -``, left to right, division truncating toward zero (C's,
+    as bash). Anything else (an undefined variable: bash would take it as 0, but a value the file does not give is
+    not known; octal or hex literals, ``**``, comparisons, parentheses, a value past 64 bits, a division by zero)
+    leaves the value unknown: the names it uses, or the expression."""
+    whole = f"$(({expr}))"
+    shown_expr = whole if len(whole) <= 40 else whole[:37] + "..."
+    if len(expr) > _ARITH_MAX_CHARS:
+        return None, (shown_expr,)
+    text, missing = substitute(expr, env)  # $VAR and ${VAR:-0} inside: the shell expands them first
+    if missing:
+        return None, missing
+    if _ARITH_ADJACENT.search(text):
+        return None, (shown_expr,)
+    text = "".join(text.split())  # blanks only separate tokens (two operands in a row were refused above)
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    unknown: list[str] = []
+    while pos < len(text):
+        m = _ARITH_TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            return None, (shown_expr,)
+        pos = m.end()
+        if m.group("num") is not None:
+            digits = m.group("num")
+            if len(digits) > 1 and digits.startswith("0"):  # octal in bash: not a deployment's number
+                return None, (shown_expr,)
+            tokens.append(("n", digits))
+        elif m.group("name") is not None:
+            name = m.group("name")
+            value = env.get(name)
+            if value is None:
+                unknown.append(name)
+                tokens.append(("n", "0"))
+                continue
+            literal = value.strip()
+            if not re.fullmatch(r"-?(?:0|[1-9][0-9]{0,18})", literal):  # bash would evaluate it as an expression
+                return None, (name,)
+            tokens.append(("n", literal))
+        else:
+            tokens.append(("o", m.group("op")))
+    if unknown:
+        return None, tuple(dict.fromkeys(unknown))
+    try:
+        value = _arith_sum(tokens)
+    except ValueError:
+        return None, (shown_expr,)
+    return value, ()
+
+
+def _arith_sum(tokens: list[tuple[str, str]]) -> int:
+    """Evaluate ``term (('+'|'-') term)*`` over the tokens (ValueError where bash would fail or wrap)."""
+    terms: list[list[tuple[str, str]]] = [[]]
+    signs = [1]
+    for i, (kind, text) in enumerate(tokens):
+        # a binary + or - follows a number; after an operator (or first) it is a unary sign of the next term
+        if kind == "o" and text in "+-" and terms[-1] and terms[-1][-1][0] == "n":
+            terms.append([])
+            signs.append(1 if text == "+" else -1)
+        else:
+            terms[-1].append((kind, text))
+    total = 0
+    for sign, term in zip(signs, terms):
+        total += sign * _arith_product(term)
+        _check64(total)
+    return total
+
+
+def _arith_product(tokens: list[tuple[str, str]]) -> int:
+    """``factor (('*'|'/'|'%') factor)*`` where a factor is a number after any unary signs."""
+    if not tokens:
+        raise ValueError("empty")
+    value: int | None = None
+    op: str | None = None
+    sign = 1
+    expect_number = True
+    for kind, text in tokens:
+        if expect_number:
+            if kind == "o" and text in "+-":
+                sign = -sign if text == "-" else sign
+                continue
+            if kind != "n":
+                raise ValueError(text)
+            number = sign * int(text)
+            sign = 1
+            if value is None:
+                value = number
+            elif op == "*":
+                value *= number
+            elif number == 0:  # bash: "division by 0"
+                raise ValueError("division by zero")
+            else:
+                quotient = abs(value) // abs(number) * (1 if (value >= 0) == (number >= 0) else -1)
+                value = quotient if op == "/" else value - quotient * number
+            _check64(value)
+            expect_number = False
+        else:
+            if kind != "o" or text not in "*/%":
+                raise ValueError(text)
+            op = text
+            expect_number = True
+    if expect_number or value is None:
+        raise ValueError("trailing operator")
+    return value
+
+
+def _check64(value: int) -> None:
+    if not -_INT64 - 1 <= value <= _INT64:
+        raise ValueError("past 64 bits")
+
+
 # ----------------------------------------------------------------------------- shell text
 
 _SEPARATORS = {";", "&&", "||", "|", "&", "\n"}
@@ -119,31 +274,52 @@ _SEPARATORS = {";", "&&", "||", "|", "&", "\n"}
 
 def shell_commands(text: str, first_line: int | None) -> list[list[Token]]:
     """Split shell text into simple commands (at ``;``, ``&&``, ``||``, ``|``, newlines), each a list
-    of tokens with the line each starts on. Backslash-newline continuations join lines."""
+    of tokens with the line each starts on. Backslash-newline continuations join lines; a quoted word may span
+    lines (``--kv-transfer-config '{\\n "kv_connector": ...}'``), its newlines kept, as the shell keeps them;
+    ``$(( a * b ))`` is one word. A quote never closed drops that command (the shell refuses it too)."""
     commands: list[list[Token]] = []
     physical = text.split("\n")
     i = 0
     while i < len(physical):
-        start = i
-        segments = [physical[i]]
-        while segments[-1].rstrip().endswith("\\") and i + 1 < len(physical):
-            segments[-1] = segments[-1].rstrip()[:-1]
+        # chunks: (text, index of its first physical line); a chunk ends where a line ends outside quotes
+        chunks: list[tuple[str, int]] = []
+        lines = [physical[i]]
+        chunk_start = i
+        state = _quote_state(physical[i], None)
+        closed = True
+        while True:
+            if state is not None:  # inside a quote: the newline is part of the word
+                if i + 1 >= len(physical):
+                    closed = False
+                    i += 1
+                    break
+                i += 1
+                lines.append(physical[i])
+                state = _quote_state(physical[i], state)
+                continue
+            last = lines[-1].rstrip()
+            if last.endswith("\\") and i + 1 < len(physical):  # continuation: the next line joins this command
+                lines[-1] = last[:-1]
+                chunks.append(("\n".join(lines), chunk_start))
+                i += 1
+                lines, chunk_start = [physical[i]], i
+                state = _quote_state(physical[i], None)
+                continue
+            chunks.append(("\n".join(lines), chunk_start))
             i += 1
-            segments.append(physical[i])
-        i += 1
+            break
+        if not closed:
+            continue
         tokens: list[Token] = []
-        ok = True
-        for offset, segment in enumerate(segments):
-            words = _split_words(segment)
+        for chunk, start in chunks:
+            if chunk.lstrip().startswith("#"):  # a comment line: no words (and no shlex pass over it)
+                continue
+            words = _split_words(_one_word_arithmetic(chunk))
             if words is None:
-                ok = False
+                tokens = []
                 break
-            line = None if first_line is None else first_line + start + offset
-            tokens.extend(Token(w, line) for w in words)
-        if not ok:  # a quote spans lines: tokenize the joined text, all on the first line
-            words = _split_words(" ".join(segments)) or []
             line = None if first_line is None else first_line + start
-            tokens = [Token(w, line) for w in words]
+            tokens.extend(Token(w, line, shell=True) for w in words)
         current: list[Token] = []
         for tok in tokens:
             if tok.text in _SEPARATORS:
@@ -155,6 +331,52 @@ def shell_commands(text: str, first_line: int | None) -> list[list[Token]]:
         if current:
             commands.append(current)
     return commands
+
+
+_UNQUOTED_STOP = re.compile(r"['\"\\#]")
+_DOUBLE_STOP = re.compile(r'["\\]')
+_ARITH_WORD = re.compile(r"\$\(\(([^()]*)\)\)")  # as in _SUBST: linear
+
+
+def _quote_state(line: str, state: str | None) -> str | None:
+    """The quote open at the end of ``line`` (``'``, ``"`` or None), given the one open at its start: a linear
+    scan (a regex search to each quote, escape or comment), as the shell reads quotes (no escape inside ``'``)."""
+    i, n = 0, len(line)
+    while i < n:
+        if state is None:
+            m = _UNQUOTED_STOP.search(line, i)
+            if m is None:
+                return None
+            ch, j = m.group(), m.start()
+            if ch == "\\":
+                i = j + 2
+            elif ch == "#":
+                if j == 0 or line[j - 1] in " \t;&|(":  # a comment: a quote in it ("don't") opens nothing
+                    return None
+                i = j + 1
+            else:
+                state, i = ch, j + 1
+        elif state == "'":
+            j = line.find("'", i)
+            if j < 0:
+                return state
+            state, i = None, j + 1
+        else:
+            m = _DOUBLE_STOP.search(line, i)
+            if m is None:
+                return state
+            if m.group() == "\\":
+                i = m.start() + 2
+            else:
+                state, i = None, m.end()
+    return state
+
+
+def _one_word_arithmetic(text: str) -> str:
+    """``$(( A * B ))`` without its blanks, so that splitting words keeps it one word (the shell does)."""
+    if "$((" not in text:
+        return text
+    return _ARITH_WORD.sub(lambda m: "$((" + "".join(m.group(1).split()) + "))", text)
 
 
 _PLAIN_WORDS = re.compile(r"[^'\"\\#;&|]*")  # no quote, escape, comment or separator: shlex only splits on blanks
@@ -186,7 +408,7 @@ def shell_assignments(command: list[Token], env: dict[str, str]) -> bool:
     for w in words:
         m = _ASSIGN.match(w)
         assert m
-        value, missing = substitute(m.group(2), env)
+        value, missing = substitute(m.group(2), env, arithmetic=True)
         if not missing:
             env[m.group(1)] = value
     return True
@@ -195,11 +417,13 @@ def shell_assignments(command: list[Token], env: dict[str, str]) -> bool:
 # ----------------------------------------------------------------------------- invocations
 
 def find_invocation(argv: list[Token], env: dict[str, str] | None = None, *, k8s: bool = False,
-                    implicit: ServeFlags | None = None) -> Invocation | None:
+                    implicit: ServeFlags | None = None,
+                    modules: dict[str, str] | None = None) -> Invocation | None:
     """The engine invocation in ``argv`` (a container's command + args, or one shell command), or None.
 
     ``implicit``: the server an image runs when argv holds only arguments (``vllm serve`` for
-    vllm/vllm-openai). ``sh -c SCRIPT`` is searched inside its script.
+    vllm/vllm-openai). ``sh -c SCRIPT`` is searched inside its script. ``modules``: more ``python -m`` modules
+    that run an engine with that engine's flags (a platform's wrapper: ``dynamo.vllm`` -> ``vllm``).
     """
     env = dict(env or {})
     words = [t.text for t in argv]
@@ -208,15 +432,18 @@ def find_invocation(argv: list[Token], env: dict[str, str] | None = None, *, k8s
         for j, w in enumerate(words[1:], start=1):
             if w.startswith("-") and "c" in w[1:] and j + 1 < len(argv):
                 script = argv[j + 1]
+                params = argv[j + 3:]  # sh -c SCRIPT $0 $1 ...: "$@" in the script is $1 ... (KServe's runtimes)
                 for command in shell_commands(script.text, script.line):
                     if shell_assignments(command, env):
                         continue
-                    found = find_invocation(command, env, k8s=k8s)
+                    if params:
+                        command = [p for t in command for p in (params if t.text in ("$@", "${@}") else [t])]
+                    found = find_invocation(command, env, k8s=k8s, modules=modules)
                     if found is not None:
                         return found
                 return None
         return None
-    start = _launcher(words)
+    start = _launcher(words, modules)
     if start is None:
         if implicit is not None and (not words or words[0].startswith("-") or "/" in words[0]):
             line = argv[0].line if argv else None
@@ -233,7 +460,7 @@ def find_invocation(argv: list[Token], env: dict[str, str] | None = None, *, k8s
     for tok in argv[:index]:  # VAR=value prefixes: the server's environment only
         m = _ASSIGN.match(tok.text)
         if m:
-            inv.environment[m.group(1)] = (substitute(m.group(2), env, k8s=k8s)[0], tok.line)
+            inv.environment[m.group(1)] = (substitute(m.group(2), env, k8s=k8s, arithmetic=tok.shell)[0], tok.line)
     return inv
 
 
@@ -244,7 +471,7 @@ def image_server(image: object) -> ServeFlags | None:
     return next((serve for serve in serving_engines() if serve.runs_image(image)), None)
 
 
-def _launcher(words: list[str]) -> tuple[ServeFlags, str, int] | None:
+def _launcher(words: list[str], modules: dict[str, str] | None = None) -> tuple[ServeFlags, str, int] | None:
     i = 0
     wrappers = {w for serve in serving_engines() for w in serve.wrappers}
     while i < len(words):  # exec / env / VAR=value / nohup prefixes, and the engines' own launch wrappers
@@ -270,6 +497,9 @@ def _launcher(words: list[str]) -> tuple[ServeFlags, str, int] | None:
         for j in range(1, len(rest) - 1):
             if rest[j] == "-m":
                 module = rest[j + 1]
+                wrapped = serve_flags(modules[module]) if modules and module in modules else None
+                if wrapped is not None:
+                    return wrapped, f"python -m {module}", i + j + 2
                 for serve in servers:
                     if module in serve.modules and (not serve.default_serve or _default_command(rest[j + 2:])):
                         return serve, f"python -m {module}", i + j + 2
@@ -295,7 +525,7 @@ def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token
     env = dict(env)
     for tok in head:  # VAR=value before the command (also behind env)
         if m := _ASSIGN.match(tok.text):
-            value, missing = substitute(m.group(2), env, k8s=k8s)
+            value, missing = substitute(m.group(2), env, k8s=k8s, arithmetic=tok.shell)
             if not missing:
                 env[m.group(1)] = value
     positional_model = launcher.endswith(" serve") or serve.default_serve
@@ -308,7 +538,7 @@ def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token
             continue
         if not text.startswith("-") or _is_number(text):
             if positional_model and inv.model is None and "model" not in inv.options:
-                value, missing = substitute(text, env, k8s=k8s)
+                value, missing = substitute(text, env, k8s=k8s, arithmetic=tok.shell)
                 inv.model = Option("model", "MODEL (positional)", value, tok.line, missing)
             i += 1
             continue
@@ -326,9 +556,9 @@ def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token
             i += 1
             continue
         if has_eq:
-            raw, i = inline, i + 1
+            raw, i, shell = inline, i + 1, tok.shell
         elif i + 1 < len(args) and (not args[i + 1].text.startswith("-") or _is_number(args[i + 1].text)):
-            raw, i = args[i + 1].text, i + 2
+            raw, i, shell = args[i + 1].text, i + 2, args[i + 1].shell
         elif key is not None:
             raise FlagError(f"{flag} has no value (the engine would refuse to start)", tok.line)
         else:
@@ -340,7 +570,10 @@ def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token
             continue
         if raw == "" and key is not None:
             raise FlagError(f"{flag} has an empty value", tok.line)
-        value, missing = substitute(raw, env, k8s=k8s)
+        value, missing = substitute(raw, env, k8s=k8s, arithmetic=shell)
+        if value == "" and not missing:  # ${X-} / ${X:-} of a variable the file does not define: not known here
+            missing = tuple(n for n in _VAR_NAMES.findall(raw) if n not in env) or (raw,)
+            value = raw
         option = Option(key, flag, value, tok.line, missing)
         if key == "model":
             inv.model = option

@@ -15,7 +15,14 @@ from typing import Any
 
 from kvplan.deploy.config_files import attach, k8s_configmaps
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
-from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, image_server, substitute
+from kvplan.deploy.flags import (
+    FlagError,
+    Token,
+    apply_invocation,
+    find_invocation,
+    image_server,
+    kubelet_expand,
+)
 from kvplan.deploy.gpus import GPU_LABEL_KEYS
 from kvplan.deploy.host_memory import k8s_limit
 from kvplan.deploy.report import Finding
@@ -41,6 +48,28 @@ OTHER_KINDS = {
     "Certificate", "Issuer", "ClusterIssuer", "VirtualService", "DestinationRule",
 }
 _VERSION_TAG = re.compile(r":v?(\d+\.\d+(?:\.\d+)?)")
+#: Platform kinds with a reader of their own (kvplan/deploy/kserve.py, dynamo.py, aibrix.py).
+PLATFORM_KINDS = ("LLMInferenceService", "InferenceService", "DynamoGraphDeployment", "RayClusterFleet", "RayCluster")
+#: Platform kinds that run nothing by themselves: a KServe runtime is read through the InferenceService naming it,
+#: a KServe LLMInferenceServiceConfig is the platform's template (its image and flags are not the service's).
+PLATFORM_OTHER_KINDS = {"ServingRuntime", "ClusterServingRuntime", "LLMInferenceServiceConfig", "PodAutoscaler",
+                        "ModelAdapter", "KVCache"}
+
+
+def _platform_reader(kind: Any) -> Any:
+    if kind in ("LLMInferenceService", "InferenceService"):
+        from kvplan.deploy import kserve
+
+        return kserve.read_llm_service if kind == "LLMInferenceService" else kserve.read_inference_service
+    if kind == "DynamoGraphDeployment":
+        from kvplan.deploy import dynamo
+
+        return dynamo.read_graph
+    if kind in ("RayClusterFleet", "RayCluster"):
+        from kvplan.deploy import aibrix
+
+        return aibrix.read_ray
+    return None
 
 
 def looks_like(data: Any) -> bool:
@@ -87,9 +116,17 @@ def read(docs: list[tuple[Any, int]], path: str, base_dir: Path) -> tuple[list[D
             workloads += 1
             deployments += _lws(doc, path, base_dir, findings, configmaps)
             continue
+        reader = _platform_reader(kind)
+        if reader is not None:  # KServe, NVIDIA Dynamo, KubeRay / AIBrix: their own readers
+            workloads += 1
+            deployments += reader(doc, docs, path, base_dir, findings)
+            continue
+        if kind in PLATFORM_OTHER_KINDS:
+            continue
         if kind not in WORKLOADS:
+            read_kinds = sorted([*WORKLOADS, "LeaderWorkerSet", *PLATFORM_KINDS])
             findings.append(Finding("error", "unknown-kind",
-                                    f"unknown kind '{kind}': kvplan reads {', '.join(sorted([*WORKLOADS, 'LeaderWorkerSet']))}",
+                                    f"unknown kind '{kind}': kvplan reads {', '.join(read_kinds)}",
                                     path, line_at(doc, "kind"), invalid_input=True))
             continue
         workloads += 1
@@ -134,47 +171,71 @@ def _lws(doc: LDict, path: str, base_dir: Path, findings: list[Finding],
                                 "pod spec", path, line_at(template), invalid_input=True))
         return []
     metas = [doc.get("metadata"), dig(template, "leaderTemplate", "metadata"), dig(template, "workerTemplate", "metadata")]
-    deps = _pod(doc, leader, metas, path, base_dir, findings, group=size if isinstance(size, int) else 1,
+    group = size if isinstance(size, int) and not isinstance(size, bool) and size >= 1 else 1
+    # LeaderWorkerSet sets LWS_GROUP_SIZE in every pod of a group (its pod webhook): '$((LWS_GROUP_SIZE * 8))'
+    env = {"LWS_GROUP_SIZE": str(group)} if group == size else {}
+    deps = _pod(doc, leader, metas, path, base_dir, findings, group=group,
                 worker=worker if isinstance(worker, dict) else None, size_line=line_at(template, "size"),
-                configmaps=configmaps)
+                configmaps=configmaps, env=env)
     return deps
 
 
-def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, findings: list[Finding], *,
-         group: int, worker: LDict | None = None, size_line: int | None = None,
-         configmaps: dict[str, Any] | None = None) -> list[Deployment]:
-    name = str(dig(doc, "metadata", "name") or doc.get("kind"))
+def annotations_of(metas: list[Any]) -> dict[str, tuple[str, int | None, str]]:
+    """The ``kvplan/...`` annotations of the given metadata mappings, later ones winning."""
     notes: dict[str, tuple[str, int | None, str]] = {}
     for meta in metas:
         if isinstance(meta, dict):
             notes.update(kvplan_annotations(meta.get("annotations")))
-    gpus = _gpu_labels(pod)
-    containers = pod.get("containers")
-    out: list[Deployment] = []
-    if not isinstance(containers, list):
-        return out
+    return notes
+
+
+def serving_containers(containers: Any, name: str, path: str, findings: list[Finding], *,
+                       env: dict[str, str] | None = None,
+                       modules: dict[str, str] | None = None) -> list[tuple[LDict, Any]]:
+    """(container, invocation) of each container that runs an engine; a container whose flags the engine would
+    refuse is that deployment's invalid finding."""
     serving = []
-    for i, c in enumerate(containers):
+    for i, c in enumerate(containers if isinstance(containers, list) else []):
         if not isinstance(c, dict):
             continue
         try:
-            inv = _invocation(c)
+            inv = _invocation(c, env, modules)
         except FlagError as exc:
             findings.append(Finding("error", "invalid-input", f"container {c.get('name', i)}: {exc}", path,
                                     exc.line, deployment=name, invalid_input=True))
             continue
         if inv is not None:
             serving.append((c, inv))
+    return serving
+
+
+def container_deployment(dep_name: str, c: LDict, inv: Any, pod: LDict, path: str, base_dir: Path, *,
+                         source: str = "kubernetes", configmaps: dict[str, Any] | None = None,
+                         version: bool = True) -> Deployment:
+    """A deployment from a container running an engine: its flags, the image's version (``version``: the image
+    is the engine's, not a platform's), the pod's GPU labels and memory limit. The GPU count is the caller's."""
+    dep = Deployment(name=dep_name, file=path, line=line_at(c), source=source, base_dir=base_dir)
+    apply_invocation(dep, inv)
+    attach(dep, k8s_configmaps(c, pod, configmaps or {}, path))  # --extra_llm_api_options from a ConfigMap
+    _unknown_env(dep, c, inv.engine)
+    tag = image_version(c.get("image"), inv.engine) if version else None
+    if tag:
+        dep.engine_version = Value(tag, line_at(c, "image"), "image tag")
+    dep.gpus = [Value(v, line, key) for v, line, key in _gpu_labels(pod)]
+    dep.host_memory = k8s_limit(c)
+    return dep
+
+
+def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, findings: list[Finding], *,
+         group: int, worker: LDict | None = None, size_line: int | None = None,
+         configmaps: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> list[Deployment]:
+    name = str(dig(doc, "metadata", "name") or doc.get("kind"))
+    notes = annotations_of(metas)
+    out: list[Deployment] = []
+    serving = serving_containers(pod.get("containers"), name, path, findings, env=env)
     for c, inv in serving:
         dep_name = name if len(serving) == 1 else f"{name}/{c.get('name')}"
-        dep = Deployment(name=dep_name, file=path, line=line_at(c), source="kubernetes", base_dir=base_dir)
-        apply_invocation(dep, inv)
-        attach(dep, k8s_configmaps(c, pod, configmaps or {}, path))  # --extra_llm_api_options from a ConfigMap
-        _unknown_env(dep, c, inv.engine)
-        version = image_version(c.get("image"), inv.engine)
-        if version:
-            dep.engine_version = Value(version, line_at(c, "image"), "image tag")
-        dep.gpus = [Value(v, line, key) for v, line, key in gpus]
+        dep = container_deployment(dep_name, c, inv, pod, path, base_dir, configmaps=configmaps)
         count, count_line = _gpu_count(c)
         if count is not None:
             total, spelled = count, "nvidia.com/gpu limit"
@@ -218,8 +279,10 @@ def _apply_annotations(dep: Deployment, notes: dict[str, tuple[str, int | None, 
             dep.requirements[key] = Value(text, line, spelled, text)
 
 
-def _invocation(c: LDict) -> Any:
-    env = {}
+def _invocation(c: LDict, extra_env: dict[str, str] | None = None, modules: dict[str, str] | None = None) -> Any:
+    """The engine a container runs. ``extra_env``: variables the platform sets in the pod (LWS_GROUP_SIZE), which
+    the container's own ``env`` overrides; ``modules``: the platform's ``python -m`` wrappers of an engine."""
+    env = dict(extra_env or {})
     for e in c.get("env") or []:
         if isinstance(e, dict) and isinstance(e.get("name"), str) and "value" in e and e["value"] is not None:
             env[e["name"]] = str(e["value"])
@@ -236,11 +299,8 @@ def _invocation(c: LDict) -> Any:
             argv.append(Token(str(item), line))
     implicit = image_server(c.get("image")) if c.get("command") is None else None
     # the kubelet expands $(VAR) from the container's env before anything runs
-    expanded = []
-    for t in argv:
-        text, _ = substitute(t.text, {k: v for k, v in env.items()}, k8s=True)
-        expanded.append(Token(text, t.line))
-    inv = find_invocation(expanded, env, k8s=True, implicit=implicit)
+    expanded = [Token(kubelet_expand(t.text, env), t.line) for t in argv]
+    inv = find_invocation(expanded, env, k8s=True, implicit=implicit, modules=modules)
     if inv is not None:  # the container's env entries, with their lines
         for e in c.get("env") or []:
             if isinstance(e, dict) and e.get("name") in env and e["name"] in inv.environment:

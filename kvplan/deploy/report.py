@@ -24,7 +24,7 @@ class Finding:
     gpu-count, tp-exceeds-kv-heads, engine-refuses, unknown-value, model-unresolved, unknown-gpu,
     prefix-caching, speculation-not-planned, offload-not-planned, offload-off, host-memory, default-swap,
     simple-offload, lmcache-value, not-read, config-file, kv-token-cap, engine-not-planned, invalid-input,
-    malformed-yaml, unknown-kind, no-serving-container, unknown-format,
+    malformed-yaml, unknown-kind, no-serving-container, unknown-format, engine-not-read,
     no-files."""
     message: str
     file: str
@@ -71,9 +71,11 @@ class DeploymentResult:
     gpu_count: int | None = None
     engine: str = "vllm"
     engine_version: str | None = None
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
+    tp: int | None = 1
+    """As planned; where the deployment was not planned (invalid), as its file gives it: None where the file's value
+    is an unresolved substitution."""
+    pp: int | None = 1
+    dp: int | None = 1
     kv_dtype: str | None = None
     max_model_len: int | None = None
     max_num_seqs: int | None = None
@@ -122,7 +124,8 @@ class DeploymentResult:
 class FileResult:
     path: str
     format: str | None = None
-    """kvplan, kubernetes, compose, helm, shell; None when unreadable or unrecognized."""
+    """kvplan, kubernetes, compose, helm, shell, llm-d, vllm-chart, skypilot, ray-serve (and the formats other readers
+    add); None when unreadable or unrecognized."""
     findings: list[Finding] = field(default_factory=list)
     """Problems with the file itself (not one deployment's)."""
     deployments: list[DeploymentResult] = field(default_factory=list)
@@ -161,15 +164,35 @@ class CheckReport:
         return 0
 
     def counts(self) -> dict[str, int]:
+        """``deployments`` = ``passed`` (pass or warn) + ``failed`` + ``invalid``: each deployment counted once, by its
+        status. Files apart: ``files`` = those checked (read, with or without deployments) + ``files_invalid`` (a
+        file whose own finding is an invalid input: unreadable, unrecognized, a bad argument) + ``files_skipped``
+        (``--ignore-unrecognized``, engine config files)."""
         found = self.findings
         statuses = [d.status for d in self.deployments]
+        files_invalid = sum(1 for f in self.files if any(x.invalid_input for x in f.findings))
+        files_skipped = sum(1 for f in self.files if f.skipped)
         return {"files": len(self.files), "deployments": len(statuses),
                 "passed": statuses.count("pass") + statuses.count("warn"), "failed": statuses.count("fail"),
-                "invalid": statuses.count("invalid") + sum(1 for f in self.files if f.findings and
-                                                          any(x.invalid_input for x in f.findings)),
+                "invalid": statuses.count("invalid"),
+                "files_checked": len(self.files) - files_invalid - files_skipped, "files_invalid": files_invalid,
+                "files_skipped": files_skipped,
                 "errors": sum(f.severity == "error" for f in found),
                 "warnings": sum(f.severity == "warning" for f in found),
                 "notes": sum(f.severity == "note" for f in found)}
+
+    def summary(self) -> str:
+        """The one-line summary every format ends with: each count says what it counts, and they add up."""
+        c = self.counts()
+        verdict = {0: "all deployments fit", 1: "a deployment does not fit or misses a requirement",
+                   2: "an input is invalid"}[self.exit_code]
+        files = f"{c['files']} file(s)"
+        apart = [f"{c[k]} {label}" for k, label in (("files_invalid", "not read"), ("files_skipped", "skipped"))
+                 if c[k]]
+        if apart:
+            files += f" ({c['files_checked']} read, {', '.join(apart)})"
+        return (f"{c['deployments']} deployment(s) in {files}: {c['passed']} pass, {c['failed']} fail, "
+                f"{c['invalid']} invalid; {c['errors']} error(s), {c['warnings']} warning(s): {verdict}")
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form (docs/ci.md): fields are added over time, never renamed."""

@@ -39,11 +39,7 @@ def _num(v: Any) -> str:
 
 
 def _summary(report: CheckReport) -> str:
-    c = report.counts()
-    verdict = {0: "all deployments fit", 1: "a deployment does not fit or misses a requirement",
-               2: "an input is invalid"}[report.exit_code]
-    return (f"{c['deployments']} deployment(s) in {c['files']} file(s): {c['passed']} pass, {c['failed']} fail, "
-            f"{c['invalid']} invalid; {c['errors']} error(s), {c['warnings']} warning(s): {verdict}")
+    return report.summary()  # counts that add up, each saying what it counts (CheckReport.summary)
 
 
 _HEADER = ("status", "deployment", "where", "model", "GPUs", "engine", "max-model-len", "KV/GPU",
@@ -52,7 +48,7 @@ _HEADER = ("status", "deployment", "where", "model", "GPUs", "engine", "max-mode
 
 def _cells(d: DeploymentResult) -> tuple[str, ...]:
     return (_STATUS[d.status], d.name, f"{d.file}:{d.line}" if d.line else d.file, d.model or "-", _gpu(d),
-            d.engine + (f" tp{d.tp}" if d.tp > 1 else "") + (f" pp{d.pp}" if d.pp > 1 else ""),
+            d.engine + (f" tp{d.tp}" if (d.tp or 1) > 1 else "") + (f" pp{d.pp}" if (d.pp or 1) > 1 else ""),
             _num(d.max_model_len), _kv(d), _num(d.max_model_len_fit),
             "-" if d.max_concurrency is None else f"{d.max_concurrency:.2f}x")
 
@@ -113,7 +109,7 @@ def junit(report: CheckReport) -> str:
     c = report.counts()
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            f'<testsuites name="kvplan check" tests="{sum(max(len(f.deployments), 1) for f in report.files)}" '
-           f'failures="{c["failed"]}" errors="{c["invalid"]}">']
+           f'failures="{c["failed"]}" errors="{c["invalid"] + c["files_invalid"]}">']
     for f in report.files:
         cases = []
         if f.findings or not f.deployments:
