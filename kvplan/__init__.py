@@ -17,7 +17,7 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"  # the one place: pyproject.toml reads it (hatch dynamic version)
+from kvplan._version import __version__  # written once, in _version.py (pyproject.toml reads it)
 
 _LAZY = {
     # what kvplan computes

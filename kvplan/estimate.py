@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvplan import __version__
+from kvplan._version import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, get_engine
 from kvplan.engines.protocol import check_options, make_engine_options

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kvplan import __version__
+from kvplan._version import __version__
 from kvplan.budgets import MemoryItem, Settings
 from kvplan.budgets.base import given_kv_notes
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype

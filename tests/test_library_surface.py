@@ -47,11 +47,27 @@ def test_import_is_light_and_functions_survive_their_submodules():
 def test_version_lives_in_one_place_and_the_package_is_typed():
     project = _pyproject()
     assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
-    assert project["tool"]["hatch"]["version"]["path"] == "kvplan/__init__.py"
+    assert project["tool"]["hatch"]["version"]["path"] == "kvplan/_version.py"
     assert re.fullmatch(r"\d+\.\d+\.\d+", kvplan.__version__)
+    from kvplan._version import __version__
+
+    assert kvplan.__version__ == __version__
     assert (REPO / "kvplan" / "py.typed").is_file()
     assert project["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == ["kvplan"]  # ships py.typed
     assert not any(dep.startswith("typer") and "<" in dep for dep in project["project"]["dependencies"])
+
+
+def test_no_module_imports_the_front_door_for_its_version():
+    # the version is read from kvplan/_version.py: `from kvplan import __version__` ran back up to the package
+    import ast
+
+    offenders = []
+    for path in sorted((REPO / "kvplan").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "kvplan" and \
+                    any(alias.name == "__version__" for alias in node.names) and path.name != "__init__.py":
+                offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert offenders == []
 
 
 def test_readme_tests_need_no_torch_and_ci_runs_them_with_it():

@@ -7,7 +7,7 @@ from types import ModuleType
 
 import typer
 
-from kvplan import __version__
+from kvplan._version import __version__
 
 app = typer.Typer(
     name="kvplan",

@@ -157,7 +157,7 @@ def write_save(save: Path, text: str, reading: tuple[int, int] | None) -> None:
 
 def to_json(log: Any, comparison: Any, save: Path | None) -> dict[str, Any]:
     """The stable JSON form (docs/output.md, 'kvplan log'): fields are added, never renamed."""
-    from kvplan import __version__
+    from kvplan._version import __version__
     from kvplan.logs.compare import extras, rows
 
     return {

@@ -177,7 +177,7 @@ def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None 
     that runs an engine kvplan cannot read is reported as a warning (``engine-not-read``), never skipped.
     ``calibration``: a calibration file (``kvplan log --save``) for the deployments it matches.
     """
-    from kvplan import __version__
+    from kvplan._version import __version__
     from kvplan.deploy.checks import Context
 
     if isinstance(paths_or_globs, (str, os.PathLike)):

@@ -293,7 +293,7 @@ def verify(
     referenced by every sequence's block table; the draft's layers in the pool and each sequence's
     extra slots; transformers' batch x samples rows.
     """
-    from kvplan import __version__
+    from kvplan._version import __version__
     from kvplan.estimate import estimate
     from kvplan.spec import ModelSpec
     from kvplan.verify import allocate as al

@@ -128,7 +128,7 @@ def run_rank(model: str | ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1
     speculative arguments of ``kvplan.verify.verify``; every rank allocates its shard of that layout."""
     from datetime import timedelta
 
-    from kvplan import __version__
+    from kvplan._version import __version__
 
     check_parallel(tp, pp)
     if not 0 < timeout_s <= MAX_TIMEOUT_S:  # timedelta refuses ~10^14 s inside each rank (a second line from torch)
