@@ -14,14 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
-from kvplan.deploy.k8s import (
-    _apply_annotations,
-    _gpu_count,
-    annotations_of,
-    container_deployment,
-    serving_containers,
-)
-from kvplan.deploy.kserve import MAX_PODS, whole
+from kvplan.deploy.pods import MAX_PODS, annotations_of, apply_annotations, container_deployment, gpu_count, serving_containers, whole
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
 
@@ -49,7 +42,7 @@ def read_ray(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Path,
     for c, inv in serving:
         dep_name = name if len(serving) == 1 else f"{name}/{c.get('name')}"
         dep = container_deployment(dep_name, c, inv, head_pod, path, base_dir)
-        head_count, line = _gpu_count(c)
+        head_count, line = gpu_count(c)
         total, pods, parts = head_count or 0, 1, []
         if head_count:
             parts.append("head nvidia.com/gpu")
@@ -64,7 +57,7 @@ def read_ray(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Path,
                                         line_at(group, "replicas"), deployment=dep_name, invalid_input=True))
                 break
             containers = dig(group, "template", "spec", "containers")
-            per_pod = sum((_gpu_count(w)[0] or 0) for w in containers or [] if isinstance(w, dict)) \
+            per_pod = sum((gpu_count(w)[0] or 0) for w in containers or [] if isinstance(w, dict)) \
                 if isinstance(containers, list) else 0
             if replicas and per_pod:
                 total += per_pod * replicas
@@ -74,6 +67,6 @@ def read_ray(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Path,
             if total:
                 dep.gpu_count = Value(total, line, "nvidia.com/gpu of the Ray cluster (" + " + ".join(parts) + ")")
             dep.pods = pods
-            _apply_annotations(dep, notes)
+            apply_annotations(dep, notes)
             out.append(dep)
     return out

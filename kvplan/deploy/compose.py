@@ -15,7 +15,7 @@ from typing import Any
 from kvplan.deploy.config_files import attach, compose_mounts
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
 from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, image_server
-from kvplan.deploy.k8s import _apply_annotations, image_version
+from kvplan.deploy.pods import apply_annotations, image_version
 from kvplan.deploy.report import Finding
 from kvplan.deploy.host_memory import compose_limit
 from kvplan.deploy.yaml_lines import dig, line_at
@@ -93,7 +93,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         if version:
             dep.engine_version = Value(version, line_at(svc, "image"), "image tag")
         dep.host_memory = compose_limit(svc)  # pinned offload tiers vs the memory limit
-        count, count_line = _gpu_count(svc)
+        count, count_line = gpu_count(svc)
         if count is not None:
             dep.gpu_count = Value(count, count_line, "GPU device reservation")
         notes = kvplan_annotations(svc.get("labels"))
@@ -101,7 +101,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         if isinstance(ext, dict):
             notes.update(kvplan_annotations({f"kvplan/{str(k).replace('_', '-')}": v for k, v in ext.items()}))
             notes = {k: (v[0], v[1] if v[1] is not None else line_at(svc, "x-kvplan"), v[2]) for k, v in notes.items()}
-        _apply_annotations(dep, notes)
+        apply_annotations(dep, notes)
         deployments.append(dep)
     return deployments, findings, len(services)
 
@@ -130,7 +130,7 @@ def _environment(svc: Any, env: dict[str, str]) -> dict[str, tuple[str, int | No
     return out
 
 
-def _gpu_count(svc: Any) -> tuple[int | None, int | None]:
+def gpu_count(svc: Any) -> tuple[int | None, int | None]:
     devices = dig(svc, "deploy", "resources", "reservations", "devices")
     for i, d in enumerate(devices if isinstance(devices, list) else []):
         if not isinstance(d, dict):

@@ -19,14 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
-from kvplan.deploy.k8s import (
-    _apply_annotations,
-    _gpu_count,
-    annotations_of,
-    container_deployment,
-    serving_containers,
-)
-from kvplan.deploy.kserve import MAX_PODS, whole
+from kvplan.deploy.pods import MAX_PODS, annotations_of, apply_annotations, container_deployment, gpu_count, serving_containers, whole
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
 
@@ -90,7 +83,7 @@ def read_graph(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Pat
                              "their own")
         if not _gpus(dep, service, c, path, findings):
             continue
-        _apply_annotations(dep, notes)
+        apply_annotations(dep, notes)
         out.append(dep)
     return out
 
@@ -127,7 +120,7 @@ def _gpus(dep: Deployment, service: LDict, c: LDict, path: str, findings: list[F
                 return False
             break
     if count is None and not spelled:
-        count, line = _gpu_count(c)
+        count, line = gpu_count(c)
         spelled = "nvidia.com/gpu limit"
     if count is None:
         return True

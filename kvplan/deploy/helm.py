@@ -36,7 +36,7 @@ from kvplan.deploy.flags import (
     find_invocation,
     substitute,
 )
-from kvplan.deploy.k8s import _apply_annotations, labels_from_terms
+from kvplan.deploy.pods import apply_annotations, labels_from_terms
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
 
@@ -189,7 +189,7 @@ def _stack_spec(dep: Deployment, spec: Any, cache_server: bool) -> None:
     labels = labels_from_terms(dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
                                    "nodeSelectorTerms")) or labels_from_terms(spec.get("nodeSelectorTerms"))
     dep.gpus = [Value(v, line, key) for v, line, key in labels]
-    _apply_annotations(dep, kvplan_annotations(spec.get("annotations")))
+    apply_annotations(dep, kvplan_annotations(spec.get("annotations")))
 
 
 def _lmcache_env(lmcache: Any, env: dict[str, tuple[str, int | None]], cache_server: bool) -> None:
@@ -228,7 +228,7 @@ def _stack_version(spec: Any) -> Value | None:
     repository = str(spec.get("repository") or "")
     if not isinstance(tag, str) or repository.startswith("lmcache/"):  # lmcache/vllm-openai: LMCache's release
         return None
-    from kvplan.deploy.k8s import image_version
+    from kvplan.deploy.pods import image_version
 
     version = image_version(f"{repository or 'vllm/vllm-openai'}:{tag}", "vllm")
     return Value(version, line_at(spec, "tag"), "tag") if version else None
@@ -271,7 +271,7 @@ def read_vllm_chart(data: Any, path: str, base_dir: Path) -> tuple[list[Deployme
     from kvplan.deploy.flags import image_server
     from kvplan.deploy.gpus import GPU_LABEL_KEYS
     from kvplan.deploy.host_memory import k8s_limit
-    from kvplan.deploy.k8s import image_version
+    from kvplan.deploy.pods import image_version
 
     image = data["image"]
     name = Path(path).stem

@@ -27,18 +27,9 @@ from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.flags import FlagError, Token, find_invocation
-from kvplan.deploy.k8s import (
-    _apply_annotations,
-    _gpu_count,
-    annotations_of,
-    container_deployment,
-    image_version,
-    serving_containers,
-)
+from kvplan.deploy.pods import MAX_PODS, annotations_of, apply_annotations, container_deployment, gpu_count, image_version, serving_containers, whole
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
-
-MAX_PODS = 1 << 16  # pods of one engine: a cluster's nodes, far past any deployment (a count of 10^9 is a typo)
 
 
 def hf_model(uri: Any) -> str | None:
@@ -49,17 +40,6 @@ def hf_model(uri: Any) -> str | None:
     if len(parts) < 2 or not parts[0] or not parts[1]:
         return None
     return f"{parts[0]}/{parts[1].split(':', 1)[0]}"
-
-
-def whole(value: Any) -> int | None:
-    """A count as a manifest gives it: an integer (or its text), never a boolean; None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 9:
-        return int(value)
-    return None
 
 
 # ------------------------------------------------------------------------------------ LLMInferenceService
@@ -80,7 +60,7 @@ def read_llm_service(doc: LDict, docs: list[tuple[Any, int]], path: str, base_di
     for dep_name, role in roles:
         dep = _llm_role(dep_name, doc, spec, role, role is not spec, path, base_dir, findings)
         if dep is not None:
-            _apply_annotations(dep, notes)
+            apply_annotations(dep, notes)
             out.append(dep)
     return out
 
@@ -194,7 +174,7 @@ def _llm_role(dep_name: str, doc: LDict, spec: LDict, role: LDict, prefill: bool
     if isinstance(dig(spec, "speculator"), dict) and not prefill:
         dep_notes.append("spec.speculator: the draft model KServe adds is not read (checked without speculation)")
     dep.notes += dep_notes
-    count, count_line = _gpu_count(main)
+    count, count_line = gpu_count(main)
     if count is not None:
         size = 1
         if isinstance(worker, dict):  # ParallelismSpec.GetSize: D / DL pods for data parallelism, P for pipeline
@@ -245,7 +225,7 @@ def read_inference_service(doc: LDict, docs: list[tuple[Any, int]], path: str, b
             dep = container_deployment(name if len(serving) == 1 else f"{name}/{c.get('name')}", c, inv, predictor,
                                        path, base_dir)
             _count(dep, c)
-            _apply_annotations(dep, notes)
+            apply_annotations(dep, notes)
             out.append(dep)
         return out
     model = predictor.get("model") if isinstance(predictor.get("model"), dict) else predictor.get("huggingface")
@@ -313,12 +293,12 @@ def read_inference_service(doc: LDict, docs: list[tuple[Any, int]], path: str, b
         dep.model = Value("/mnt/models", line_at(model, "storageUri") or line_at(predictor, "storageUri"),
                           "storageUri", str(storage))
     _count(dep, model if dig(model, "resources") is not None else (runtime or {}))
-    _apply_annotations(dep, notes)
+    apply_annotations(dep, notes)
     return [dep]
 
 
 def _count(dep: Deployment, c: LDict) -> None:
-    count, line = _gpu_count(c)
+    count, line = gpu_count(c)
     if count is not None:
         dep.gpu_count = Value(count, line, "nvidia.com/gpu limit")
 

@@ -172,7 +172,7 @@ def _container(dep: Deployment, data: Any, role: str, section: Any, c: Any) -> t
         return False, "the container runs no engine kvplan reads (vllm serve MODEL, python -m sglang.launch_server ...)"
     if note and dep.model is not None and dep.model.value == model:
         dep.notes.append(note)
-    from kvplan.deploy.k8s import image_version
+    from kvplan.deploy.pods import image_version
 
     version = image_version(c.get("image"), dep.engine)
     if version:

@@ -13,7 +13,7 @@ from pathlib import Path
 from kvplan.deploy.config_files import attach, relative_to
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.flags import FlagError, apply_invocation, find_invocation, shell_assignments, shell_commands
-from kvplan.deploy.k8s import _apply_annotations
+from kvplan.deploy.pods import apply_annotations
 from kvplan.deploy.report import Finding
 
 # the value is stripped in Python: a lazy (.+?)\s*$ retries the trailing-blank scan at every character (quadratic)
@@ -57,6 +57,6 @@ def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         if devices and re.fullmatch(r"[0-9]+(,[0-9]+)*", devices):
             dep.gpu_count = Value(len(devices.split(",")), visible[0].line if visible else None,
                                   "CUDA_VISIBLE_DEVICES")
-        _apply_annotations(dep, notes)
+        apply_annotations(dep, notes)
         deployments.append(dep)
     return deployments, findings, len(deployments)
