@@ -452,3 +452,29 @@ def test_fuzz_k8s_formats(kind, pieces, number, flags):
     if code == 2 and err:
         assert err.startswith("kvplan: error: ") and err.count("\n") == 1, err
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 512 * 1024
+
+
+# ------------------------------------------------------------------------------------ found on files the tests did not hold
+
+
+def test_bash_c_dashdash_runs_the_script_after_it():
+    # AIBrix's own samples: command ["/bin/bash", "-lc", "--"], the script in args (bash: options end at "--", the
+    # next word is the command string); it was "no container runs an engine"
+    code, out, err = run_cli(["check", str(DATA / "aibrix-fleet-deepseek-r1-bash-dashdash.yaml"), "--gpu", "H200",
+                              "-f", "json"])
+    dep, = json.loads(out)["deployments"]
+    assert code == 0 and dep["status"] == "pass", out
+    assert dep["model"] == "deepseek-ai/DeepSeek-R1" and dep["parallel"]["tp"] == 16
+    assert dep["gpu"]["count"] == 16  # the head's 8 and one worker of 8
+
+
+def test_an_unread_kind_whose_argv_is_list_items_is_reported():
+    # llm-d's DisaggregatedSet (a kind kvplan does not read) runs command: ["vllm", "serve"]: under
+    # --ignore-unrecognized it was skipped silently because the launcher was split over list items
+    code, out, err = run_cli(["check", str(DATA / "llm-d-disaggregatedset-gpt-oss.yaml"), "--ignore-unrecognized",
+                              "-f", "json"])
+    report = json.loads(out)
+    codes = [f["code"] for f in report["findings"]]
+    assert "engine-not-read" in codes, report
+    text = next(f["message"] for f in report["findings"] if f["code"] == "engine-not-read")
+    assert "vllm serve" in text

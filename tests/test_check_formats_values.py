@@ -386,3 +386,14 @@ def test_ignore_unrecognized_reports_an_llmd_container_it_cannot_read(tmp_path):
     assert check([str(path)], gpu="H100").exit_code == 2  # its entry point is not one kvplan knows
     report = check([str(path)], gpu="H100", ignore_unrecognized=True)
     assert [f.code for f in report.findings] == ["engine-not-read"] and not report.files[0].skipped
+
+
+def test_skypilot_image_id_gives_the_engine_version():
+    # resources.image_id: docker:vllm/vllm-openai:v0.10.0 (skypilot llm/kimi-k2): the task runs in that image, so
+    # vLLM 0.10.0's rules apply, not the newest
+    from conftest import run_cli
+
+    code, out, err = run_cli(["check", str(Path(__file__).parent / "data" / "deployments" / "skypilot-kimi-k2.sky.yaml"),
+                              "-f", "json"])
+    deps = json.loads(out)["deployments"]
+    assert deps and all(d["engine_version"] == "0.10.0" for d in deps), out

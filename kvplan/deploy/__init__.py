@@ -286,6 +286,9 @@ def _unrecognized(path: str, findings: list[Finding], fmt: str | None = None) ->
     return kept
 
 
+_LIST_PUNCTUATION = str.maketrans({c: " " for c in "\"'[],"})
+
+
 def engine_mention(lines: list[str], lo: int = 0, hi: int | None = None) -> tuple[str, int] | None:
     """The first engine launcher or engine image named in ``lines[lo:hi]``: (what, 1-based line), or None."""
     import re
@@ -298,15 +301,25 @@ def engine_mention(lines: list[str], lo: int = 0, hi: int | None = None) -> tupl
         needles += [f"{c} serve" for c in serve.commands] + list(serve.modules)
         needles += [c for c in serve.commands if serve.default_serve]  # trtllm-serve MODEL
         patterns += [re.compile(p) for p in serve.images]
-    for i in range(lo, len(lines) if hi is None else hi):
-        line = " ".join(lines[i].split()) if "  " in lines[i] or "\t" in lines[i] else lines[i]
+    end = len(lines) if hi is None else hi
+
+    def words(i: int) -> str:
+        """Line i as words: quotes, brackets and commas of a YAML list dropped (``["vllm", "serve"]``), a block
+        list's dash too, so that argv split into items reads as the command it is."""
+        text = lines[i].translate(_LIST_PUNCTUATION)
+        return " ".join(text.split()).removeprefix("- ")
+
+    for i in range(lo, end):
+        line = words(i)
+        joined = f"{line} {words(i + 1)}" if i + 1 < end and lines[i + 1].lstrip().startswith("-") else line
         for needle in needles:
-            if needle in line:
+            if needle in line or needle in joined:  # "- vllm" then "- serve": a block list's items, line by line
                 return needle, i + 1
         for pattern in patterns:
-            m = pattern.search(line)
-            if m:
-                return f"image {m.group(0)[:40]}", i + 1
+            m = pattern.search(lines[i])
+            if m:  # the image as written (the word the pattern matched in), not the pattern's part of it
+                word = next((w for w in lines[i].translate(_LIST_PUNCTUATION).split() if m.group(0) in w), m.group(0))
+                return f"image {word.removeprefix('image:')[:80]}", i + 1
     return None
 
 

@@ -431,8 +431,9 @@ def find_invocation(argv: list[Token], env: dict[str, str] | None = None, *, k8s
     if words and re.match(r"^(.*/)?(ba|da|z)?sh$", words[0]):
         for j, w in enumerate(words[1:], start=1):
             if w.startswith("-") and "c" in w[1:] and j + 1 < len(argv):
-                script = argv[j + 1]
-                params = argv[j + 3:]  # sh -c SCRIPT $0 $1 ...: "$@" in the script is $1 ... (KServe's runtimes)
+                at = j + 2 if words[j + 1] == "--" and j + 2 < len(argv) else j + 1  # bash -c -- SCRIPT (AIBrix)
+                script = argv[at]
+                params = argv[at + 2:]  # sh -c SCRIPT $0 $1 ...: "$@" in the script is $1 ... (KServe's runtimes)
                 for command in shell_commands(script.text, script.line):
                     if shell_assignments(command, env):
                         continue

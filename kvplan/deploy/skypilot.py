@@ -25,6 +25,7 @@ from kvplan.deploy.flags import (
     shell_commands,
 )
 from kvplan.deploy.helm import count, helm_text
+from kvplan.deploy.pods import image_version
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import line_at
 
@@ -77,10 +78,23 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
                 dep.gpu_count = Value(per_node * nodes, labels[0].line if labels else None,
                                       "resources.accelerators" + (f" x {nodes} nodes" if nodes > 1 else ""))
             dep.pods = nodes
+            _image_version(dep, data)
             deployments.append(dep)
         if not found:
             break
     return deployments, findings, 1
+
+
+def _image_version(dep: Deployment, data: Any) -> None:
+    """``resources.image_id: docker:vllm/vllm-openai:v0.10.0`` (the task runs in that container: SkyPilot's
+    docs, "Using Docker containers as runtime environments") gives the engine's version, as an image tag does
+    in a manifest."""
+    resources = data.get("resources")
+    image = resources.get("image_id") if isinstance(resources, dict) else None
+    if dep.engine_version is None and isinstance(image, str) and image.startswith("docker:"):
+        tag = image_version(image[len("docker:"):], dep.engine)
+        if tag:
+            dep.engine_version = Value(tag, line_at(resources, "image_id"), "resources.image_id tag")
 
 
 def _run(script: str, first_line: int | None, env: dict[str, str], path: str, base_dir: Path,
