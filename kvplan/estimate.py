@@ -16,6 +16,7 @@ from kvplan.engines import DEFAULT_ENGINE, CacheLayout, get_engine
 from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.speculative import speculation_dict
+from kvplan.engines.version import unstated_version
 from kvplan.workload import RowSharing, SharingTerm, sharing_terms, speculation_from, split_contexts
 from kvplan.errors import UsageError
 from kvplan.units import parse_counts
@@ -241,7 +242,8 @@ def estimate(
         kv_dtype = resolve_kv_dtype(name, auto_dtype)
         layouts.append((name, eng.layout(spec, kv_dtype, version, options)))
 
-    assumptions = [*spec.assumptions, *eng.version_notes(version)]
+    assumptions = [*spec.assumptions, *eng.version_notes(version),
+                   *unstated_version(eng.title, engine_version, version_text)]
     for _, layout in layouts:
         assumptions.extend(layout.assumptions)
     if "auto" in dtype_names:

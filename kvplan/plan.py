@@ -20,6 +20,7 @@ from kvplan.engines import Demand, get_engine
 from kvplan.engines.layout import HOST_POOL
 from kvplan.engines.protocol import check_options, make_engine_options
 from kvplan.engines.speculative import speculation_dict
+from kvplan.engines.version import unstated_version
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
 from kvplan.parallel import tp_notes
@@ -399,11 +400,13 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
             # a max batch of 0 is not a fit
             misfit = _request_misfit(workload, context, kv, plain_sequences)
             cap = replace(cap, fits=False)
-    assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version), *budget.assumptions,
+    assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version),
+                                      *unstated_version(eng.title, engine_version, version_text), *budget.assumptions,
                                       *(a for lay in layouts for a in lay.assumptions), *tp_notes(spec, tp)]))
     if hw.estimate or hw.memory_precision != "exact":
+        precision = f" ({hw.memory_precision})" if hw.memory_precision != "exact" else ""
         assumptions.append(f"{hw.name}: total memory {hw.memory_bytes / 2**30:.2f} GiB is "
-                           f"{'an estimate' if hw.estimate else 'rounded'} ({hw.memory_precision})")
+                           f"{'an estimate' if hw.estimate else 'rounded'}{precision}")
     assumptions.extend(cap.assumptions)
     assumptions.extend(given_kv_notes(settings))
     if model_limit and cap.max_context == limit and limit == model_limit:

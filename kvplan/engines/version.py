@@ -33,6 +33,14 @@ def render_version(version: Version) -> str:
     return "latest" if version == LATEST else ".".join(map(str, version))
 
 
+def unstated_version(title: str, given: str | None, chosen: str) -> list[str]:
+    """The note owed when no release was given: the rules of ``chosen`` are an assumption, and they move."""
+    if given is not None:
+        return []
+    return [f"{title} release not given: {chosen} rules assumed (the engine's default in kvplan; pass "
+            "--engine-version for the release you run: block sizes, scheduling and budgets differ by release)"]
+
+
 def newer_than_known(title: str, version: Version, newest: Version) -> list[str]:
     """The note kvplan owes when asked for a release newer than the rules it knows."""
     if version == LATEST or version <= newest:
