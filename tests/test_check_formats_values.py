@@ -397,3 +397,15 @@ def test_skypilot_image_id_gives_the_engine_version():
                               "-f", "json"])
     deps = json.loads(out)["deployments"]
     assert deps and all(d["engine_version"] == "0.10.0" for d in deps), out
+
+
+def test_an_unplanned_deployment_still_shows_its_gpu():
+    # a deployment whose model cannot be resolved (invalid) shows the GPU its file names, else --gpu (it was null)
+    from conftest import run_cli
+
+    data = Path(__file__).parent / "data" / "deployments"
+    code, out, err = run_cli(["check", str(data / "kserve-llmisvc-dp-ep-qwen3.yaml"), "--gpu", "H100", "-f", "json"])
+    dep, = json.loads(out)["deployments"]
+    assert dep["status"] == "invalid" and dep["gpu"] == {"name": "H100", "count": 8}
+    code, out, err = run_cli(["check", str(data / "skypilot-vllm.sky.yaml"), "-f", "json"])
+    assert {d["gpu"]["name"] for d in json.loads(out)["deployments"]} >= {"H100"}

@@ -240,7 +240,7 @@ def check_file(path: str, ctx: Any, *, ignore_unrecognized: bool = False) -> Fil
             checked = [_failed(dep, exc)]
         for r in checked:
             if r.status == "invalid":  # not planned: say what the file says, not the defaults
-                _as_written(r, dep)
+                _as_written(r, dep, ctx.gpu)
         result.deployments.extend(checked)
     return result
 
@@ -323,9 +323,10 @@ def engine_mention(lines: list[str], lo: int = 0, hi: int | None = None) -> tupl
     return None
 
 
-def _as_written(result: DeploymentResult, dep: Any) -> None:
+def _as_written(result: DeploymentResult, dep: Any, default_gpu: str | None = None) -> None:
     """A deployment that was not planned shows the parallelism, GPUs, length and KV dtype its file gives: the value
-    where it is written, None where it is an unresolved substitution, the engine's default (1) where not written."""
+    where it is written, None where it is an unresolved substitution, the engine's default (1) where not written;
+    the GPU type as the file names it (the first, where it names several), else --gpu."""
     from kvplan.engines.serve import serve_flags
 
     serve = serve_flags(dep.engine)
@@ -336,6 +337,9 @@ def _as_written(result: DeploymentResult, dep: Any) -> None:
             setattr(result, key, value)
         else:
             setattr(result, key, None if key in unknown else 1)
+    if result.gpu is None:
+        named = next((str(g.value) for g in dep.gpus if isinstance(g.value, str)), None)
+        result.gpu = named or default_gpu
     if result.gpu_count is None and dep.gpu_count is not None and isinstance(dep.gpu_count.value, int):
         result.gpu_count = dep.gpu_count.value
     mml = dep.setting("max_model_len")
