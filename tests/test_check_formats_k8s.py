@@ -478,3 +478,12 @@ def test_an_unread_kind_whose_argv_is_list_items_is_reported():
     assert "engine-not-read" in codes, report
     text = next(f["message"] for f in report["findings"] if f["code"] == "engine-not-read")
     assert "vllm serve" in text
+
+
+def test_kserve_kv_cache_offloading_is_said_not_planned():
+    code, out, err = run_cli(["check", str(DATA / "kserve-llmisvc-kv-cache-offloading.yaml"), "--gpu", "H100",
+                              "-f", "json"])
+    dep, = json.loads(out)["deployments"]
+    assert dep["status"] == "pass" and dep["model"] == "Qwen/Qwen2.5-7B-Instruct"
+    said = [f["message"] for f in dep["findings"] if "kvCacheOffloading" in f["message"]]
+    assert said and "cpu 10Gi" in said[0] and "not planned" in said[0]

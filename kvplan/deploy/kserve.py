@@ -171,6 +171,12 @@ def _llm_role(dep_name: str, doc: LDict, spec: LDict, role: LDict, prefill: bool
         dep.model = Value(model, model_line, f"{'spec.model.uri'}", str(dig(spec, "model", "uri")))
     elif dep.model is not None and dep.model.value == "/mnt/models":
         dep.model = Value("/mnt/models", model_line, "spec.model.uri", "/mnt/models")
+    offload = dig(spec, "workload", "kvCacheOffloading")
+    if isinstance(offload, dict):  # KServe wires an offloading connector from it: a host tier kvplan does not plan
+        tiers = ", ".join(f"{k} {offload[k]}" for k in ("cpu",) if offload.get(k) is not None)
+        more = " and secondary disk tiers" if offload.get("secondary") else ""
+        dep_notes.append(f"spec.workload.kvCacheOffloading ({tiers or 'tiers'}{more}): KServe's KV offload tiers are "
+                         "not planned; the GPU pool is checked alone")
     if isinstance(dig(spec, "speculator"), dict) and not prefill:
         dep_notes.append("spec.speculator: the draft model KServe adds is not read (checked without speculation)")
     dep.notes += dep_notes
