@@ -464,7 +464,7 @@ def test_compare_refuses_a_parallel_size_below_1(flag, value):
 
 def test_compare_library_refuses_tp_0():
     from kvplan.errors import UsageError
-    from kvplan.logs.compare import compare
+    from kvplan.calibrate import compare
 
     with pytest.raises(UsageError) as raised:
         compare(parse_log(str(LLAVA)), model="mistralai/Mistral-7B-v0.1", tp=0)

@@ -15,13 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kvplan
+from kvplan.calibrate import calibrate
 from kvplan.budgets import Settings
 from kvplan.cli import main
 from kvplan.engines.sglang.fraction import FractionInputs, default_fraction, prefill_graph_sizes
 from kvplan.engines.version import parse_version
 from kvplan.errors import UsageError
 from kvplan.logs import parse_log
-from kvplan.logs.calibration import calibrate, from_log
+from kvplan.logs.calibration import from_log
 from kvplan.plan import max_batch
 from tests.conftest import DATA, dense
 

@@ -11,9 +11,10 @@ options turns it into the command's own flag) and the parser's usage errors (``k
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
 
-EXIT_USAGE = 2
+from kvplan.cli.guard import EXIT_USAGE, LONGEST_WORD, error_line, guarded
+
+__all__ = ["EXIT_USAGE", "LONGEST_WORD", "error_line", "guarded", "main"]
 
 
 def main(argv: list[str] | None = None, *, fast: bool = True) -> int:
@@ -27,35 +28,3 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> int:
     from kvplan.cli.app import run_app
 
     return run_app(args)
-
-
-def error_line(exc: Exception, flags: Mapping[str, str]) -> str:
-    """``kvplan: error: --max-model-len: must be at least 1``: the field as the command's flag."""
-    field = getattr(exc, "field", None)
-    message = getattr(exc, "message", None)
-    if field and message is not None:
-        text = f"{flags[field]}: {message}" if field in flags else f"{field}: {message}"
-    else:
-        text = str(exc)
-    return "kvplan: error: " + " ".join(_clip(word) for word in text.split())
-
-
-LONGEST_WORD = 160  # a value echoed back is cut to this: a 1 MB argument must not become a 1 MB error line
-
-
-def _clip(word: str) -> str:
-    return word if len(word) <= LONGEST_WORD else f"{word[:60]}...({len(word):,} characters)"
-
-
-def guarded(action: Callable[[], object], flags: Mapping[str, str] | None = None) -> int:
-    """Run a command: user mistakes become one line on stderr and exit status 2."""
-    from kvplan.errors import KvplanError
-
-    try:
-        action()
-    except KvplanError as exc:
-        sys.stderr.write(error_line(exc, flags or {}) + "\n")
-        return EXIT_USAGE
-    except BrokenPipeError:
-        return 0
-    return 0

@@ -54,7 +54,7 @@ for _name, _module in COMMANDS.items():
 
 def run_app(args: list[str]) -> int:
     """Run the app on ``args`` and return the exit status: 0, 1 (a command's verdict) or 2 (any mistake)."""
-    from kvplan.cli import EXIT_USAGE, error_line
+    from kvplan.cli.guard import EXIT_USAGE, error_line
     from kvplan.cli.usage import Abort, exceptions, flag_table, usage_line
     from kvplan.errors import KvplanError
 

@@ -69,7 +69,7 @@ def log_command(
     refuse(log, name)
     comparison = None
     if compare:
-        from kvplan.logs.compare import compare as run_compare
+        from kvplan.calibrate import compare as run_compare
 
         comparison = run_compare(log, model=model, gpu=gpu, gpu_memory=gpu_memory, tp=tp, pp=pp,
                                  engine_version=engine_version, kv_dtype=kv_cache_dtype, max_model_len=mml)

@@ -167,7 +167,8 @@ def max_batch_command(
                              "(vLLM, SGLang and TensorRT-LLM do)", field="expert_parallel")
         lmcache = _lmcache(kv_offloading_backend, kv_offloading_size, lmcache_config, ranks, engine)
         if calibration is not None:
-            from kvplan.logs.calibration import calibrate, load
+            from kvplan.calibrate import calibrate
+            from kvplan.logs.calibration import load
 
             cal = load(calibration)
             if gpu is None and gpu_memory is None and cal.gpu.total_bytes:

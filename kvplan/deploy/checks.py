@@ -497,7 +497,7 @@ def _workload(dep: Deployment, req: dict[str, Any], sharing: bool, add: Any) -> 
 
 def _calibrate(dep: Deployment, spec: ModelSpec, ctx: Context, kwargs: dict[str, Any], result: DeploymentResult) -> None:
     """Measured items from --calibration where it matches this deployment (kvplan.logs.calibration)."""
-    from kvplan.logs.calibration import calibrate
+    from kvplan.calibrate import calibrate
 
     mml = kwargs["max_model_len"]
     try:

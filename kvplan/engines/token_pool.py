@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kvplan.engines.capacity import Demand, KvCapacity
 from kvplan.engines.layout import CacheLayout
-from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.engines.sharing import SharingRule, demand_workload, shared_bytes
 from kvplan.monotone import largest
 

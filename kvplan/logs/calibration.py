@@ -1,25 +1,27 @@
 """Calibration files: the items an engine measured, and the settings it measured them under.
 
 ``from_log`` turns a :class:`ParsedLog` into a :class:`Calibration` (pydantic, written as YAML by
-``kvplan log --save``); ``calibrate`` gives ``max-batch`` and ``check`` the Settings that use those items
-when the model, GPU, engine, its version and the parallelism match, with one line per item said.
+``kvplan log --save``); ``load`` reads one back, strictly; ``mismatch`` says why a calibration does not
+describe a deployment. This module reads and writes the files and plans nothing: ``kvplan.calibrate.calibrate``
+gives ``max-batch`` and ``check`` the Settings that use the measured items when the model, GPU, engine, its
+version and the parallelism match, with one line per item said.
 
 How measured items become Settings is the engine's rule (``LogReader.calibrate`` in
 ``kvplan/engines/<engine>/log.py``: vLLM re-derives the activation peak, SGLang the memory outside its
-free-memory reading); an engine without one carries the logged KV-cache memory as it is (``kv_only``).
+free-memory reading); an engine without one carries the logged KV-cache memory as it is
+(``kvplan.engines.log_format.kv_only``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kvplan.logs.model import MEMORY_ITEMS, ParsedLog
-from kvplan.logs.reader import log_reader, log_readers
+from kvplan.logs.reader import log_readers
 
 FORMAT_VERSION = 1
 MAX_FILE_BYTES = 1 << 20
@@ -327,21 +329,7 @@ def load(path: str | os.PathLike[str]) -> Calibration:
     return parse(text, where)
 
 
-# --------------------------------------------------------------------------------------------- use
-
-@dataclass(frozen=True)
-class Calibrated:
-    """What max_batch needs to plan from measured items."""
-
-    settings: Any
-    engine_version: str | None
-    """The release whose rules apply: the one given, else the calibration's."""
-    gpu_memory: str | None
-    """The GPU total as logged (replaces the catalog's) or None."""
-    used: tuple[str, ...]
-    """Items taken from the calibration."""
-    notes: tuple[str, ...]
-
+# ------------------------------------------------------------------------------ which deployment
 
 def _short(name: str) -> str:
     """The model a name or path stands for, as kvplan names a model read from a path
@@ -389,118 +377,3 @@ def mismatch(cal: Calibration, *, model_id: str, engine: str, engine_version: st
     if cal.engine_version is not None and _major_minor(cal.engine_version) != _major_minor(engine_version):
         return f"measured with {cal.engine} {cal.engine_version}, not {engine_version}"
     return None
-
-
-def calibrate(cal: Calibration, model: Any, *, gpu: Any, gpu_memory: str | int | None, tp: int, pp: int,
-              engine: str, engine_version: str | None, kv_dtype: str, max_model_len: int | None, settings: Any,
-              catalog: Any = None, strict: bool = True) -> Calibrated | None:
-    """Settings that plan this deployment from the calibration's measured items.
-
-    ``strict``: a calibration that does not match raises UsageError (max-batch); otherwise None (check).
-    """
-    import kvplan
-    from kvplan.errors import UsageError
-
-    version = engine_version or cal.engine_version
-    version = _clean(version)
-    common = dict(tp=tp, pp=pp, engine=engine, kv_dtype=kv_dtype, catalog=catalog)
-    taken: list[str] = []
-    reader = log_reader(engine)
-    if reader is not None and cal.engine == reader.engine:  # the deployment's own profile size, unless given
-        for name in reader.profile_settings:
-            if getattr(settings, name) is None and getattr(cal.settings, name) is not None:
-                settings = replace(settings, **{name: getattr(cal.settings, name)})
-                taken.append(f"{name} {getattr(cal.settings, name):,}")
-    here = kvplan.max_batch(model, gpu=gpu, gpu_memory=gpu_memory, engine_version=version,
-                            max_model_len=max_model_len, settings=settings, **common)
-    why = mismatch(cal, model_id=here.model_id, engine=here.engine, engine_version=here.engine_version,
-                   gpu_total=here.gpu_total_bytes, tp=tp, pp=pp, model_arg=model if isinstance(model, str) else None)
-    if why is not None:
-        if strict:
-            raise UsageError(f"--calibration: {why}")
-        return None
-    cal, clamped = _clamped(cal)
-    m = cal.measured
-    if engine_version is None and version is not None:
-        taken.append(f"engine version {version}")
-    notes: list[str] = [f"calibration: {', '.join(taken)} as logged"] if taken else []
-    if cal.engine_version is None:
-        notes.append("calibration: it names no engine version; the release was not checked")
-    notes += clamped
-    used: list[str] = []
-    total = cal.gpu.total_bytes or here.gpu_total_bytes
-    gpu_total_text = None
-    if cal.gpu.total_bytes is not None and cal.gpu.total_bytes != here.gpu_total_bytes:
-        gpu_total_text = str(cal.gpu.total_bytes)
-        used.append("total")
-        notes.append(f"calibration: GPU total memory as logged, {m['total'].logged if 'total' in m else total}")
-    case = CalibrationCase(cal=cal, model=model, here=here, total=total, gpu_total=gpu_total_text, version=version,
-                           settings=settings, common=common, notes=notes, used=used)
-    if reader is not None and reader.calibrate is not None:
-        return reader.calibrate(case)
-    return kv_only(case)
-
-
-_WHY_NEGATIVE = {
-    "cudagraph": "vLLM logs the free memory before the capture less the free memory after it, "
-                 "gpu_model_runner.py::capture_model, and memory freed meanwhile makes that negative",
-    "non_torch": "vLLM logs the growth of the memory outside torch between two readings, "
-                 "mem_utils.py::memory_profiling non_torch_increase, and memory freed meanwhile makes that negative",
-}
-
-
-def _clamped(cal: Calibration) -> tuple[Calibration, list[str]]:
-    """The calibration with CUDA-graph and non-torch memory logged below 0 taken as 0, and a note for each.
-
-    No memory is negative: a negative figure is a difference of two readings across which memory was freed.
-    The file keeps the value as logged; a plan takes 0, and vLLM's calibration derives the activation that
-    makes the items add up to the logged KV memory, so the measured run is still reproduced."""
-    notes: list[str] = []
-    measured = dict(cal.measured)
-    for name in CLAMPED_AT_USE:
-        item = measured.get(name)
-        if item is not None and item.bytes < 0:
-            measured[name] = item.model_copy(update={"bytes": 0})
-            label = "CUDA-graph" if name == "cudagraph" else "non-torch"
-            notes.append(f"calibration: {label} memory logged as {item.logged}; 0 used ({_WHY_NEGATIVE[name]}; "
-                         "the activation derived from the logged items absorbs the difference)")
-    return (cal.model_copy(update={"measured": measured}) if notes else cal), notes
-
-
-@dataclass(frozen=True)
-class CalibrationCase:
-    """A calibration that matches the deployment, for the engine's ``LogReader.calibrate``."""
-
-    cal: Calibration
-    model: Any
-    here: Any
-    """kvplan.max_batch for the deployment with kvplan's own items (the CapacityPlan)."""
-    total: int
-    """The GPU's total memory: as logged, else the catalog's."""
-    gpu_total: str | None
-    """The logged total where it replaces the catalog's (Calibrated.gpu_memory)."""
-    version: str | None
-    settings: Any
-    """The deployment's Settings (with the profile settings the calibration carried)."""
-    common: dict[str, Any]
-    """tp, pp, engine, kv_dtype, catalog: the keyword arguments of kvplan.max_batch for this deployment."""
-    notes: list[str]
-    used: list[str]
-
-
-def _clean(version: str | None) -> str | None:
-    m = re.match(r"^v?(\d+(?:\.\d+){0,2})", (version or "").strip())
-    return m.group(1) if m else None
-
-
-def kv_only(case: CalibrationCase) -> Calibrated:
-    """The logged KV-cache memory as it is (no breakdown to rescale)."""
-    from kvplan.errors import UsageError
-
-    kv = case.cal.measured.get("kv_cache")
-    if kv is None or kv.bytes <= 0:
-        raise UsageError("--calibration: the file holds no KV-cache memory kvplan can use")
-    case.notes.append(f"calibration: KV cache memory {kv.logged} as logged (the log has no breakdown to rescale: "
-                      "valid for the settings it was measured under)")
-    return Calibrated(replace(case.settings, kv_cache_memory_bytes=kv.bytes), case.version, case.gpu_total,
-                      ("kv_cache",), tuple(case.notes))

@@ -1,6 +1,7 @@
 """The waterfall of a parsed log, and kvplan's prediction for the same settings beside each item.
 
-Only public entry points are used: ``kvplan.max_batch``, ``Settings`` and ``CapacityPlan`` fields.
+This module lays the items side by side and plans nothing: ``kvplan.calibrate.compare`` plans the log's
+settings (``kvplan.max_batch``) and hands the plan here; only ``CapacityPlan`` fields are read of it.
 """
 
 from __future__ import annotations
@@ -134,72 +135,8 @@ def _predicted(plan: Any) -> dict[str, float | int | None]:
             "max_concurrency": round(plan.max_concurrency, 4)}
 
 
-def compare(log: ParsedLog, *, model: str | None = None, gpu: str | None = None, gpu_memory: str | None = None,
-            tp: int | None = None, pp: int | None = None, engine_version: str | None = None,
-            kv_dtype: str | None = None, max_model_len: int | None = None, settings: Any = None) -> Comparison:
-    """kvplan.max_batch for the settings the log names (flags fill what it lacks; each such value is said)."""
-    import kvplan
-    from kvplan.errors import KvplanError, UsageError
-
-    for name, given in (("tp", tp), ("pp", pp)):  # 0 is refused by name, never read as "not given"
-        if given is not None and (isinstance(given, bool) or not isinstance(given, int) or given < 1):
-            raise UsageError(f"{given!r} must be a whole number, at least 1", field=name)
-    if log.engine is None:
-        raise UsageError("not a start-up log kvplan reads: nothing to compare")
-    s = log.settings
-    notes: list[str] = []
-    model = model or s.model
-    if model is None:
-        raise UsageError("the log names no model: pass --model (a bundled id, config.json or YAML spec)")
-    if gpu is None and gpu_memory is None:
-        total = log.memory.get("total")
-        if total is None:
-            raise UsageError("the log names no total GPU memory: pass --gpu or --gpu-memory")
-        gpu_memory = str(total.bytes)
-        notes.append(f"GPU: the total memory the log printed, {total.text}")
-    version, inferred = version_of(log)
-    version = engine_version or version
-    if inferred and not engine_version:
-        notes.append(inferred)
-    elif version is None:
-        notes.append("engine version not logged: kvplan's newest rules used (pass --engine-version)")
-    for name, value in (("tp", tp if tp is not None else s.tp), ("pp", pp if pp is not None else s.pp)):
-        if value is None:
-            notes.append(f"{name} not logged: 1 used (pass --{name})")
-    mml = max_model_len if max_model_len is not None else s.max_model_len
-    if mml is None:
-        notes.append("max model len not logged: the model's limit used (pass --max-model-len)")
-    base = settings or kvplan.Settings()
-    from dataclasses import replace
-
-    # the engine's own knobs the log names (vLLM: utilization, batched tokens, max seqs; SGLang: the static
-    # fraction) are carried into the plan unless given
-    reader = log_reader(log.engine)
-    carried = reader.carried if reader is not None else ()
-    settings = replace(base, enforce_eager=base.enforce_eager or bool(s.enforce_eager),
-                       **{name: getattr(base, name) or getattr(s, name) for name in carried})
-    kv = kv_dtype or s.kv_dtype or "auto"
-    # values the log gave, not a flag: a refusal names the log, not a flag the user did not pass
-    from_log = {name for name, given, logged in (("tp", tp, s.tp), ("pp", pp, s.pp), ("kv_dtype", kv_dtype, s.kv_dtype),
-                                                 ("max_model_len", max_model_len, s.max_model_len))
-                if given is None and logged is not None}
-    tp = tp if tp is not None else (s.tp or 1)
-    pp = pp if pp is not None else (s.pp or 1)
-    try:
-        plan = kvplan.max_batch(model, gpu=gpu, gpu_memory=gpu_memory, tp=tp, pp=pp,
-                                engine=log.engine, engine_version=version, kv_dtype=kv, max_model_len=mml,
-                                settings=settings)
-    except KvplanError as exc:
-        if exc.field in from_log:
-            raise UsageError(f"the log's {exc.field} {getattr(s, exc.field)}: {exc.message}") from None
-        raise
-    table = rows(log, plan)
-    biggest_item, line = _biggest(table, plan)
-    return Comparison(model=plan.model_id, gpu=plan.gpu_name, engine_version=plan.engine_version, plan=plan,
-                      assumptions=tuple(notes), biggest=line, biggest_item=biggest_item)
-
-
-def _biggest(table: list[Row], plan: Any) -> tuple[str | None, str | None]:
+def biggest(table: list[Row], plan: Any) -> tuple[str | None, str | None]:
+    """(the item that differs most, the one line explaining it) of a waterfall with kvplan's prediction."""
     # CUDA graphs kvplan does not subtract (vLLM < 0.21) were not subtracted by the engine either
     candidates = [r for r in table if r.item in _WHY and r.difference is not None
                   and not (r.item == "cudagraph" and not r.kvplan)]

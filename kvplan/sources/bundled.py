@@ -98,3 +98,32 @@ def build_index(specs: dict[str, dict]) -> dict[str, list[str]]:
         if len(targets) == 1 and short not in keys:
             keys[short] = targets[0]
     return dict(sorted(keys.items()))
+
+
+_SIZE = r"(?<![a-z0-9.])(\d+(?:\.\d+)?)b(?![a-z0-9])"
+"""A parameter count in a model id: '30b' in 'qwen3-coder-30b-a3b' (not the active 'a3b', not '8x7b')."""
+
+
+def close_bundled(name: str, n: int = 3) -> list[str]:
+    """Up to ``n`` bundled models close to ``name`` (for 'did you mean'): each named once, as its id is
+    spelled, the closest first. Where ``name`` states a size (30B), models of another size are left out:
+    a 480B model is no answer to a 30B one."""
+    import difflib
+    import re
+
+    query = name.strip().lower()
+    tail = query.rpartition("/")[2]
+    sizes = set(re.findall(_SIZE, query))
+    best: dict[str, float] = {}
+    for key, (_, display) in index().items():
+        score = max(difflib.SequenceMatcher(None, query, key).ratio(),
+                    difflib.SequenceMatcher(None, tail, key.rpartition("/")[2]).ratio() - 0.05)
+        if score < 0.6:
+            continue
+        if key.rpartition("/")[2].startswith(tail):  # what was typed, completed: the likeliest meaning
+            score += 0.1
+        theirs = set(re.findall(_SIZE, key))
+        if sizes and theirs and not sizes & theirs:
+            continue
+        best[display] = max(score, best.get(display, 0.0))
+    return sorted(best, key=lambda display: (-best[display], display))[:n]

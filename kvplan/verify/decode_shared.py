@@ -19,9 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from kvplan.engines.sharing import Workload
-from kvplan.verify import DecodeStepCheck
 from kvplan.verify.allocate import Allocation, import_torch
 from kvplan.verify.paging import COMMON, REQUEST, SEQUENCE, steps, tag
+from kvplan.verify.results import DecodeStepCheck
 from kvplan.verify.shapes import CachePlan, predicted_bytes
 from kvplan.verify.tables import per_block_bytes
 

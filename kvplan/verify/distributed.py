@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvplan.spec import ModelSpec
-from kvplan.verify import ComponentCheck
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.rank_results import RankCheck, RanksResult
 from kvplan.verify.ranks import RankPlan, check_parallel, parallel_notes, plan_ranks
+from kvplan.verify.results import ComponentCheck
 from kvplan.verify.shapes import workload_dict
 
 __all__ = ["RankCheck", "RankError", "RanksResult", "launch", "run_rank", "under_torchrun", "free_port"]

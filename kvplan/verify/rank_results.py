@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvplan.verify import ComponentCheck
+from kvplan.verify.results import ComponentCheck
 
 
 @dataclass(frozen=True)

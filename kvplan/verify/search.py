@@ -17,7 +17,7 @@ from kvplan.engines import CacheLayout
 from kvplan.engines.sharing import Workload
 from kvplan.monotone import largest
 from kvplan.spec import ModelSpec
-from kvplan.verify import DEFAULT_UTILIZATION
+from kvplan.verify.results import DEFAULT_UTILIZATION
 from kvplan.verify.allocate import allocate, cpu_available_bytes, free_bytes, measure, segment_bytes
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import plan_cache

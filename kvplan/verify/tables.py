@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.verify import BlockTableCheck
 from kvplan.verify.errors import VerifyError
+from kvplan.verify.results import BlockTableCheck
 
 
 def per_block_bytes(alloc: Any, layers: tuple[int, ...]) -> int:

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import re
 
-from kvplan.logs.core import NUMBER, Line, Logged, logged_size
-from kvplan.logs.model import Collector
-from kvplan.logs.reader import Draft, LogReader
+from kvplan.engines.log_format import NUMBER, Collector, Draft, Line, Logged, LogReader, logged_size
 
 MARKERS = ("llama_kv_cache", "llama_context", "llama_new_context_with_model", "llama_model_loader", "ggml_",
            "llm_load", "load_tensors", "print_info")
 # once per start (``common/common.cpp``: "build: N (commit) with ..." is the first line llama-server prints)
 STARTUPS = (re.compile(r"^build: \d+ \("),)
 
-# Linear patterns (kvplan.logs.core): each after a literal, with bounded runs where a field is free text.
+# Linear patterns (engines/log_format.py): each after a literal, with bounded runs where a field is free text.
 _MIB = NUMBER + r" MiB"
 _SIZE_LINE = re.compile(r"llama_kv_cache\w{0,32}:\s+size =\s*" + _MIB + r" \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)"
                         r"(?:/\s*(\d+))? seqs\), K \((\w+)\):\s*" + _MIB + r", V \((\w+)\):\s*" + _MIB)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.serve import ServeFlags, ServeReading, ServeRemark, shown
+from kvplan.engines.serve_format import ServeFlags, ServeReading, ServeRemark, shown
 from kvplan.errors import UsageError
 
 # --speculative-algorithm -> kvplan's method (``SpeculativeAlgorithm``; NEXTN is SGLang's MTP)

@@ -15,16 +15,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from kvplan.logs.core import COUNT, NUMBER, Line, Logged, to_float, to_int
-from kvplan.logs.model import Collector, LogSettings
-from kvplan.logs.reader import Draft, LogReader
+from kvplan.engines.log_format import (COUNT, NUMBER, Calibrated, CalibrationCase, Collector, Draft, Line, Logged,
+                                       LogReader, LogSettings, kv_only, to_float, to_int)
 
-if TYPE_CHECKING:
-    from kvplan.logs.calibration import Calibrated, CalibrationCase
-
-# Linear patterns (kvplan.logs.core): a number is read whole where a run of digits starts; a pattern whose fields
+# Linear patterns (engines/log_format.py): a number is read whole where a run of digits starts; a pattern whose fields
 # follow a marker far into the line ("Load weight end. ... avail mem=") is searched from the marker's first
 # occurrence (``_after``), never with a lazy ".*?" tried again from every later occurrence.
 _SIZE = NUMBER + r"\s*(GB|GiB|MB)"
@@ -148,8 +143,6 @@ def calibrate(case: CalibrationCase) -> Calibrated:
     (``profile_max_num_token``), where T, which it calls total_gpu_memory, is the free memory before the
     weights, least over the ranks (``ModelRunner.init_torch_distributed`` returns it). kvplan's SGLang
     budget takes T as total - non-torch, so the logged T is reproduced when the weights were measured."""
-    from kvplan.logs.calibration import Calibrated, kv_only
-
     m, notes, used, cal = case.cal.measured, case.notes, case.used, case.cal
     s = case.settings
     if "weights" in m:

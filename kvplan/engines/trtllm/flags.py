@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.serve import ServeFlags, ServeMerge, ServeReading, ServeRemark, shown
+from kvplan.engines.serve_format import ServeFlags, ServeMerge, ServeReading, ServeRemark, shown
 from kvplan.errors import UsageError
 
 CONFIG = "extra_llm_api_options"

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import re
 
-from kvplan.logs.core import COUNT, NUMBER, Line, exact_bytes
-from kvplan.logs.model import Collector
-from kvplan.logs.reader import LogReader
+from kvplan.engines.log_format import COUNT, NUMBER, Collector, Line, LogReader, exact_bytes
 
 MARKERS = ("TensorRT-LLM", "for max tokens in paged KV cache", "[TRT-LLM]", "tensorrt_llm", "bytes for k/v cache",
            "tokens in paged KV cache")
 
-# Linear patterns (kvplan.logs.core): each after a literal, the number read whole. No start-up pattern: every MPI
+# Linear patterns (engines/log_format.py): each after a literal, the number read whole. No start-up pattern: every MPI
 # rank imports tensorrt_llm and prints the version line, so that line does not mark one start-up.
 _ALLOCATED = re.compile(r"Allocated " + NUMBER + r"\s*(GiB|GB|MiB|MB) for max tokens in paged KV cache \(" + COUNT
                         + r"\)")

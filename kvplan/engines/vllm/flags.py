@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.serve import ServeFlags, ServeReading, ServeRemark, json_object, shown
+from kvplan.engines.serve_format import ServeFlags, ServeReading, ServeRemark, json_object, shown
 from kvplan.engines.speculative import MAX_SPECULATIVE_TOKENS
 from kvplan.errors import UsageError
 

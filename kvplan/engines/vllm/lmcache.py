@@ -42,7 +42,7 @@ from typing import Any
 from kvplan.engines.layout import CacheLayout, EngineOptions
 from kvplan.engines.offload import DiskTier, OffloadTier, find_link, uniform_token_bytes
 from kvplan.engines.protocol import Demand
-from kvplan.engines.serve import shown
+from kvplan.engines.serve_format import shown
 from kvplan.errors import UsageError
 
 LMCACHE_VERSION = "0.5.6"
@@ -329,7 +329,7 @@ def serve_settings(given: Mapping[str, Any]) -> tuple[tuple[tuple[str, Any], ...
     """``EngineOptions.lmcache`` and the remarks from a deployment's vLLM settings: ``--kv-transfer-config``
     JSON, ``--kv-offloading-backend lmcache`` with ``--kv-offloading-size``, and the ``LMCACHE_*`` variables
     (settings ``lmcache_*``). None where vLLM does not load LMCache."""
-    from kvplan.engines.serve import ServeRemark, json_object
+    from kvplan.engines.serve_format import ServeRemark, json_object
 
     remarks: list[ServeRemark] = []
     extra: dict[str, Any] = {}
@@ -419,7 +419,7 @@ def _screen_env(env: dict[str, Any], config_file: Any) -> tuple[dict[str, Any], 
     setting becomes None, not the default, and the connector fails where it uses it (``chunk_size`` in the KV
     shape, ``max_local_cpu_size > 0`` in ``storage_backend/__init__.py`` ``CreateStorageBackends``,
     ``max_local_disk_size`` only with a local disk): an error there, a warning where the setting is unused."""
-    from kvplan.engines.serve import ServeRemark
+    from kvplan.engines.serve_format import ServeRemark
 
     kept = dict(env)
     remarks: list[Any] = []

@@ -35,17 +35,15 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kvplan.logs.core import COUNT, NUMBER, Line, Logged, exact_bytes, to_float, to_int
-from kvplan.logs.model import Collector
-from kvplan.logs.reader import Draft, LogReader
+from kvplan.budgets import Settings
+from kvplan.engines.log_format import (COUNT, NUMBER, Calibrated, CalibrationCase, Collector, Draft, Line, Logged,
+                                       LogReader, exact_bytes, kv_only, to_float, to_int)
 
-if TYPE_CHECKING:
-    from kvplan.logs.calibration import Calibrated, Calibration, CalibrationCase
-
-# Linear patterns (kvplan.logs.core): NUMBER starts only where a run of digits starts, and reads the number whole
+# Linear patterns (engines/log_format.py): NUMBER starts only where a run of digits starts, and reads the number whole
 # ('1.5e3 GiB' is 1,500 GiB, never 3 GiB); the old '-?[\d,]*\.?\d+' tried every split of a run of digits.
 _NUM = NUMBER
 _SIZE = NUMBER + r"\s*(GiB|GB|MiB|MB)"
@@ -388,10 +386,7 @@ def calibrate(case: CalibrationCase) -> Calibrated:
     memory (refined to the logged block count when there is one); the difference to the printed activation
     is the rounding, and is said. The activation peak is profiled over ``max_num_batched_tokens`` tokens: for
     other settings it is scaled by kvplan's activation model (the same ratio), and that is said too."""
-    import kvplan
-    from kvplan.logs.calibration import Calibrated, kv_only
-
-    cal, model, here, notes, used = case.cal, case.model, case.here, case.notes, case.used
+    cal, model, here, notes, used, probe = case.cal, case.model, case.here, case.notes, case.used, case.probe
     m = cal.measured
     if "weights" not in m or "kv_cache" not in m:
         return kv_only(case)
@@ -405,12 +400,12 @@ def calibrate(case: CalibrationCase) -> Calibrated:
     graphs = m["cudagraph"].bytes if "cudagraph" in m else None
     measured_at = dict(gpu_memory=str(case.total), engine_version=case.version,
                        max_model_len=c.max_model_len or here.max_model_len, **case.common)
-    base = kvplan.Settings(gpu_memory_utilization=util, max_num_batched_tokens=c.max_num_batched_tokens,
-                           max_num_seqs=c.max_num_seqs, enforce_eager=bool(c.enforce_eager), weights_bytes=weights,
-                           non_torch_bytes=non_torch, cudagraph_bytes=graphs)
-    kv_target = _kv_target(cal, model, measured_at, base, notes)
+    base = Settings(gpu_memory_utilization=util, max_num_batched_tokens=c.max_num_batched_tokens,
+                    max_num_seqs=c.max_num_seqs, enforce_eager=bool(c.enforce_eager), weights_bytes=weights,
+                    non_torch_bytes=non_torch, cudagraph_bytes=graphs)
+    kv_target = _kv_target(cal, model, measured_at, base, notes, probe)
     # the activation that makes the measured items add up to the measured KV memory (vLLM's identity)
-    without = kvplan.max_batch(model, settings=replace(base, activation_bytes=0), **measured_at)
+    without = probe(model, settings=replace(base, activation_bytes=0), **measured_at)
     activation = without.per_gpu.kv_cache_bytes - kv_target
     printed = m.get("activation")
     if printed is not None:
@@ -427,7 +422,7 @@ def calibrate(case: CalibrationCase) -> Calibrated:
         notes.append(f"calibration: activation peak {activation / 2**30:.3f} GiB = what the logged budget, weights"
                      + (", non-torch" if non_torch is not None else " (and kvplan's non-torch estimate)")
                      + " and KV memory leave")
-    modelled = kvplan.max_batch(model, settings=replace(base, non_torch_bytes=None), **measured_at)
+    modelled = probe(model, settings=replace(base, non_torch_bytes=None), **measured_at)
     a0 = modelled.per_gpu.activation_bytes
     a1 = here.per_gpu.activation_bytes
     t0 = modelled.engine_defaults.get("max_num_batched_tokens")
@@ -452,23 +447,23 @@ def calibrate(case: CalibrationCase) -> Calibrated:
     return Calibrated(s, case.version, case.gpu_total, tuple(dict.fromkeys(used)), tuple(notes))
 
 
-def _kv_target(cal: Calibration, model: Any, measured_at: dict[str, Any], base: Any,
-               notes: list[str]) -> int:
-    """The logged KV memory, narrowed to the logged block count where the log has one."""
-    import kvplan
-
+def _kv_target(cal: Any, model: Any, measured_at: dict[str, Any], base: Any, notes: list[str],
+               probe: Callable[..., Any]) -> int:
+    """The logged KV memory, narrowed to the logged block count where the log has one (``probe``: the planner,
+    ``CalibrationCase.probe``)."""
     kv = cal.measured["kv_cache"]
     low, high = kv.bytes - kv.step_bytes // 2, kv.bytes + kv.step_bytes // 2
     blocks = cal.num_gpu_blocks
     probe_bytes = 1 << 44
-    probe = kvplan.max_batch(model, settings=replace(base, kv_cache_memory_bytes=probe_bytes), **measured_at)
-    if not probe.num_blocks:
+    probed = probe(model, settings=replace(base, kv_cache_memory_bytes=probe_bytes), **measured_at)
+    if not probed.num_blocks:
         return kv.bytes
-    per_block = probe_bytes // probe.num_blocks
-    if blocks is None and cal.kv_cache_tokens and probe.block_size:
+    per_block = probe_bytes // probed.num_blocks
+    if blocks is None and cal.kv_cache_tokens and probed.block_size:
         # a single-group pool logs blocks x block_size tokens (vLLM <= 0.23)
-        if probe.kv_cache_tokens == probe.num_blocks * probe.block_size and cal.kv_cache_tokens % probe.block_size == 0:
-            blocks = cal.kv_cache_tokens // probe.block_size
+        if (probed.kv_cache_tokens == probed.num_blocks * probed.block_size
+                and cal.kv_cache_tokens % probed.block_size == 0):
+            blocks = cal.kv_cache_tokens // probed.block_size
     if blocks is None or blocks <= 0:
         return kv.bytes
     lo, hi = max(low, blocks * per_block), min(high, (blocks + 1) * per_block - 1)

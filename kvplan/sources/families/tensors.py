@@ -15,13 +15,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kvplan.errors import ConfigError
 from kvplan.sources.families.reader import MAX_POSITIONS, MAX_VOCAB, VOCAB_ALIASES, ConfigReader
-
-if TYPE_CHECKING:
-    from kvplan.sources.families.registry import Family
 
 COMPONENTS = (
     "embed", "attention", "ssm", "mlp", "experts", "shared_experts", "router", "norms", "lm_head",
@@ -64,10 +61,20 @@ class ParamCount:
     """The tensors counted (for the per-matrix quantization rules of ``weights_bytes``)."""
 
 
+class FamilyTraits(Protocol):
+    """What a count reads of its family (``registry.Family``, which names this module's ``Counter`` in its
+    parameter rule: the registry stands above the counter, never the other way round)."""
+
+    @property
+    def tied_by_default(self) -> bool: ...
+
+    def mtp_count(self, reader: ConfigReader) -> int: ...
+
+
 class Counter:
     """The tensor list of one config being counted, over the reader that also builds its layers."""
 
-    def __init__(self, reader: ConfigReader, family: Family):
+    def __init__(self, reader: ConfigReader, family: FamilyTraits):
         self.reader = reader
         self.family = family
         self.top = reader.top

@@ -158,7 +158,7 @@ def transient(exc: BaseException, w: Where) -> str | None:
 
 
 def _close(repo: str, sep: str) -> str:
-    from kvplan.sources.resolve import close_bundled
+    from kvplan.sources.bundled import close_bundled
 
     close = close_bundled(repo)
     if not close:

@@ -1,0 +1,63 @@
+"""What a deployment asks of the KV cache (``Demand``) and what one replica's KV memory serves by an engine's
+pool and admission rules (``KvCapacity``): what ``Engine.capacity`` reads and returns, and what the shared pool
+rules (``token_pool.py``) compute with. The engine protocol (``protocol.py``) re-exports both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvplan.engines.speculative import SpeculativeLayout
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What a deployment asks of the KV cache."""
+
+    max_model_len: int
+    context: int
+    batch: int
+    limit: int = 1 << 26
+    """The longest context worth searching: the model's own limit (or max_model_len, if longer)."""
+    shared_prefix: int = 0
+    """Leading tokens common to every request (stored as the engine's sharing rule stores them)."""
+    proposer: str | None = None
+    """The speculative method, where one runs (it can change what a prefix-cache hit shares)."""
+    n: int = 1
+    """Parallel samples per request: ``batch`` and the max batch then count requests of n sequences."""
+    beam_width: int = 1
+    """Beams per request (as ``n``)."""
+    prompt_len: int | None = None
+    """The prompt part of ``context`` where requests share something (None: all of it)."""
+    gpu_name: str = ""
+    """The GPU's name (vLLM's batch defaults read it: A100s get the smaller tier)."""
+    speculative: SpeculativeLayout | None = None
+    """What speculative decoding adds, where it runs (SGLang's older releases size the draft apart)."""
+
+
+@dataclass(frozen=True)
+class KvCapacity:
+    """What one replica's KV memory serves, by the engine's pool and admission rules."""
+
+    block_size: int | None
+    num_blocks: int | None
+    """Pool blocks, for engines that report them (vLLM)."""
+    kv_cache_tokens: int
+    """The token count the engine logs at start-up."""
+    max_concurrency: float
+    concurrency_per_replica: bool
+    """True where the figure is the engine's own (logged per engine instance, not times dp)."""
+    max_batch: int
+    """Sequences of ``context`` tokens one replica holds at once."""
+    max_context: int
+    """The longest context ``batch`` sequences can each have."""
+    max_model_len_fit: int
+    """The longest request one sequence can have (what an engine suggests when it refuses to start)."""
+    request_bytes: int
+    """KV bytes one request of max_model_len needs on one GPU."""
+    fits: bool
+    assumptions: tuple[str, ...] = ()
+    admission_note: str = ""
+    """Where admission counts more than a computed sequence holds (what verify's search can fit)."""
