@@ -313,3 +313,31 @@ def test_oracle_mtp_peak(tmp_path, monkeypatch, layers):
     est = kvplan.estimate(spec, contexts=[context], engine="hf", kv_dtypes="float32", speculative_method="mtp",
                           num_nextn_predict_layers=layers).rows[0]
     assert total == est.kv_bytes
+
+
+def test_assisted_generation_without_k_takes_transformers_default_and_says_so():
+    # issue 21: transformers has a default (GenerationConfig num_assistant_tokens 20): taken, and said, not refused
+    from kvplan.engines.hf.speculative import DEFAULT_ASSISTANT_TOKENS
+
+    spec = kvplan.load_model("meta-llama/Llama-3.1-8B")
+    without = kvplan.estimate(spec, contexts=[8192], engine="hf", speculative_model="meta-llama/Llama-3.2-1B-Instruct")
+    given = kvplan.estimate(spec, contexts=[8192], engine="hf", speculative_model="meta-llama/Llama-3.2-1B-Instruct",
+                            num_speculative_tokens=DEFAULT_ASSISTANT_TOKENS)
+    assert without.rows[0].kv_bytes == given.rows[0].kv_bytes
+    assert any("num_assistant_tokens not given" in a and "20" in a for a in without.assumptions)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
+def test_engines_without_a_default_refuse_a_missing_k_by_field(engine):
+    from kvplan.errors import KvplanError
+
+    with pytest.raises(KvplanError) as caught:
+        kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu="H100", engine=engine,
+                         speculative_model="meta-llama/Llama-3.2-1B-Instruct")
+    assert caught.value.field == "num_speculative_tokens"
+
+
+def test_sglang_without_k_takes_its_own_choice():
+    plan = kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu="H100", engine="sglang",
+                            speculative_model="meta-llama/Llama-3.2-1B-Instruct")
+    assert any("SGLang's choice" in a for a in plan.assumptions)

@@ -35,7 +35,9 @@ class Speculation:
         if self.method not in METHODS:
             raise UsageError(f"speculative method '{self.method}' is not one kvplan knows ({', '.join(METHODS)})",
                              field="speculative_method")
-        if self.num_speculative_tokens is None and self.method != "mtp":
+        if self.num_speculative_tokens is None and self.method == "ngram":
+            # n-gram proposals have no draft config to take a default from; for the other methods the engine
+            # decides (SGLang and transformers have defaults; vLLM and TensorRT-LLM refuse, in their speculate)
             raise UsageError("speculative decoding needs num_speculative_tokens", field="num_speculative_tokens")
         k = self.num_speculative_tokens
         if k is not None and (isinstance(k, bool) or not isinstance(k, int)):

@@ -42,6 +42,9 @@ from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
+DEFAULT_ASSISTANT_TOKENS = 20
+"""transformers' ``GenerationConfig`` default ``num_assistant_tokens`` (generation/configuration_utils.py, the
+defaults table: 20 with schedule "constant" in 5.x)."""
 _SOURCE = "transformers 5.23"
 # kinds whose cache past recording keeps whole until crop (the first verify pass holds the whole prompt
 # in a sliding layer, a linear-attention layer its conv history): kvplan has no rule for them yet
@@ -118,7 +121,12 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int, *, static: boo
     if method == "mtp":
         return _mtp(spec, speculation, notes)
     draft = speculation.draft
-    assert draft is not None and k is not None
+    assert draft is not None
+    if k is None:  # generate() takes the draft's generation config: num_assistant_tokens 20 unless it says otherwise
+        k = DEFAULT_ASSISTANT_TOKENS
+        notes.append(f"num_assistant_tokens not given: transformers' default {k} assumed (GenerationConfig's "
+                     "defaults: num_assistant_tokens 20, schedule 'constant', unless the draft's generation_config.json "
+                     "sets them); the cache figures do not depend on it")
     _refuse_kinds(draft, f"the draft {draft.id}")
     notes.append(
         f"assisted generation: the draft {draft.id} keeps its own DynamicCache; num_assistant_tokens = {k} "

@@ -52,6 +52,9 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
         raise UsageError("kvplan has no rule for TensorRT-LLM speculative decoding with pipeline parallelism",
                          field="pp")
     k = speculation.num_speculative_tokens
+    if k is None and method != "mtp":  # MTP defaults to the checkpoint's layers; kvplan plans the others as given
+        raise UsageError(f"TensorRT-LLM {method}: give --num-speculative-tokens (its decoding config's max_draft_len)",
+                         field="num_speculative_tokens")
     notes: list[str] = []
     if method == "ngram":
         assert k is not None

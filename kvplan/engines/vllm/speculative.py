@@ -45,6 +45,10 @@ def speculate(spec: ModelSpec, speculation: Speculation) -> SpeculativeLayout:
             raise UsageError(f"num-speculative-tokens {k}: vLLM runs the {count} MTP layer(s) in turn and needs a "
                              f"multiple of {count} above it (SpeculativeConfig: 'must be divisible by n_predict')",
                              field="num_speculative_tokens")
+    if k is None and speculation.method != "mtp":  # SpeculativeConfig.__post_init__: the draft's n_predict, which
+        # kvplan's specs do not carry
+        raise UsageError(f"vLLM needs num_speculative_tokens for {speculation.method} unless the draft's config has "
+                         "n_predict (SpeculativeConfig): give --num-speculative-tokens", field="num_speculative_tokens")
     if k is None:  # SpeculativeConfig: num_speculative_tokens defaults to the MTP model's n_predict
         k = count
         notes.append(f"MTP: k = {k}, vLLM's default (num_nextn_predict_layers) when num_speculative_tokens "
