@@ -56,42 +56,18 @@ def read_bytes(path: str | os.PathLike, *, limit: int = MAX_FILE_BYTES) -> bytes
     The file is opened non-blocking so that a named pipe without a writer cannot hang the open,
     then checked with ``fstat`` (no race between the check and the read).
     """
-    where = os.fspath(path)
-    try:
-        fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise ConfigError(f"{where}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read ({exc.strerror or exc})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
-            raise ConfigError(f"{where}: {kind}: kvplan reads only regular files")
-        if info.st_size > limit:
-            raise ConfigError(f"{where}: {info.st_size:,} bytes, more than the {_mib(limit)} kvplan reads "
-                              "from one file")
-        chunks: list[bytes] = []
-        size = 0
-        while True:  # st_size can lie (a file still growing, /proc): read no more than the limit
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise ConfigError(f"{where}: more than the {_mib(limit)} kvplan reads from one file")
-        return b"".join(chunks)
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
+    return _read_regular(path, limit, cut=False)[0]
 
 
 def read_head(path: str | os.PathLike, *, limit: int) -> tuple[bytes, int]:
     """(at most ``limit + 1`` bytes from the start of regular file ``path``, its size): for a log, whose start is
     what is read, a longer file is cut, not refused (one byte more than ``limit`` says that there was more: a
     growing file's size can lie). Opened as :func:`read_bytes` opens (non-blocking, regular files only)."""
+    return _read_regular(path, limit, cut=True)
+
+
+def _read_regular(path: str | os.PathLike, limit: int, *, cut: bool) -> tuple[bytes, int]:
+    """(up to ``limit + 1`` bytes of regular file ``path``, its size); past ``limit`` refused unless ``cut``."""
     where = os.fspath(path)
     try:
         fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -104,14 +80,19 @@ def read_head(path: str | os.PathLike, *, limit: int) -> tuple[bytes, int]:
         if not stat.S_ISREG(info.st_mode):
             kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
             raise ConfigError(f"{where}: {kind}: kvplan reads only regular files")
+        if not cut and info.st_size > limit:
+            raise ConfigError(f"{where}: {info.st_size:,} bytes, more than the {_mib(limit)} kvplan reads "
+                              "from one file")
         chunks: list[bytes] = []
         size = 0
-        while size <= limit:
+        while size <= limit:  # st_size can lie (a file still growing, /proc): read no more than limit + 1
             chunk = os.read(fd, min(1 << 20, limit + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
+        if not cut and size > limit:
+            raise ConfigError(f"{where}: more than the {_mib(limit)} kvplan reads from one file")
         return b"".join(chunks), max(info.st_size, size)
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read ({exc.strerror or exc})") from None

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kvplan.deploy.report import Finding
 from kvplan.engines.serve import ServeFlags, serve_flags, serving_engines, shown
 from kvplan.errors import ConfigError
 
@@ -396,6 +398,22 @@ def _split_words(text: str) -> list[str] | None:
 
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+
+
+def script_invocations(script: str, first_line: int | None, env: dict[str, str], path: str,
+                       findings: list[Finding]) -> Iterator[tuple[list[Token], Invocation]]:
+    """Each engine command of a shell script with its invocation, the script's own assignments followed in ``env``
+    (updated in place, as the shell would); a command whose flags the engine would refuse is one invalid finding."""
+    for command in shell_commands(script, first_line):
+        if shell_assignments(command, env):
+            continue
+        try:
+            inv = find_invocation(command, env)
+        except FlagError as exc:
+            findings.append(Finding("error", "invalid-input", str(exc), path, exc.line, invalid_input=True))
+            continue
+        if inv is not None:
+            yield command, inv
 
 
 def shell_assignments(command: list[Token], env: dict[str, str]) -> bool:

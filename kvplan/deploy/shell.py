@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kvplan.deploy.config_files import attach, relative_to
 from kvplan.deploy.deployment import Deployment, Value
-from kvplan.deploy.flags import FlagError, apply_invocation, find_invocation, shell_assignments, shell_commands
+from kvplan.deploy.flags import apply_invocation, script_invocations
 from kvplan.deploy.pods import apply_annotations
 from kvplan.deploy.report import Finding
 
@@ -38,16 +38,7 @@ def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
     deployments: list[Deployment] = []
     findings: list[Finding] = []
     stem = Path(path).stem
-    for command in shell_commands(text, 1):
-        if shell_assignments(command, env):
-            continue
-        try:
-            inv = find_invocation(command, env)
-        except FlagError as exc:
-            findings.append(Finding("error", "invalid-input", str(exc), path, exc.line, invalid_input=True))
-            continue
-        if inv is None:
-            continue
+    for command, inv in script_invocations(text, 1, env, path, findings):
         name = stem if not deployments else f"{stem}#{len(deployments) + 1}"
         dep = Deployment(name=name, file=path, line=inv.line, source="shell", base_dir=base_dir)
         apply_invocation(dep, inv)

@@ -17,13 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
-from kvplan.deploy.flags import (
-    FlagError,
-    apply_invocation,
-    find_invocation,
-    shell_assignments,
-    shell_commands,
-)
+from kvplan.deploy.flags import FlagError, apply_invocation, script_invocations
 from kvplan.deploy.helm import count, helm_text
 from kvplan.deploy.pods import image_version
 from kvplan.deploy.report import Finding
@@ -101,17 +95,7 @@ def _run(script: str, first_line: int | None, env: dict[str, str], path: str, ba
          findings: list[Finding]) -> list[Deployment]:
     """The engine commands of the ``run`` script (its own assignments followed, as ``kvplan.deploy.shell``)."""
     out: list[Deployment] = []
-    env = dict(env)
-    for command in shell_commands(script, first_line):
-        if shell_assignments(command, env):
-            continue
-        try:
-            inv = find_invocation(command, env)
-        except FlagError as exc:
-            findings.append(Finding("error", "invalid-input", str(exc), path, exc.line, invalid_input=True))
-            continue
-        if inv is None:
-            continue
+    for _, inv in script_invocations(script, first_line, dict(env), path, findings):
         dep = Deployment(name="", file=path, line=inv.line, source="skypilot", base_dir=base_dir)
         apply_invocation(dep, inv)
         out.append(dep)
