@@ -180,3 +180,16 @@ def json_object(raw: object, flag: str, field: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise UsageError(f"{flag}: not a JSON object ({json_kind(value)})", field=field)
     return value
+
+
+def loaded_with_remark(spec: Any, dtype: str, method: str | None, source: str, how: str,
+                       remarks: list[ServeRemark]) -> Any:
+    """The spec with the weights the engine loads (``kvplan.budgets.runtime_weights.loaded_weights``), the
+    reading said as one ``weights-dtype`` note (``how``: the dtype's own reading) where there is one to say."""
+    from kvplan.budgets.runtime_weights import loaded_weights
+
+    loaded, note = loaded_weights(spec, dtype, method, source)
+    if how or note:
+        remarks.append(ServeRemark("note", "weights-dtype", "; ".join(t for t in (how, note) if t),
+                                   "quantization" if method else "dtype"))
+    return loaded

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.serve_format import ServeFlags, ServeReading, ServeRemark, shown
+from kvplan.engines.serve_format import ServeFlags, ServeReading, ServeRemark, loaded_with_remark, shown
 from kvplan.errors import UsageError
 
 # --speculative-algorithm -> kvplan's method (``SpeculativeAlgorithm``; NEXTN is SGLang's MTP)
@@ -213,7 +213,7 @@ def read_model(spec: Any, settings: Mapping[str, Any], version: str | None) -> t
     """The model SGLang loads under ``--dtype`` and ``--quantization``, and whether it starts with the
     ``--context-length`` given (``ModelConfig.__init__``: past the derived length it raises ValueError unless
     SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is true). A refusal is a remark of severity 'error'."""
-    from kvplan.budgets.runtime_weights import is_unquantized, loaded_weights
+    from kvplan.budgets.runtime_weights import is_unquantized
 
     remarks: list[ServeRemark] = []
     given = settings.get("dtype")
@@ -248,10 +248,7 @@ def read_model(spec: Any, settings: Mapping[str, Any], version: str | None) -> t
                                        "unquantized", "quantization"))
     source = {"fp8": "SGLang --quantization fp8: Fp8LinearMethod, srt/layers/quantization/fp8.py",
               "nf4": "SGLang --quantization bitsandbytes: 4-bit nf4"}.get(online or "", "SGLang --dtype")
-    loaded, note = loaded_weights(spec, dtype, online, source)
-    if how or note:
-        remarks.append(ServeRemark("note", "weights-dtype", "; ".join(t for t in (how, note) if t),
-                                   "quantization" if online else "dtype"))
+    loaded = loaded_with_remark(spec, dtype, online, source, how, remarks)
     length = settings.get("max_model_len")
     if isinstance(length, int) and not isinstance(length, bool):
         limit, why = derived_context_len(spec)

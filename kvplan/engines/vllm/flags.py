@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.serve_format import ServeFlags, ServeReading, ServeRemark, json_object, shown
+from kvplan.engines.serve_format import ServeFlags, ServeReading, ServeRemark, json_object, loaded_with_remark, shown
 from kvplan.engines.speculative import MAX_SPECULATIVE_TOKENS
 from kvplan.errors import UsageError
 
@@ -312,7 +312,7 @@ def long_len_allowed(settings: Mapping[str, Any]) -> bool:
 def read_model(spec: Any, settings: Mapping[str, Any], version: str | None) -> tuple[Any, tuple[ServeRemark, ...]]:
     """The model vLLM loads under ``--dtype`` and ``--quantization`` (``-q``), and whether it starts with the
     max model length given. A refusal comes back as a remark of severity 'error'."""
-    from kvplan.budgets.runtime_weights import is_unquantized, loaded_weights
+    from kvplan.budgets.runtime_weights import is_unquantized
 
     remarks: list[ServeRemark] = []
     dtype, how = model_dtype(spec, settings.get("dtype"), spec.model_type)
@@ -335,10 +335,7 @@ def read_model(spec: Any, settings: Mapping[str, Any], version: str | None) -> t
     source = {"fp8": "vLLM --quantization fp8: Fp8LinearMethod, quantization/fp8.py",
               "nf4": "vLLM --quantization bitsandbytes: 4-bit nf4, bitsandbytes_loader.py"}.get(online or "",
                                                                                               "vLLM --dtype")
-    loaded, note = loaded_weights(spec, dtype, online, source)
-    if how or note:
-        remarks.append(ServeRemark("note", "weights-dtype", "; ".join(t for t in (how, note) if t),
-                                   "quantization" if online else "dtype"))
+    loaded = loaded_with_remark(spec, dtype, online, source, how, remarks)
     mml = settings.get("max_model_len")
     if isinstance(mml, int) and not isinstance(mml, bool):
         limit, why = derived_max_len(spec)
