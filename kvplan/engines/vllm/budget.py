@@ -15,6 +15,7 @@ import math
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
 from kvplan.engines.protocol import Demand
+from kvplan.engines.vllm import fitted
 from kvplan.engines.vllm.cudagraph import cudagraph_estimate
 from kvplan.engines.vllm.defaults import V1_SINCE, UsageContext, batch_defaults
 from kvplan.engines.version import Version
@@ -23,33 +24,10 @@ from kvplan.spec import ModelSpec
 UTIL_092_SINCE = (0, 21)
 CUDAGRAPH_ESTIMATE_SINCE = (0, 21)  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default 1 from 0.21 (envs.py)
 
-# Non-torch memory charged to the budget (docs/research-vllm.md section 2).
-# 0.10 to 0.33 (computed structure: utils memory_profiling / gpu_worker.determine_available_memory): only the
-# growth since the worker's init snapshot; sizes assumed from the 0.19.0 H100 logs (llmd-planner-v0190-*):
-# 0.24-0.27 GiB at TP 1, 2.06-2.21 GiB with TP > 1 (NCCL, custom all-reduce), 0.07 GiB with PP only.
-# 0.33's new bookkeeping (free memory at init minus free after profiling) charges the same growth.
-INCREASE_SINCE = (0, 10)
-NON_TORCH_TP1 = int(0.25 * GIB)
-NON_TORCH_TP = int(2.1 * GIB)
-NON_TORCH_PP = int(0.07 * GIB)
-# 0.8 / 0.9 V1 (0.8.5 Worker.determine_available_memory): all non-torch memory, the CUDA context included:
-# assumed = what the 0.19.0 logs show at the worker's init snapshot (0.51 GiB TP 1, 1.4-2.05 GiB with TP or
-# PP > 1) plus the growth above; 3.5 GiB with TP matches the 3.58 GiB an old TP build logged (issue 11).
-NON_TORCH_ALL_TP1 = int(0.76 * GIB)
-NON_TORCH_ALL_TP = int(3.5 * GIB)
-NON_TORCH_ALL_PP = int(1.47 * GIB)
-NON_TORCH_V06 = int(0.35 * GIB)  # V0 0.6.x, all of it: vllm-10517 logs 0.35 GiB at TP 1 (assumed for TP too)
-# V0 0.7.x measured the growth since a baseline too: 0.03 GiB TP 1 (vllm-13882), 0.25 GiB TP 2 (vllm-13061);
-# V0 0.6.4 and earlier all of it: 0.35 GiB TP 1 (vllm-10517). Assumed, single readings.
-V0_INCREASE_SINCE = (0, 7)
-NON_TORCH_V0_TP1 = int(0.03 * GIB)
-NON_TORCH_V0_TP = int(0.25 * GIB)
-
-# The sampler's profile peak per logit row x vocab entry (activation_bytes' sampler term); assumed, fitted:
-# 0.17+: 15.5 B (the 0.19.0 logs whose peak the sampler sets: Llama-3.x 1.89-1.96 GiB for 1024 x 128,256,
-# Qwen2.5 2.21-2.29 for 1024 x 152,064, Gemma 2/3 3.62-3.99 for 1024 x 256,000-262,208, phi-4, Mistral-Small);
-# 0.15/0.16: 39 B (Qwen3-14B 5.64 GiB in the llmd-planner sweep, 2.23 from 0.17), assumed for V1 0.8-0.14 too;
-# V0: 39 B for 256 rows (vllm-13882: 1.42 GiB for 256 x 152,064; V0 profiled top-k/top-p sorting).
+# Non-torch memory charged to the budget (docs/research-vllm.md section 2) and the sampler's bytes per logit:
+# fitted sizes, in fitted.py (with the logs each was fitted on; benchmarks/crossval.py refits them without one
+# source to judge it). 0.33's new bookkeeping (free memory at init minus free after profiling) charges the same
+# growth as 0.10+.
 # MoE: the fused-MoE kernel's intermediate buffers (gate/up output and activation, tokens x top-k x expert
 # width, here tokens x mlp_width / tp x 3 values x the activation dtype) stay allocated while the sampler
 # runs (assumed: the 0.19.0 MoE logs peak 0.2-0.5 GiB above the sampler alone: Qwen3-30B-A3B 2.68 GiB,
@@ -58,9 +36,6 @@ NON_TORCH_V0_TP = int(0.25 * GIB)
 MOE_MODEL_TYPES = frozenset({"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "llama4",
                              "glm4_moe", "qwen3_next", "kimi_k2", "minimax", "dbrx", "phimoe", "olmoe"})
 MOE_WORKSPACE_VALUES = 3
-SAMPLER_SMALL_SINCE = (0, 17)
-SAMPLER_BYTES = 15.5
-SAMPLER_BYTES_OLD = 39.0
 
 
 # vLLM's main model skips the checkpoint's MTP layers; its MTP proposer loads them (vllm 0.33
@@ -71,22 +46,12 @@ MTP_NOT_LOADED = "vLLM does not load without MTP speculation (deepseek_v2.py loa
 
 
 def non_torch_bytes(version: Version, tp: int, pp: int) -> tuple[int, str]:
-    if version >= INCREASE_SINCE:
-        if tp > 1:
-            return NON_TORCH_TP, "growth since the worker's init snapshot, TP > 1 (NCCL, custom all-reduce)"
-        if pp > 1:
-            return NON_TORCH_PP, "growth since the worker's init snapshot, PP only"
-        return NON_TORCH_TP1, "growth since the worker's init snapshot"
-    if version >= V1_SINCE:
-        how = "all non-torch memory, CUDA context included"
-        return (NON_TORCH_ALL_TP if tp > 1 else NON_TORCH_ALL_PP if pp > 1 else NON_TORCH_ALL_TP1), how
-    if version < V0_INCREASE_SINCE:
-        return NON_TORCH_V06, "V0: all non-torch memory, CUDA context included"
-    return (NON_TORCH_V0_TP if tp > 1 else NON_TORCH_V0_TP1), "V0: growth since the profile's baseline"
+    name, how = fitted.non_torch_field(version, tp, pp)
+    return getattr(fitted.FIT, name), how
 
 
 def sampler_bytes_per_logit(version: Version) -> float:
-    return SAMPLER_BYTES if version >= SAMPLER_SMALL_SINCE else SAMPLER_BYTES_OLD
+    return float(getattr(fitted.FIT, fitted.sampler_field(version)))
 
 
 def moe_workspace_bytes(spec: ModelSpec, tokens: int, tp: int) -> int:

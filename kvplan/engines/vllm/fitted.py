@@ -1,0 +1,75 @@
+"""The vLLM budget constants kvplan fits to start-up logs, because vLLM's code gives their structure but not
+their size (what cuBLAS, NCCL and the custom all-reduce take; the sampler's buffers per logit).
+
+They are one frozen value, ``FIT``, read by budget.py at each call, with the rule that selects each one
+(``non_torch_field``) beside it: benchmarks/crossval.py refits them with one source of logs held out and judges
+that source (leave-one-source-out, docs/accuracy.md), so each constant's error is measured on logs it was not
+fitted to. Sizes: the median of what the logs of the band print for the item (benchmarks/crossval.py ``refit``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engines.version import Version
+from kvplan.engines.vllm.defaults import V1_SINCE
+
+GIB = 1 << 30
+
+INCREASE_SINCE = (0, 10)
+V0_INCREASE_SINCE = (0, 7)
+SAMPLER_SMALL_SINCE = (0, 17)
+
+
+@dataclass(frozen=True)
+class VllmFit:
+    """Fitted sizes (bytes, or bytes per logit); the comments name the logs each was first fitted on."""
+
+    # 0.10 to 0.33 (structure computed: utils memory_profiling / gpu_worker.determine_available_memory): only the
+    # growth since the worker's init snapshot; 0.19.0 H100 logs (llmd-planner-v0190-*): 0.24-0.27 GiB at TP 1,
+    # 2.06-2.21 GiB with TP > 1 (NCCL, custom all-reduce), 0.07 GiB with PP only.
+    non_torch_tp1: int = int(0.25 * GIB)
+    non_torch_tp: int = int(2.1 * GIB)
+    non_torch_pp: int = int(0.07 * GIB)
+    # 0.8 / 0.9 V1 (0.8.5 Worker.determine_available_memory): all non-torch memory, the CUDA context included:
+    # the 0.19.0 logs' init snapshot (0.51 GiB TP 1, 1.4-2.05 GiB with TP or PP > 1) plus the growth above;
+    # 3.5 GiB with TP matches the 3.58 GiB an old TP build logged (issue 11).
+    non_torch_all_tp1: int = int(0.76 * GIB)
+    non_torch_all_tp: int = int(3.5 * GIB)
+    non_torch_all_pp: int = int(1.47 * GIB)
+    # V0 0.6.x, all of it: vllm-10517 logs 0.35 GiB at TP 1 (assumed for TP too); V0 0.7.x the growth since a
+    # baseline: 0.03 GiB TP 1 (vllm-13882), 0.25 GiB TP 2 (vllm-13061). Single readings.
+    non_torch_v06: int = int(0.35 * GIB)
+    non_torch_v0_tp1: int = int(0.03 * GIB)
+    non_torch_v0_tp: int = int(0.25 * GIB)
+    # The sampler's profile peak per logit row x vocab entry. 0.17+: 15.5 B (the 0.19.0 logs whose peak the
+    # sampler sets: Llama-3.x 1.89-1.96 GiB for 1024 x 128,256, Qwen2.5 2.21-2.29 for 1024 x 152,064, Gemma 2/3
+    # 3.62-3.99 for 1024 x 256,000-262,208); before: 39 B (Qwen3-14B 5.64 GiB in the llmd-planner 0.15 sweep;
+    # V0 vllm-13882: 1.42 GiB for 256 x 152,064, V0 profiled top-k/top-p sorting).
+    sampler_bytes: float = 15.5
+    sampler_bytes_old: float = 39.0
+
+
+FIT = VllmFit()
+"""The constants in use. Only benchmarks/crossval.py replaces it (to refit without one source)."""
+
+
+def non_torch_field(version: Version, tp: int, pp: int) -> tuple[str, str]:
+    """Which fitted non-torch size applies to this release and parallelism, and what it stands for."""
+    if version >= INCREASE_SINCE:
+        if tp > 1:
+            return "non_torch_tp", "growth since the worker's init snapshot, TP > 1 (NCCL, custom all-reduce)"
+        if pp > 1:
+            return "non_torch_pp", "growth since the worker's init snapshot, PP only"
+        return "non_torch_tp1", "growth since the worker's init snapshot"
+    if version >= V1_SINCE:
+        how = "all non-torch memory, CUDA context included"
+        return ("non_torch_all_tp" if tp > 1 else "non_torch_all_pp" if pp > 1 else "non_torch_all_tp1"), how
+    if version < V0_INCREASE_SINCE:
+        return "non_torch_v06", "V0: all non-torch memory, CUDA context included"
+    return ("non_torch_v0_tp" if tp > 1 else "non_torch_v0_tp1"), "V0: growth since the profile's baseline"
+
+
+def sampler_field(version: Version) -> str:
+    """Which fitted sampler size applies to this release."""
+    return "sampler_bytes" if version >= SAMPLER_SMALL_SINCE else "sampler_bytes_old"

@@ -1,0 +1,53 @@
+"""The vLLM budget judged on logs it was not fitted to (benchmarks/crossval.py): a change may not make the
+leave-one-source-out error worse than the stored baseline (benchmarks/crossval_baseline.json, rewritten with
+``python benchmarks/crossval.py --baseline`` when a change improves it)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks import crossval  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    return crossval.run()[0]
+
+
+def test_cross_validated_error_is_not_worse(rows: list[dict]) -> None:
+    baseline = json.loads(crossval.BASELINE.read_text())
+    now = crossval.summary(rows)
+    for name in ("cross-validated (held-out sources)", "in-sample (shipped sizes, all logs)"):
+        for stat in ("median", "p90"):
+            assert now[name][stat] <= baseline[name][stat] + 1e-9, (name, stat, now[name][stat], baseline[name][stat])
+        assert now[name]["n"] >= baseline[name]["n"], f"{name}: fewer logs judged than the baseline"
+
+
+def test_refit_reproduces_a_reading() -> None:
+    """The refit is the median of the readings of a size; sizes nobody read keep the shipped value."""
+    fit, unread = crossval.refit([{"non_torch_tp1": 1.0 * (1 << 30)}, {"non_torch_tp1": 3.0 * (1 << 30)},
+                                  {"sampler_bytes": 20.0}])
+    assert fit.non_torch_tp1 == 2 << 30 and fit.sampler_bytes == 20.0
+    assert "non_torch_tp" in unread and fit.non_torch_tp == crossval.fitted.FIT.non_torch_tp
+
+
+def test_judged_on_independent_sources(rows: list[dict]) -> None:
+    """A fitted constant is judged on at least 3 independent sources, every error a number."""
+    assert rows and all(math.isfinite(r["heldout_error_pct"]) for r in rows)
+    sources = {r["source"] for r in rows}
+    assert len(sources) >= 3, "cross-validation needs at least 3 independent sources"
+
+
+def test_swapping_the_fit_is_undone() -> None:
+    shipped = crossval.fitted.FIT
+    with crossval.using(crossval.fitted.VllmFit(sampler_bytes=1.0)):
+        assert crossval.fitted.FIT.sampler_bytes == 1.0
+    assert crossval.fitted.FIT is shipped
