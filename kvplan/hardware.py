@@ -25,6 +25,9 @@ from kvplan.errors import ConfigError, UsageError
 
 CATALOG_NAME = "gpus.yaml"
 VENDORS = ("nvidia", "amd", "intel", "other")
+KNOWN_VENDORS = frozenset(VENDORS) - {"other"}
+"""Vendors an engine's platform rule can judge ("other": a GPU made from a size, or unlisted)."""
+VENDOR_TITLES = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "other": "other"}
 
 #: How ``memory_bytes`` was obtained: printed exactly, torch's integer MiB, or a rounded GiB figure.
 PRECISIONS = ("exact", "mib", "gib")

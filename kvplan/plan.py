@@ -16,6 +16,7 @@ from kvplan._version import __version__
 from kvplan.budgets import MemoryItem, Settings
 from kvplan.budgets.base import given_kv_notes
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
+from kvplan.hardware import KNOWN_VENDORS, VENDOR_TITLES
 from kvplan.engines import Demand, get_engine
 from kvplan.engines.layout import HOST_POOL
 from kvplan.engines.protocol import check_options, make_engine_options
@@ -328,6 +329,10 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
          speculation: Any = None, engine_options: dict[str, Any] | None = None, n: int = 1, beam_width: int = 1,
          prompt_len: int | None = None, expert_parallel: bool | None = None) -> CapacityPlan:
     eng = get_engine(engine)
+    if eng.vendors is not None and hw.vendor in KNOWN_VENDORS and hw.vendor not in eng.vendors:
+        runs_on = " and ".join(VENDOR_TITLES[v] for v in sorted(eng.vendors))
+        raise UsageError(f"{eng.title} runs on {runs_on} GPUs only; {hw.name} is an {VENDOR_TITLES[hw.vendor]} GPU",
+                         field="gpu")
     ep_notes: list[str] = []
     split_experts = _shares_experts(eng, spec, expert_parallel) and dp > 1
     if expert_parallel and dp > 1 and not split_experts:

@@ -22,6 +22,7 @@ from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.engines.launch import Launch
     from kvplan.engines.log_format import LogReader
     from kvplan.engines.serve_format import ServeFlags
     from kvplan.engines.sharing import SharingRule, Workload
@@ -42,6 +43,10 @@ class Engine(Protocol):
     """How ``kvplan check`` reads this engine's launch command, where it has one kvplan reads."""
     log: LogReader | None
     """How ``kvplan log`` reads this engine's start-up log (``engines/<engine>/log.py``), where it has one."""
+    launch: Launch | None
+    """The command that starts a planned deployment (``kvplan fit``), where kvplan writes one."""
+    vendors: frozenset[str] | None
+    """GPU vendors the engine runs on; None: any (a plan for another vendor's GPU is refused by field)."""
     extra_options: frozenset[str]
     """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
     unfit: str
@@ -100,6 +105,10 @@ class EngineDefaults:
     newest_rules: Version
     serve: ServeFlags | None = None
     log: LogReader | None = None
+    launch: Launch | None = None
+    """The command that starts a planned deployment (``engines/<engine>/launch.py``); None: kvplan writes none."""
+    vendors: frozenset[str] | None = None
+    """GPU vendors the engine runs on (``kvplan.hardware.VENDORS``); None: any."""
     extra_options: frozenset[str] = frozenset()
     unfit: str = ""
     dp_shares_experts: bool = False

@@ -32,6 +32,7 @@ class SGLangEngine(EngineDefaults):
 
     kv_dtypes = from_module("kvplan.engines.sglang.layout", "KV_DTYPES")
     serve = from_module("kvplan.engines.sglang.flags", "SERVE")
+    launch = from_module("kvplan.engines.sglang.launch", "launch")
     log = from_module("kvplan.engines.sglang.log", "LOG")
     sharing = from_module("kvplan.engines.sglang.sharing", "SHARING")
     tensor_plan = from_module("kvplan.engines.sglang.tensors", "plan_tensors")

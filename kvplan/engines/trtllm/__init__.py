@@ -23,6 +23,8 @@ class TRTLLMEngine(EngineDefaults):
     title: str = "TensorRT-LLM"
     default_version: str = "latest"
     newest_rules: Version = (1, 2)
+    # CUDA only: TensorRT-LLM builds on TensorRT and CUDA kernels (docs: "Supported Hardware", NVIDIA GPUs)
+    vendors: frozenset[str] | None = frozenset({"nvidia"})
     # kv_cache_config.host_cache_size: the secondary block pool (trtllm/offload.py)
     extra_options: frozenset[str] = frozenset({"host_cache_bytes", "offload_link"})
     # KVCacheManager.adjust_window_sizes_for_vswa (tensorrt_llm/_torch/pyexecutor/resource_manager.py): when
@@ -33,6 +35,7 @@ class TRTLLMEngine(EngineDefaults):
 
     kv_dtypes = from_module("kvplan.engines.trtllm.layout", "KV_DTYPES")
     serve = from_module("kvplan.engines.trtllm.flags", "SERVE")
+    launch = from_module("kvplan.engines.trtllm.launch", "launch")
     log = from_module("kvplan.engines.trtllm.log", "LOG")
     sharing = from_module("kvplan.engines.trtllm.sharing", "SHARING")
     tensor_plan = from_module("kvplan.engines.trtllm.tensors", "plan_tensors")

@@ -41,6 +41,7 @@ class VLLMEngine(EngineDefaults):
 
     kv_dtypes = from_module("kvplan.engines.vllm.layout", "KV_DTYPES")
     serve = from_module("kvplan.engines.vllm.flags", "SERVE")
+    launch = from_module("kvplan.engines.vllm.launch", "launch")
     log = from_module("kvplan.engines.vllm.log", "LOG")
     sharing = from_module("kvplan.engines.vllm.sharing", "SHARING")
     tensor_plan = from_module("kvplan.engines.vllm.tensors", "plan_tensors")
