@@ -29,7 +29,7 @@ from kvplan.spec import ModelSpec
 from kvplan.engines.sharing import MAX_SAMPLES
 from kvplan.units import MAX_COUNT
 
-Solve = Literal["batch", "context", "gpus"]
+Solve = Literal["batch", "context", "gpus", "utilization"]
 _MAX_SEARCH_GPUS = 512
 GPUS_PER_NODE = 8
 """GPUs one node holds (HGX / DGX H100, H200, B200, MI300X boards): tensor parallelism stays within one."""
@@ -107,6 +107,8 @@ class CapacityPlan:
     ep: int = 0
     """GPUs one copy of the routed experts is spread over in each pipeline stage: tp x dp with expert
     parallelism across the data-parallel ranks, else tp (0 in plans made before the field: read as tp)."""
+    solved: dict[str, Any] | None = None
+    """``--solve utilization``: the engine's memory fraction found (setting, engine flag, value); else None."""
 
     @property
     def samples(self) -> int:
@@ -176,6 +178,8 @@ class CapacityPlan:
             out["offload"] = dict(self.offload)
         if self.speculation is not None:
             out["speculation"] = dict(self.speculation)
+        if self.solved is not None:
+            out["solved"] = dict(self.solved)
         return out
 
 
@@ -291,8 +295,21 @@ def max_batch(
         search = Search(given_tp, given_pp, expert_parallel, gpus_per_node)
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
                            concurrency, swa_full, engine_options, sharing, speculation, search)
+    if solve == "utilization":
+        from kvplan.solve import solve_fraction
+
+        want = batch if concurrency is None else concurrency
+
+        def at(chosen: Settings) -> CapacityPlan:
+            return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version,
+                        kv_dtype=kv_dtype, max_model_len=mml, context=context or mml, batch=want,
+                        block_size=block_size, settings=chosen, swa_full=swa_full, shared_prefix=shared_prefix,
+                        speculation=speculation, engine_options=engine_options, n=n, beam_width=beam_width,
+                        prompt_len=prompt_len, expert_parallel=expert_parallel)
+
+        return solve_fraction(get_engine(engine), settings, at, want)
     if solve not in ("batch", "context"):
-        raise UsageError(f"'{solve}': choose batch, context or gpus", field="solve")
+        raise UsageError(f"'{solve}': choose batch, context, gpus or utilization", field="solve")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                 max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
                 swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation,

@@ -47,6 +47,8 @@ class Engine(Protocol):
     """The command that starts a planned deployment (``kvplan fit``), where kvplan writes one."""
     vendors: frozenset[str] | None
     """GPU vendors the engine runs on; None: any (a plan for another vendor's GPU is refused by field)."""
+    memory_fraction: tuple[str, str] | None
+    """(``Settings`` field, engine flag) of the memory fraction the engine takes; None where it has none."""
     extra_options: frozenset[str]
     """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
     unfit: str
@@ -109,6 +111,9 @@ class EngineDefaults:
     """The command that starts a planned deployment (``engines/<engine>/launch.py``); None: kvplan writes none."""
     vendors: frozenset[str] | None = None
     """GPU vendors the engine runs on (``kvplan.hardware.VENDORS``); None: any."""
+    memory_fraction: tuple[str, str] | None = None
+    """The fraction of the GPU the engine takes (``Settings`` field, the engine's flag), which ``--solve
+    utilization`` finds; None where its cache is sized otherwise."""
     extra_options: frozenset[str] = frozenset()
     unfit: str = ""
     dp_shares_experts: bool = False

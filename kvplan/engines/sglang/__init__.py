@@ -26,6 +26,7 @@ class SGLangEngine(EngineDefaults):
     title: str = "SGLang"
     default_version: str = "latest"
     newest_rules: Version = (0, 5, 23)
+    memory_fraction: tuple[str, str] | None = ("mem_fraction_static", "--mem-fraction-static")
     # the hierarchical cache's host pool (sglang/offload.py); --cpu-offload-gb (sglang/budget.py)
     extra_options: frozenset[str] = frozenset({"hicache_ratio", "hicache_size_gb", "offload_link",
                                                "cpu_offload_bytes"})

@@ -23,6 +23,8 @@ class TRTLLMEngine(EngineDefaults):
     title: str = "TensorRT-LLM"
     default_version: str = "latest"
     newest_rules: Version = (1, 2)
+    # the fraction of the memory free after the weights (KvCacheConfig.free_gpu_memory_fraction)
+    memory_fraction: tuple[str, str] | None = ("free_gpu_memory_fraction", "--kv_cache_free_gpu_memory_fraction")
     # CUDA only: TensorRT-LLM builds on TensorRT and CUDA kernels (docs: "Supported Hardware", NVIDIA GPUs)
     vendors: frozenset[str] | None = frozenset({"nvidia"})
     # kv_cache_config.host_cache_size: the secondary block pool (trtllm/offload.py)

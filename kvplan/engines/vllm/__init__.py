@@ -31,6 +31,7 @@ class VLLMEngine(EngineDefaults):
     title: str = "vLLM"
     default_version: str = "0.33"
     newest_rules: Version = (0, 33)
+    memory_fraction: tuple[str, str] | None = ("gpu_memory_utilization", "--gpu-memory-utilization")
     # the scheduling mode (layout.py) and host-memory tiers (offload.py)
     extra_options: frozenset[str] = frozenset({"async_scheduling", "kv_offloading_bytes", "swap_space_bytes",
                                                "offload_link", "cpu_offload_bytes", "lmcache"})
