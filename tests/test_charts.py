@@ -1,0 +1,120 @@
+"""Charts as a person sees them: PNG and SVG files opened and parsed, their numbers (carried in the file)
+equal to the results' JSON, colours and hatches that keep series apart in grey."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from kvplan.errors import UsageError
+from kvplan.estimate import estimate
+from kvplan.fit import fit
+from kvplan.hardware import find_gpu, load_catalog
+from kvplan.plan import max_batch
+from kvplan.render import charts
+
+pytest.importorskip("matplotlib")
+Image = pytest.importorskip("PIL.Image")
+
+
+@pytest.fixture(scope="module")
+def estimates():
+    return [estimate("Qwen/Qwen3-8B", contexts="1k..64k", batches=[1, 8], kv_dtypes=["auto", "fp8"], engine=e)
+            for e in ("vllm", "sglang")]
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return [max_batch("meta-llama/Llama-3.1-70B", gpu="H100", tp=4, engine=e, max_model_len=32768)
+            for e in ("vllm", "sglang", "trtllm")]
+
+
+def _open(path: Path) -> None:
+    if path.suffix == ".png":
+        with Image.open(path) as img:
+            img.load()
+            assert img.size[0] >= 1000 and img.size[1] >= 300  # readable at a document's width
+            assert sum(1 for n in img.convert("L").histogram() if n) > 8  # something drawn, not a blank page
+    else:
+        root = ET.parse(path).getroot()
+        assert root.tag.endswith("svg")
+        texts = [t.text or "" for t in root.iter() if t.tag.endswith("text")]
+        assert texts, "SVG text is kept as text"
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_estimate_chart_carries_the_json_numbers(estimates, tmp_path: Path, suffix: str) -> None:
+    gpu = find_gpu("H100", load_catalog(None))
+    path = charts.save(charts.estimate_chart(estimates, gpu), tmp_path / f"kv{suffix}")
+    _open(path)
+    data = charts.read_data(path)
+    want = {(r.engine, row.batch, row.context, row.kv_bytes) for r in estimates for row in r.rows}
+    got = {(p["engine"], p["batch"], p["context"], p["kv_bytes"]) for p in data["points"]}
+    assert got == want
+    assert data["gpu"]["memory_bytes"] == gpu.memory_bytes
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_budget_chart_carries_each_plans_items(plans, tmp_path: Path, suffix: str) -> None:
+    path = charts.save(charts.budget_chart(plans), tmp_path / f"budget{suffix}")
+    _open(path)
+    data = charts.read_data(path)
+    for plan, drawn in zip(plans, data["plans"]):
+        doc = plan.to_dict()
+        items = {i["name"]: i["bytes"] for i in doc["breakdown"]}
+        assert drawn["weights"] == items["weights"] and drawn["kv_cache"] == max(items["kv_cache"], 0)
+        parts = sum(drawn[k] for k in ("weights", "activation", "non_torch", "cudagraph", "kv_cache", "left_over"))
+        assert parts == doc["gpu"]["total_bytes"]  # the bar is the whole GPU
+
+
+def test_fit_chart_carries_the_rows(tmp_path: Path) -> None:
+    res = fit("meta-llama/Llama-3.1-8B", context=8192, concurrency=64, gpus=["H100", "L4", "A100-40GB"],
+              engines=("vllm", "sglang"))
+    path = charts.save(charts.fit_chart(res), tmp_path / "fit.svg")
+    _open(path)
+    assert charts.read_data(path)["rows"] == [
+        {"gpu": r["gpu"], "engine": r["engine"], "kv_dtype": r["kv_dtype"], "gpus": r["gpus"],
+         "usd_per_hour": r["usd_per_hour"]} for r in res.to_dict()["rows"]]
+
+
+def test_series_differ_in_grey_too() -> None:
+    """Colours of distinct lightness, each with its own hatch and line style: a black-and-white print keeps them."""
+    def lightness(hex_colour: str) -> float:
+        r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+        return 0.299 * r + 0.587 * g + 0.114 * b
+
+    levels = sorted(lightness(c) for c in charts.COLOURS[:6])
+    assert min(b - a for a, b in zip(levels, levels[1:])) > 8
+    assert len(set(charts.HATCHES)) == len(charts.HATCHES)
+
+
+def test_the_same_chart_gives_the_same_svg(plans, tmp_path: Path) -> None:
+    a = charts.save(charts.budget_chart(plans), tmp_path / "a.svg").read_bytes()
+    b = charts.save(charts.budget_chart(plans), tmp_path / "b.svg").read_bytes()
+    assert a == b
+
+
+@pytest.mark.parametrize("name", ["chart.pdf", "chart", "no/such/dir/chart.png"])
+def test_a_bad_file_name_is_refused_by_field(name: str) -> None:
+    with pytest.raises(UsageError) as exc:
+        charts.check_path(name)
+    assert exc.value.field == "plot"
+
+
+def test_without_matplotlib_one_line_says_what_to_install(monkeypatch: pytest.MonkeyPatch, plans,
+                                                           tmp_path: Path) -> None:
+    import builtins
+
+    real = builtins.__import__
+
+    def no_matplotlib(name: str, *args, **kwargs):
+        if name.split(".")[0] == "matplotlib":
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(UsageError) as exc:
+        charts.save(charts.budget_chart(plans), tmp_path / "x.png")
+    assert exc.value.field == "plot" and "kvplan[plot]" in str(exc.value)
