@@ -37,7 +37,8 @@ sys.path.insert(0, str(REPO))
 
 import yaml  # noqa: E402
 
-from benchmarks.accuracy import MINIMUM_OVER_RANKS, STAND_INS, engine_version, gpu_of  # noqa: E402
+from benchmarks.accuracy import MINIMUM_OVER_RANKS, STAND_INS, engine_version  # noqa: E402
+from benchmarks.accuracy import gpu_of as planner_gpu_of  # noqa: E402
 from kvplan.budgets import Settings  # noqa: E402
 from kvplan.engines import parse_version  # noqa: E402
 from kvplan.engines.vllm import fitted  # noqa: E402
@@ -45,7 +46,7 @@ from kvplan.plan import max_batch  # noqa: E402
 
 GIB = 1 << 30
 DATA = REPO / "tests" / "data"
-LOG_FILES = ("engine_logs_dev.yaml", "engine_logs_found.yaml", "engine_logs_more.yaml")
+LOG_FILES = ("engine_logs_dev.yaml", "engine_logs_found.yaml", "engine_logs_more.yaml", "engine_logs_collected.yaml")
 BASELINE = REPO / "benchmarks" / "crossval_baseline.json"
 
 # Checkpoints the logs name that kvplan has no config for, mapped to a bundled one of the same attention and
@@ -77,8 +78,44 @@ def gpu_class(text: str) -> str:
     return "other"
 
 
+# GPU names as logs print them -> kvplan's catalog, the more specific first (vLLM's batch defaults read the
+# device name and memory; a 40 GB A100 is not an 80 GB one).
+CATALOG_NAMES = (("A100 40GB", "A100-SXM4-40GB"), ("A100-PCIE-40GB", "A100-PCIe-40GB"),
+                 ("A100-SXM4-40GB", "A100-SXM4-40GB"), ("L40S", "L40S"), ("RTX 5090", "RTX-5090"),
+                 ("H20", None), ("H100 NVL", "H100-NVL-94GB"), ("GB10", None))
+
+
+def gpu_of(case: dict) -> tuple[Any, str] | None:
+    """The catalog GPU the log ran on (with its logged total memory where printed), else the planner's match."""
+    name = str(case.get("gpu") or "")
+    named = ((case["gpu_catalog"], case["gpu_catalog"]),) if case.get("gpu_catalog") else ()
+    for key, catalog in (*named, *CATALOG_NAMES):
+        if key.upper() in name.upper() or (named and key == named[0][0]):
+            if catalog is None:
+                break
+            from kvplan.hardware import find_gpu, load_catalog
+
+            gpu = find_gpu(catalog, load_catalog(None))
+            total = (case.get("reported") or {}).get("total_gpu_memory_gib")
+            if total is not None:
+                gpu = dataclasses.replace(gpu, memory_bytes=round(total * GIB), memory_precision="exact",
+                                          estimate=False)
+            return gpu, gpu.name
+    return planner_gpu_of(case)
+
+
+def given(case: dict, key: str) -> bool:
+    """A batch setting the deployment gave (its command or non-default args), not the engine's printed default."""
+    if key in case and "_defaulted" not in key and case.get(f"{key}_defaulted") is False:
+        return True
+    flag = "--" + key.replace("_", "-")
+    return flag in str(case.get("command") or "") or key in str(case.get("non_default_args") or "")
+
+
 def source_of(case: dict) -> str:
-    """One source = one thread, repository or page."""
+    """One source = one thread, repository or page (``source_key`` where the collector named it)."""
+    if case.get("source_key"):
+        return str(case["source_key"])
     src = case.get("source") or {}
     repo = src.get("repo")
     if repo and not str(repo).startswith("unknown"):
@@ -101,13 +138,18 @@ def inputs(case: dict) -> tuple[dict | None, str]:
         return None, "not vLLM"
     if rep.get("available_kv_gib") is None or rep.get("weights_gib") is None:
         return None, "no weights or available KV logged"
-    version = engine_version(case.get("engine_version"))
+    version = str(case["version"]) if case.get("version") else engine_version(case.get("engine_version"))
     if version is None:
         return None, "version unknown"
+    if case.get("v0") and parse_version(version) >= (0, 8):
+        return None, "V0 engine at a V1 release (kvplan plans that release's V1 accounting)"
     gpu = gpu_of(case)
     if gpu is None:
         return None, "GPU total memory unknown"
-    model = MORE_STAND_INS.get(case["model"], STAND_INS.get(case["model"], case["model"]))
+    # kvplan_model: the bundled model (or transcribed config) the collector matched to the log, said per case
+    model = case.get("kvplan_model") or MORE_STAND_INS.get(case["model"], STAND_INS.get(case["model"], case["model"]))
+    if isinstance(model, str) and model.startswith("tests/data/"):
+        model = str(REPO / model)
     from kvplan.sources.resolve import load_model
 
     try:
@@ -124,7 +166,7 @@ def inputs(case: dict) -> tuple[dict | None, str]:
     if case.get("enforce_eager"):
         settings["enforce_eager"] = True
     for key in ("max_num_seqs", "max_num_batched_tokens"):
-        if case.get(key) is not None and not case.get(f"{key}_defaulted"):
+        if isinstance(case.get(key), int) and given(case, key):
             settings[key] = case[key]
     return {"args": args, "settings": settings, "model": spec, "version": version}, ""
 
