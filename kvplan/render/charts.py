@@ -79,6 +79,13 @@ def _matplotlib() -> Any:
 def save(chart: Chart, path: str | Path) -> Path:
     """Draw ``chart`` into ``path`` (PNG or SVG by suffix), the numbers embedded as JSON."""
     p = check_path(path)
+    with open(p, "wb") as out:
+        save_to(chart, out, p.suffix[1:].lower())
+    return p
+
+
+def save_to(chart: Chart, stream: Any, fmt: str) -> None:
+    """Draw ``chart`` as ``fmt`` (png or svg) into a binary or (for svg) text stream."""
     plt = _matplotlib()
     plt.rcParams["svg.fonttype"] = "none"  # text stays text: searchable numbers
     plt.rcParams["svg.hashsalt"] = "kvplan"  # the same chart, the same file
@@ -95,12 +102,11 @@ def save(chart: Chart, path: str | Path) -> Path:
         fig.text(0.01, 0.005, chart.caption, fontsize=7, color="#333333", ha="left", va="bottom", wrap=True)
         fig.tight_layout(rect=(0, 0.05, 1, 1))
         described = json.dumps(chart.data, separators=(",", ":"), sort_keys=True)
-        meta = ({"Title": chart.title, "Description": described, "Date": None} if p.suffix.lower() == ".svg"
+        meta = ({"Title": chart.title, "Description": described, "Date": None} if fmt == "svg"
                 else {"Title": chart.title, "Description": described, "Software": "kvplan"})
-        fig.savefig(p, format=p.suffix[1:].lower(), metadata=meta)
+        fig.savefig(stream, format=fmt, metadata=meta)
     finally:
         plt.close(fig)
-    return p
 
 
 def _lines(ax: Any, chart: Chart) -> None:
