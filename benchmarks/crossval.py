@@ -5,13 +5,12 @@
     PYTHONPATH=$PWD python benchmarks/crossval.py --no-write      # print only
 
 A rule fitted to one set of logs can match it to 0.06 % and miss others by 3.6 %. So the sizes kvplan fits
-(``kvplan/engines/vllm/fitted.py``: non-torch memory per release band and parallelism, the sampler's bytes per
-logit) are refitted here with one *source* held out (an issue thread, a repository, a blog post: the
+(``kvplan/engines/vllm/fitted.py``: non-torch memory per release band and parallelism; the sampler's part of
+the activation peak is derived from vLLM's code, ``sampler.py``, and not refitted) are refitted here with one *source* held out (an issue thread, a repository, a blog post: the
 ``source`` of each log), and that source's logs are predicted with the refit. The error is kvplan's KV memory
 per GPU minus the logged one, in % of the GPU's memory, given the logged weights (so only the budget is
-judged). Refit: each size is the median of what the band's training logs print for that item (non-torch:
-``non_torch_forward_increase_gib`` or ``non_torch_memory_gib``; sampler: the logged activation peak over
-rows x vocab, where it exceeds kvplan's forward-pass peak, dense models only). A held-out log whose band has no
+judged). Refit: each size is the median of what the band's training logs print for that item
+(``non_torch_forward_increase_gib`` or ``non_torch_memory_gib``). A held-out log whose band has no
 other source's reading keeps the shipped size and is counted apart ("not held out"): its error is not a
 cross-validated figure.
 
@@ -203,18 +202,6 @@ def readings(case: dict, inp: dict) -> dict[str, float]:
     non_torch = rep.get("non_torch_forward_increase_gib", rep.get("non_torch_memory_gib"))
     if isinstance(non_torch, (int, float)):
         out[fitted.non_torch_field(v, tp, pp)[0]] = non_torch * GIB
-    act = rep.get("activation_peak_gib")
-    spec = inp["model"]
-    from kvplan.engines.vllm.budget import moe_workspace_bytes
-
-    if isinstance(act, (int, float)) and spec.vocab_size and case["id"] not in MINIMUM_OVER_RANKS:
-        with using(dataclasses.replace(fitted.FIT, sampler_bytes=0.0, sampler_bytes_old=0.0)):
-            p = plan(inp)
-        tokens = int(p.engine_defaults["max_num_batched_tokens"])
-        rows = min(int(p.engine_defaults["max_num_seqs"]), tokens)
-        forward = p.per_gpu.activation_bytes
-        if act * GIB > 1.05 * forward and not moe_workspace_bytes(spec, tokens, tp):
-            out[fitted.sampler_field(v)] = act * GIB / (rows * spec.vocab_size)
     return out
 
 
@@ -245,7 +232,7 @@ def run() -> tuple[list[dict], list[tuple[str, str]]]:
         fit, unread = refit(r for c, _, r in usable if source_of(c) != src)
         v = parse_version(inp["version"])
         tp, pp = inp["args"]["tp"], inp["args"]["pp"]
-        needed = {fitted.non_torch_field(v, tp, pp)[0], fitted.sampler_field(v)}
+        needed = {fitted.non_torch_field(v, tp, pp)[0]}
         with using(fit):
             held = plan(inp).per_gpu.kv_cache_bytes / GIB
         shipped = plan(inp)

@@ -21,8 +21,11 @@ def _accuracy():
 
 
 def test_budget_errors_stay_within_the_goals():
+    # In-sample guards (the logs behind the fitted sizes); the cross-validated gate is tests/test_crossval.py.
+    # dev: the sampler is derived now (38 B per logit where vLLM sorts), not fitted to these two V0 logs (39 B):
+    # the 4060 log's 1.42 GiB peak is 0.04 GiB above the derivation.
     rows, skipped = _accuracy().run()
-    for which, count, median_goal, worst_goal in (("dev", 2, 0.5, 1.0), ("found", 57, 0.25, 0.75)):
+    for which, count, median_goal, worst_goal in (("dev", 2, 0.65, 1.0), ("found", 57, 0.25, 0.75)):
         errs = [abs(r["error_pct"]) for r in rows if r["set"] == which]
         assert len(errs) >= count, f"{which}: only {len(errs)} logs judged; left out: {skipped}"
         assert statistics.median(errs) <= median_goal, which

@@ -15,7 +15,7 @@ import math
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
 from kvplan.engines.protocol import Demand
-from kvplan.engines.vllm import fitted
+from kvplan.engines.vllm import fitted, sampler
 from kvplan.engines.vllm.cudagraph import cudagraph_estimate
 from kvplan.engines.vllm.defaults import V1_SINCE, UsageContext, batch_defaults
 from kvplan.engines.version import Version
@@ -24,8 +24,8 @@ from kvplan.spec import ModelSpec
 UTIL_092_SINCE = (0, 21)
 CUDAGRAPH_ESTIMATE_SINCE = (0, 21)  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default 1 from 0.21 (envs.py)
 
-# Non-torch memory charged to the budget (docs/research-vllm.md section 2) and the sampler's bytes per logit:
-# fitted sizes, in fitted.py (with the logs each was fitted on; benchmarks/crossval.py refits them without one
+# The sampler's part of the activation peak: derived from vLLM's code per release (sampler.py). Non-torch memory
+# charged to the budget (docs/research-vllm.md section 2): fitted sizes, in fitted.py (with the logs each was fitted on; benchmarks/crossval.py refits them without one
 # source to judge it). 0.33's new bookkeeping (free memory at init minus free after profiling) charges the same
 # growth as 0.10+.
 # MoE: the fused-MoE kernel's intermediate buffers (gate/up output and activation, tokens x top-k x expert
@@ -50,8 +50,8 @@ def non_torch_bytes(version: Version, tp: int, pp: int) -> tuple[int, str]:
     return getattr(fitted.FIT, name), how
 
 
-def sampler_bytes_per_logit(version: Version) -> float:
-    return float(getattr(fitted.FIT, fitted.sampler_field(version)))
+def sampler_bytes_per_logit(version: Version, rows: int = 1024) -> float:
+    return sampler.bytes_per_logit(version, rows)[0]
 
 
 def moe_workspace_bytes(spec: ModelSpec, tokens: int, tp: int) -> int:
@@ -103,8 +103,11 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
         return GpuBudget(total_bytes, tuple(items), settings.kv_cache_memory_bytes, defaults,
                          ("--kv-cache-memory given: vLLM skips memory profiling",))
     # the sampler runs on the last pipeline stage; vLLM sizes the pool by the worker with the least room
-    act, how = activation_bytes(spec, tokens, tp, min(seqs, tokens), sampler_bytes_per_logit(version),
-                                moe_workspace_bytes(spec, tokens, tp))
+    rows = min(seqs, tokens)
+    per_logit, sampler_how = sampler.bytes_per_logit(version, rows)
+    buffer, buffer_how = sampler.fixed_bytes(version, rows, spec.vocab_size or 32000, demand.gpu_name)
+    act, how = activation_bytes(spec, tokens, tp, rows, per_logit, moe_workspace_bytes(spec, tokens, tp) + buffer)
+    how = f"{how}; sampler: {sampler_how}" + (f"; {buffer_how}" if buffer_how else "")
     non_torch, nt_how = non_torch_bytes(version, tp, pp)
     cudagraph, cg_how = cudagraph_estimate(spec, tp, pp, seqs, tokens, demand.gpu_name)
     # measured items (a calibration read from an engine log, kvplan.logs) replace kvplan's estimates

@@ -1,5 +1,5 @@
 """The vLLM budget constants kvplan fits to start-up logs, because vLLM's code gives their structure but not
-their size (what cuBLAS, NCCL and the custom all-reduce take; the sampler's buffers per logit).
+their size (what cuBLAS, NCCL and the custom all-reduce take). The sampler's part is derived: sampler.py.
 
 They are one frozen value, ``FIT``, read by budget.py at each call, with the rule that selects each one
 (``non_torch_field``) beside it: benchmarks/crossval.py refits them with one source of logs held out and judges
@@ -18,7 +18,6 @@ GIB = 1 << 30
 
 INCREASE_SINCE = (0, 10)
 V0_INCREASE_SINCE = (0, 7)
-SAMPLER_SMALL_SINCE = (0, 17)
 
 
 @dataclass(frozen=True)
@@ -42,12 +41,6 @@ class VllmFit:
     non_torch_v06: int = int(0.35 * GIB)
     non_torch_v0_tp1: int = int(0.03 * GIB)
     non_torch_v0_tp: int = int(0.25 * GIB)
-    # The sampler's profile peak per logit row x vocab entry. 0.17+: 15.5 B (the 0.19.0 logs whose peak the
-    # sampler sets: Llama-3.x 1.89-1.96 GiB for 1024 x 128,256, Qwen2.5 2.21-2.29 for 1024 x 152,064, Gemma 2/3
-    # 3.62-3.99 for 1024 x 256,000-262,208); before: 39 B (Qwen3-14B 5.64 GiB in the llmd-planner 0.15 sweep;
-    # V0 vllm-13882: 1.42 GiB for 256 x 152,064, V0 profiled top-k/top-p sorting).
-    sampler_bytes: float = 15.5
-    sampler_bytes_old: float = 39.0
 
 
 FIT = VllmFit()
@@ -68,8 +61,3 @@ def non_torch_field(version: Version, tp: int, pp: int) -> tuple[str, str]:
     if version < V0_INCREASE_SINCE:
         return "non_torch_v06", "V0: all non-torch memory, CUDA context included"
     return ("non_torch_v0_tp" if tp > 1 else "non_torch_v0_tp1"), "V0: growth since the profile's baseline"
-
-
-def sampler_field(version: Version) -> str:
-    """Which fitted sampler size applies to this release."""
-    return "sampler_bytes" if version >= SAMPLER_SMALL_SINCE else "sampler_bytes_old"

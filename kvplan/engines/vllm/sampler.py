@@ -1,0 +1,77 @@
+"""What vLLM's profiling run charges for the sampler, by release: derived from vLLM's code, not fitted.
+
+The dummy sampler run (V1 ``gpu_model_runner._dummy_sampler_run``, from 0.8.0; V0 ``worker/model_runner.
+profile_run``) samples ``rows`` = min(max_num_seqs, max_num_batched_tokens) rows of ``vocab`` logits with top-k
+and top-p on (temperature 0.5, top_p 0.9, top_k vocab - 1; V0: top_p 0.99), no logprobs or penalties. Its peak,
+per logit, is the bf16 logits (2 B) and their fp32 copy (4 B) plus what the top-k/top-p backend of the release
+holds at once (lines are those of each release's wheel):
+
+- PyTorch sort (V0; V1 0.8.x; V1 0.11.1-0.16, where the FlashInfer sampler became opt-in, PR #26859):
+  ``logits.sort`` keeps values fp32 + indices int64 (12 B) and, inside torch's segmented radix sort, reverse
+  indices and CUB's alternate key/value buffers from the caching allocator (20 B): 38 B. Below 128 rows torch
+  sorts by a full sort with int2 segment arrays (32 B transient): 50 B. (0.8.5 ``v1/sample/ops/topk_topp_sampler.py``
+  :170-210; 0.16.0 :262-282; V0 0.6.4 ``model_executor/layers/sampler.py`` :426-452; torch ``SortStable.cu``.)
+- FlashInfer (0.9.x-0.11.0 when flashinfer is installed, as the vllm/vllm-openai image has it; the 0.10.1.1 log
+  in tests/data says "Using FlashInfer for top-p & top-k sampling"): ``top_k_mask_logits`` copy (4 B) and softmax
+  probabilities (4 B): 14 B (0.10.1.1 ``topk_topp_sampler.py`` :262-298). A pip install without flashinfer sorts
+  (38 B): said in the note.
+- Triton (0.17+, rows >= 8, PR #33538; from 0.21 a FlashInfer pass then a Triton pass, PR #40376, both 14 B): the
+  mask is applied in place; probabilities and the sampling noise (4 + 4 B): 14 B, plus a cached fp32 buffer of
+  min(next_pow2(min(SMs, rows)), SMs) x vocab x 4 B (0.17.0 ``topk_topp_triton.py`` :993-1000; 0.19.0 :1011-1018).
+
+Not modelled (said where it matters): Model Runner V2's sampler (default for some models from 0.22), the
+rejection sampler's extra dummy run under speculative decoding, an fp32 lm_head (2 B less).
+"""
+
+from __future__ import annotations
+
+from kvplan.engines.version import Version
+
+SORT_SMALL_ROWS = 128  # torch sorts fewer rows by a full sort (segmented_sort_pairs_by_full_sort)
+TRITON_MIN_ROWS = 8  # apply_top_k_top_p_triton needs logits.shape[0] >= 8
+FLASHINFER_SINCE, FLASHINFER_OPT_IN_SINCE = (0, 9), (0, 11, 1)
+TRITON_SINCE = (0, 17)
+
+# Streaming multiprocessors (torch ``multi_processor_count``) of the catalog's GPUs: the Triton buffer's rows.
+# NVIDIA's architecture whitepapers and product briefs; AMD's CDNA 3 compute units (what HIP reports).
+SM_COUNTS = {"V100-SXM2-16GB": 80, "V100-SXM2-32GB": 80, "T4": 40, "A10": 72, "A10G": 80, "A100-SXM4-40GB": 108,
+             "A100-PCIe-40GB": 108, "A100-SXM4-80GB": 108, "A100-PCIe-80GB": 108, "A40": 84, "A800-SXM4-80GB": 108,
+             "A800-PCIe-80GB": 108, "RTX-3090": 82, "RTX-A6000": 84, "L4": 58, "L40": 142, "L40S": 142,
+             "RTX-4090": 128, "RTX-6000-Ada": 142, "H100-SXM-80GB": 132, "H800-SXM-80GB": 132,
+             "H100-PCIe-80GB": 114, "H100-NVL-94GB": 132, "H200-141GB": 132, "H20-96GB": 78, "H20-141GB": 78,
+             "GH200-96GB": 132, "B200-180GB": 148, "GB200": 152, "RTX-5090": 170, "MI300X": 304, "MI325X": 304}
+DEFAULT_SMS = 132  # an H100's, where the GPU is not in the table (said in the note)
+
+
+def backend(version: Version, rows: int) -> str:
+    """The release's default top-k/top-p path for the dummy run: sort, flashinfer or triton."""
+    if FLASHINFER_SINCE <= version < FLASHINFER_OPT_IN_SINCE:
+        return "flashinfer"
+    if version >= TRITON_SINCE and rows >= TRITON_MIN_ROWS:
+        return "triton"
+    return "sort"  # V0, V1 0.8.x, 0.11.1-0.16, and the Triton releases below 8 rows
+
+
+def bytes_per_logit(version: Version, rows: int) -> tuple[float, str]:
+    """The dummy sampler run's peak per logit of ``rows`` x vocab, and which backend holds it."""
+    path = backend(version, rows)
+    if path == "flashinfer":
+        return 14.0, ("FlashInfer top-k/top-p, 14 B per logit (the vllm/vllm-openai image has flashinfer; a pip "
+                      "install without it sorts: 38 B)")
+    if path == "triton":
+        return 14.0, "Triton top-k/top-p in place, 14 B per logit, and its cached fp32 buffer"
+    small = rows < SORT_SMALL_ROWS
+    return (50.0, "PyTorch full sort of the fp32 logits, 50 B per logit (under 128 rows)") if small else \
+        (38.0, "PyTorch sort of the fp32 logits, 38 B per logit")
+
+
+def fixed_bytes(version: Version, rows: int, vocab: int, gpu_name: str) -> tuple[int, str]:
+    """The Triton kernel's cached fp32 buffer (0.17+): min(next_pow2(min(SMs, rows)), SMs) rows of vocab."""
+    if backend(version, rows) != "triton":
+        return 0, ""
+    sms = SM_COUNTS.get(gpu_name)
+    known = sms is not None
+    sms = sms or DEFAULT_SMS
+    size = min(1 << (min(sms, rows) - 1).bit_length(), sms)
+    how = f"Triton buffer {size} x {vocab:,} x 4 B" + ("" if known else f" ({DEFAULT_SMS} SMs assumed: GPU unknown)")
+    return size * vocab * 4, how
