@@ -58,13 +58,11 @@ MORE_STAND_INS = {
     "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": "Qwen/Qwen3-235B-A22B-FP8",
     "microsoft/phi-4 (loaded with BitsAndBytes 4-bit at load time, LoRA)": "microsoft/phi-4",
 }
-BANDS = (((0, 0), "V0 < 0.7"), ((0, 7), "V0 0.7"), ((0, 8), "V1 0.8-0.9"), ((0, 10), "0.10-0.16"),
-         ((0, 17), "0.17-0.20"), ((0, 21), "0.21+"))
+BANDS = fitted.RELEASE_BANDS
 
 
 def band(version: str) -> str:
-    v = parse_version(version)
-    return [name for since, name in BANDS if v >= since][-1]
+    return fitted.release_band(parse_version(version))
 
 
 def gpu_class(text: str) -> str:
@@ -289,19 +287,77 @@ def report(rows: list[dict], skipped: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
+INTERVALS = REPO / "kvplan" / "engines" / "vllm" / "budget_error.json"
+MIN_LOGS, MIN_SOURCES = 5, 2  # a band with fewer held-out logs or sources takes the pooled interval
+COVER = 0.90  # the share of held-out logs each interval is meant to cover
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """Linear-interpolated quantile of a non-empty list."""
+    a = sorted(values)
+    pos = q * (len(a) - 1)
+    lo = int(pos)
+    return a[lo] + (a[min(lo + 1, len(a) - 1)] - a[lo]) * (pos - lo)
+
+
+def intervals(rows: list[dict]) -> dict:
+    """From the held-out residuals (kvplan minus logged KV, as a fraction of the GPU): the band of errors each
+    release band's predictions carry, 5th to 95th percentile; the pooled one where a band has too few."""
+    held = [r for r in rows if r["held_out"]]
+
+    def band_of(rs: list[dict]) -> dict:
+        errs = [r["heldout_error_pct"] / 100 for r in rs]
+        tail = (1 - COVER) / 2
+        return {"low": round(_quantile(errs, tail), 5), "high": round(_quantile(errs, 1 - tail), 5),
+                "logs": len(rs), "sources": len({r["source"] for r in rs})}
+
+    bands: dict[str, list[dict]] = defaultdict(list)
+    for r in held:
+        bands[r["band"]].append(r)
+    out = {"about": ("kvplan's KV memory minus the logged one, as a fraction of the GPU's memory, on logs whose "
+                     "source was held out of the fit (benchmarks/crossval.py --intervals); 'low'/'high' are the "
+                     f"{(1 - COVER) / 2:.0%} and {1 - (1 - COVER) / 2:.0%} quantiles: the engine's KV memory lies "
+                     "in [kvplan - high x GPU, kvplan - low x GPU] for about 90 % of such deployments"),
+           "bands": {}, "pooled": band_of(held)}
+    for name, since in ((n, s) for s, n in BANDS):
+        rs = bands.get(name, [])
+        if len(rs) >= MIN_LOGS and len({r["source"] for r in rs}) >= MIN_SOURCES:
+            out["bands"][name] = {"since": list(since), **band_of(rs)}
+    return out
+
+
+def coverage(rows: list[dict], table: dict) -> float:
+    """The share of held-out logs whose logged KV lies inside the interval their band gets."""
+    held = [r for r in rows if r["held_out"]]
+    inside = 0
+    for r in held:
+        b = table["bands"].get(r["band"], table["pooled"])
+        inside += b["low"] - 1e-9 <= r["heldout_error_pct"] / 100 <= b["high"] + 1e-9
+    return inside / len(held) if held else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", help="write every case's figures here")
     parser.add_argument("--no-write", action="store_true", help="do not rewrite docs/accuracy.md")
     parser.add_argument("--baseline", action="store_true", help="rewrite benchmarks/crossval_baseline.json")
+    parser.add_argument("--intervals", action="store_true", help="rewrite kvplan/engines/vllm/budget_error.json")
     opts = parser.parse_args()
     rows, skipped = run()
     text = report(rows, skipped)
-    print(text)
     if opts.json:
         Path(opts.json).write_text(json.dumps({"rows": rows, "skipped": skipped}, indent=1) + "\n")
     if opts.baseline:
         BASELINE.write_text(json.dumps(summary(rows), indent=1) + "\n")
+    table = intervals(rows)
+    text += (f"\n\nIntervals (5th to 95th percentile of the held-out errors; `kvplan/engines/vllm/budget_error.json`): "
+             + "; ".join(f"{name}: {b['low'] * 100:+.2f} % to {b['high'] * 100:+.2f} % ({b['logs']} logs, "
+                         f"{b['sources']} sources)" for name, b in table["bands"].items())
+             + f"; other bands, pooled: {table['pooled']['low'] * 100:+.2f} % to {table['pooled']['high'] * 100:+.2f} %"
+             f" ({table['pooled']['logs']} logs). They cover {coverage(rows, table):.0%} of the held-out logs.")
+    if opts.intervals:
+        INTERVALS.write_text(json.dumps(table, indent=1) + "\n")
+    print(text)
     if not opts.no_write:
         out = REPO / "docs" / "accuracy.md"
         doc = out.read_text()

@@ -67,6 +67,21 @@ class MemoryItem:
 
 
 @dataclass(frozen=True)
+class KvError:
+    """kvplan's KV memory minus the engine's, as fractions of the GPU's memory, for about 90 % of deployments
+    (5th and 95th percentiles of the errors on logs whose source was held out of every fitted size)."""
+
+    low: float
+    high: float
+    basis: str
+    """Which logs: the engine, its release band, how many logs and sources."""
+
+    def bounds(self, kv_bytes: int, total_bytes: int) -> tuple[int, int]:
+        """The engine's KV memory for ~90 % of deployments: [kv - high x total, kv - low x total]."""
+        return int(kv_bytes - self.high * total_bytes), int(kv_bytes - self.low * total_bytes)
+
+
+@dataclass(frozen=True)
 class GpuBudget:
     """One GPU's memory as the engine would divide it."""
 
@@ -77,6 +92,9 @@ class GpuBudget:
     defaults: dict[str, float | int] = field(default_factory=dict)
     """Engine defaults kvplan applied (util, max_num_batched_tokens, ...), reported back."""
     assumptions: tuple[str, ...] = ()
+    kv_error: KvError | None = None
+    """How far the engine's own KV memory may lie from ``kv_cache_bytes`` (cross-validated on real logs); None
+    where the KV memory is given or measured, or the engine has no such record."""
 
     def item(self, name: str) -> int:
         return sum(i.bytes for i in self.items if i.name == name)

@@ -132,4 +132,6 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     notes = (f"vLLM {', '.join(estimated)} memory: kvplan's estimates; vLLM logs 'Available KV cache memory' at "
              "start-up: pass it as --kv-cache-memory, or calibrate from the log (kvplan log --save), to plan "
              "exactly",) if estimated else ()
-    return GpuBudget(total_bytes, tuple(items), kv, defaults, (*batch_note, *notes))
+    # measured items (a calibration) leave the error of the rest: the cross-validated band bounds the whole
+    error = fitted.kv_error(version) if len(estimated) == 3 or (len(estimated) == 2 and not subtract_graphs) else None
+    return GpuBudget(total_bytes, tuple(items), kv, defaults, (*batch_note, *notes), error)

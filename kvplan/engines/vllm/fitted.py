@@ -10,9 +10,13 @@ fitted to. Sizes: the median of what the logs of the band print for the item (be
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvplan.engines.version import Version
 from kvplan.engines.vllm.defaults import V1_SINCE
+
+if TYPE_CHECKING:
+    from kvplan.budgets.base import KvError
 
 GIB = 1 << 30
 
@@ -43,6 +47,15 @@ class VllmFit:
     non_torch_v0_tp: int = int(0.25 * GIB)
 
 
+RELEASE_BANDS = (((0, 0), "V0 < 0.7"), ((0, 7), "V0 0.7"), ((0, 8), "V1 0.8-0.9"), ((0, 10), "0.10-0.16"),
+                 ((0, 17), "0.17-0.20"), ((0, 21), "0.21+"))
+"""Release bands the budget's error is judged and bounded by (benchmarks/crossval.py, budget_error.json)."""
+
+
+def release_band(version: Version) -> str:
+    return [name for since, name in RELEASE_BANDS if version >= since][-1]
+
+
 FIT = VllmFit()
 """The constants in use. Only benchmarks/crossval.py replaces it (to refit without one source)."""
 
@@ -61,3 +74,20 @@ def non_torch_field(version: Version, tp: int, pp: int) -> tuple[str, str]:
     if version < V0_INCREASE_SINCE:
         return "non_torch_v06", "V0: all non-torch memory, CUDA context included"
     return ("non_torch_v0_tp" if tp > 1 else "non_torch_v0_tp1"), "V0: growth since the profile's baseline"
+
+
+def kv_error(version: Version) -> "KvError":
+    """The cross-validated error of the KV memory for this release (budget_error.json, written by
+    benchmarks/crossval.py --intervals): its band's where it has enough held-out logs, else all bands'."""
+    import json
+    from pathlib import Path
+
+    from kvplan.budgets.base import KvError
+
+    table = json.loads((Path(__file__).with_name("budget_error.json")).read_text())
+    name = release_band(version)
+    band = table["bands"].get(name)
+    which = f"vLLM {name}" if band else f"all vLLM releases (too few independent logs for {name})"
+    band = band or table["pooled"]
+    return KvError(band["low"], band["high"], f"{which}: {band['logs']} logs from {band['sources']} sources, "
+                                              "each judged with its source held out")
