@@ -10,8 +10,6 @@ result, not an error. The protocol's official Python SDK is an optional extra (`
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +25,7 @@ def command() -> Callable[..., None]:
     return mcp_command
 
 
-def mcp_command() -> None:
+def mcp_command(ctx: typer.Context) -> None:
     """Serve kvplan's commands as Model Context Protocol tools on stdin/stdout (for agents).
 
     Tools: estimate, max_batch, check, log, fit; each takes the command's options by name (the same help as
@@ -46,7 +44,7 @@ def mcp_command() -> None:
         from kvplan.errors import UsageError
 
         raise UsageError('kvplan mcp needs the MCP SDK: pip install "kvplan[mcp]"', field="mcp") from None
-    server = build_server(Server)
+    server = build_server(Server, ctx.find_root().command)  # the running CLI's own commands
 
     async def serve() -> None:
         async with stdio_server() as (read, write):
@@ -55,11 +53,9 @@ def mcp_command() -> None:
     anyio.run(serve)
 
 
-def _commands() -> dict[str, Any]:
-    from kvplan.cli.app import app
-
-    group = typer.main.get_command(app)
-    return {tool: group.commands[name] for tool, name in TOOLS.items() if name in group.commands}  # type: ignore[attr-defined]
+def _commands(group: Any) -> dict[str, Any]:
+    """The tools' commands in the CLI's command group."""
+    return {tool: group.commands[name] for tool, name in TOOLS.items() if name in group.commands}
 
 
 def _json_type(param: Any) -> dict[str, Any]:
@@ -114,31 +110,40 @@ def argv_for(tool: str, cmd: Any, arguments: dict[str, Any]) -> list[str]:
     return [*argv, "-f", "json"] if "fmt" in {p.name for p in cmd.params} else argv
 
 
-def call(tool: str, arguments: dict[str, Any]) -> tuple[int, str, str]:
-    """Run a tool as its command in-process: (exit status, stdout, stderr)."""
-    from kvplan.cli import main
+CALL_SECONDS = 600
+"""A tool call that runs longer is stopped (an answer never takes this long; a hostile input might)."""
+
+
+def call(group: Any, tool: str, arguments: dict[str, Any]) -> tuple[int, str, str]:
+    """Run a tool as its command, in a child ``python -m kvplan`` (a crash or hang stays there; the server's
+    stdin and stdout stay the protocol's): (exit status, stdout, stderr)."""
+    import subprocess
+    import sys
+
     from kvplan.errors import KvplanError
 
-    commands = _commands()
+    commands = _commands(group)
     if tool not in commands:
         return 2, "", f"kvplan: error: unknown tool '{tool}' (known: {', '.join(commands)})"
     try:
         argv = argv_for(tool, commands[tool], arguments)
     except KvplanError as exc:
         return 2, "", f"kvplan: error: {exc}"
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
+    try:
+        done = subprocess.run([sys.executable, "-m", "kvplan", *argv], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=CALL_SECONDS)
+    except subprocess.TimeoutExpired:
+        return 2, "", f"kvplan: error: {tool} ran past {CALL_SECONDS} s and was stopped"
+    return done.returncode, done.stdout, done.stderr
 
 
-def build_server(server_class: Any) -> Any:
-    """An MCP server (the SDK's low-level ``Server``) with kvplan's tools."""
+def build_server(server_class: Any, group: Any) -> Any:
+    """An MCP server (the SDK's low-level ``Server``) with the tools of the CLI's command ``group``."""
     import mcp.types as types
 
     from kvplan._version import __version__
 
-    commands = _commands()
+    commands = _commands(group)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[
@@ -146,7 +151,7 @@ def build_server(server_class: Any) -> Any:
                        inputSchema=input_schema(cmd)) for tool, cmd in commands.items()])
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        code, out, err = call(params.name, dict(params.arguments or {}))
+        code, out, err = call(group, params.name, dict(params.arguments or {}))
         if code == 2 or not out.strip():
             return types.CallToolResult(content=[types.TextContent(type="text", text=err.strip() or out)],
                                         isError=True)
