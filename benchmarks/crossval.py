@@ -6,8 +6,8 @@
 
 A rule fitted to one set of logs can match it to 0.06 % and miss others by 3.6 %. So the sizes kvplan fits
 (``kvplan/engines/vllm/fitted.py``: non-torch memory per release band and parallelism; the sampler's part of
-the activation peak is derived from vLLM's code, ``sampler.py``, and not refitted) are refitted here with one *source* held out (an issue thread, a repository, a blog post: the
-``source`` of each log), and that source's logs are predicted with the refit. The error is kvplan's KV memory
+the activation peak is derived from vLLM's code, ``sampler.py``, and not refitted) are refitted here with one
+*source* held out (an issue thread, a repository, a blog post: the ``source`` of each log), and that source's logs are predicted with the refit. The error is kvplan's KV memory
 per GPU minus the logged one, in % of the GPU's memory, given the logged weights (so only the budget is
 judged). Refit: each size is the median of what the band's training logs print for that item
 (``non_torch_forward_increase_gib`` or ``non_torch_memory_gib``). A held-out log whose band has no
@@ -350,7 +350,7 @@ def main() -> None:
     if opts.baseline:
         BASELINE.write_text(json.dumps(summary(rows), indent=1) + "\n")
     table = intervals(rows)
-    text += (f"\n\nIntervals (5th to 95th percentile of the held-out errors; `kvplan/engines/vllm/budget_error.json`): "
+    text += ("\n\nIntervals (5th to 95th percentile of the held-out errors; `kvplan/engines/vllm/budget_error.json`): "
              + "; ".join(f"{name}: {b['low'] * 100:+.2f} % to {b['high'] * 100:+.2f} % ({b['logs']} logs, "
                          f"{b['sources']} sources)" for name, b in table["bands"].items())
              + f"; other bands, pooled: {table['pooled']['low'] * 100:+.2f} % to {table['pooled']['high'] * 100:+.2f} %"

@@ -196,18 +196,24 @@ def _row(spec: Any, hw: Any, engine: str, kv_dtype: str, engine_version: str | N
 
 def _command(eng: Any, model: str, plan: Any, kv_dtype: str, context: int,
              gpus_per_node: int) -> tuple[str, tuple[str, ...]]:
+    """The launch command. Whole replicas (each its own copy of the weights) are separate servers: one command,
+    run once per replica behind a load balancer. Replicas that share the routed experts (expert parallelism
+    over the data-parallel ranks) are one engine: one command with the data-parallel size."""
     from kvplan.engines.launch import Deployment
 
     if eng.launch is None:
         return "", (f"kvplan writes no launch command for {eng.title}",)
-    split_experts = plan.ep > plan.tp
+    shared = plan.ep > plan.tp
     asked = None if kv_dtype.strip().lower() == "auto" else plan.kv_dtype
-    command = eng.launch(Deployment(model, plan.tp, plan.pp, plan.dp, context, asked, split_experts))
+    dp = plan.dp if shared else 1
+    command = eng.launch(Deployment(model, plan.tp, plan.pp, dp, context, asked, shared))
     notes = []
-    if plan.dp > 1 and "dp" not in command and "data-parallel" not in command:
-        notes.append(f"{plan.dp} replicas: run this command once per replica, behind a load balancer")
-    if plan.tp * plan.pp > gpus_per_node:
-        notes.append("one replica spans nodes: start the engine's multi-node runtime (Ray or MPI) first")
+    if plan.dp > 1 and not shared:
+        notes.append(f"{plan.dp} replicas: run this command once per replica ({plan.tp * plan.pp} GPUs each), "
+                     "behind a load balancer")
+    if plan.tp * plan.pp * dp > gpus_per_node:
+        notes.append("spans nodes: start the engine's multi-node runtime first (vLLM: Ray or --data-parallel-address;"
+                     " SGLang: --nnodes/--node-rank; TensorRT-LLM: MPI)")
     return command, tuple(notes)
 
 

@@ -37,7 +37,8 @@ MAX_GPUS = 1 << 20
 """Most GPUs one deployment plans (tp x pp x dp): ten times the largest clusters built."""
 # refusals of the workload itself, not of one tp x pp candidate (pp with speculation is a candidate's)
 _WORKLOAD_FIELDS = frozenset({"shared_prefix", "n", "beam_width", "prompt_len", "speculative_method",
-                              "num_speculative_tokens", "speculative_model"})
+                              "num_speculative_tokens", "speculative_model", "gpu"})
+"""Refusals whatever the split (the workload, or an engine that does not run on this GPU): --solve gpus says them."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from kvplan.sources.resolve import load_model
 GPUS = ("H100-SXM-80GB", "A100-SXM4-40GB", "L4", "MI300X", "RTX-4090", "H200-141GB")
 CASES = [  # (model, context, concurrency, engines, kv dtypes)
     ("meta-llama/Llama-3.1-8B", 8192, 64, ("vllm", "sglang"), ("auto",)),
+    ("Qwen/Qwen3-30B-A3B", 32768, 256, ("vllm",), ("auto", "fp8")),
     ("meta-llama/Llama-3.1-70B", 32768, 16, ("vllm", "trtllm"), ("auto", "fp8")),
     ("Qwen/Qwen3-30B-A3B", 16384, 128, ("vllm", "sglang"), ("auto",)),
 ]
@@ -64,14 +65,16 @@ def test_rows_are_sorted_by_gpus_then_room(result) -> None:
 
 
 def test_launch_command_read_back_by_check_gives_the_row(result, tmp_path: Path) -> None:
-    for i, row in enumerate(r for r in result.rows if r.command and r.dp == 1):
+    one_engine = (r for r in result.rows if r.command and ("data-parallel-size" in r.command or "--dp-size" in
+                                                           r.command or r.dp == 1))
+    for i, row in enumerate(one_engine):
         script = tmp_path / f"deploy{i}.sh"
         script.write_text(f"#!/bin/sh\n{row.command}\n")
         code, out, _ = run_cli(["check", str(script), "--gpu", row.gpu, "-f", "json"])
         doc = json.loads(out)
         dep = doc["deployments"][0]
         assert dep["engine"] == row.engine and dep["kv_dtype"] == row.kv_dtype, row.command
-        assert (dep["parallel"]["tp"], dep["parallel"]["pp"]) == (row.tp, row.pp), row.command
+        assert (dep["parallel"]["tp"], dep["parallel"]["pp"], dep["parallel"]["dp"]) == (row.tp, row.pp, row.dp)
         assert dep["kv_cache_tokens"] == row.kv_cache_tokens, row.command
         assert dep["status"] == "pass", row.command
 
@@ -130,6 +133,20 @@ def test_a_gpu_asked_for_without_a_price_is_refused(tmp_path: Path) -> None:
         fit("meta-llama/Llama-3.1-8B", context=8192, concurrency=8, gpus=["H100", "L4"],
             prices=Prices({"H100-SXM-80GB": 2.0}))
     assert exc.value.field == "prices" and "L4" in str(exc.value)
+
+
+def test_an_engine_that_does_not_run_on_a_gpu_is_said_so() -> None:
+    res = fit("meta-llama/Llama-3.1-8B", context=8192, concurrency=8, gpus=["MI300X", "H100"], engines=("trtllm",))
+    assert [r.gpu for r in res.rows] == ["H100-SXM-80GB"]
+    assert res.refused[0].gpu == "MI300X" and "NVIDIA" in res.refused[0].reason
+
+
+def test_whole_replicas_are_one_command_each_and_shared_experts_one_engine() -> None:
+    dense = fit("meta-llama/Llama-3.1-70B", context=32768, concurrency=64, gpus=["H100"], engines=("vllm",)).rows[0]
+    assert dense.dp > 1 and "--data-parallel-size" not in dense.command
+    assert any(f"{dense.dp} replicas" in a for a in dense.assumptions)
+    moe = fit("Qwen/Qwen3-30B-A3B", context=32768, concurrency=256, gpus=["H100"], engines=("vllm",)).rows[0]
+    assert moe.plan.ep > moe.tp and f"--data-parallel-size {moe.dp}" in moe.command
 
 
 def test_a_workload_no_gpu_type_holds_is_reported_per_type() -> None:

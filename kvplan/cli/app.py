@@ -41,10 +41,10 @@ def _root(
 
 
 def _commands() -> dict[str, ModuleType]:
-    from kvplan.cli import check, estimate, gpus, log, max_batch, mcp, models, schema, spec, verify
+    from kvplan.cli import check, estimate, fit, gpus, log, max_batch, mcp, models, report, schema, spec, verify
 
     return {"estimate": estimate, "models": models, "schema": schema, "spec": spec, "max-batch": max_batch,
-            "gpus": gpus, "check": check, "verify": verify, "log": log, "mcp": mcp}
+            "fit": fit, "report": report, "gpus": gpus, "check": check, "verify": verify, "log": log, "mcp": mcp}
 
 
 COMMANDS = _commands()

@@ -3,8 +3,8 @@
 Each tool is one command (``estimate``, ``max_batch``, ``check``, ``log``, ``fit``); its input schema is
 generated from that command's own option declarations (the click parameters typer builds from them), so a flag
 the CLI gains is a tool argument at once, with the same help. A call runs the command (a child ``python -m
-kvplan``, time-limited) with ``-f json`` and returns exactly what ``-f json`` prints (as text and as structured content); a usage mistake
-(exit 2) is a tool error carrying kvplan's one-line message; exit 1 (does not fit, a check that fails) is a
+kvplan``, time-limited) with ``-f json`` and returns exactly what ``-f json`` prints (as text and as structured
+content); a usage mistake (exit 2) is a tool error carrying kvplan's one-line message; exit 1 (does not fit, a check that fails) is a
 result, not an error. The protocol's official Python SDK is an optional extra (``pip install "kvplan[mcp]"``).
 """
 

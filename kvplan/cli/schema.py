@@ -17,7 +17,7 @@ def command() -> Callable[..., None]:
 
 def schema_command(
     what: str = typer.Argument("model", help="Which schema: model (the YAML model spec format), deployment "
-                                             "(the `kvplan check` deployment file) or calibration (`kvplan log --save`)."),
+                                             "(the `kvplan check` deployment file), calibration (`kvplan log --save`) or prices (`kvplan fit --prices`)."),
 ) -> None:
     """Print the JSON schema of a kvplan file format, for editors and validators."""
     import json
@@ -25,8 +25,13 @@ def schema_command(
 
     from kvplan.errors import UsageError
 
-    if what not in ("model", "deployment", "calibration"):
-        raise UsageError(f"unknown schema '{what}' (known: model, deployment, calibration)", field="what")
+    if what not in ("model", "deployment", "calibration", "prices"):
+        raise UsageError(f"unknown schema '{what}' (known: model, deployment, calibration, prices)", field="what")
+    if what == "prices":
+        from kvplan.fit import prices_schema
+
+        sys.stdout.write(json.dumps(prices_schema(), indent=2) + "\n")
+        return
     if what == "calibration":
         from kvplan.logs.calibration import schema as calibration_schema
 

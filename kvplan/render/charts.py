@@ -65,7 +65,7 @@ def check_path(path: str | Path) -> Path:
     return p
 
 
-def _matplotlib() -> Any:
+def require_matplotlib() -> Any:
     try:
         import matplotlib
     except ImportError:
@@ -86,7 +86,7 @@ def save(chart: Chart, path: str | Path) -> Path:
 
 def save_to(chart: Chart, stream: Any, fmt: str) -> None:
     """Draw ``chart`` as ``fmt`` (png or svg) into a binary or (for svg) text stream."""
-    plt = _matplotlib()
+    plt = require_matplotlib()
     plt.rcParams["svg.fonttype"] = "none"  # text stays text: searchable numbers
     plt.rcParams["svg.hashsalt"] = "kvplan"  # the same chart, the same file
     fig, ax = plt.subplots(figsize=(8.0, 4.8 if chart.kind == "lines" else 1.6 + 0.55 * len(chart.categories)),

@@ -93,7 +93,8 @@ def render(report: Any) -> str:
 
 
 def _model_table(model: dict[str, Any]) -> str:
-    rows = [("model type", _e(model["model_type"])), ("layers", _num(model["num_layers"], "/estimates/0/model/num_layers")),
+    rows = [("model type", _e(model["model_type"])),
+            ("layers", _num(model["num_layers"], "/estimates/0/model/num_layers")),
             ("layer kinds", _e(", ".join(f"{k} {v}" for k, v in model["layer_kinds"].items()))),
             ("parameters", _num(model["params"], "/estimates/0/model/params") if model["params"] else "unknown"),
             ("weights", _num(model["weights_bytes"], "/estimates/0/model/weights_bytes",
@@ -137,7 +138,8 @@ def _fit_table(doc: dict[str, Any]) -> str:
         rows.append(
             f"<tr><td class=l>{_e(r['gpu'])}</td><td class=l>{_e(r['engine'])}</td><td class=l>{_e(r['kv_dtype'])}</td>"
             f"<td>{_num(r['gpus'], p + '/gpus')}</td><td>{_num(r['parallel']['tp'], p + '/parallel/tp')}</td>"
-            f"<td>{_num(r['parallel']['pp'], p + '/parallel/pp')}</td><td>{_num(r['parallel']['dp'], p + '/parallel/dp')}</td>"
+            f"<td>{_num(r['parallel']['pp'], p + '/parallel/pp')}</td>"
+            f"<td>{_num(r['parallel']['dp'], p + '/parallel/dp')}</td>"
             f"<td>{_num(r['kv_cache_tokens'], p + '/kv_cache_tokens')}</td>"
             f"<td>{_num(r['max_concurrency'], p + '/max_concurrency')}</td>"
             f"<td>{_num(r['kv_left_bytes'], p + '/kv_left_bytes', format_bytes(r['kv_left_bytes']))}</td>"
@@ -162,10 +164,13 @@ def _budget_table(doc: dict[str, Any]) -> str:
     rows = []
     for i, p in enumerate(doc["plans"]):
         per = p["per_gpu"]
-        cells = "".join(f"<td>{_num(per[f'{n}_bytes'], f'/plans/{i}/per_gpu/{n}_bytes', format_bytes(per[f'{n}_bytes']))}</td>"
-                        for n in names)
-        rows.append(f"<tr><td class=l>{_e(p['gpu']['name'])}</td><td class=l>{_e(p['engine'])} {_e(p['engine_version'])}</td>"
-                    f"<td>{_num(p['gpu']['total_bytes'], f'/plans/{i}/gpu/total_bytes', format_bytes(p['gpu']['total_bytes']))}</td>"
+        cells = "".join(
+            f"<td>{_num(per[f'{n}_bytes'], f'/plans/{i}/per_gpu/{n}_bytes', format_bytes(per[f'{n}_bytes']))}</td>"
+            for n in names)
+        total = p["gpu"]["total_bytes"]
+        rows.append(f"<tr><td class=l>{_e(p['gpu']['name'])}</td>"
+                    f"<td class=l>{_e(p['engine'])} {_e(p['engine_version'])}</td>"
+                    f"<td>{_num(total, f'/plans/{i}/gpu/total_bytes', format_bytes(total))}</td>"
                     f"{cells}<td>{_num(p['kv_cache_tokens'], f'/plans/{i}/kv_cache_tokens')}</td></tr>")
     return f"<div class=scroll><table>{head}{''.join(rows)}</table></div>"
 

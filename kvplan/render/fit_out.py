@@ -1,0 +1,104 @@
+"""``kvplan fit``'s outputs: a table (rows, then each row's launch command), CSV and Markdown; JSON is the
+result's own ``to_dict``. Renderers only format."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from kvplan.units import format_bytes
+
+COLUMNS = ["gpu", "engine", "engine_version", "kv_dtype", "gpus", "tp", "pp", "dp", "nodes", "kv_cache_tokens",
+           "max_concurrency", "kv_left_bytes", "decode_step_seconds_min", "output_tokens_per_second_max",
+           "ttft_seconds_min", "usd_per_hour", "usd_per_million_output_tokens", "command"]
+
+
+def _ms(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds * 1000:,.1f} ms"
+
+
+def _s(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds:,.2f} s"
+
+
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.2f}"
+
+
+def _cells(r: Any, priced: bool) -> list[str]:
+    cells = [r.gpu, r.engine, r.kv_dtype, f"{r.gpus} ({r.tp}x{r.pp}x{r.dp})", f"{r.kv_cache_tokens:,}",
+             f"{r.max_concurrency:,}", format_bytes(r.kv_left_bytes), _ms(r.decode_step_seconds_min),
+             _s(r.ttft_seconds_min)]
+    return cells + ([_money(r.usd_per_hour), _money(r.usd_per_million_output_tokens)] if priced else [])
+
+
+def _headers(result: Any) -> list[str]:
+    heads = ["GPU", "engine", "KV dtype", "GPUs (tp x pp x dp)", "KV tokens / replica", "max concurrency",
+             "KV left / GPU", "decode step ≥", "first token ≥"]
+    if result.currency is not None:
+        heads += [f"{result.currency}/hour", f"{result.currency} / M output tokens ≥"]
+    return heads
+
+
+def _title(result: Any) -> str:
+    return (f"{result.model_id}: {result.concurrency:,} concurrent sequences of {result.context:,} tokens "
+            f"(prompt {result.prompt_len:,})")
+
+
+def fit_csv(result: Any) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for r in result.rows:
+        d = r.to_dict()
+        writer.writerow([d["gpu"], d["engine"], d["engine_version"], d["kv_dtype"], d["gpus"], r.tp, r.pp, r.dp,
+                         d["nodes"], d["kv_cache_tokens"], d["max_concurrency"], d["kv_left_bytes"],
+                         *("" if d[k] is None else repr(d[k]) for k in
+                           ("decode_step_seconds_min", "output_tokens_per_second_max", "ttft_seconds_min",
+                            "usd_per_hour", "usd_per_million_output_tokens")), d["command"]])
+    return out.getvalue()
+
+
+def fit_markdown(result: Any) -> str:
+    priced = result.currency is not None
+    heads = _headers(result)
+    lines = [f"### {_title(result)}", "", "| " + " | ".join(heads) + " |",
+             "|" + "|".join("---" if i < 3 else "---:" for i in range(len(heads))) + "|"]
+    lines += ["| " + " | ".join(_cells(r, priced)) + " |" for r in result.rows]
+    lines += ["", "**Launch commands**", ""]
+    lines += [f"{i}. {r.gpu}, {r.engine}, {r.kv_dtype}: `{r.command or 'none: ' + '; '.join(r.assumptions)}`"
+              for i, r in enumerate(result.rows, 1)]
+    if result.refused:
+        lines += ["", "**Cannot hold it**", ""] + [f"- {x.gpu}, {x.engine}, {x.kv_dtype}: {x.reason}"
+                                                   for x in result.refused]
+    lines += ["", *[f"- {a}" for a in result.assumptions]]
+    return "\n".join(lines) + "\n"
+
+
+def print_fit(console: Any, result: Any) -> None:
+    from rich.table import Table
+
+    from kvplan.render.console import never_cut
+
+    priced = result.currency is not None
+    table = never_cut(Table(title=_title(result), title_justify="left"))
+    for i, head in enumerate(_headers(result)):
+        table.add_column(head, justify="left" if i < 3 else "right")
+    for r in result.rows:
+        table.add_row(*_cells(r, priced))
+    if result.rows:
+        console.print(table)
+        console.print("Launch commands (one per row):")
+        for i, r in enumerate(result.rows, 1):
+            console.print(f"  {i}. {r.command or '(none)'}" + (f"  [{'; '.join(r.assumptions)}]" if r.assumptions
+                                                                   else ""), highlight=False, markup=False,
+                          soft_wrap=True)
+    else:
+        console.print("No GPU type asked for holds this workload.", highlight=False)
+    for x in result.refused:
+        console.print(f"  cannot: {x.gpu}, {x.engine}, {x.kv_dtype}: {x.reason}", highlight=False, markup=False,
+                      soft_wrap=True)
+    console.print("Notes", style="bold")
+    for a in result.assumptions:
+        console.print(f"  • {a}", highlight=False, markup=False, soft_wrap=True)
