@@ -9,6 +9,7 @@ fitted to. Sizes: the median of what the logs of the band print for the item (be
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -79,15 +80,20 @@ def non_torch_field(version: Version, tp: int, pp: int) -> tuple[str, str]:
 def kv_error(version: Version) -> "KvError":
     """The cross-validated error of the KV memory for this release (budget_error.json, written by
     benchmarks/crossval.py --intervals): its band's where it has enough held-out logs, else all bands'."""
-    import json
-    from pathlib import Path
-
     from kvplan.budgets.base import KvError
 
-    table = json.loads((Path(__file__).with_name("budget_error.json")).read_text())
+    table = _error_table()
     name = release_band(version)
     band = table["bands"].get(name)
     which = f"vLLM {name}" if band else f"all vLLM releases (too few independent logs for {name})"
     band = band or table["pooled"]
     return KvError(band["low"], band["high"], f"{which}: {band['logs']} logs from {band['sources']} sources, "
                                               "each judged with its source held out")
+
+
+@functools.lru_cache(maxsize=1)
+def _error_table() -> dict:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).with_name("budget_error.json")).read_text())
