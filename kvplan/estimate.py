@@ -13,7 +13,7 @@ from typing import Any
 from kvplan._version import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, get_engine
-from kvplan.engines.protocol import check_options, make_engine_options
+from kvplan.engines.protocol import Engine, check_options, make_engine_options
 from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.speculative import speculation_dict
 from kvplan.engines.version import unstated_version
@@ -297,7 +297,7 @@ def estimate(
 
 
 def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: Workload, rule: SharingRule,
-           by_layer: bool, eng: Any = None) -> EstimateRow:
+           by_layer: bool, eng: Engine | None = None) -> EstimateRow:
     """The row's bytes with the engine's sharing applied; the plain figure kept beside them."""
     from dataclasses import replace
 

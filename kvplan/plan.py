@@ -19,7 +19,7 @@ from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.hardware import KNOWN_VENDORS, VENDOR_TITLES
 from kvplan.engines import Demand, get_engine
 from kvplan.engines.layout import HOST_POOL
-from kvplan.engines.protocol import check_options, make_engine_options
+from kvplan.engines.protocol import Engine, check_options, make_engine_options
 from kvplan.engines.speculative import speculation_dict
 from kvplan.engines.version import unstated_version
 from kvplan.errors import UsageError
@@ -495,10 +495,10 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     )
 
 
-def _shares_experts(eng: Any, spec: ModelSpec, expert_parallel: bool | None) -> bool:
+def _shares_experts(eng: Engine, spec: ModelSpec, expert_parallel: bool | None) -> bool:
     """Whether data-parallel ranks share one copy of the model's routed experts: asked for, or the engine's way
     (``dp_shares_experts``), and the model has routed experts."""
-    shares = getattr(eng, "dp_shares_experts", False) if expert_parallel is None else expert_parallel
+    shares = eng.dp_shares_experts if expert_parallel is None else expert_parallel
     return bool(shares and (spec.expert_weights_bytes or spec.routed_expert_params))
 
 
