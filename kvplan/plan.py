@@ -367,7 +367,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
                         f"(per pipeline stage){how}; attention, dense layers, embeddings and lm_head per "
                         f"data-parallel rank over its tp {tp}; each of the {dp} ranks has its own KV cache for its "
                         "own requests")
-    extra, spec_notes, sp = 0, (), None
+    extra, sp = 0, None
+    spec_notes: tuple[str, ...] = ()
     mtp_layers, mtp_weights = spec.mtp_layers, spec.mtp_weights_bytes  # the target's, before speculation
     if speculation is not None:
         sp = eng.speculate(spec, speculation, pp)
@@ -565,7 +566,7 @@ class Search:
         inter-node all-reduces every layer), pp > 1 only once tp fills the node, unless tp was given."""
         node_tp = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= self.gpus_per_node] or [1]
         tps = [self.tp] if self.tp is not None else node_tp
-        out = []
+        out: list[tuple[int, int]] = []
         for tp in tps:
             if self.pp is not None:
                 pps = [self.pp]

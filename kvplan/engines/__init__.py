@@ -37,7 +37,8 @@ def get_engine(name: str) -> Engine:
     if key not in _REGISTRY:
         raise UsageError(f"unknown engine '{name}' (known: {', '.join(ENGINE_NAMES)})", field="engine")
     module, attr = _REGISTRY[key]
-    return getattr(importlib.import_module(module), attr)
+    engine: Engine = getattr(importlib.import_module(module), attr)  # the package's instance (VLLM, ...)
+    return engine
 
 
 def all_engines() -> list[Engine]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from math import prod
 
 from kvplan.engines.layout import CacheLayout, GroupRule
-from kvplan.engines.sharing import Workload
+from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.tensors import (
     DTYPE_BYTES,
     FP8,
@@ -125,7 +125,8 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     return TensorPlan(tuple(buffers), tuple(infos), first, None, 0, tuple(notes), tuple(tables))
 
 
-def _pages(g: GroupRule, context: int, page: int, workload: Workload | None, rule: object) -> tuple[int, int, int]:
+def _pages(g: GroupRule, context: int, page: int, workload: Workload | None,
+           rule: SharingRule) -> tuple[int, int, int]:
     """(pages every request shares, pages a request's samples share, pages each sequence owns)."""
     units = held_units(g, context, page, workload, rule, "SGLang")
     if workload is None:

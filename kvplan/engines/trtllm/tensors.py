@@ -21,7 +21,7 @@ from __future__ import annotations
 from math import prod
 
 from kvplan.engines.layout import CacheLayout, GroupRule
-from kvplan.engines.sharing import Workload
+from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.tensors import (
     DTYPE_BYTES,
     PLAIN,
@@ -135,7 +135,7 @@ def _pool_key(g: GroupRule, itemsize: int) -> tuple[int, int, int]:
 
 
 def _blocks(g: GroupRule, context: int, block: int, workload: Workload | None,
-            rule: object) -> tuple[int, int, int]:
+            rule: SharingRule) -> tuple[int, int, int]:
     """(blocks every request shares, blocks a request's beams share, blocks each sequence owns)."""
     return held_units(g, context, block, workload, rule, "TensorRT-LLM").counted(block)
 
