@@ -197,9 +197,9 @@ def steps(layout: CacheLayout, tables: tuple[BlockTable, ...], workload: Workloa
     first, the last and those where a group's tables changed shape (at most ``MAX_CHECKED_STEPS``).
     Refused (``field=decode``) beyond ``MAX_WORK`` sequence-group steps: bounded time."""
     rule_of: dict[int, GroupRule] = {}
-    for g in layout.groups:
-        for index in range(g.first_layer, g.first_layer + g.count):
-            rule_of[index] = g
+    for rule in layout.groups:
+        for index in range(rule.first_layer, rule.first_layer + rule.count):
+            rule_of[index] = rule
     groups = [_Group(i, t, rule_of[t.layers[0]], layout.block_size) for i, t in enumerate(tables)]
     prompt, prefix = workload.prompt_len, workload.shared_prefix
     output = workload.output_len - extra
@@ -208,7 +208,7 @@ def steps(layout: CacheLayout, tables: tuple[BlockTable, ...], workload: Workloa
     check_bounded(tables, workload)
     stride = max(1, -(-(output + 1) // MAX_CHECKED_STEPS))
     before, last_checked = 0, 0
-    shapes: list[object] = []
+    shapes: list[tuple[int, int, int, int] | None] = []
     for t in range(output + 1):
         length = prompt + t + extra
         now = Workload(prompt, t + extra, prefix, workload.n, workload.beam_width, workload.proposer)
