@@ -201,6 +201,7 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         peak = None
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
+            # the ignore: a snapshot's allocated is None off CUDA only
             peak = int(torch.cuda.max_memory_allocated(dev)) - int(before.allocated)  # type: ignore[arg-type]
         # the output's cache: ``past_key_values`` until transformers 5.2x, ``cache`` since (5.24)
         cache = getattr(out, "past_key_values", None)

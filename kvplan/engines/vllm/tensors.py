@@ -229,6 +229,7 @@ def _vllm_views(spec: ModelSpec, dtype: KVDType, rule: GroupRule, index: int, nu
         v = _vector_layout(dtype, layer.v_dim)
         planes = [("K", k[0], k[1]), ("V", v[0], v[1])]
         if k[2] is not None:
+            # the ignore: v's scale dtype is set where k's is (one KV dtype for both)
             planes += [("K scale", k[2], k[3]), ("V scale", v[2], v[3])]  # type: ignore[list-item]
         shapes = [(role, dt, (count, block, heads, elems) if elems != 1 or role in ("K", "V") else (count, block, heads),
                    block * heads * elems * DTYPE_BYTES[dt]) for role, dt, elems in planes]
