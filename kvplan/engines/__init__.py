@@ -5,6 +5,8 @@ This module only looks engines up by name; what each engine does lives in its pa
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule
 from kvplan.engines.protocol import Demand, Engine, KvCapacity
 from kvplan.engines.version import LATEST, Version, parse_version
@@ -24,6 +26,15 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 }
 _ALIASES = {"transformers": "hf", "llama.cpp": "llamacpp", "llama-cpp": "llamacpp",
             "tensorrt-llm": "trtllm", "trt-llm": "trtllm", "tensorrt_llm": "trtllm"}
+
+if TYPE_CHECKING:  # never imported: mypy checks every registered engine against the protocol
+    from kvplan.engines.hf import HF, HF_STATIC
+    from kvplan.engines.llamacpp import LLAMACPP
+    from kvplan.engines.sglang import SGLANG
+    from kvplan.engines.trtllm import TRTLLM
+    from kvplan.engines.vllm import VLLM
+
+    _CONFORMING: tuple[Engine, ...] = (VLLM, SGLANG, TRTLLM, LLAMACPP, HF, HF_STATIC)
 
 ENGINE_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 DEFAULT_ENGINE = "vllm"

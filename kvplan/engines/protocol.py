@@ -35,30 +35,68 @@ __all__ = ["Demand", "Engine", "EngineDefaults", "KvCapacity", "check_options", 
 
 
 class Engine(Protocol):
-    name: str
-    title: str
-    default_version: str
-    newest_rules: Version
-    kv_dtypes: frozenset[str]
-    """KV dtype names this engine accepts (canonical names; 'auto' is always accepted)."""
-    serve: ServeFlags | None
-    """How ``kvplan check`` reads this engine's launch command, where it has one kvplan reads."""
-    log: LogReader | None
-    """How ``kvplan log`` reads this engine's start-up log (``engines/<engine>/log.py``), where it has one."""
-    launch: Launch | None
-    """The command that starts a planned deployment (``kvplan fit``), where kvplan writes one."""
-    vendors: frozenset[str] | None
-    """GPU vendors the engine runs on; None: any (a plan for another vendor's GPU is refused by field)."""
-    memory_fraction: tuple[str, str] | None
-    """(``Settings`` field, engine flag) of the memory fraction the engine takes; None where it has none."""
-    extra_options: frozenset[str]
-    """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
-    unfit: str
-    """What the engine does when one sequence of max_model_len does not fit ("" where it refuses to start)."""
-    sharing: SharingRule
-    """What the engine stores once: a common prefix, the prompt of parallel samples or beams."""
-    dp_shares_experts: bool
-    """Whether the data-parallel ranks of a MoE model share one copy of the routed experts by default."""
+    # read-only members: the engines are frozen dataclasses (a plain annotation here would ask for settable ones)
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def default_version(self) -> str: ...
+
+    @property
+    def newest_rules(self) -> Version: ...
+
+    @property
+    def kv_dtypes(self) -> frozenset[str]:
+        """KV dtype names this engine accepts (canonical names; 'auto' is always accepted)."""
+        ...
+
+    @property
+    def serve(self) -> ServeFlags | None:
+        """How ``kvplan check`` reads this engine's launch command, where it has one kvplan reads."""
+        ...
+
+    @property
+    def log(self) -> LogReader | None:
+        """How ``kvplan log`` reads this engine's start-up log (``engines/<engine>/log.py``), where it has one."""
+        ...
+
+    @property
+    def launch(self) -> Launch | None:
+        """The command that starts a planned deployment (``kvplan fit``), where kvplan writes one."""
+        ...
+
+    @property
+    def vendors(self) -> frozenset[str] | None:
+        """GPU vendors the engine runs on; None: any (a plan for another vendor's GPU is refused by field)."""
+        ...
+
+    @property
+    def memory_fraction(self) -> tuple[str, str] | None:
+        """(``Settings`` field, engine flag) of the memory fraction the engine takes; None where it has none."""
+        ...
+
+    @property
+    def extra_options(self) -> frozenset[str]:
+        """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
+        ...
+
+    @property
+    def unfit(self) -> str:
+        """What the engine does when one sequence of max_model_len does not fit ("" where it refuses to start)."""
+        ...
+
+    @property
+    def sharing(self) -> SharingRule:
+        """What the engine stores once: a common prefix, the prompt of parallel samples or beams."""
+        ...
+
+    @property
+    def dp_shares_experts(self) -> bool:
+        """Whether the data-parallel ranks of a MoE model share one copy of the routed experts by default."""
+        ...
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str: ...
 
