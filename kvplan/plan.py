@@ -308,7 +308,8 @@ def max_batch(
                         speculation=speculation, engine_options=engine_options, n=n, beam_width=beam_width,
                         prompt_len=prompt_len, expert_parallel=expert_parallel)
 
-        return solve_fraction(get_engine(engine), settings, at, want)
+        solved: CapacityPlan = solve_fraction(get_engine(engine), settings, at, want)  # at()'s plan
+        return solved
     if solve not in ("batch", "context"):
         raise UsageError(f"'{solve}': choose batch, context, gpus or utilization", field="solve")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
