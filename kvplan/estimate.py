@@ -13,7 +13,7 @@ from typing import Any
 from kvplan._version import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, get_engine
-from kvplan.engines.protocol import check_options, make_engine_options
+from kvplan.engines.protocol import Engine, check_options, make_engine_options
 from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.speculative import speculation_dict
 from kvplan.engines.version import unstated_version
@@ -211,7 +211,8 @@ def estimate(
         raise UsageError(f"{block_size} must be a positive integer", field="block_size")
 
     eng = get_engine(engine)
-    target, extra, spec_notes = spec, 0, ()
+    target, extra = spec, 0
+    spec_notes: tuple[str, ...] = ()
     speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
                                num_nextn_predict_layers)
     if speculation is not None:
@@ -297,7 +298,7 @@ def estimate(
 
 
 def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: Workload, rule: SharingRule,
-           by_layer: bool, eng: Any = None) -> EstimateRow:
+           by_layer: bool, eng: Engine | None = None) -> EstimateRow:
     """The row's bytes with the engine's sharing applied; the plain figure kept beside them."""
     from dataclasses import replace
 
@@ -337,7 +338,7 @@ def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: li
           by_layer: bool, admission: Callable[[int], int] | None) -> Iterable[EstimateRow]:
     # Groups with equal token rules and sizes add up: merge them so a sweep point costs a few
     # function calls, not one per group (Gemma 3 has 21 groups but two distinct rules).
-    merged: dict[tuple, list[Any]] = {}
+    merged: dict[tuple[object, ...], list[Any]] = {}  # cost_key -> [layers, a group of them]
     for g in layout.groups:
         key = g.cost_key
         if key in merged:
@@ -374,7 +375,7 @@ def _layer_rows(layout: CacheLayout, context: int, batch: int) -> tuple[LayerRow
 
 def _formulas(dtype_name: str, layout: CacheLayout) -> Iterable[GroupFormula]:
     """One formula per distinct rule; interleaved models list each rule once with all its layers."""
-    merged: dict[tuple, list[Any]] = {}
+    merged: dict[tuple[object, ...], list[Any]] = {}
     for g in layout.groups:
         state = g.state.formula if g.state is not None else None
         key = (g.padding, g.kind, g.token.formula, g.tokens, state)

@@ -19,7 +19,7 @@ from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.hardware import KNOWN_VENDORS, VENDOR_TITLES
 from kvplan.engines import Demand, get_engine
 from kvplan.engines.layout import HOST_POOL
-from kvplan.engines.protocol import check_options, make_engine_options
+from kvplan.engines.protocol import Engine, check_options, make_engine_options
 from kvplan.engines.speculative import speculation_dict
 from kvplan.engines.version import unstated_version
 from kvplan.errors import UsageError
@@ -308,7 +308,8 @@ def max_batch(
                         speculation=speculation, engine_options=engine_options, n=n, beam_width=beam_width,
                         prompt_len=prompt_len, expert_parallel=expert_parallel)
 
-        return solve_fraction(get_engine(engine), settings, at, want)
+        solved: CapacityPlan = solve_fraction(get_engine(engine), settings, at, want)  # at()'s plan
+        return solved
     if solve not in ("batch", "context"):
         raise UsageError(f"'{solve}': choose batch, context, gpus or utilization", field="solve")
     return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
@@ -367,7 +368,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
                         f"(per pipeline stage){how}; attention, dense layers, embeddings and lm_head per "
                         f"data-parallel rank over its tp {tp}; each of the {dp} ranks has its own KV cache for its "
                         "own requests")
-    extra, spec_notes, sp = 0, (), None
+    extra, sp = 0, None
+    spec_notes: tuple[str, ...] = ()
     mtp_layers, mtp_weights = spec.mtp_layers, spec.mtp_weights_bytes  # the target's, before speculation
     if speculation is not None:
         sp = eng.speculate(spec, speculation, pp)
@@ -495,10 +497,10 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     )
 
 
-def _shares_experts(eng: Any, spec: ModelSpec, expert_parallel: bool | None) -> bool:
+def _shares_experts(eng: Engine, spec: ModelSpec, expert_parallel: bool | None) -> bool:
     """Whether data-parallel ranks share one copy of the model's routed experts: asked for, or the engine's way
     (``dp_shares_experts``), and the model has routed experts."""
-    shares = getattr(eng, "dp_shares_experts", False) if expert_parallel is None else expert_parallel
+    shares = eng.dp_shares_experts if expert_parallel is None else expert_parallel
     return bool(shares and (spec.expert_weights_bytes or spec.routed_expert_params))
 
 
@@ -565,7 +567,7 @@ class Search:
         inter-node all-reduces every layer), pp > 1 only once tp fills the node, unless tp was given."""
         node_tp = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= self.gpus_per_node] or [1]
         tps = [self.tp] if self.tp is not None else node_tp
-        out = []
+        out: list[tuple[int, int]] = []
         for tp in tps:
             if self.pp is not None:
                 pps = [self.pp]

@@ -5,6 +5,8 @@ This module only looks engines up by name; what each engine does lives in its pa
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule
 from kvplan.engines.protocol import Demand, Engine, KvCapacity
 from kvplan.engines.version import LATEST, Version, parse_version
@@ -25,6 +27,15 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 _ALIASES = {"transformers": "hf", "llama.cpp": "llamacpp", "llama-cpp": "llamacpp",
             "tensorrt-llm": "trtllm", "trt-llm": "trtllm", "tensorrt_llm": "trtllm"}
 
+if TYPE_CHECKING:  # never imported: mypy checks every registered engine against the protocol
+    from kvplan.engines.hf import HF, HF_STATIC
+    from kvplan.engines.llamacpp import LLAMACPP
+    from kvplan.engines.sglang import SGLANG
+    from kvplan.engines.trtllm import TRTLLM
+    from kvplan.engines.vllm import VLLM
+
+    _CONFORMING: tuple[Engine, ...] = (VLLM, SGLANG, TRTLLM, LLAMACPP, HF, HF_STATIC)
+
 ENGINE_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 DEFAULT_ENGINE = "vllm"
 
@@ -37,7 +48,8 @@ def get_engine(name: str) -> Engine:
     if key not in _REGISTRY:
         raise UsageError(f"unknown engine '{name}' (known: {', '.join(ENGINE_NAMES)})", field="engine")
     module, attr = _REGISTRY[key]
-    return getattr(importlib.import_module(module), attr)
+    engine: Engine = getattr(importlib.import_module(module), attr)  # the package's instance (VLLM, ...)
+    return engine
 
 
 def all_engines() -> list[Engine]:

@@ -24,37 +24,79 @@ if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
     from kvplan.engines.launch import Launch
     from kvplan.engines.log_format import LogReader
+    from kvplan.engines.offload import OffloadTier
     from kvplan.engines.serve_format import ServeFlags
     from kvplan.engines.sharing import SharingRule, Workload
     from kvplan.engines.speculative import Speculation, SpeculativeLayout
+    from kvplan.engines.tensors import TensorPlan
 
 __all__ = ["Demand", "Engine", "EngineDefaults", "KvCapacity", "check_options", "from_module", "make_engine_options",
            "refuse_uneven_heads"]
 
 
 class Engine(Protocol):
-    name: str
-    title: str
-    default_version: str
-    newest_rules: Version
-    kv_dtypes: frozenset[str]
-    """KV dtype names this engine accepts (canonical names; 'auto' is always accepted)."""
-    serve: ServeFlags | None
-    """How ``kvplan check`` reads this engine's launch command, where it has one kvplan reads."""
-    log: LogReader | None
-    """How ``kvplan log`` reads this engine's start-up log (``engines/<engine>/log.py``), where it has one."""
-    launch: Launch | None
-    """The command that starts a planned deployment (``kvplan fit``), where kvplan writes one."""
-    vendors: frozenset[str] | None
-    """GPU vendors the engine runs on; None: any (a plan for another vendor's GPU is refused by field)."""
-    memory_fraction: tuple[str, str] | None
-    """(``Settings`` field, engine flag) of the memory fraction the engine takes; None where it has none."""
-    extra_options: frozenset[str]
-    """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
-    unfit: str
-    """What the engine does when one sequence of max_model_len does not fit ("" where it refuses to start)."""
-    sharing: SharingRule
-    """What the engine stores once: a common prefix, the prompt of parallel samples or beams."""
+    # read-only members: the engines are frozen dataclasses (a plain annotation here would ask for settable ones)
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def default_version(self) -> str: ...
+
+    @property
+    def newest_rules(self) -> Version: ...
+
+    @property
+    def kv_dtypes(self) -> frozenset[str]:
+        """KV dtype names this engine accepts (canonical names; 'auto' is always accepted)."""
+        ...
+
+    @property
+    def serve(self) -> ServeFlags | None:
+        """How ``kvplan check`` reads this engine's launch command, where it has one kvplan reads."""
+        ...
+
+    @property
+    def log(self) -> LogReader | None:
+        """How ``kvplan log`` reads this engine's start-up log (``engines/<engine>/log.py``), where it has one."""
+        ...
+
+    @property
+    def launch(self) -> Launch | None:
+        """The command that starts a planned deployment (``kvplan fit``), where kvplan writes one."""
+        ...
+
+    @property
+    def vendors(self) -> frozenset[str] | None:
+        """GPU vendors the engine runs on; None: any (a plan for another vendor's GPU is refused by field)."""
+        ...
+
+    @property
+    def memory_fraction(self) -> tuple[str, str] | None:
+        """(``Settings`` field, engine flag) of the memory fraction the engine takes; None where it has none."""
+        ...
+
+    @property
+    def extra_options(self) -> frozenset[str]:
+        """``EngineOptions`` fields beyond block_size and tp that this engine has (llama.cpp: swa_full)."""
+        ...
+
+    @property
+    def unfit(self) -> str:
+        """What the engine does when one sequence of max_model_len does not fit ("" where it refuses to start)."""
+        ...
+
+    @property
+    def sharing(self) -> SharingRule:
+        """What the engine stores once: a common prefix, the prompt of parallel samples or beams."""
+        ...
+
+    @property
+    def dp_shares_experts(self) -> bool:
+        """Whether the data-parallel ranks of a MoE model share one copy of the routed experts by default."""
+        ...
 
     def auto_kv_dtype(self, spec: ModelSpec) -> str: ...
 
@@ -76,14 +118,19 @@ class Engine(Protocol):
                  demand: Demand) -> KvCapacity: ...
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
-                    workload: Workload | None = None) -> Any: ...
+                    workload: Workload | None = None) -> TensorPlan | None: ...
 
-    def shared_admission(self, layout: CacheLayout, workload: Any, batch: int) -> int | None:
+    def admission(self, layout: CacheLayout) -> Callable[[int], int] | None: ...
+
+    def shared_admission(self, layout: CacheLayout, workload: Workload, batch: int) -> int | None:
         """``admission`` for ``batch`` requests of a workload that shares a prefix, samples or beams, what
         they share counted once (the figure max-batch counts); None where admission is what the layout holds."""
         return None
 
     def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout: ...
+
+    def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
+                     demand: Demand, capacity: KvCapacity) -> OffloadTier | None: ...
 
 
 class from_module:  # noqa: N801 - used like a decorator-less property
@@ -103,7 +150,9 @@ class from_module:  # noqa: N801 - used like a decorator-less property
 class EngineDefaults:
     """Behaviour most engines share; an engine package overrides what its engine does differently."""
 
+    name: str
     title: str
+    default_version: str
     newest_rules: Version
     serve: ServeFlags | None = None
     log: LogReader | None = None
@@ -146,7 +195,7 @@ class EngineDefaults:
 
     def version_of(self, text: str | None) -> tuple[str, Version]:
         """The release asked for (None: the engine's default; an empty text is refused) and its tuple."""
-        chosen = self.default_version if text is None else text  # type: ignore[attr-defined]
+        chosen = self.default_version if text is None else text
         return chosen, parse_version(chosen)
 
     def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
@@ -156,7 +205,7 @@ class EngineDefaults:
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=False, sharing=self.sharing)
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
-                    workload: Workload | None = None) -> Any:
+                    workload: Workload | None = None) -> TensorPlan | None:
         """The tensors ``verify`` allocates for ``batch`` requests of ``context`` tokens (with a
         ``workload``: its samples or beams, and what the engine stores once); None where kvplan has no
         tensor layout for the engine."""
@@ -171,8 +220,13 @@ class EngineDefaults:
         """The layers and slots speculative decoding adds; refused where kvplan has no rule."""
         raise UsageError(f"kvplan has no speculative-decoding rule for {self.title}", field="speculative_method")
 
+    def shared_admission(self, layout: CacheLayout, workload: Workload, batch: int) -> int | None:
+        """``admission`` with what the workload's requests share counted once; None where admission is what
+        the layout holds."""
+        return None
+
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
-                     demand: Demand, capacity: KvCapacity) -> Any:
+                     demand: Demand, capacity: KvCapacity) -> OffloadTier | None:
         """The host-memory KV tier the options ask for (``engines/offload.py`` ``OffloadTier``), or None."""
         return None
 

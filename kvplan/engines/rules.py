@@ -10,7 +10,7 @@ fields for ``--explain``.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Protocol
 
 
 def ceil_to(value: int, multiple: int) -> int:
@@ -303,14 +303,21 @@ class SinkWindow(TokenRule):
         return f"min(context, {self.keep} {self.keep_name} + {self.recent} recent)"
 
 
+class KeptPrompt(Protocol):
+    """How many of a prompt's tokens a press keeps (``hf/eviction.py``: a ratio, or PyramidKV's per-layer share)."""
+
+    def kept(self, tokens: int) -> int: ...
+
+    def formula(self, tokens: str) -> str: ...
+
+
 @dataclass(frozen=True)
 class PrefillKept(TokenRule):
     """A press that compresses the prompt once, at prefill, and appends decoded tokens whole (NVIDIA kvpress
     ``BasePress.forward_hook`` acts only while prefilling): ``kept(prompt) + (context - prompt)``.
-    ``kept`` is a frozen object with ``kept(tokens) -> int`` and ``formula() -> str``; ``prompt_len`` None:
-    the whole context was the prompt."""
+    ``kept`` is a frozen ``KeptPrompt``; ``prompt_len`` None: the whole context was the prompt."""
 
-    kept: Any
+    kept: KeptPrompt
     prompt_len: int | None = None
 
     def held(self, context: int) -> int:

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import prod
+from typing import TYPE_CHECKING
 
-from kvplan.engines.layout import CacheLayout
+from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.errors import KvplanError
 from kvplan.spec import LayerSpec
+
+if TYPE_CHECKING:
+    from kvplan.engines.sharing import SharedSpans, SharingRule, Workload
 
 
 class VerifyError(KvplanError):
@@ -135,7 +139,7 @@ class TensorPlan:
 
 def component_names(layout: CacheLayout) -> dict[int, str]:
     """Group position -> component name; groups with the same rule and sizes share a component."""
-    by_key: dict[tuple, str] = {}
+    by_key: dict[tuple[object, ...], str] = {}
     used: set[str] = {"pool padding"}
     out: dict[int, str] = {}
     for i, g in enumerate(layout.groups):
@@ -167,7 +171,7 @@ class HeldUnits:
     held: int
     once: int = 0
     shared: int = 0
-    spans: object = None
+    spans: SharedSpans | None = None
     """The sharing rule's ``SharedSpans`` (None: nothing shared)."""
 
     def counted(self, unit: int) -> tuple[int, int, int]:
@@ -175,18 +179,19 @@ class HeldUnits:
         return self.once // unit, (self.shared - self.once) // unit, (self.held - self.shared) // unit
 
 
-def held_units(group: object, context: int, unit: int, workload: object, rule: object, engine: str) -> HeldUnits:
+def held_units(group: GroupRule, context: int, unit: int, workload: Workload | None, rule: SharingRule,
+               engine: str) -> HeldUnits:
     """A group's held, per-request-shared and all-shared tokens, each whole pages or blocks of ``unit``
     (a page-granular engine's tables cannot say anything else: an internal error otherwise)."""
-    held = group.held(context)  # type: ignore[attr-defined]
-    kind = group.kind  # type: ignore[attr-defined]
+    held = group.held(context)
+    kind = group.kind
     if held % unit:
         raise VerifyError(f"internal: {engine} {kind} layers hold {held} tokens, not whole units of {unit}")
     if workload is None:
         return HeldUnits(held)
-    spans = rule.spans(group, workload)  # type: ignore[attr-defined]
-    once = group.tokens.prefix_held(context, spans.across_requests)  # type: ignore[attr-defined]
-    shared = group.tokens.prefix_held(context, max(spans.across_requests, spans.across_samples))  # type: ignore[attr-defined]
+    spans = rule.spans(group, workload)
+    once = group.tokens.prefix_held(context, spans.across_requests)
+    shared = group.tokens.prefix_held(context, max(spans.across_requests, spans.across_samples))
     if once % unit or shared % unit:
         raise VerifyError(f"internal: {engine} {kind} layers share {once} / {shared} tokens, not whole units of {unit}")
     return HeldUnits(held, once, shared, spans)

@@ -377,9 +377,10 @@ def _decode_check(timing: Any, dev: Any, device_name: str, gpu: str | None, note
             if gpu is not None:
                 raise
             notes.append(f"--decode: '{device_name}' is not in the GPU catalog: no bandwidth bound (pass --gpu)")
-    bound = timing.read_bytes / hw.bandwidth if hw is not None and hw.bandwidth else None
-    if bound is not None:
-        notes.append(f"--decode bound: {timing.read_bytes:,} B of cache read at {hw.bandwidth / 1e12:.2f} TB/s "
+    bandwidth = hw.bandwidth if hw is not None else None
+    bound = timing.read_bytes / bandwidth if bandwidth else None
+    if hw is not None and bandwidth:  # bound is not None
+        notes.append(f"--decode bound: {timing.read_bytes:,} B of cache read at {bandwidth / 1e12:.2f} TB/s "
                      f"({hw.name}): a lower bound on the step")
     return DecodeCheck(timing.seconds, bound, timing.peak_workspace_bytes, timing.read_bytes, timing.repeats,
                        hw.name if hw is not None else None, steps)

@@ -183,7 +183,9 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         net.to_empty(device=dev)
         _randomize(torch, net)
         after_weights = al.snapshot(dev)
-        measured_weights = (after_weights.allocated - start.allocated) if start.allocated is not None else weights
+        # both None off CUDA (snapshot), both numbers on it
+        measured_weights = (after_weights.allocated - start.allocated
+                            if start.allocated is not None and after_weights.allocated is not None else weights)
         ids = torch.randint(0, int(getattr(cfg, "vocab_size", None) or 1000), (batch, tokens), device=dev)
         kwargs: dict[str, Any] = {"input_ids": ids, "use_cache": True}
         if _takes(net, "logits_to_keep"):
@@ -199,6 +201,7 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         peak = None
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
+            # the ignore: a snapshot's allocated is None off CUDA only
             peak = int(torch.cuda.max_memory_allocated(dev)) - int(before.allocated)  # type: ignore[arg-type]
         # the output's cache: ``past_key_values`` until transformers 5.2x, ``cache`` since (5.24)
         cache = getattr(out, "past_key_values", None)

@@ -38,7 +38,11 @@ _LIVE: dict[int, Any] = {}
 
 def _track(tensor: Any) -> None:
     key = id(tensor)
-    _LIVE[key] = weakref.ref(tensor, lambda _ref, k=key: _LIVE.pop(k, None))
+
+    def forget(_ref: weakref.ref[Any]) -> None:
+        _LIVE.pop(key, None)
+
+    _LIVE[key] = weakref.ref(tensor, forget)
 
 
 def import_torch() -> Any:
@@ -203,8 +207,8 @@ class Allocation:
             torch.cuda.empty_cache()
 
 
-def _oom_types(torch: Any) -> tuple[type, ...]:
-    types: list[type] = [getattr(torch.cuda, "OutOfMemoryError", RuntimeError)]
+def _oom_types(torch: Any) -> tuple[type[BaseException], ...]:
+    types: list[type[BaseException]] = [getattr(torch.cuda, "OutOfMemoryError", RuntimeError)]
     if hasattr(torch, "OutOfMemoryError"):
         types.append(torch.OutOfMemoryError)
     return tuple(types)
@@ -338,7 +342,8 @@ def allocate_weights(nbytes: int, pieces: int, device: Any) -> list[Any]:
             t = torch.empty(size, dtype=torch.uint8, device=device)
             _track(t)
             out.append(t)
-    except (*_oom_types(torch), RuntimeError, MemoryError) as exc:  # a CPU allocation fails with RuntimeError
+    # a CPU allocation fails with RuntimeError; mypy does not read a starred tuple of exception types
+    except (*_oom_types(torch), RuntimeError, MemoryError) as exc:  # type: ignore[misc]
         if isinstance(exc, RuntimeError) and not isinstance(exc, _oom_types(torch)) and not _is_cpu_oom(exc):
             raise
         out.clear()

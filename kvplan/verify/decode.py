@@ -158,6 +158,7 @@ def _layer_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compu
     if table is not None:
         return _paged_table_step(torch, alloc, info, spec, compute, gen, table.to(device))
     if info.kind == "mla":
+        assert layer.kv_lora_rank is not None and layer.qk_rope_head_dim is not None  # an MLA layer has both
         heads = layer.num_heads or spec.num_attention_heads or 1
         qk = (layer.qk_nope_head_dim or layer.kv_lora_rank) + layer.qk_rope_head_dim
         scale = 1.0 / math.sqrt(qk)
@@ -190,7 +191,8 @@ def _layer_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compu
 
         return step, _nbytes(k, v)
 
-    kv_heads = layer.kv_heads
+    kv_heads, head_dim = layer.kv_heads, layer.head_dim
+    assert kv_heads is not None and head_dim is not None  # an attention layer has both
     group = max(1, (spec.num_attention_heads or kv_heads) // kv_heads)
     k, v = views[(i, "K")], views[(i, "V")]
     if info.layout != "paged":
@@ -204,16 +206,15 @@ def _layer_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compu
         k, v = seq(k), seq(v)
         ks = seq(ks) if ks is not None else None
         vs = seq(vs) if vs is not None else None
-    head_dim = layer.head_dim
     q = _rand(torch, (batch, kv_heads, group, head_dim), compute, device, gen)
     nbytes = _nbytes(k, v, *(t for t in (ks, vs) if t is not None))
 
-    def step() -> Any:
+    def attend_step() -> Any:
         kk = _dequant(torch, k, ks, compute)
         vv = _dequant(torch, v, vs, compute)
         return F.scaled_dot_product_attention(q, kk, vv)
 
-    return step, nbytes
+    return attend_step, nbytes
 
 
 def _paged_table_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compute: Any, gen: Any,
@@ -224,6 +225,7 @@ def _paged_table_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any,
     views, device, i, layer = alloc.views, alloc.device, info.index, info.layer
     seqs = table.shape[0]
     if info.kind == "mla":
+        assert layer.kv_lora_rank is not None and layer.qk_rope_head_dim is not None  # an MLA layer has both
         latent = views[(i, "latent")]
         heads = layer.num_heads or spec.num_attention_heads or 1
         scale = 1.0 / math.sqrt((layer.qk_nope_head_dim or layer.kv_lora_rank) + layer.qk_rope_head_dim)
@@ -236,14 +238,15 @@ def _paged_table_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any,
             return F.scaled_dot_product_attention(q, kv, kv[..., :rank], scale=scale)
 
         return mla_step, seqs * info.attend * latent.shape[-1] * latent.element_size()
-    kv_heads = layer.kv_heads
+    kv_heads, head_dim = layer.kv_heads, layer.head_dim
+    assert kv_heads is not None and head_dim is not None  # an attention layer has both
     group = max(1, (spec.num_attention_heads or kv_heads) // kv_heads)
     planes = [views.get((i, role)) for role in ("K", "V", "K scale", "V scale")]
 
     def gather(t: Any) -> Any:
         return t[table].reshape(seqs, -1, *t.shape[2:])[:, :info.attend].transpose(1, 2)
 
-    q = _rand(torch, (seqs, kv_heads, group, layer.head_dim), compute, device, gen)
+    q = _rand(torch, (seqs, kv_heads, group, head_dim), compute, device, gen)
     per_token = sum(p[0, 0].numel() * p.element_size() for p in planes if p is not None)
 
     def step() -> Any:

@@ -24,7 +24,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from kvplan.spec import ModelSpec
 from kvplan.verify.errors import VerifyError
@@ -173,6 +173,24 @@ def run_rank(model: str | ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1
     )
 
 
+class _RankFields(TypedDict):
+    """The ``RankCheck`` fields known before the shard is allocated (``_measure``)."""
+
+    rank: int
+    tp_rank: int
+    pp_rank: int
+    local_rank: int
+    host: str
+    device: str
+    device_name: str
+    device_total_bytes: int | None
+    first_layer: int
+    num_layers: int
+    predicted_bytes: int
+    buffers: int
+    num_blocks: int | None
+
+
 def _measure(rp: RankPlan, dev: Any, local_rank: int) -> RankCheck:
     """Allocate this rank's shard, measure it, free it. Errors become the check's ``error``."""
     from kvplan.errors import KvplanError
@@ -181,10 +199,10 @@ def _measure(rp: RankPlan, dev: Any, local_rank: int) -> RankCheck:
     info = al.device_info(dev)
     plan = rp.plan
     start = al.snapshot(dev)
-    base = dict(rank=rp.rank, tp_rank=rp.tp_rank, pp_rank=rp.pp_rank, local_rank=local_rank,
-                host=socket.gethostname(), device=al._where(dev), device_name=info.name,
-                device_total_bytes=info.total_bytes, first_layer=rp.first_layer, num_layers=rp.num_layers,
-                predicted_bytes=plan.predicted_bytes, buffers=len(plan.buffers), num_blocks=plan.num_blocks)
+    base = _RankFields(rank=rp.rank, tp_rank=rp.tp_rank, pp_rank=rp.pp_rank, local_rank=local_rank,
+                       host=socket.gethostname(), device=al._where(dev), device_name=info.name,
+                       device_total_bytes=info.total_bytes, first_layer=rp.first_layer, num_layers=rp.num_layers,
+                       predicted_bytes=plan.predicted_bytes, buffers=len(plan.buffers), num_blocks=plan.num_blocks)
     try:
         alloc = al.allocate(plan, dev)
     except KvplanError as exc:
@@ -268,7 +286,8 @@ def launch(model: str | ModelSpec, *, nprocs: int, tp: int = 1, pp: int = 1, bat
                   kv_dtype=kv_dtype, block_size=block_size, device=device, timeout_s=timeout_s, **sharing)
     with tempfile.TemporaryDirectory(prefix="kvplan-ranks-") as tmp:
         out = os.path.join(tmp, "rank0.json")
-        ctx = mp.start_processes(_launched, args=(nprocs, free_port(), spec, kwargs, out), nprocs=nprocs,
+        ctx = mp.start_processes(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+            _launched, args=(nprocs, free_port(), spec, kwargs, out), nprocs=nprocs,
                                  join=False, start_method="spawn")
         # the process group's timeout bounds every collective; this bounds start-up and the rest
         deadline = time.monotonic() + timeout_s + 60

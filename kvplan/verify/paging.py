@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kvplan.engines.layout import CacheLayout, GroupRule
-from kvplan.engines.sharing import Workload
+from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.tensors import BlockTable
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE
 from kvplan.verify.errors import VerifyError
@@ -104,7 +104,7 @@ class _Group:
             self.free.append(entry[0])
             self.freed = True
 
-    def advance(self, t: int, length: int, before: int, sharing: object, now: Workload,
+    def advance(self, t: int, length: int, before: int, sharing: SharingRule, now: Workload,
                 writes: list[tuple[int, int, int]]) -> None:
         """Grow every sequence from ``before`` to ``length`` tokens; append (block, offset, tag) writes."""
         self.freed = False
@@ -117,7 +117,7 @@ class _Group:
             self.shape = (0, 1, 0, 0)
             return
         block = self.block
-        spans = sharing.spans(self.rule, now)  # type: ignore[attr-defined]
+        spans = sharing.spans(self.rule, now)
         if spans.across_requests % block or spans.across_samples % block:
             raise VerifyError(f"internal: {self.rule.kind} layers share {spans.across_requests} / "
                               f"{spans.across_samples} tokens, not whole blocks of {block}")
@@ -168,7 +168,7 @@ class _Group:
                            expected_tag(seq, now.samples, now.prompt_len, now.shared_prefix, position)))
 
     def state(self, prompt: int, prefix: int, samples: int) -> GroupState:
-        lo, hi = (0, 1) if self.recurrent else self.shape[:2]  # type: ignore[index]
+        lo, hi = (0, 1) if self.recurrent else self.shape[:2]  # type: ignore[index]  # advance() set shape first
         rows = tuple(tuple(self.ref[self.held[seq][j]][0] for j in range(lo, hi))
                      for seq in range(self.table.sequences))
         # own blocks holding tokens another sequence also has: the prompt's (siblings), or the prefix's
@@ -189,7 +189,7 @@ def check_bounded(tables: tuple[BlockTable, ...], workload: Workload) -> None:
 
 
 def steps(layout: CacheLayout, tables: tuple[BlockTable, ...], workload: Workload, extra: int,
-          sharing: object) -> Iterator[Step]:
+          sharing: SharingRule) -> Iterator[Step]:
     """Every step from the prefill (step 0) to ``workload.output_len - extra`` tokens generated.
 
     ``workload`` is the final one (its output includes the ``extra`` speculative slots each sequence
@@ -197,9 +197,9 @@ def steps(layout: CacheLayout, tables: tuple[BlockTable, ...], workload: Workloa
     first, the last and those where a group's tables changed shape (at most ``MAX_CHECKED_STEPS``).
     Refused (``field=decode``) beyond ``MAX_WORK`` sequence-group steps: bounded time."""
     rule_of: dict[int, GroupRule] = {}
-    for g in layout.groups:
-        for index in range(g.first_layer, g.first_layer + g.count):
-            rule_of[index] = g
+    for rule in layout.groups:
+        for index in range(rule.first_layer, rule.first_layer + rule.count):
+            rule_of[index] = rule
     groups = [_Group(i, t, rule_of[t.layers[0]], layout.block_size) for i, t in enumerate(tables)]
     prompt, prefix = workload.prompt_len, workload.shared_prefix
     output = workload.output_len - extra
@@ -208,7 +208,7 @@ def steps(layout: CacheLayout, tables: tuple[BlockTable, ...], workload: Workloa
     check_bounded(tables, workload)
     stride = max(1, -(-(output + 1) // MAX_CHECKED_STEPS))
     before, last_checked = 0, 0
-    shapes: list[object] = []
+    shapes: list[tuple[int, int, int, int] | None] = []
     for t in range(output + 1):
         length = prompt + t + extra
         now = Workload(prompt, t + extra, prefix, workload.n, workload.beam_width, workload.proposer)

@@ -13,14 +13,14 @@ from typing import Any
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.engines import CacheLayout, EngineOptions, get_engine
 from kvplan.engines.sharing import SharedSpans, Workload, group_bytes, shared_bytes
-from kvplan.engines.tensors import (  # noqa: F401  (re-exported: verify's modules read them here)
-    DTYPE_BYTES,
-    BlockTable,
-    BufferSpec,
-    LayerInfo,
-    TensorPlan,
-    ViewSpec,
-    component_names,
+from kvplan.engines.tensors import (  # noqa: F401  (re-exported, "X as X": verify's modules read them here)
+    DTYPE_BYTES as DTYPE_BYTES,
+    BlockTable as BlockTable,
+    BufferSpec as BufferSpec,
+    LayerInfo as LayerInfo,
+    TensorPlan as TensorPlan,
+    ViewSpec as ViewSpec,
+    component_names as component_names,
 )
 from kvplan.spec import ModelSpec
 from kvplan.verify.errors import VerifyError
@@ -129,7 +129,7 @@ def predicted_bytes(layout: CacheLayout, batch: int, context: int, workload: Wor
 
 def _components(layout: CacheLayout, names: dict[int, str], batch: int, context: int,
                 spans: dict[int, SharedSpans] | None = None, samples: int = 1) -> tuple[Component, ...]:
-    acc: dict[str, list] = {}
+    acc: dict[str, list[Any]] = {}  # name -> [kind, layers, bytes, a group of them]
     for i, g in enumerate(layout.groups):
         if i not in names:
             continue
@@ -208,7 +208,8 @@ def resolve_workload(spec: ModelSpec, engine: str, context: int | None, *, promp
     (context,) = contexts
     eng = get_engine(engine)
     speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model, None)
-    target, extra, notes = spec, 0, ()
+    target, extra = spec, 0
+    notes: tuple[str, ...] = ()
     if speculation is not None:
         sp = eng.speculate(spec, speculation, pp)  # vLLM refuses pp > 1 (field=pp)
         target, extra, notes = sp.spec, sp.extra_tokens, tuple(sp.notes)

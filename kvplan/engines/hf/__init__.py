@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
@@ -16,6 +16,7 @@ from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.engines.speculative import Speculation, SpeculativeLayout
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class TransformersEngine(EngineDefaults):
 
         return budget.budget(spec, total_bytes, tp, pp, version, demand, settings)
 
-    def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
+    def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout:
         from kvplan.engines.hf.speculative import speculate
 
         return speculate(spec, speculation, pp, static=self.static)

@@ -35,7 +35,7 @@ PER_LAYER_PRESSES = {"pyramidkv": "PyramidKVPress"}
 MASKING_PRESSES = {"adakv": "AdaKVPress", "criticalkv": "CriticalAdaKVPress"}
 PRESSES = {**SCORER_PRESSES, **PER_LAYER_PRESSES, **MASKING_PRESSES}
 PYRAMID_WINDOW, PYRAMID_BETA = 64, 20  # PyramidKVPress defaults (window_size, beta)
-EVICT_FORMS = {("sink", "window"): "StreamingLLM", ("heavy", "recent"): "H2O"}
+EVICT_FORMS: dict[tuple[str, ...], str] = {("sink", "window"): "StreamingLLM", ("heavy", "recent"): "H2O"}
 
 
 def parse_evict(text: str) -> tuple[tuple[str, int], ...]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups
@@ -36,6 +36,9 @@ from kvplan.engines.version import Version, render_version
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
 from kvplan.spec import LayerSpec, ModelSpec
+
+if TYPE_CHECKING:
+    from kvplan.engines.tensors import TensorPlan
 
 BACKENDS = ("quanto", "hqq", "fp8")
 DEFAULT_BACKEND = "quanto"  # generation/utils.py: cache_config.pop("backend", "quanto")
@@ -180,7 +183,7 @@ class QuantizedGroup(GroupRule):
         return total
 
     @property
-    def cost_key(self) -> tuple:  # type: ignore[override]
+    def cost_key(self) -> tuple[object, ...]:  # type: ignore[override]  # a longer key than GroupRule's 3 fields
         return (self.tokens, self.keys, self.values, self.k_shape, self.v_shape, self.elem_bytes)
 
 
@@ -317,7 +320,7 @@ def _group(layer: LayerSpec, first: int, quant: QuantizedSettings, rule: Quantiz
                           k_shape=k, v_shape=v, elem_bytes=elem_bytes)
 
 
-def quantized_tensors(layout: CacheLayout, names: dict[int, str], batch: int, context: int) -> Any:
+def quantized_tensors(layout: CacheLayout, names: dict[int, str], batch: int, context: int) -> TensorPlan:
     """What ``verify`` allocates for a QuantizedCache: per layer, each backend tensor and the residual.
     The decode step is not run on them (attend 0): the backend dequantizes them, not kvplan."""
     from kvplan.engines.tensors import BufferSpec, LayerInfo, TensorPlan, ViewSpec

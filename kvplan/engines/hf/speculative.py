@@ -40,7 +40,7 @@ from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.engines.rules import AllTokens, TokenRule
 from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
 from kvplan.errors import UsageError
-from kvplan.spec import ModelSpec
+from kvplan.spec import LayerSpec, ModelSpec
 
 DEFAULT_ASSISTANT_TOKENS = 20
 """transformers' ``GenerationConfig`` default ``num_assistant_tokens`` (generation/configuration_utils.py, the
@@ -171,7 +171,8 @@ def _mtp(spec: ModelSpec, speculation: Speculation, notes: list[str]) -> Specula
                              max_batch=1, max_batch_reason=_ONE_SEQUENCE)
 
 
-def _assisted(spec: ModelSpec, layers: tuple, draft_from: int, behind: int, method: str) -> AssistedSpec:
+def _assisted(spec: ModelSpec, layers: tuple[LayerSpec, ...], draft_from: int, behind: int,
+              method: str) -> AssistedSpec:
     from dataclasses import fields
 
     values = {f.name: getattr(spec, f.name) for f in fields(ModelSpec)}

@@ -81,6 +81,7 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
             elif g.kind == "recurrent":
                 conv, ssm_dtype = _hf_state(layer, dtype, g)
                 tensor(index, "conv", dt, (batch, *conv))
+                # the ignore: LayerSpec's ssm_state is optional, set on every recurrent layer
                 tensor(index, "ssm", ssm_dtype, (batch, *layer.ssm_state))  # type: ignore[misc]
                 layers.append(LayerInfo(index, "recurrent", names[gi], layer, 0, "bhtd"))
     return TensorPlan(tuple(buffers), tuple(layers))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
@@ -15,6 +15,7 @@ from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.engines.offload import OffloadTier
 
 _SPLIT_POOL_NOTE = ("SGLang splits full and sliding-window pools by swa_full_tokens_ratio (0.8); kvplan treats the "
                     "KV memory as one pool, which is optimistic when the load does not match that split")
@@ -73,7 +74,7 @@ class SGLangEngine(EngineDefaults):
                                   assumptions=notes)
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
-                     demand: Demand, capacity: KvCapacity) -> Any:
+                     demand: Demand, capacity: KvCapacity) -> OffloadTier | None:
         from kvplan.engines.sglang.offload import offload_tier
 
         return offload_tier(layouts, options, tp, demand, capacity)

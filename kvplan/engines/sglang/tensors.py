@@ -31,7 +31,8 @@ from __future__ import annotations
 from math import prod
 
 from kvplan.engines.layout import CacheLayout, GroupRule
-from kvplan.engines.sharing import Workload
+from kvplan.engines.rules import TokenRule
+from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.tensors import (
     DTYPE_BYTES,
     FP8,
@@ -75,7 +76,7 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
 
     rule = SHARING.bind(layout)
     # one token table per pool: layers with the same token rule share the pool's indices
-    pools: dict[object, list[tuple[int, GroupRule]]] = {}
+    pools: dict[TokenRule | str, list[tuple[int, GroupRule]]] = {}  # token rule, or "state"
     for gi, g in enumerate(layout.groups):
         if gi in names:
             pools.setdefault("state" if g.kind == "recurrent" else g.tokens, []).append((gi, g))
@@ -85,7 +86,7 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     first = 0
     padded_bytes = 0
     # the full pool first, then the window pool (SWAKVPool), then the Mamba state
-    order = sorted(pools, key=lambda k: 2 if k == "state" else int(k.windowed))  # type: ignore[attr-defined]
+    order = sorted(pools, key=lambda k: 2 if isinstance(k, str) else int(k.windowed))  # the str key: "state"
     for key in order:
         members = pools[key]
         g0 = members[0][1]
@@ -125,7 +126,8 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     return TensorPlan(tuple(buffers), tuple(infos), first, None, 0, tuple(notes), tuple(tables))
 
 
-def _pages(g: GroupRule, context: int, page: int, workload: Workload | None, rule: object) -> tuple[int, int, int]:
+def _pages(g: GroupRule, context: int, page: int, workload: Workload | None,
+           rule: SharingRule) -> tuple[int, int, int]:
     """(pages every request shares, pages a request's samples share, pages each sequence owns)."""
     units = held_units(g, context, page, workload, rule, "SGLang")
     if workload is None:

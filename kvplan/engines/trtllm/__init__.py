@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
@@ -15,6 +15,7 @@ from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.engines.offload import OffloadTier
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class TRTLLMEngine(EngineDefaults):
         return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing)
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
-                     demand: Demand, capacity: KvCapacity) -> Any:
+                     demand: Demand, capacity: KvCapacity) -> OffloadTier | None:
         from kvplan.engines.trtllm.offload import offload_tier
 
         return offload_tier(layouts, options, tp, demand, capacity)

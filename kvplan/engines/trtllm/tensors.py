@@ -21,7 +21,8 @@ from __future__ import annotations
 from math import prod
 
 from kvplan.engines.layout import CacheLayout, GroupRule
-from kvplan.engines.sharing import Workload
+from kvplan.engines.rules import TokenRule
+from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.tensors import (
     DTYPE_BYTES,
     PLAIN,
@@ -56,7 +57,7 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     from kvplan.engines.trtllm.sharing import SHARING
 
     rule = SHARING.bind(layout)
-    windows: dict[object, list[tuple[int, GroupRule]]] = {}  # token rule (window) -> its groups
+    windows: dict[TokenRule, list[tuple[int, GroupRule]]] = {}  # token rule (window) -> its groups
     states: list[tuple[int, GroupRule]] = []
     for gi, g in enumerate(layout.groups):
         if gi not in names:
@@ -72,7 +73,7 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     tables: list[BlockTable] = []
     first = 0
     # the full-attention window first (the largest), as BlockManager iterates its map of window sizes
-    for key in sorted(windows, key=lambda k: int(k.windowed)):  # type: ignore[attr-defined]
+    for key in sorted(windows, key=lambda k: int(k.windowed)):
         members = windows[key]
         counts = _blocks(members[0][1], context, block, workload, rule)
         layers = tuple(i for _, g in members for i in range(g.first_layer, g.first_layer + g.count))
@@ -135,7 +136,7 @@ def _pool_key(g: GroupRule, itemsize: int) -> tuple[int, int, int]:
 
 
 def _blocks(g: GroupRule, context: int, block: int, workload: Workload | None,
-            rule: object) -> tuple[int, int, int]:
+            rule: SharingRule) -> tuple[int, int, int]:
     """(blocks every request shares, blocks a request's beams share, blocks each sequence owns)."""
     return held_units(g, context, block, workload, rule, "TensorRT-LLM").counted(block)
 

@@ -11,9 +11,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
@@ -23,6 +23,9 @@ from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.engines.offload import OffloadTier
+    from kvplan.engines.sharing import Workload
+    from kvplan.engines.speculative import Speculation, SpeculativeLayout
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class VLLMEngine(EngineDefaults):
             cap = replace(cap, max_batch=requests, max_context=longest, assumptions=(*cap.assumptions, *notes))
         return cap
 
-    def speculate(self, spec: ModelSpec, speculation: Any, pp: int) -> Any:
+    def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout:
         from kvplan.engines.vllm.speculative import speculate
 
         if pp > 1:
@@ -102,7 +105,7 @@ class VLLMEngine(EngineDefaults):
         return speculate(spec, speculation)
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
-                     demand: Demand, capacity: KvCapacity) -> Any:
+                     demand: Demand, capacity: KvCapacity) -> OffloadTier | None:
         if options.lmcache is not None:  # LMCacheConnectorV1's local tiers (lmcache.py)
             from kvplan.engines.vllm.lmcache import lmcache_tier
 
@@ -111,7 +114,7 @@ class VLLMEngine(EngineDefaults):
 
         return offload_tier(layouts, version, options, tp, demand)
 
-    def admission(self, layout: CacheLayout) -> Any:
+    def admission(self, layout: CacheLayout) -> Callable[[int], int] | None:
         """Pool bytes one request of ``context`` tokens is admitted with, at the default 8,192 batched
         tokens (``max_admission_blocks_per_request`` x bytes per pool block; padding slots included)."""
         from kvplan.engines.vllm.admission import DEFAULT_BATCHED_TOKENS, vllm_pool
@@ -119,7 +122,7 @@ class VLLMEngine(EngineDefaults):
         pool = vllm_pool(layout)
         return lambda context: pool.blocks_per_request(context, DEFAULT_BATCHED_TOKENS) * pool.bytes_per_block
 
-    def shared_admission(self, layout: CacheLayout, workload: Any, batch: int) -> int | None:
+    def shared_admission(self, layout: CacheLayout, workload: Workload, batch: int) -> int | None:
         """The pool bytes ``shared_capacity`` admits ``batch`` requests of ``workload`` with, at the default
         8,192 batched tokens: ``admission`` with what the requests share counted once."""
         from kvplan.engines.vllm.admission import DEFAULT_BATCHED_TOKENS, in_flight_tokens, vllm_pool

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.version import Version
 from kvplan.engines.vllm.defaults import V1_SINCE
@@ -92,8 +92,9 @@ def kv_error(version: Version) -> "KvError":
 
 
 @functools.lru_cache(maxsize=1)
-def _error_table() -> dict:
+def _error_table() -> dict[str, Any]:
     import json
     from pathlib import Path
 
-    return json.loads((Path(__file__).with_name("budget_error.json")).read_text())
+    table: dict[str, Any] = json.loads((Path(__file__).with_name("budget_error.json")).read_text())
+    return table

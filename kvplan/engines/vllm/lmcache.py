@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -111,7 +111,7 @@ class LMCacheSettings:
     """Names given that kvplan does not plan."""
 
 
-_CONVERT = {"chunk_size": int, "local_cpu": _to_bool, "max_local_cpu_size": float, "local_disk": _local_disk,
+_CONVERT: dict[str, Callable[[Any], object]] = {"chunk_size": int, "local_cpu": _to_bool, "max_local_cpu_size": float, "local_disk": _local_disk,
             "max_local_disk_size": float, "save_unfull_chunk": _to_bool, "save_decode_cache": _to_bool,
             "enable_blending": _to_bool}
 

@@ -451,26 +451,28 @@ def _kv_target(cal: Any, model: Any, measured_at: dict[str, Any], base: Any, not
                probe: Callable[..., Any]) -> int:
     """The logged KV memory, narrowed to the logged block count where the log has one (``probe``: the planner,
     ``CalibrationCase.probe``)."""
-    kv = cal.measured["kv_cache"]
-    low, high = kv.bytes - kv.step_bytes // 2, kv.bytes + kv.step_bytes // 2
-    blocks = cal.num_gpu_blocks
+    kv = cal.measured["kv_cache"]  # a MeasuredItem (kvplan.logs, not imported here)
+    logged_bytes: int = kv.bytes
+    step: int = kv.step_bytes
+    low, high = logged_bytes - step // 2, logged_bytes + step // 2
+    blocks: int | None = cal.num_gpu_blocks
     probe_bytes = 1 << 44
     probed = probe(model, settings=replace(base, kv_cache_memory_bytes=probe_bytes), **measured_at)
     if not probed.num_blocks:
-        return kv.bytes
-    per_block = probe_bytes // probed.num_blocks
+        return logged_bytes
+    per_block: int = probe_bytes // probed.num_blocks
     if blocks is None and cal.kv_cache_tokens and probed.block_size:
         # a single-group pool logs blocks x block_size tokens (vLLM <= 0.23)
         if (probed.kv_cache_tokens == probed.num_blocks * probed.block_size
                 and cal.kv_cache_tokens % probed.block_size == 0):
             blocks = cal.kv_cache_tokens // probed.block_size
     if blocks is None or blocks <= 0:
-        return kv.bytes
+        return logged_bytes
     lo, hi = max(low, blocks * per_block), min(high, (blocks + 1) * per_block - 1)
     if lo > hi:
         notes.append(f"calibration: the logged {blocks:,} blocks and {kv.logged} disagree by more than the "
                      "rounding; the logged memory is used")
-        return kv.bytes
+        return logged_bytes
     notes.append(f"calibration: KV memory narrowed to {blocks:,} blocks x {per_block:,} B, within the logged "
                  f"{kv.logged}")
     return (lo + hi) // 2

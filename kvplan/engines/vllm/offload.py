@@ -110,7 +110,8 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
         if version >= V1_SINCE:
             raise UsageError("--swap-space was vLLM V0's (before 0.11); V1 offloads with --kv-offloading-size",
                              field="swap_space_bytes")
-        host = options.swap_space_bytes  # type: ignore[assignment]
+        assert options.swap_space_bytes is not None  # neither given returned None above
+        host = options.swap_space_bytes
         blocks = host // max(per_rank)  # per GPU; the most loaded stage decides what every rank logs
         held = blocks * tp * sum(per_rank)
         # vllm/worker/cache_engine.py CacheEngine._allocate_kv_cache (read in 0.8.5 and 0.10.1.1): the CPU cache is

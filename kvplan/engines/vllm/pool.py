@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 from dataclasses import dataclass, replace
 
 from kvplan.engines.layout import CacheLayout, GroupRule
@@ -86,7 +87,11 @@ def paged(layer: LayerSpec, first: int, token: TokenCost, block: int, lag: int,
                      block_size=block, cache_kind=cache_kind)
 
 
-def pool_type_key(group: GroupRule) -> tuple:
+PoolTypeKey = tuple[str, int | None, int, int, int | None]
+"""(kind, window or chunk, bytes per token, state bytes, block size): ``pool_type_key``."""
+
+
+def pool_type_key(group: GroupRule) -> PoolTypeKey:
     """Layers with equal keys have equal vLLM KV-cache specs (kind, window or chunk, sizes, block)."""
     layer, kind = group.layer, group.cache_kind or group.kind
     span = layer.window if kind == "sliding" else layer.chunk if kind == "chunked" else None
@@ -107,7 +112,7 @@ def _cached(group: GroupRule) -> bool:
 def pool_grouping(groups: Iterable[GroupRule]) -> PoolGrouping:
     """vLLM's ``get_kv_cache_groups`` for one rank: one group when every layer has one spec type,
     else groups of ``group_size`` layer slots (``_get_kv_cache_groups_uniform_page_size``)."""
-    counts: dict[tuple, list] = {}
+    counts: dict[PoolTypeKey, list[Any]] = {}  # [layers, the first group of the type]
     for group in groups:
         if not _cached(group):
             continue
@@ -179,7 +184,7 @@ def project_stages(whole: CacheLayout, num_layers: int, partitions: list[int]) -
     """What each pipeline stage holds of the whole model's groups (``get_kv_cache_configs``)."""
     real = tuple(g for g in whole.groups if not g.padding)
     assert isinstance(whole.pool, PoolGrouping)
-    members: dict[tuple, list[int]] = {}
+    members: dict[PoolTypeKey, list[int]] = {}
     for g in real:
         if _cached(g):
             members.setdefault(pool_type_key(g), []).extend(range(g.first_layer, g.first_layer + g.count))

@@ -34,7 +34,8 @@ from kvplan.engines.tensors import (
     ViewSpec,
     component_names,
 )
-from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, PoolGrouping, page_bytes, pool_grouping, pool_type_key
+from kvplan.engines.vllm.pool import (DEFAULT_BLOCK_SIZE, PoolGrouping, PoolTypeKey, page_bytes, pool_grouping,
+                                     pool_type_key)
 from kvplan.spec import LayerSpec, ModelSpec
 
 
@@ -82,8 +83,8 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     tables = _Tables(layout, batch, context, workload)
     grouping = layout.pool if isinstance(layout.pool, PoolGrouping) else pool_grouping(layout.groups)
     # layers of each spec type, in model order, and the type's padding slots: (index, group position, rule)
-    members: dict[tuple, list[tuple[int, int, GroupRule]]] = {}
-    padding: dict[tuple, list[tuple[int, int, GroupRule]]] = {}
+    members: dict[PoolTypeKey, list[tuple[int, int, GroupRule]]] = {}
+    padding: dict[PoolTypeKey, list[tuple[int, int, GroupRule]]] = {}
     for gi, g in enumerate(layout.groups):
         if gi not in names:
             continue
@@ -93,7 +94,7 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     # vLLM groups: one per type chunk; buffer `slot` is shared by the slot-th layer of every group and
     # each group uses its own blocks (block regions). Without hybrid grouping, one group of every layer.
     groups: list[list[tuple[int, int, GroupRule]]] = []  # per group: the layer (or padding slot) of each slot
-    per_seq_blocks: list[int] = []
+    per_seq_blocks: list[tuple[int, int, int]] = []  # per group: (once, per request, per sequence)
     if grouping.hybrid:
         # Each spec type has ``groups_per_type`` groups of ``group_size`` slots. On a pipeline stage
         # (``VLLM.stage_layouts``) those are the whole model's groups projected on the stage's layers, so
@@ -107,11 +108,11 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
                 # stage, over the stage's layers: which layer sits in which group changes no byte)
                 chunk = layers[i::n]
                 for _ in range(grouping.group_size - len(chunk)):
-                    slot = next(pads, None)
-                    if slot is None:
+                    spare = next(pads, None)
+                    if spare is None:
                         raise VerifyError(f"internal: vLLM {t.kind} groups have more empty slots than the "
                                           "layout's padding")
-                    chunk.append(slot)
+                    chunk.append(spare)
                 groups.append(chunk)
                 per_seq_blocks.append(tables.counts(t.rule))
         size = grouping.group_size
@@ -123,8 +124,9 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
         per_seq_blocks.append(tables.counts(only[0][2]))
         size = len(only)
         slot_pages = [page_bytes(rule) for _, _, rule in only]
-    regions, offset = [], 0
-    block_tables = []
+    regions: list[tuple[list[tuple[int, int, GroupRule]], int, int]] = []  # (group's slots, first block, blocks)
+    offset = 0
+    block_tables: list[BlockTable] = []
     for chunk, (once, per_request, per_sequence) in zip(groups, per_seq_blocks):
         table = BlockTable(tuple(index for index, _, _ in chunk), offset, batch, tables.samples, once,
                            per_request, per_sequence)
@@ -227,6 +229,7 @@ def _vllm_views(spec: ModelSpec, dtype: KVDType, rule: GroupRule, index: int, nu
         v = _vector_layout(dtype, layer.v_dim)
         planes = [("K", k[0], k[1]), ("V", v[0], v[1])]
         if k[2] is not None:
+            # the ignore: v's scale dtype is set where k's is (one KV dtype for both)
             planes += [("K scale", k[2], k[3]), ("V scale", v[2], v[3])]  # type: ignore[list-item]
         shapes = [(role, dt, (count, block, heads, elems) if elems != 1 or role in ("K", "V") else (count, block, heads),
                    block * heads * elems * DTYPE_BYTES[dt]) for role, dt, elems in planes]
