@@ -135,7 +135,7 @@ def inputs(case: dict) -> tuple[dict | None, str]:
         return None, "not vLLM"
     if rep.get("available_kv_gib") is None or rep.get("weights_gib") is None:
         return None, "no weights or available KV logged"
-    version = str(case["version"]) if case.get("version") else engine_version(case.get("engine_version"))
+    version = _release(case["version"]) if case.get("version") else engine_version(case.get("engine_version"))
     if version is None:
         return None, "version unknown"
     if case.get("v0") and parse_version(version) >= (0, 8):
@@ -166,6 +166,14 @@ def inputs(case: dict) -> tuple[dict | None, str]:
         if isinstance(case.get(key), int) and given(case, key):
             settings[key] = case[key]
     return {"args": args, "settings": settings, "model": spec, "version": version}, ""
+
+
+def _release(text: object) -> str | None:
+    """'0.8.5.post1', '0.9.3.dev6+g...' -> '0.8.5', '0.9.3' (the release whose rules apply)."""
+    import re
+
+    found = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(text))
+    return ".".join(g for g in found.groups() if g is not None) if found else None
 
 
 def _whole(value: object) -> int:
