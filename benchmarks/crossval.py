@@ -297,7 +297,8 @@ def report(rows: list[dict], skipped: list[tuple[str, str]]) -> str:
 
 INTERVALS = REPO / "kvplan" / "engines" / "vllm" / "budget_error.json"
 MIN_LOGS, MIN_SOURCES = 5, 2  # a band with fewer held-out logs or sources takes the pooled interval
-COVER = 0.90  # the share of held-out logs each interval is meant to cover
+COVER = 0.95  # nominal: the 2.5th to 97.5th percentile, so that at least 90 % of held-out logs fall inside
+SMALL_SAMPLE = 20
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -315,7 +316,8 @@ def intervals(rows: list[dict]) -> dict:
 
     def band_of(rs: list[dict]) -> dict:
         errs = [r["heldout_error_pct"] / 100 for r in rs]
-        tail = (1 - COVER) / 2
+        # under 20 logs the 5th/95th percentiles fall inside the sample and cover less than they say: the range
+        tail = (1 - COVER) / 2 if len(errs) >= SMALL_SAMPLE else 0.0
         return {"low": round(_quantile(errs, tail), 5), "high": round(_quantile(errs, 1 - tail), 5),
                 "logs": len(rs), "sources": len({r["source"] for r in rs})}
 
@@ -324,7 +326,8 @@ def intervals(rows: list[dict]) -> dict:
         bands[r["band"]].append(r)
     out = {"about": ("kvplan's KV memory minus the logged one, as a fraction of the GPU's memory, on logs whose "
                      "source was held out of the fit (benchmarks/crossval.py --intervals); 'low'/'high' are the "
-                     f"{(1 - COVER) / 2:.0%} and {1 - (1 - COVER) / 2:.0%} quantiles: the engine's KV memory lies "
+                     f"{(1 - COVER) / 2:.0%} and {1 - (1 - COVER) / 2:.0%} quantiles (the whole range under "
+                     f"{SMALL_SAMPLE} logs): the engine's KV memory lies "
                      "in [kvplan - high x GPU, kvplan - low x GPU] for about 90 % of such deployments"),
            "bands": {}, "pooled": band_of(held)}
     for name, since in ((n, s) for s, n in BANDS):
@@ -358,7 +361,7 @@ def main() -> None:
     if opts.baseline:
         BASELINE.write_text(json.dumps(summary(rows), indent=1) + "\n")
     table = intervals(rows)
-    text += ("\n\nIntervals (5th to 95th percentile of the held-out errors; `kvplan/engines/vllm/budget_error.json`): "
+    text += ("\n\nIntervals (2.5th to 97.5th percentile of the held-out errors, their whole range under 20 logs; `kvplan/engines/vllm/budget_error.json`): "
              + "; ".join(f"{name}: {b['low'] * 100:+.2f} % to {b['high'] * 100:+.2f} % ({b['logs']} logs, "
                          f"{b['sources']} sources)" for name, b in table["bands"].items())
              + f"; other bands, pooled: {table['pooled']['low'] * 100:+.2f} % to {table['pooled']['high'] * 100:+.2f} %"

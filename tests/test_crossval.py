@@ -58,6 +58,6 @@ def test_intervals_cover_nine_in_ten_held_out_logs_and_are_current(rows: list[di
     least 90 % of those logs (rewrite with ``python benchmarks/crossval.py --intervals`` when the rules move)."""
     table = crossval.intervals(rows)
     assert json.loads(crossval.INTERVALS.read_text()) == json.loads(json.dumps(table))
-    assert crossval.coverage(rows, table) >= 0.9
+    assert crossval.coverage(rows, table) >= 0.9  # the issue's goal; COVER is 0.95 nominal
     for band in (*table["bands"].values(), table["pooled"]):
         assert band["low"] <= 0 <= band["high"] or band["low"] <= band["high"]
