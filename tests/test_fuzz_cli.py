@@ -22,9 +22,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from conftest import hf_token, run_cli
+from conftest import REPO, hf_token, run_cli
 
-REPO = Path(__file__).parent.parent
 TOKEN = "hf_fuzzTOKENthatMustNeverBePrinted"
 SPEC_TEXT = (REPO / "model_specs" / "Qwen__Qwen3-8B.yaml").read_text()
 CONFIG = json.loads((REPO / "tests" / "data" / "hf_configs" / "Qwen__Qwen3-0.6B.json").read_text())

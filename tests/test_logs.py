@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from kvplan.logs import MAX_LOG_BYTES, detect, parse_log, parse_text
-from tests.conftest import DATA
+from conftest import DATA
 
 GIB = 1 << 30
 CASES = {c["id"]: c for c in yaml.safe_load((DATA / "engine_logs_dev.yaml").read_text())["cases"]}

@@ -16,7 +16,7 @@ from kvplan.cli import main
 from kvplan.errors import UsageError
 from kvplan.logs import parse_log, parse_text
 from kvplan.logs.calibration import Calibration, dump, from_log, load
-from tests.conftest import DATA
+from conftest import DATA
 
 CASES = {c["id"]: c for c in yaml.safe_load((DATA / "engine_logs_dev.yaml").read_text())["cases"]}
 LOGS = DATA / "logs"

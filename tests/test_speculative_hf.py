@@ -20,7 +20,7 @@ from kvplan.budgets import Settings
 from kvplan.errors import KvplanError, UsageError
 from kvplan.plan import max_batch
 from kvplan.spec import LayerSpec, ModelSpec
-from tests.conftest import dense
+from conftest import dense
 
 LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)  # 131,072 B per token in bf16
 LLAMA_32_1B = dense("meta-llama/Llama-3.2-1B", 16, 8, 64)  # 32,768 B per token in bf16
