@@ -1,5 +1,8 @@
-"""Shared test helpers: the data folder, small spec builders, and the harness of the hostile-input tests
-(a hang turned into a failure, the CLI run in-process, an HF token in the environment)."""
+"""Shared test helpers: the checkout and data folders, small spec builders and estimate shortcuts, the one
+parametrization of every bundled model x engine, and the harness of the hostile-input tests (a hang turned
+into a failure, the CLI run in-process, an HF token in the environment).
+
+Test modules import the plain names (``from conftest import REPO, run_cli``): pytest puts tests/ on sys.path."""
 
 from __future__ import annotations
 
@@ -14,15 +17,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 # No test reaches the real Hugging Face Hub: ids that are neither files nor bundled resolve against the
 # HF cache only (tests/test_hub.py runs kvplan against its own Hub on 127.0.0.1).
 os.environ["HF_HUB_OFFLINE"] = "1"
 
+# No hypothesis deadline: no test times kvplan (hangs are caught by hang_guard), and on a shared machine a
+# 200 ms deadline fails a correct example that waited for the CPU.
+settings.register_profile("kvplan", deadline=None)
+settings.load_profile("kvplan")
+
 from kvplan.spec import LayerSpec, ModelSpec, group_layers
 
-DATA = Path(__file__).parent / "data"
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent  # the checkout: model_specs/, examples/, docs/, tools/
+DATA = REPO / "tests" / "data"
 
 
 def dense(model_id: str, layers: int, kv_heads: int, head_dim: int, *, model_type: str = "llama",

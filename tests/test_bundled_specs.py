@@ -40,6 +40,7 @@ REQUIRED = [
 ]
 
 
+@pytest.mark.slow
 def test_specs_are_in_sync_with_their_configs():
     done = subprocess.run([sys.executable, str(REPO / "tools" / "build_specs.py"), "--check"],
                           capture_output=True, text=True)

@@ -195,6 +195,7 @@ def token_in_environment():
     shutil.rmtree(WORK, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the hang detector needs SIGALRM")
 @settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
@@ -221,6 +222,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", CASES, ids=[" ".join(a)[:40] for a in CASES])
 def test_the_real_entry_point(argv):
     def cap() -> None:

@@ -25,6 +25,7 @@ from kvplan.sources.hub import (
 from kvplan.sources.safetensors_weights import combine, quant_scheme, summarize_header
 from conftest import DATA, REPO
 
+pytestmark = pytest.mark.slow  # a Hub server on 127.0.0.1 and a kvplan process per test
 LLAMA70 = "meta-llama/Llama-3.1-70B"
 
 

@@ -191,6 +191,7 @@ def test_garbage_never_throws(text):
     assert all(isinstance(v.bytes, int) for v in log.memory.values())
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(REAL_LINES), max_size=30), st.data())
 def test_mangled_real_lines_never_throw(lines, data):

@@ -205,6 +205,7 @@ def test_find_max_batch_on_cpu_matches_max_batch():
         verify("Qwen/Qwen3-8B", context=1024, find_max_batch=True, device="cpu")
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("model,engine,dtype,version", [
     ("openai-community/gpt2", "vllm", "auto", None),
@@ -341,6 +342,7 @@ def test_cuda_allocated_matches_and_returns_to_start():
     assert torch.cuda.memory_allocated(0) == start and r.released
 
 
+@pytest.mark.slow
 @needs_torch
 def test_verify_matrix_script_writes_every_point(tmp_path):
     # benchmarks/verify_matrix.py is what a GPU session runs; its CPU quick pass must work end to end

@@ -119,6 +119,7 @@ def _launch(model, tp, pp, **kw):
     return result
 
 
+@pytest.mark.slow
 @needs_dist
 def test_two_tp_ranks_each_hold_half_the_heads():
     result = _launch("meta-llama/Llama-3.2-1B-Instruct", 2, 1, batch=1, context=256)
@@ -128,6 +129,7 @@ def test_two_tp_ranks_each_hold_half_the_heads():
     assert result.backend == "gloo" and result.launcher == "launch"
 
 
+@pytest.mark.slow
 @needs_dist
 def test_four_ranks_mla_tp2_pp2():
     spec = load_model("deepseek-ai/DeepSeek-V2-Lite")
@@ -139,6 +141,7 @@ def test_four_ranks_mla_tp2_pp2():
     assert result.predicted_bytes == 2 * estimate_kv(spec, 1, 128)
 
 
+@pytest.mark.slow
 @needs_dist
 def test_four_ranks_hybrid_tp2_pp2():
     # gpt-oss-20b: 24 layers alternating sliding (128) and full, 8 KV heads -> 4 per rank
@@ -149,12 +152,14 @@ def test_four_ranks_hybrid_tp2_pp2():
     assert {"full", "sliding 128"} <= names
 
 
+@pytest.mark.slow
 @needs_dist
 def test_two_stages_of_a_hybrid_model_under_transformers():
     result = _launch("google/gemma-3-1b-it", 1, 2, batch=1, context=600, engine="hf")
     assert sum(r.predicted_bytes for r in result.ranks) == estimate_kv("google/gemma-3-1b-it", 1, 600, engine="hf")
 
 
+@pytest.mark.slow
 @needs_dist
 def test_torchrun_runs_the_same_path_and_only_rank_0_prints():
     from kvplan.verify.distributed import free_port
@@ -172,6 +177,7 @@ def test_torchrun_runs_the_same_path_and_only_rank_0_prints():
     assert data["predicted_bytes"] == estimate_kv("Qwen/Qwen3-0.6B", 1, 256)
 
 
+@pytest.mark.slow
 @needs_dist
 def test_torchrun_failure_is_reported_once_by_rank_0():
     # torchrun stops every rank at the first non-zero exit: rank 0 must still say why (regression)

@@ -185,6 +185,7 @@ def test_speculative_draft_layers_get_their_own_buffers_and_slots():
     assert r.predicted_bytes == 28 * 576 * 2 * 2 * (1024 + 4)
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("model,dtype", [(LLAMA, "auto"), (MLA, "auto"), (GPT_OSS, "fp8_e4m3")])
 def test_decode_step_reads_the_pool(model, dtype):
@@ -197,6 +198,7 @@ def test_decode_step_reads_the_pool(model, dtype):
     assert live_tensors() == 0
 
 
+@pytest.mark.slow
 @needs_torch
 def test_decode_with_a_shared_prefix_pages_by_the_sglang_page():
     from kvplan.verify import verify

@@ -216,6 +216,7 @@ def test_a_decode_too_long_to_step_is_refused_before_allocating():
     assert err.value.field == "decode"
 
 
+@pytest.mark.slow
 @needs_torch
 def test_cli_parses_like_estimate_and_reports_the_plain_figure():
     code, out, err = run_cli(["verify", LLAMA, "--device", "cpu", "-b", "4", "--prompt-len", "3k", "--output-len", "1k",
@@ -237,7 +238,7 @@ def test_cli_parses_like_estimate_and_reports_the_plain_figure():
     (["-c", "800", "--speculative-method", "ngram", "--num-speculative-tokens", "2", "--pp", "2", "--launch", "2"],
      "--pp"),
     pytest.param(["-b", "64", "--prompt-len", "60k", "--output-len", "4k", "--n", "8", "--decode"], "--decode",
-                 marks=needs_torch),  # the bound is checked on the plan, after verify finds torch
+                 marks=[needs_torch, pytest.mark.slow]),  # the bound is checked on the plan, after verify finds torch
 ])
 def test_cli_refusals_are_one_line_naming_the_flag(args, flag):
     code, _, err = run_cli(["verify", LLAMA, "--device", "cpu", *args], seconds=300)
@@ -366,6 +367,7 @@ def _decoded(model, **kw):
     return r
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize(("model", "kw"), [
     (SMALL, dict(batch=3, prompt_len=100, output_len=60, shared_prefix=70)),
@@ -539,6 +541,7 @@ HAS_NUMPY = importlib.util.find_spec("numpy") is not None
 needs_dist = pytest.mark.skipif(not (HAS_TORCH and HAS_NUMPY), reason="torch and numpy needed: pip install 'kvplan[verify]'")
 
 
+@pytest.mark.slow
 @needs_dist
 def test_two_tp_ranks_allocate_their_shard_of_shared_blocks():
     from kvplan.verify.distributed import launch
@@ -555,6 +558,7 @@ def test_two_tp_ranks_allocate_their_shard_of_shared_blocks():
     assert data["sharing"]["shared_prefix"] == 700 and data["ranks"][0]["referenced_bytes"] == half
 
 
+@pytest.mark.slow
 @needs_dist
 def test_cli_launch_with_speculation_every_rank_exact():
     cmd = [sys.executable, "-m", "kvplan", "verify", MLA_MTP, "--device", "cpu", "--tp", "2", "--launch", "2", "-b", "2",
