@@ -1,26 +1,37 @@
-"""Shared test helpers: the data folder, small spec builders, and the harness of the hostile-input tests
-(a hang turned into a failure, the CLI run in-process, an HF token in the environment)."""
+"""Shared test helpers: the checkout and data folders, small spec builders and estimate shortcuts, the one
+parametrization of every bundled model x engine, and the harness of the hostile-input tests (a hang turned
+into a failure, the CLI run in-process, an HF token in the environment).
+
+Test modules import the plain names (``from conftest import REPO, run_cli``): pytest puts tests/ on sys.path."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import settings
 
 # No test reaches the real Hugging Face Hub: ids that are neither files nor bundled resolve against the
 # HF cache only (tests/test_hub.py runs kvplan against its own Hub on 127.0.0.1).
 os.environ["HF_HUB_OFFLINE"] = "1"
 
+# No hypothesis deadline: no test times kvplan (hangs are caught by hang_guard), and on a shared machine a
+# 200 ms deadline fails a correct example that waited for the CPU.
+settings.register_profile("kvplan", deadline=None)
+settings.load_profile("kvplan")
+
 from kvplan.spec import LayerSpec, ModelSpec, group_layers
 
-DATA = Path(__file__).parent / "data"
-REPO = Path(__file__).parent.parent
+REPO = Path(__file__).resolve().parent.parent  # the checkout: model_specs/, examples/, docs/, tools/
+DATA = REPO / "tests" / "data"
 
 
 def dense(model_id: str, layers: int, kv_heads: int, head_dim: int, *, model_type: str = "llama",
@@ -43,9 +54,62 @@ def interleaved(model_id: str, model_type: str, n: int, period: int, window: int
     return ModelSpec(id=model_id, model_type=model_type, layers=group_layers(per_layer))
 
 
+def estimate_row(model: object, batch: int, context: int | None = None, **kw: object) -> Any:
+    """The first row of ``kvplan.estimate`` for ``model`` at ``batch`` (and ``context`` tokens, when given)."""
+    # the function itself: kvplan.estimate is the module once another test imported kvplan.estimate first
+    # (kvplan/__init__.py's lazy attributes share the submodule's name)
+    from kvplan.estimate import estimate
+
+    if context is not None:
+        kw["contexts"] = [context]
+    return estimate(model, batches=[batch], **kw).rows[0]  # type: ignore[arg-type]
+
+
+def estimate_kv(model: object, batch: int, context: int | None = None, **kw: object) -> int:
+    """The KV bytes ``kvplan.estimate`` counts for ``model`` at ``batch`` (and ``context`` tokens)."""
+    return int(estimate_row(model, batch, context, **kw).kv_bytes)
+
+
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
+
+
+# ------------------------------------------------------------------------------------------------
+# Every bundled model, x every engine: the one parametrization the sweeps share (tests/test_bundled_models.py,
+# tests/test_bundled_specs.py), so that a property is checked once per model and engine, not once per file.
+
+ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "hf", "hf-static")
+
+
+def bundled_spec_files() -> list[Path]:
+    from kvplan.sources.bundled import specs_dir
+
+    return sorted(specs_dir().glob("*.yaml"))
+
+
+@functools.lru_cache(maxsize=None)
+def load_bundled_file(path: Path) -> ModelSpec:
+    """The spec of one bundled file, read once per session (specs are frozen: sharing one is safe)."""
+    from kvplan.sources.resolve import load_model
+
+    return load_model(str(path))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``bundled_model``: each file of model_specs/ (its stem the test id); ``bundled_engine``: each engine, or
+    those a test's ``@pytest.mark.engines(...)`` names."""
+    if "bundled_model" in metafunc.fixturenames:
+        files = bundled_spec_files()
+        metafunc.parametrize("bundled_model", files, ids=[p.stem for p in files])
+    if "bundled_engine" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("engines")
+        metafunc.parametrize("bundled_engine", marker.args if marker else ENGINES)
+
+
+@pytest.fixture
+def bundled_spec(bundled_model: Path) -> ModelSpec:
+    return load_bundled_file(bundled_model)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from kvplan.errors import UsageError
 from kvplan.parallel import pp_partitions, stage_specs
 from kvplan.sources.resolve import load_model
 from kvplan.spec import LayerSpec, ModelSpec
-from tests.conftest import DATA
+from conftest import DATA
 
 GIB = 1 << 30
 CASES = {c["id"]: c for c in yaml.safe_load((DATA / "engine_logs_dev.yaml").read_text())["cases"]}

@@ -21,10 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import hf_token, run_cli
+from conftest import DATA, hf_token, run_cli
 
-REPO = Path(__file__).parent.parent
-DATA = REPO / "tests" / "data"
 BNB = DATA / "deployments" / "local-model-llama31-8b-bnb8"
 QWEN3_8B = DATA / "hf_configs" / "Qwen__Qwen3-8B.json"
 TOKEN = "hf_catalogOutputsTOKENneverPrinted"

@@ -19,8 +19,8 @@ from kvplan.deploy.yaml_lines import YamlInputError, load_all
 from kvplan.errors import UsageError
 from kvplan.hardware import load_catalog
 from kvplan.render.check_out import render
+from conftest import REPO
 
-REPO = Path(__file__).parent.parent
 EXAMPLES = REPO / "examples"
 SPECS = EXAMPLES / "specs"
 

@@ -369,6 +369,7 @@ def test_ignore_unrecognized_never_hides_these_formats():
 
 # ------------------------------------------------------------------------------------ hostile input
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the hang guard needs SIGALRM")
 @pytest.mark.parametrize("script", [
     "$((" * 300_000,
@@ -435,6 +436,7 @@ def token_in_environment(tmp_path_factory):
         yield
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the hang guard needs SIGALRM")
 @settings(max_examples=100, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -343,6 +343,7 @@ def fuzz_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("values-fuzz")
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(doc=documents(), ignore=st.booleans())
@@ -364,6 +365,7 @@ def test_fuzz_values_formats(doc, ignore, fuzz_dir):
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < _MEMORY_KB
 
 
+@pytest.mark.slow
 def test_a_megabyte_run_line_ends(tmp_path):
     """A 1 MB run: script line (a flag repeated) is read in bounded time (the alarm turns a hang into a failure)."""
     path = tmp_path / "task.yaml"

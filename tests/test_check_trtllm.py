@@ -18,11 +18,11 @@ from kvplan.deploy.flags import Token, find_invocation
 from kvplan.engines.trtllm.flags import merge_config, read_serve, read_speculation
 from kvplan.errors import KvplanError
 from kvplan.render.check_out import render
+from conftest import REPO
 
 GIB = 1 << 30
 LLAMA8 = "meta-llama/Llama-3.1-8B"
 PER_TOKEN = 131_072  # Llama-3.1-8B, one rank, bf16
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _tokens(line: str) -> list[Token]:

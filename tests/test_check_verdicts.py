@@ -304,6 +304,7 @@ def _check_outcome(code: int, out: str, err: str) -> None:
         assert len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(launcher=LAUNCHERS, env=ENVS, gpu=st.sampled_from(["H100", "L4", "A100-80GB"]),
        flags=st.lists(st.tuples(WORK_FLAGS, VALUES), max_size=4))
@@ -315,6 +316,7 @@ def test_fuzz_check(launcher: str, env: str, gpu: str, flags: list[tuple[str, st
         _check_outcome(*run_cli(["check", str(path)]))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(engine=st.sampled_from(["vllm", "sglang", "trtllm", "hf"]), quant=st.one_of(st.none(), VALUES),
        dtype=st.one_of(st.none(), VALUES), mml=st.one_of(st.none(), VALUES), allow=st.booleans())

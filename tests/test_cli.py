@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from kvplan.cli import main
+from conftest import run_cli
 
 LLAMA = "meta-llama/Llama-3.1-8B"
 
@@ -126,9 +127,9 @@ def test_models_lists_the_bundle(capsys):
 
 
 def test_help_teaches():
-    done = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "--help"], capture_output=True, text=True)
-    assert done.returncode == 0
-    assert "--context" in done.stdout and "1k..128k" in done.stdout and "Examples" in done.stdout
+    code, out, _ = run_cli(["estimate", "--help"])
+    assert code == 0
+    assert "--context" in out and "1k..128k" in out and "Examples" in out
 
 
 def test_estimate_never_imports_torch():

@@ -7,13 +7,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from kvplan.cli import main
-
-REPO = Path(__file__).resolve().parent.parent
+from conftest import REPO
 
 
 def piped(*args: str, columns: str = "40") -> subprocess.CompletedProcess[str]:

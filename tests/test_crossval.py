@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import math
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from conftest import REPO
+
 sys.path.insert(0, str(REPO))
 
 from benchmarks import crossval  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 import kvplan
 from kvplan.errors import UsageError
 from kvplan.spec import LayerSpec, ModelSpec, group_layers
-from tests.conftest import DATA, dense, interleaved
+from conftest import DATA, dense, interleaved
 
 LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)
 DEEPSEEK_V3 = ModelSpec(id="deepseek-ai/DeepSeek-V3", model_type="deepseek_v3", layers=(

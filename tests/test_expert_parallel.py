@@ -269,6 +269,7 @@ def test_solve_gpus_refusals(argv, field):
 PARALLEL = st.sampled_from(["1", "2", "8", "0", "-1", "3", "true", "1.5", "9" * 30, ""])
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model=st.sampled_from([R1, "Qwen/Qwen3-30B-A3B", "meta-llama/Llama-3.1-8B"]),
        engine=st.sampled_from(["vllm", "sglang", "trtllm", "hf"]), tp=PARALLEL, pp=PARALLEL, dp=PARALLEL,

@@ -22,8 +22,8 @@ from kvplan.sources.families.llama import generic_layers
 from kvplan.sources.families.registry import register
 from kvplan.sources.hf_config import read_config_file, spec_and_count, spec_from_config
 from kvplan.sources.hf_params import count_params
+from conftest import DATA
 
-DATA = Path(__file__).parent / "data"
 ALL = sorted([*DATA.glob("hf_configs/*.json"), *DATA.glob("hf_configs_transcribed/*.json")])
 QWEN3_NEXT = DATA / "hf_configs" / "Qwen__Qwen3-Next-80B-A3B-Thinking.json"
 GEMMA3_4B = DATA / "hf_configs_transcribed" / "google__gemma-3-4b-it.json"

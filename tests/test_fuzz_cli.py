@@ -22,9 +22,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from conftest import hf_token, run_cli
+from conftest import REPO, hf_token, run_cli
 
-REPO = Path(__file__).parent.parent
 TOKEN = "hf_fuzzTOKENthatMustNeverBePrinted"
 SPEC_TEXT = (REPO / "model_specs" / "Qwen__Qwen3-8B.yaml").read_text()
 CONFIG = json.loads((REPO / "tests" / "data" / "hf_configs" / "Qwen__Qwen3-0.6B.json").read_text())
@@ -196,6 +195,7 @@ def token_in_environment():
     shutil.rmtree(WORK, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the hang detector needs SIGALRM")
 @settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
@@ -222,6 +222,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", CASES, ids=[" ".join(a)[:40] for a in CASES])
 def test_the_real_entry_point(argv):
     def cap() -> None:

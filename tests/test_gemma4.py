@@ -25,8 +25,8 @@ import kvplan
 from kvplan.errors import ConfigError
 from kvplan.sources.hf_config import read_config_file, spec_from_config
 from kvplan.spec import LayerSpec, ModelSpec
+from conftest import DATA
 
-DATA = Path(__file__).parent / "data"
 G31 = DATA / "hf_configs" / "google__gemma-4-31B-it.json"
 G26 = DATA / "hf_configs_transcribed" / "google__gemma-4-26B-A4B-it.json"
 E4B = DATA / "hf_configs" / "google__gemma-4-E4B-it.json"

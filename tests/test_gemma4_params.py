@@ -39,8 +39,8 @@ from pathlib import Path
 import pytest
 
 from kvplan.sources.hf_params import count_params, weights_bytes
+from conftest import DATA
 
-DATA = Path(__file__).parent / "data"
 G31 = DATA / "hf_configs" / "google__gemma-4-31B-it.json"
 G26 = DATA / "hf_configs_transcribed" / "google__gemma-4-26B-A4B-it.json"
 E4B = DATA / "hf_configs" / "google__gemma-4-E4B-it.json"

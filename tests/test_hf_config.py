@@ -18,8 +18,8 @@ import pytest
 from kvplan.errors import ConfigError, KvplanError
 from kvplan.sources.hf_config import read_config_file, spec_from_config
 from kvplan.spec import ModelSpec
+from conftest import DATA
 
-DATA = Path(__file__).parent / "data"
 CONFIG_DIR = DATA / "hf_configs"
 ORACLE = json.loads((DATA / "cache_oracle_dev.json").read_text())["models"]
 # hf_configs_transcribed/: further real configs, transcribed from public pages (see its sources).

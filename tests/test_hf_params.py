@@ -29,14 +29,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from kvplan.errors import ConfigError
 from kvplan.sources.hf_params import COMPONENTS, ParamCount, _excluded, count_params, weights_bytes
+from conftest import DATA, REPO
 
-CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+CONFIGS = DATA / "hf_configs"
 
 
 def cfg(name: str) -> dict:
@@ -288,5 +288,5 @@ def test_importable_without_torch_or_pydantic():
             "print(m.count_params({'model_type': 'gpt2', 'n_embd': 8, 'n_layer': 1, 'n_head': 2, "
             "'vocab_size': 10, 'n_positions': 4}).total)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).parent.parent, check=True)
+                         cwd=REPO, check=True)
     assert int(out.stdout) > 0

@@ -175,6 +175,7 @@ def test_a_budget_above_the_host_is_refused_before_any_probe(tiny: str) -> None:
     assert "can allocate now" in err
 
 
+@pytest.mark.slow
 @needs_torch
 def test_a_budget_above_what_is_free_is_refused_and_one_within_runs(tiny: str) -> None:
     with mock.patch("kvplan.verify.search.cpu_available_bytes", return_value=32 << 20):
@@ -186,6 +187,7 @@ def test_a_budget_above_what_is_free_is_refused_and_one_within_runs(tiny: str) -
     assert json.loads(out)["max_batch"]["measured"] == 16  # 1 MiB / 64 KiB per sequence of 256 tokens
 
 
+@pytest.mark.slow
 @needs_torch
 def test_an_unknown_host_takes_the_budget_as_given_and_says_so() -> None:
     from kvplan.verify import verify
@@ -455,6 +457,7 @@ def fuzz_model(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the hang detector needs SIGALRM")
 @settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

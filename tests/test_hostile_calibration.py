@@ -20,13 +20,11 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from conftest import hf_token, run_cli
+from conftest import DATA, hf_token, run_cli
 from kvplan.errors import UsageError
 from kvplan.logs import parse_log, parse_text
 from kvplan.logs.calibration import MAX_FILE_BYTES, Calibration, dump, from_log, load, validate
 
-REPO = Path(__file__).parent.parent
-DATA = REPO / "tests" / "data"
 LLAVA = DATA / "logs" / "vllm-0.10.2-llava-mistral-7b-h100.log"
 CASES = {c["id"]: c for c in yaml.safe_load((DATA / "engine_logs_dev.yaml").read_text())["cases"]}
 V0_LOG = CASES["vllm-10517-llama31-8b-3090-20k"]["log_excerpt"]
@@ -333,6 +331,7 @@ def token_in_environment():
     shutil.rmtree(WORK, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the hang detector needs SIGALRM")
 @settings(max_examples=120, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

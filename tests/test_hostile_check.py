@@ -559,6 +559,7 @@ def _clean_work():
     shutil.rmtree(WORK, ignore_errors=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(case=deployments())

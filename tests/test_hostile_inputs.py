@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -25,8 +24,8 @@ from kvplan.safe_io import (
     parse_json,
     read_text,
 )
+from conftest import REPO
 
-REPO = Path(__file__).parent.parent
 EXAMPLES = REPO / "examples"
 SPEC = REPO / "model_specs" / "Qwen__Qwen3-8B.yaml"
 CONFIG = REPO / "tests" / "data" / "hf_configs" / "Qwen__Qwen3-0.6B.json"

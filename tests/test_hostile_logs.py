@@ -138,6 +138,7 @@ def hostile_lines(reader: LogReader, size: int) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the hang detector needs SIGALRM")
 @pytest.mark.parametrize("engine", [r.engine for r in log_readers()])
 def test_every_reader_is_linear_on_megabyte_lines(engine):

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hub_server import TOKEN, FakeHub
@@ -24,9 +23,9 @@ from kvplan.sources.hub import (
     split_revision,
 )
 from kvplan.sources.safetensors_weights import combine, quant_scheme, summarize_header
+from conftest import DATA, REPO
 
-REPO = Path(__file__).parent.parent
-DATA = Path(__file__).parent / "data"
+pytestmark = pytest.mark.slow  # a Hub server on 127.0.0.1 and a kvplan process per test
 LLAMA70 = "meta-llama/Llama-3.1-70B"
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 from hostile_hub import HostileHub
+from conftest import REPO
 
-REPO = Path(__file__).parent.parent
+pytestmark = pytest.mark.slow  # a Hub server on 127.0.0.1 and a kvplan process per test
 TOKEN = "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"
 MEMORY_CAP = 3 * 1024 ** 3  # address space of the child: Python + huggingface_hub + 8 header threads fit
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import ast
 import sys
 from pathlib import Path
+from conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "kvplan"
 FRONT_DOOR = "kvplan"
 BELOW_THE_PLANNER = ("kvplan.engines", "kvplan.logs", "kvplan.sources")

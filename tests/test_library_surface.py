@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -15,8 +14,7 @@ from hypothesis import strategies as st
 import kvplan
 from kvplan.errors import UsageError
 from kvplan.units import MAX_COUNT, parse_counts
-
-REPO = Path(__file__).resolve().parent.parent
+from conftest import REPO
 
 
 def _pyproject() -> dict:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from kvplan.logs import MAX_LOG_BYTES, detect, parse_log, parse_text
-from tests.conftest import DATA
+from conftest import DATA
 
 GIB = 1 << 30
 CASES = {c["id"]: c for c in yaml.safe_load((DATA / "engine_logs_dev.yaml").read_text())["cases"]}
@@ -196,6 +196,7 @@ def test_unknown_stays_unknown_and_garbage_is_no_log():
     assert parse_text("").engine is None
 
 
+@pytest.mark.slow
 def test_reading_is_bounded(tmp_path):
     big = tmp_path / "big.log"
     line = b"(EngineCore pid=1) INFO [gpu_worker.py:1] Available KV cache memory: 1.00 GiB\n"

@@ -16,7 +16,7 @@ from kvplan.cli import main
 from kvplan.errors import UsageError
 from kvplan.logs import parse_log, parse_text
 from kvplan.logs.calibration import Calibration, dump, from_log, load
-from tests.conftest import DATA
+from conftest import DATA
 
 CASES = {c["id"]: c for c in yaml.safe_load((DATA / "engine_logs_dev.yaml").read_text())["cases"]}
 LOGS = DATA / "logs"
@@ -191,6 +191,7 @@ def test_garbage_never_throws(text):
     assert all(isinstance(v.bytes, int) for v in log.memory.values())
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(REAL_LINES), max_size=30), st.data())
 def test_mangled_real_lines_never_throw(lines, data):

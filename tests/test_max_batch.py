@@ -10,7 +10,7 @@ import yaml
 import kvplan
 from kvplan.cli import main
 from kvplan.errors import UsageError
-from tests.conftest import DATA
+from conftest import DATA
 
 GIB = 1 << 30
 CALIBRATION = {e["case"]: e for e in yaml.safe_load((DATA / "calibration.yaml").read_text())}

@@ -33,6 +33,7 @@ def _session(body):
     return anyio.run(go)
 
 
+@pytest.mark.slow
 def test_tools_and_a_call_equal_the_cli_json() -> None:
     async def body(session):
         tools = await session.list_tools()

@@ -4,10 +4,7 @@ engine's ``mtp`` and refused where the model has none."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -19,9 +16,8 @@ from kvplan.sources.hf_config import read_config_file, spec_and_count, spec_from
 from kvplan.sources.resolve import load_model
 from kvplan.sources.yaml_spec import dump_spec_yaml, spec_to_dict, validate_spec
 from kvplan.spec import LayerSpec, ModelSpec
+from conftest import DATA, run_cli
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "tests" / "data"
 
 # ---- the count each family's real config gives ----------------------------------------------------
 
@@ -194,11 +190,9 @@ def test_a_spec_with_two_layers_plans_two():
 # ---- the CLI and check -----------------------------------------------------------------------------
 
 def test_cli_refusal_is_one_line_naming_the_flag():
-    out = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "meta-llama/Llama-3.1-8B",
-                          "--speculative-method", "mtp", "-c", "4k"], capture_output=True, text=True, cwd=REPO,
-                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=120)
-    assert out.returncode == 2 and out.stdout == ""
-    lines = out.stderr.strip().splitlines()
+    code, out, err = run_cli(["estimate", "meta-llama/Llama-3.1-8B", "--speculative-method", "mtp", "-c", "4k"])
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
         "kvplan: error: --speculative-method: meta-llama/Llama-3.1-8B ships no MTP layers")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -19,8 +18,8 @@ from kvplan.sources.hf_params import mtp_weights_bytes, weights_bytes
 from kvplan.sources.resolve import load_model
 from kvplan.sources.yaml_spec import dump_spec_yaml, spec_to_dict, validate_spec
 from kvplan.spec import LayerSpec, ModelSpec
+from conftest import DATA
 
-DATA = Path(__file__).resolve().parent / "data"
 ENGINES = ("vllm", "sglang", "trtllm", "hf")
 
 

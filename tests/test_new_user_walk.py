@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from kvplan.cli import main
+from conftest import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
 LLAMA = "meta-llama/Llama-3.1-8B"
 LLAMA70 = "meta-llama/Llama-3.1-70B"
 
@@ -107,8 +106,8 @@ def test_huge_values_stay_bounded(flag, value):
         args += ["--speculative-method", "ngram"]
     if flag == "--beam-width":
         args += ["--engine", "hf"]
-    proc = subprocess.run([sys.executable, "-m", "kvplan", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run([sys.executable, "-m", "kvplan", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert proc.returncode in (0, 1, 2), proc.stderr
     assert "Traceback" not in proc.stderr
     if proc.returncode == 2:
@@ -185,7 +184,7 @@ def test_speculation_is_in_the_json_of_estimate_and_max_batch(capsys):
     assert json.loads(out)["speculation"] == want
     code, out, err = run(capsys, "max-batch", LLAMA, "--gpu", "H100", "-f", "json")
     assert "speculation" not in json.loads(out)  # added only when asked, as the other optional objects
-    doc = (ROOT / "docs" / "output.md").read_text()
+    doc = (REPO / "docs" / "output.md").read_text()
     assert all(f'"{name}"' in doc for name in ("speculation", *want))
 
 

@@ -16,7 +16,7 @@ import kvplan
 from kvplan.dtypes import resolve_kv_dtype
 from kvplan.engines import EngineOptions, get_engine, parse_version
 from kvplan.sources.hf_config import read_config_file, spec_from_config
-from tests.conftest import DATA
+from conftest import DATA
 
 ORACLE = json.loads((DATA / "cache_oracle_dev.json").read_text())["models"]
 

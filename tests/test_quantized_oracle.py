@@ -91,6 +91,7 @@ CASES = [
 _OPTION_NAMES = {"nbits", "axis_key", "axis_value", "q_group_size", "residual_length"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("model", "backend", "opts", "batch", "prompt", "steps"), CASES)
 def test_layer_bytes_match_transformers_quantized_layer(model: str, backend: str, opts: dict[str, int],
                                                         batch: int, prompt: int, steps: int) -> None:
@@ -153,6 +154,7 @@ def _backend_shapes(state: object) -> list[tuple[int, ...]]:
     return [tuple(state._data._data.shape), tuple(state._scale.shape), tuple(state._shift.shape)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("model", "backend", "opts", "batch", "prompt", "steps"), CASES)
 def test_verify_shapes_are_transformers_shapes(model: str, backend: str, opts: dict[str, int], batch: int,
                                                prompt: int, steps: int) -> None:
@@ -180,6 +182,7 @@ _TINY_LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hi
                "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["quanto", "hqq", "fp8"])
 @pytest.mark.parametrize("decoded", [0, 1, 50, 127, 128, 129])
 def test_estimate_equals_transformers_quantized_cache(tmp_path: Path, backend: str, decoded: int) -> None:

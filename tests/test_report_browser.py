@@ -96,6 +96,7 @@ def _pointer(doc: object, pointer: str) -> object:
     return doc
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (apt-get install chromium)")
 @pytest.mark.parametrize("width", [1280, 800])
 def test_chromium_renders_it(page: str, width: int, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from kvplan.errors import UsageError
 from kvplan.logs import parse_log
 from kvplan.logs.calibration import from_log
 from kvplan.plan import max_batch
-from tests.conftest import DATA, dense
+from conftest import DATA, dense
 
 GIB = 1 << 30
 LLAMA = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)

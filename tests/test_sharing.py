@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import kvplan
 from kvplan.errors import UsageError
-from tests.conftest import dense, interleaved
+from conftest import dense, estimate_row, interleaved
 
 LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)
 PER_TOKEN = 131072  # 32 layers x 8 KV heads x 128 x (K + V) x 2 B
@@ -159,16 +159,11 @@ SPECS = (LLAMA_31_8B, GEMMA_LIKE)
 shapes = st.tuples(st.integers(1, 20_000), st.integers(0, 5_000), st.floats(0, 1), st.integers(1, 64))
 
 
-def _estimate(spec, engine, prompt, output, prefix, batch, **kw):
-    return kvplan.estimate(spec, prompt_len=prompt, output_len=output, shared_prefix=prefix,
-                           batches=[batch], engine=engine, **kw).rows[0]
-
-
 @settings(max_examples=60, deadline=None)
 @given(shape=shapes, engine=st.sampled_from(ENGINES), spec=st.sampled_from(SPECS))
 def test_sharing_never_costs_more(shape, engine, spec):
     prompt, output, share, batch = shape
-    r = _estimate(spec, engine, prompt, output, int(prompt * share), batch)
+    r = estimate_row(spec, batch, engine=engine, prompt_len=prompt, output_len=output, shared_prefix=int(prompt * share))
     assert 0 < r.kv_bytes <= r.sharing.kv_bytes_plain
 
 
@@ -176,7 +171,7 @@ def test_sharing_never_costs_more(shape, engine, spec):
 @given(shape=shapes, engine=st.sampled_from(ENGINES), spec=st.sampled_from(SPECS))
 def test_no_prefix_is_the_plain_figure(shape, engine, spec):
     prompt, output, _, batch = shape
-    r = _estimate(spec, engine, prompt, output, 0, batch)
+    r = estimate_row(spec, batch, engine=engine, prompt_len=prompt, output_len=output, shared_prefix=0)
     assert r.kv_bytes == r.sharing.kv_bytes_plain
     assert r.kv_bytes == kvplan.estimate(spec, contexts=[prompt + output], batches=[batch], engine=engine).rows[0].kv_bytes
 
@@ -186,8 +181,8 @@ def test_no_prefix_is_the_plain_figure(shape, engine, spec):
 def test_the_saving_grows_with_batch(shape, engine, spec):
     prompt, output, share, batch = shape
     prefix = int(prompt * share)
-    small = _estimate(spec, engine, prompt, output, prefix, batch)
-    big = _estimate(spec, engine, prompt, output, prefix, batch + 1)
+    small = estimate_row(spec, batch, engine=engine, prompt_len=prompt, output_len=output, shared_prefix=prefix)
+    big = estimate_row(spec, batch + 1, engine=engine, prompt_len=prompt, output_len=output, shared_prefix=prefix)
     assert big.sharing.kv_bytes_plain - big.kv_bytes >= small.sharing.kv_bytes_plain - small.kv_bytes
 
 

@@ -9,7 +9,7 @@ import pytest
 from kvplan.budgets import Settings
 from kvplan.errors import UsageError
 from kvplan.plan import max_batch
-from tests.conftest import dense
+from conftest import dense
 
 LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)
 BLOCK_BYTES = 16 * 131072

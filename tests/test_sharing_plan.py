@@ -14,7 +14,7 @@ from kvplan.engines.sharing import Workload
 from kvplan.errors import UsageError
 from kvplan.plan import max_batch
 from kvplan.spec import LayerSpec, ModelSpec
-from tests.conftest import dense
+from conftest import dense
 
 LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)
 BLOCK_BYTES = 16 * 131072  # 32 layers x 2 (K, V) x 8 heads x 128 x 2 B x 16 tokens

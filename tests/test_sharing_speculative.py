@@ -9,7 +9,7 @@ from kvplan.budgets import Settings
 from kvplan.errors import UsageError
 from kvplan.plan import max_batch
 from kvplan.spec import LayerSpec, ModelSpec
-from tests.conftest import dense
+from conftest import dense
 
 LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)
 # Llama-3.2-1B: 16 layers, 8 KV heads of 64 (config.json: hidden 2048 / 32 heads)

@@ -23,7 +23,7 @@ from kvplan.cli import main
 from kvplan.errors import UsageError
 from kvplan.plan import max_batch
 from kvplan.spec import LayerSpec, ModelSpec
-from tests.conftest import dense, interleaved
+from conftest import dense, interleaved
 
 # Llama-3.1-8B: 32 layers, 8 KV heads of 128: 32 x 8 x 256 x 2 B = 131,072 B per token (bf16)
 LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)

@@ -20,7 +20,7 @@ from kvplan.budgets import Settings
 from kvplan.errors import KvplanError, UsageError
 from kvplan.plan import max_batch
 from kvplan.spec import LayerSpec, ModelSpec
-from tests.conftest import dense
+from conftest import dense
 
 LLAMA_31_8B = dense("meta-llama/Llama-3.1-8B", 32, 8, 128, max_pos=131072)  # 131,072 B per token in bf16
 LLAMA_32_1B = dense("meta-llama/Llama-3.2-1B", 16, 8, 64)  # 32,768 B per token in bf16
@@ -234,6 +234,7 @@ def _peak(target, generate, draft=None, other=lambda: None) -> tuple[int, int]:
     return max(peaks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("k", "schedule", "same"), [(4, "constant", False), (20, "constant", False),
                                                      (3, "heuristic", True), (5, "constant", True)])
 def test_oracle_assisted_generation_peak(tmp_path, k, schedule, same):
@@ -257,6 +258,7 @@ def test_oracle_assisted_generation_peak(tmp_path, k, schedule, same):
     assert total == est.kv_bytes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("k", "steps"), [(1, 9), (2, 6), (5, 4)])
 def test_oracle_prompt_lookup_peak(tmp_path, k, steps):
     torch = pytest.importorskip("torch")
@@ -275,6 +277,7 @@ def test_oracle_prompt_lookup_peak(tmp_path, k, steps):
     assert total == est.kv_bytes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layers", [1, 3])
 def test_oracle_mtp_peak(tmp_path, monkeypatch, layers):
     torch = pytest.importorskip("torch")

@@ -18,40 +18,13 @@ from kvplan.sources.resolve import load_model
 from kvplan.verify.errors import VerifyError
 from kvplan.monotone import largest
 from kvplan.verify.shapes import plan_cache, resolve_layout
+from conftest import REPO, estimate_kv
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch not installed: pip install 'kvplan[verify]'")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Gemma 3 models whose vLLM hybrid groups are padded with unused layer slots (kvplan.capacity.vllm_pool)
-PADDED = {"google/gemma-3-1b-it", "google/gemma-3-4b-it", "google/gemma-3-27b-it"}
-
-
-def _estimate(model: str, batch: int, context: int, **kw: object) -> int:
-    # the function itself: kvplan.estimate is the module once another test imported kvplan.estimate first
-    from kvplan.estimate import estimate
-
-    return estimate(model, contexts=[context], batches=[batch], **kw).rows[0].kv_bytes  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------ planner (no torch)
-
-def _bundled_ids() -> list[str]:
-    folder = os.path.join(REPO, "model_specs")
-    return [os.path.join(folder, f) for f in sorted(os.listdir(folder)) if f.endswith(".yaml")]
-
-
-@pytest.mark.parametrize("engine", ["vllm", "hf", "hf-static"])
-def test_planned_tensors_hold_the_estimate_for_every_bundled_model(engine):
-    for path in _bundled_ids():
-        spec = load_model(path)
-        layout = resolve_layout(spec, engine, None, "auto", None)
-        for batch, context in ((1, 1), (3, 5000)):
-            plan = plan_cache(spec, layout, batch, context)
-            expected = _estimate(spec, batch, context, engine=engine)
-            assert plan.predicted_bytes == expected
-            assert plan.buffer_bytes == expected, (spec.id, engine, batch, context)
-            assert (plan.padding_layers > 0) == (engine == "vllm" and spec.id in PADDED)
-
 
 def test_vllm_shapes_follow_the_engine_layout():
     spec = load_model("deepseek-ai/DeepSeek-V2-Lite")
@@ -160,7 +133,7 @@ def test_measured_storage_equals_the_estimate_on_cpu(model, engine, dtype, versi
 
     r = verify(model, batch=batch, context=context, engine=engine, engine_version=version, kv_dtype=dtype,
                device="cpu")
-    expected = _estimate(model, batch, context, engine=engine, engine_version=version, kv_dtypes=[dtype])
+    expected = estimate_kv(model, batch, context, engine=engine, engine_version=version, kv_dtypes=[dtype])
     assert r.predicted_bytes == expected
     assert r.measured_storage_bytes == expected and r.allocated_bytes == expected
     assert r.exact and r.error_bytes == 0 and r.error_pct == 0.0
@@ -220,18 +193,19 @@ def test_find_max_batch_on_cpu_matches_max_batch():
 
     budget = 2 << 30
     r = verify("Qwen/Qwen3-8B", context=1024, find_max_batch=True, memory_budget=budget, device="cpu")
-    per_seq = _estimate("Qwen/Qwen3-8B", 1, 1024)
+    per_seq = estimate_kv("Qwen/Qwen3-8B", 1, 1024)
     assert r.max_batch is not None
     assert r.max_batch.measured == budget // per_seq == r.max_batch.predicted == r.max_batch.from_estimate
     assert r.batch == r.max_batch.measured and r.exact and len(r.max_batch.probes) == 2
     hf = verify("meta-llama/Llama-3.2-1B-Instruct", engine="hf", context=1000, find_max_batch=True,
                 memory_budget=budget, device="cpu")
-    assert hf.max_batch.measured == hf.max_batch.predicted == budget // _estimate(
+    assert hf.max_batch.measured == hf.max_batch.predicted == budget // estimate_kv(
         "meta-llama/Llama-3.2-1B-Instruct", 1, 1000, engine="hf")
     with pytest.raises(VerifyError, match="memory_budget"):
         verify("Qwen/Qwen3-8B", context=1024, find_max_batch=True, device="cpu")
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("model,engine,dtype,version", [
     ("openai-community/gpt2", "vllm", "auto", None),
@@ -336,7 +310,7 @@ def test_cli_json_is_stable():
         assert key in data
     assert set(data["device"]) >= {"name", "total_bytes"}
     assert set(data["measured"]) >= {"allocated_bytes", "reserved_bytes", "driver_bytes"}
-    assert data["predicted_bytes"] == data["measured"]["allocated_bytes"] == _estimate("gpt2", 2, 1024)
+    assert data["predicted_bytes"] == data["measured"]["allocated_bytes"] == estimate_kv("gpt2", 2, 1024)
     assert "max_batch" not in data and "decode" not in data
     code, out, _ = _run_cli(["Qwen/Qwen3-8B", "--device", "cpu", "--find-max-batch", "--memory-budget", "300MiB",
                              "-c", "1k", "--decode", "--repeats", "1", "-f", "json"])
@@ -368,6 +342,7 @@ def test_cuda_allocated_matches_and_returns_to_start():
     assert torch.cuda.memory_allocated(0) == start and r.released
 
 
+@pytest.mark.slow
 @needs_torch
 def test_verify_matrix_script_writes_every_point(tmp_path):
     # benchmarks/verify_matrix.py is what a GPU session runs; its CPU quick pass must work end to end

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kvplan.verify import host_memory
+from conftest import REPO
 
-REPO = Path(__file__).parent.parent
 pytest.importorskip("torch", reason="verify allocates with torch")
 posix_only = pytest.mark.skipif(os.name != "posix" or not Path("/proc/self/status").exists(), reason="Linux limits")
 

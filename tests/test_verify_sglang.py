@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from functools import partial
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -19,10 +20,10 @@ from kvplan.engines.sharing import Workload
 from kvplan.sources.resolve import load_model
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import plan_cache, resolve_layout
+from conftest import REPO, estimate_kv
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch not installed: pip install 'kvplan[verify]'")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LLAMA = "meta-llama/Llama-3.1-8B"     # full attention: 32 layers, 8 KV heads of 128 (GQA)
 GPT2 = "gpt2"                         # full attention, MHA: 12 layers, 12 heads of 64
@@ -33,12 +34,7 @@ JAMBA = "ai21labs/AI21-Jamba-1.5-Mini"  # Mamba state + 4 full layers
 MLA_MTP = os.path.join(REPO, "tests", "data", "mla_mtp_fixture.yaml")  # V2-Lite's cache + 1 MTP layer (a fixture)
 
 
-def _estimate(model, batch, context=None, **kw):
-    from kvplan.estimate import estimate
-
-    if context is not None:
-        kw["contexts"] = [context]
-    return estimate(model, batches=[batch], engine="sglang", **kw).rows[0].kv_bytes
+_estimate = partial(estimate_kv, engine="sglang")  # every estimate in this file is sglang's
 
 
 def _plan(model, batch, context, kv_dtype="auto", block_size=None, workload=None):
@@ -122,7 +118,6 @@ def test_planned_pool_is_the_estimate_with_sharing(batch, prompt, output, prefix
                                        shared_prefix=w.shared_prefix, n=n, block_size=page)
 
 
-
 def test_nvfp4_is_refused_by_field():
     with pytest.raises(VerifyError, match="nvfp4") as e:
         _plan(LLAMA, 1, 10, kv_dtype="nvfp4")
@@ -190,6 +185,7 @@ def test_speculative_draft_layers_get_their_own_buffers_and_slots():
     assert r.predicted_bytes == 28 * 576 * 2 * 2 * (1024 + 4)
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("model,dtype", [(LLAMA, "auto"), (MLA, "auto"), (GPT_OSS, "fp8_e4m3")])
 def test_decode_step_reads_the_pool(model, dtype):
@@ -202,6 +198,7 @@ def test_decode_step_reads_the_pool(model, dtype):
     assert live_tensors() == 0
 
 
+@pytest.mark.slow
 @needs_torch
 def test_decode_with_a_shared_prefix_pages_by_the_sglang_page():
     from kvplan.verify import verify
@@ -209,20 +206,3 @@ def test_decode_with_a_shared_prefix_pages_by_the_sglang_page():
     r = verify(GPT_OSS, batch=2, engine="sglang", device="cpu", decode=True, repeats=1, prompt_len=100,
                output_len=20, shared_prefix=64)
     assert r.exact and r.decode.steps and all(s.exact for s in r.decode.steps)
-
-
-def test_every_rank_of_every_bundled_model_plans_its_shard():
-    from kvplan.errors import UsageError
-    from kvplan.verify.ranks import plan_ranks
-
-    folder = os.path.join(REPO, "model_specs")
-    planned = 0
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".yaml"):
-            spec = load_model(os.path.join(folder, name))
-            for tp, pp in ((2, 1), (4, 2)):
-                try:  # plan_cache checks every rank's views against its share of the estimate
-                    planned += len(plan_ranks(spec, tp=tp, pp=pp, batch=2, context=1000, engine="sglang"))
-                except UsageError as e:  # heads that do not divide: refused by flag
-                    assert e.field == "tp"
-    assert planned > 100

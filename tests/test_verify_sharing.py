@@ -21,10 +21,10 @@ from kvplan.errors import KvplanError, UsageError
 from kvplan.sources.resolve import load_model
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import plan_cache, resolve_layout
+from conftest import REPO, estimate_row, run_cli
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch not installed: pip install 'kvplan[verify]'")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LLAMA = "meta-llama/Llama-3.1-8B"           # full attention, 32 layers, 8 KV heads of 128
 GPT_OSS = "openai/gpt-oss-20b"              # sliding 128 + full, vLLM hybrid groups
@@ -34,12 +34,6 @@ MLA_MTP = os.path.join(REPO, "tests", "data", "mla_mtp_fixture.yaml")  # its cac
 MAMBA = "Qwen/Qwen3-Next-80B-A3B-Thinking"  # linear attention (state) + full
 DRAFT = "meta-llama/Llama-3.2-1B-Instruct"
 SMALL = DRAFT  # 16 layers, 8 KV heads of 64: 2,048 B a token and layer in bf16, 512 KiB a block of 16
-
-
-def _estimate(model, batch, **kw):
-    from kvplan.estimate import estimate
-
-    return estimate(model, batches=[batch], **kw).rows[0]
 
 
 def _plan(model, engine, batch, workload):
@@ -64,7 +58,7 @@ WORKLOADS = [
 def test_planned_pool_holds_the_estimate_with_sharing(engine, model, case):
     batch, prompt, output, prefix, n, beams = case
     plan = _plan(model, engine, batch, Workload(prompt, output, prefix, n, beams))
-    row = _estimate(model, batch, engine=engine, prompt_len=prompt, output_len=output, shared_prefix=prefix,
+    row = estimate_row(model, batch, engine=engine, prompt_len=prompt, output_len=output, shared_prefix=prefix,
                     n=n, beam_width=beams)
     assert plan.predicted_bytes == plan.buffer_bytes == row.kv_bytes
     if engine == "hf":  # transformers shares nothing: batch x samples full rows
@@ -162,7 +156,7 @@ def _verify(model, **kw):
 ])
 def test_allocated_pool_is_exact_and_tables_reference_every_block(model, kw):
     r = _verify(model, **kw)
-    row = _estimate(model, kw["batch"], **{k: v for k, v in kw.items() if k not in ("batch", "context")},
+    row = estimate_row(model, kw["batch"], **{k: v for k, v in kw.items() if k not in ("batch", "context")},
                     **({"contexts": [kw["context"]]} if "context" in kw else {}))
     assert r.exact and r.released
     assert r.measured_storage_bytes == r.predicted_bytes == row.kv_bytes
@@ -177,7 +171,7 @@ def test_allocated_pool_is_exact_and_tables_reference_every_block(model, kw):
 @pytest.mark.parametrize("model", [LLAMA, GPT_OSS, MLA])
 def test_transformers_expands_rows(model):
     r = _verify(model, batch=2, context=300, n=3, engine="hf")
-    assert r.exact and r.predicted_bytes == _estimate(model, 6, contexts=[300], engine="hf").kv_bytes
+    assert r.exact and r.predicted_bytes == estimate_row(model, 6, contexts=[300], engine="hf").kv_bytes
     assert r.sharing.referenced_bytes is None and r.sharing.sequences == 6
 
 
@@ -193,7 +187,7 @@ def test_speculative_layers_and_slots_are_allocated(model, kw, extra):
     for sharing in ({}, dict(prompt_len=700, output_len=100, shared_prefix=500)):
         context = None if sharing else 800
         r = _verify(model, batch=2, context=context, **kw, **sharing)
-        est = _estimate(model, 2, **({"contexts": [800]} if context else {}), **kw, **sharing)
+        est = estimate_row(model, 2, **({"contexts": [800]} if context else {}), **kw, **sharing)
         assert r.exact and r.predicted_bytes == est.kv_bytes and r.context == 800
         assert r.sharing.extra_slots == extra and r.sharing.speculative_method == kw["speculative_method"]
         spec = load_model(model)
@@ -222,22 +216,21 @@ def test_a_decode_too_long_to_step_is_refused_before_allocating():
     assert err.value.field == "decode"
 
 
+@pytest.mark.slow
 @needs_torch
 def test_cli_parses_like_estimate_and_reports_the_plain_figure():
-    cmd = [sys.executable, "-m", "kvplan", "verify", LLAMA, "--device", "cpu", "-b", "4", "--prompt-len", "3k",
-           "--output-len", "1k", "--shared-prefix", "2k", "--n", "2", "-f", "json"]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": REPO})
-    assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+    code, out, err = run_cli(["verify", LLAMA, "--device", "cpu", "-b", "4", "--prompt-len", "3k", "--output-len", "1k",
+                              "--shared-prefix", "2k", "--n", "2", "-f", "json"], seconds=300)
+    assert code == 0, err
+    data = json.loads(out)
     sh = data["sharing"]
     assert data["context"] == 4096 and data["exact"]
     assert sh["prompt_len"] == 3072 and sh["shared_prefix"] == 2048 and sh["n"] == 2 and sh["sequences"] == 8
     assert sh["referenced_bytes"] == data["predicted_bytes"] < sh["kv_bytes_plain"]
     assert sh["block_tables"][0]["once"] == 128
-    bad = subprocess.run([sys.executable, "-m", "kvplan", "verify", GEMMA, "--device", "cpu", "--prompt-len", "1000",
-                          "--output-len", "200", "--shared-prefix", "2000"], capture_output=True, text=True, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": REPO})
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--shared-prefix" in bad.stderr
+    code, _, err = run_cli(["verify", GEMMA, "--device", "cpu", "--prompt-len", "1000", "--output-len", "200",
+                            "--shared-prefix", "2000"], seconds=300)
+    assert code == 2 and err.count("\n") == 1 and "--shared-prefix" in err
 
 
 @pytest.mark.parametrize(("args", "flag"), [
@@ -245,12 +238,11 @@ def test_cli_parses_like_estimate_and_reports_the_plain_figure():
     (["-c", "800", "--speculative-method", "ngram", "--num-speculative-tokens", "2", "--pp", "2", "--launch", "2"],
      "--pp"),
     pytest.param(["-b", "64", "--prompt-len", "60k", "--output-len", "4k", "--n", "8", "--decode"], "--decode",
-                 marks=needs_torch),  # the bound is checked on the plan, after verify finds torch
+                 marks=[needs_torch, pytest.mark.slow]),  # the bound is checked on the plan, after verify finds torch
 ])
 def test_cli_refusals_are_one_line_naming_the_flag(args, flag):
-    out = subprocess.run([sys.executable, "-m", "kvplan", "verify", LLAMA, "--device", "cpu", *args],
-                         capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": REPO})
-    assert out.returncode == 2 and out.stderr.count("\n") == 1 and out.stderr.startswith(f"kvplan: error: {flag}")
+    code, _, err = run_cli(["verify", LLAMA, "--device", "cpu", *args], seconds=300)
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"kvplan: error: {flag}")
 
 
 @settings(max_examples=40, deadline=None)
@@ -266,7 +258,7 @@ def test_any_workload_is_laid_out_exactly_or_refused_by_field(model, batch, prom
     except VerifyError as err:  # only windowed groups can meet the prefix_held gap (docs/verification.md)
         assert model == GPT_OSS and err.field in ("shared_prefix", "n", "beam_width")
         return
-    row = _estimate(model, batch, engine="vllm", prompt_len=prompt, output_len=output, shared_prefix=prefix,
+    row = estimate_row(model, batch, engine="vllm", prompt_len=prompt, output_len=output, shared_prefix=prefix,
                     n=workload.n, beam_width=workload.beam_width)
     assert plan.predicted_bytes == plan.buffer_bytes == row.kv_bytes <= row.sharing.kv_bytes_plain
     assert sum(t.blocks for t in plan.block_tables) == plan.num_blocks
@@ -365,7 +357,7 @@ def _decoded(model, **kw):
     assert steps and steps[0].step == 0 and steps[-1].step == kw.get("output_len", 0)
     for s in steps:
         assert s.referenced_bytes == s.predicted_bytes and s.tokens_ok, s
-        est = _estimate(model, kw["batch"], prompt_len=kw["prompt_len"], output_len=s.step,
+        est = estimate_row(model, kw["batch"], prompt_len=kw["prompt_len"], output_len=s.step,
                         shared_prefix=kw.get("shared_prefix", 0), n=kw.get("n", 1),
                         beam_width=kw.get("beam_width", 1),
                         **{k: v for k, v in kw.items() if k.startswith(("speculative", "num_spec"))})
@@ -375,6 +367,7 @@ def _decoded(model, **kw):
     return r
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize(("model", "kw"), [
     (SMALL, dict(batch=3, prompt_len=100, output_len=60, shared_prefix=70)),
@@ -524,9 +517,9 @@ def test_every_rank_plans_its_shard_of_the_shared_layout(model, tp, pp, kw):
     engine = kw.pop("engine", "vllm")
     context = kw.pop("context", None)
     if pp == 1:  # the rank's bytes are what `kvplan estimate --tp` prints for the same requests
-        est = _estimate(model, 3, engine=engine, tp=tp, **({"contexts": [context]} if context else {}), **kw)
+        est = estimate_row(model, 3, engine=engine, tp=tp, **({"contexts": [context]} if context else {}), **kw)
         assert plans[0].plan.predicted_bytes == est.kv_bytes
-        single = _estimate(model, 3, engine=engine, **({"contexts": [context]} if context else {}), **kw)
+        single = estimate_row(model, 3, engine=engine, **({"contexts": [context]} if context else {}), **kw)
         # the KV heads are split; MLA's latent is replicated on every rank
         assert est.kv_bytes < single.kv_bytes or (model in (MLA, MLA_MTP) and est.kv_bytes == single.kv_bytes)
     if engine == "vllm" and kw.get("shared_prefix") or kw.get("n", 1) > 1 and engine == "vllm":
@@ -548,13 +541,14 @@ HAS_NUMPY = importlib.util.find_spec("numpy") is not None
 needs_dist = pytest.mark.skipif(not (HAS_TORCH and HAS_NUMPY), reason="torch and numpy needed: pip install 'kvplan[verify]'")
 
 
+@pytest.mark.slow
 @needs_dist
 def test_two_tp_ranks_allocate_their_shard_of_shared_blocks():
     from kvplan.verify.distributed import launch
 
     kw = dict(prompt_len=1000, output_len=200, shared_prefix=700, n=2)
     result = launch(SMALL, nprocs=2, tp=2, device="cpu", timeout_s=120, batch=3, **kw)
-    half = _estimate(SMALL, 3, tp=2, **kw).kv_bytes
+    half = estimate_row(SMALL, 3, tp=2, **kw).kv_bytes
     assert result.exact and not result.errors
     assert [r.predicted_bytes for r in result.ranks] == [half, half]
     for r in result.ranks:
@@ -564,13 +558,14 @@ def test_two_tp_ranks_allocate_their_shard_of_shared_blocks():
     assert data["sharing"]["shared_prefix"] == 700 and data["ranks"][0]["referenced_bytes"] == half
 
 
+@pytest.mark.slow
 @needs_dist
 def test_cli_launch_with_speculation_every_rank_exact():
     cmd = [sys.executable, "-m", "kvplan", "verify", MLA_MTP, "--device", "cpu", "--tp", "2", "--launch", "2", "-b", "2",
            "--prompt-len", "300", "--output-len", "60", "--shared-prefix", "200", "--speculative-method", "mtp",
            "--num-speculative-tokens", "1", "--timeout", "120", "-f", "json"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300,
-                         env={**os.environ, "PYTHONPATH": REPO, "OMP_NUM_THREADS": "1"})
+                         env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     data = json.loads(out.stdout)
     assert data["exact"] and data["context"] == 360 and data["sharing"]["extra_slots"] == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from functools import partial
 
 import pytest
 
@@ -18,10 +19,10 @@ from kvplan.engines.sharing import Workload
 from kvplan.sources.resolve import load_model
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import plan_cache, resolve_layout
+from conftest import REPO, estimate_kv
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch not installed: pip install 'kvplan[verify]'")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LLAMA = "meta-llama/Llama-3.1-8B"     # 32 layers, 8 KV heads of 128
 MLA = "deepseek-ai/DeepSeek-V2-Lite"  # 27 MLA layers, latent 512 + rope 64
@@ -29,12 +30,7 @@ GPT_OSS = "openai/gpt-oss-20b"        # 12 sliding (128) + 12 full: two window b
 JAMBA = "ai21labs/AI21-Jamba-1.5-Mini"  # Mamba state + 4 full layers
 
 
-def _estimate(model, batch, context=None, **kw):
-    from kvplan.estimate import estimate
-
-    if context is not None:
-        kw["contexts"] = [context]
-    return estimate(model, batches=[batch], engine="trtllm", **kw).rows[0].kv_bytes
+_estimate = partial(estimate_kv, engine="trtllm")  # every estimate in this file is trtllm's
 
 
 def _plan(model, batch, context, kv_dtype="auto", block_size=None, workload=None):
@@ -76,7 +72,6 @@ def test_reused_prefix_and_beams_are_blocks_referenced_once():
     assert (t.once, t.per_sequence) == (64, 64)
     assert _plan(LLAMA, 4, w.context, workload=w).buffer_bytes == _estimate(
         LLAMA, 4, prompt_len=3072, output_len=1024, shared_prefix=2048)
-
 
 
 def test_nvfp4_is_refused_by_field():
@@ -123,20 +118,3 @@ def test_decode_is_refused_before_allocating():
     with pytest.raises(VerifyError) as e:
         verify(LLAMA, batch=1, context=64, engine="trtllm", device="cpu", decode=True)
     assert e.value.field == "decode" and live_tensors() == 0
-
-
-def test_every_rank_of_every_bundled_model_plans_its_shard():
-    from kvplan.errors import UsageError
-    from kvplan.verify.ranks import plan_ranks
-
-    folder = os.path.join(REPO, "model_specs")
-    planned = 0
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".yaml"):
-            spec = load_model(os.path.join(folder, name))
-            for tp, pp in ((2, 1), (4, 2)):
-                try:  # plan_cache checks every rank's views against its share of the estimate
-                    planned += len(plan_ranks(spec, tp=tp, pp=pp, batch=2, context=1000, engine="trtllm"))
-                except UsageError as e:  # heads that do not divide: refused by flag
-                    assert e.field == "tp"
-    assert planned > 100

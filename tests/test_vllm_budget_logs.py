@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import statistics
 
-from tests.conftest import DATA
+from conftest import DATA
 
 
 def _accuracy():

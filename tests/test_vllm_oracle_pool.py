@@ -19,7 +19,7 @@ import pytest
 
 import kvplan
 from kvplan.budgets import Settings
-from tests.conftest import DATA
+from conftest import DATA
 
 _FILES = ("vllm_pool_oracle_dev.json", "vllm_pool_oracle_extra.json")
 
