@@ -17,7 +17,7 @@ from kvplan.budgets import MemoryItem, Settings
 from kvplan.budgets.base import given_kv_notes
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.hardware import KNOWN_VENDORS, VENDOR_TITLES
-from kvplan.engines import Demand, get_engine
+from kvplan.engines import DEFAULT_ENGINE, Demand, get_engine
 from kvplan.engines.layout import HOST_POOL
 from kvplan.engines.protocol import Engine, check_options, make_engine_options
 from kvplan.engines.speculative import speculation_dict
@@ -208,7 +208,7 @@ def max_batch(
     dp: int | None = None,
     expert_parallel: bool | None = None,
     gpus_per_node: int = GPUS_PER_NODE,
-    engine: str = "vllm",
+    engine: str = DEFAULT_ENGINE,
     engine_version: str | None = None,
     kv_dtype: str = "auto",
     max_model_len: int | None = None,

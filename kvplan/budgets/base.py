@@ -143,6 +143,21 @@ def weights_per_gpu(spec: ModelSpec, ranks: int, settings: Settings, mtp_rule: s
     return MemoryItem("weights", share, "computed", note)
 
 
+def weights_on_gpu(weights: MemoryItem, offload_bytes: int, embedding_bytes: int = 0) -> MemoryItem:
+    """The weights one GPU keeps with ``--cpu-offload-gb`` (``offload_bytes`` = ``int(gb x 1024**3)``): vLLM's
+    rule, which SGLang's flag of that name follows (its budget reads it from here).
+
+    ``vllm/model_executor/models/utils.py``: ``make_layers`` passes each decoder layer through
+    ``maybe_offload_to_cpu``, which moves its parameters one by one to pinned host memory while the bytes
+    moved so far are below the limit: the last one moved may overshoot it by up to one parameter, and
+    the embedding and LM head (outside ``make_layers``) stay on the GPU. kvplan subtracts the limit
+    itself, never more than the weights less ``embedding_bytes`` (one vocab x hidden matrix per GPU)."""
+    moved = max(0, min(offload_bytes, weights.bytes - embedding_bytes))
+    note = (f"{weights.note}; --cpu-offload-gb moves {moved:,} B of decoder-layer weights to host memory "
+            "(vLLM stops at the first parameter that reaches the limit: up to one parameter more)")
+    return MemoryItem("weights", weights.bytes - moved, weights.tag, note)
+
+
 def _expert_parallel_weights(spec: ModelSpec, loaded: int, ranks: int, expert_dp: int, note: str) -> MemoryItem:
     """Expert parallelism across data-parallel ranks: the routed experts split over ranks x expert_dp GPUs (vLLM
     ``FusedMoEParallelConfig.make``: EP size = tp x dp, each device owns whole experts), everything else

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvplan.engines import DEFAULT_ENGINE
+
 #: Engine settings a deployment may carry (kvplan's names).
 SETTINGS = ("tp", "pp", "dp", "max_model_len", "max_num_seqs", "gpu_memory_utilization", "kv_cache_dtype",
             "max_num_batched_tokens", "block_size", "enforce_eager", "mem_fraction_static", "kv_cache_memory",
@@ -53,7 +55,7 @@ class Deployment:
     """GPU type(s) the deployment may land on: each is checked."""
     gpu_count: Value | None = None
     """GPUs it gets (all pods of a group together); None: not stated."""
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE
     engine_version: Value | None = None
     settings: dict[str, Value] = field(default_factory=dict)
     requirements: dict[str, Value] = field(default_factory=dict)

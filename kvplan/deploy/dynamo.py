@@ -22,12 +22,11 @@ from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.pods import MAX_PODS, annotations_of, apply_annotations, container_deployment, gpu_count, serving_containers, whole
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
+from kvplan.engines.serve import host_modules, unread_host_modules
 
-#: Dynamo's engine workers that take the engine's own flags (components/src/dynamo/vllm/args.py adds vLLM's
-#: ``AsyncEngineArgs``; components/src/dynamo/sglang/args.py SGLang's ``ServerArgs``).
-MODULES = {"dynamo.vllm": "vllm", "dynamo.sglang": "sglang"}
-#: Workers whose flags are Dynamo's own: their engine is reported as not read.
-UNREAD_MODULES = ("dynamo.trtllm",)
+#: Dynamo's engine workers are named by the engine packages (``ServeFlags.host_modules``: the workers that take the
+#: engine's own flags; ``unread_host_modules``: those whose flags are Dynamo's own, reported as not read).
+HOST = "dynamo"
 
 
 def read_graph(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Path,
@@ -71,7 +70,7 @@ def read_graph(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Pat
                                     invalid_input=True))
             continue
         serving = serving_containers([container], dep_name, path, findings, env=service_env.get(key),
-                                     modules=MODULES)
+                                     modules=host_modules(HOST))
         if not serving:
             continue
         c, inv = serving[0]
@@ -101,7 +100,7 @@ def _runs_unread(container: LDict) -> str | None:
         elif isinstance(items, str):
             words.append(items)
     text = " ".join(words)[:1 << 20]
-    return next((m for m in UNREAD_MODULES if f"-m {m}" in text or f"-m  {m}" in text), None)
+    return next((m for m in unread_host_modules(HOST) if f"-m {m}" in text or f"-m  {m}" in text), None)
 
 
 def _gpus(dep: Deployment, service: LDict, c: LDict, path: str, findings: list[Finding]) -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kvplan.deploy.report import Finding
+from kvplan.engines import DEFAULT_ENGINE
 from kvplan.engines.serve import ServeFlags, serve_flags, serving_engines, shown
 from kvplan.errors import ConfigError
 
@@ -652,7 +653,7 @@ def apply_invocation(dep: "Deployment", inv: Invocation) -> None:  # noqa: F821 
             dep.settings[name.lower()] = Value(value, at, name, value)
 
 
-def convert(key: str, raw: str, flag: str, line: int | None, engine: str = "vllm") -> object:
+def convert(key: str, raw: str, flag: str, line: int | None, engine: str = DEFAULT_ENGINE) -> object:
     """A flag's text as the engine reads it; FlagError where the engine would refuse it."""
     from kvplan.errors import KvplanError
     from kvplan.hardware import parse_bytes

@@ -39,6 +39,9 @@ from kvplan.deploy.flags import (
 from kvplan.deploy.pods import apply_annotations, labels_from_terms
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
+from kvplan.engines.serve import hosted_by
+
+STACK = "production-stack"  # vLLM's production-stack chart: its engine is named by the engine package
 
 _NOT_PASSED = ("kvCacheDtype", "blockSize", "maxNumBatchedTokens")
 _MAX_COUNT = 1 << 20  # GPUs per deployment: past any cluster; a bound keeps 10^4000 out of the arithmetic
@@ -147,7 +150,7 @@ def _stack_spec(dep: Deployment, spec: Any, cache_server: bool) -> None:
     ray = bool(dig(spec, "raySpec", "enabled"))
     v0 = config.get("v0") is not None and helm_text(config.get("v0")) == "1"  # (eq (toString .v0) "1")
     at = dep.line
-    argv = [Token("vllm", at), Token("serve", at)]
+    argv = [Token(word, at) for word in hosted_by(STACK).serve_words]
     if spec.get("modelURL") is not None:
         argv.append(Token(helm_text(spec["modelURL"]), line_at(spec, "modelURL")))
     if config:  # {{- with $modelSpec.vllmConfig }}: nothing of this without a vllmConfig
@@ -230,7 +233,8 @@ def _stack_version(spec: Any) -> Value | None:
         return None
     from kvplan.deploy.pods import image_version
 
-    version = image_version(f"{repository or 'vllm/vllm-openai'}:{tag}", "vllm")
+    serve = hosted_by(STACK)
+    version = image_version(f"{repository or serve.default_image}:{tag}", serve.engine)
     return Value(version, line_at(spec, "tag"), "tag") if version else None
 
 

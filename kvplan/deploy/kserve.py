@@ -30,6 +30,7 @@ from kvplan.deploy.flags import FlagError, Token, find_invocation
 from kvplan.deploy.pods import MAX_PODS, annotations_of, apply_annotations, container_deployment, gpu_count, image_version, serving_containers, whole
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
+from kvplan.engines.serve import host_modules, hosted_by
 
 
 def hf_model(uri: Any) -> str | None:
@@ -104,7 +105,7 @@ def _llm_role(dep_name: str, doc: LDict, spec: LDict, role: LDict, prefill: bool
         synthetic: dict[tuple[str, int | None], str] = {}
     else:
         # KServe's well-known config (kserve/kserve config/llmisvcconfig): vllm serve /mnt/models ... $@
-        tokens = [Token("vllm"), Token("serve"), Token(model or "/mnt/models", model_line)]
+        tokens = [*map(Token, hosted_by(HOST).serve_words), Token(model or "/mnt/models", model_line)]
         synthetic = {}
 
         def flag(text: str, key: str | None = None) -> None:
@@ -204,15 +205,17 @@ def _env(c: LDict) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------------ InferenceService
 
-#: KServe's bundled runtimes for LLM model formats (config/runtimes/kserve-vllmserver.yaml,
-#: kserve-huggingfaceserver.yaml): their command and arguments before the predictor's.
-_BUNDLED = {
-    "vllm": (["python", "-m", "vllm.entrypoints.openai.api_server", "--port=8080", "--model=/mnt/models"], None),
-    "huggingface": (["python", "-m", "huggingfaceserver"], "huggingfaceserver"),
-}
-#: The huggingface server takes vLLM's engine flags (``AsyncEngineArgs.add_cli_args`` on its parser) and runs
-#: vLLM unless ``--backend`` says otherwise: read with vLLM's flags.
-_MODULES = {"huggingfaceserver": "vllm"}
+#: The engine KServe's llmisvc config and bundled runtimes start is named by its package (``ServeFlags.hosts``).
+HOST = "kserve"
+
+
+def _bundled() -> dict[str, list[str]]:
+    """KServe's bundled runtimes for LLM model formats (config/runtimes/kserve-vllmserver.yaml,
+    kserve-huggingfaceserver.yaml): their command and arguments before the predictor's. The engine's model
+    format is named after the engine."""
+    serve = hosted_by(HOST)
+    return {serve.engine: ["python", "-m", serve.modules[0], "--port=8080", "--model=/mnt/models"],
+            "huggingface": ["python", "-m", "huggingfaceserver"]}
 
 
 def read_inference_service(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Path,
@@ -240,7 +243,7 @@ def read_inference_service(doc: LDict, docs: list[tuple[Any, int]], path: str, b
     fmt = dig(model, "modelFormat", "name") if isinstance(predictor.get("model"), dict) else "huggingface"
     runtime_name = model.get("runtime")
     runtime = _runtime(docs, runtime_name) if isinstance(runtime_name, str) else None
-    if isinstance(runtime_name, str) and runtime is None and str(fmt).lower() not in _BUNDLED:
+    if isinstance(runtime_name, str) and runtime is None and str(fmt).lower() not in _bundled():
         findings.append(Finding("error", "invalid-input", f"runtime '{runtime_name[:40]}' is not in this file: "
                                 "kvplan cannot tell what it runs (add the ServingRuntime to the file)", path,
                                 line_at(model, "runtime"), deployment=name, invalid_input=True))
@@ -250,8 +253,8 @@ def read_inference_service(doc: LDict, docs: list[tuple[Any, int]], path: str, b
     if runtime is not None:
         tokens = _container_argv(runtime)
         image = runtime.get("image")
-    elif str(fmt).lower() in _BUNDLED:
-        words, _ = _BUNDLED[str(fmt).lower()]
+    elif str(fmt).lower() in _bundled():
+        words = _bundled()[str(fmt).lower()]
         tokens = [Token(w, line_at(model, "modelFormat")) for w in words]
         image = model.get("image")
     else:
@@ -263,13 +266,13 @@ def read_inference_service(doc: LDict, docs: list[tuple[Any, int]], path: str, b
     texts = [t.text for t in tokens]
     if "huggingfaceserver" in texts or any(t.endswith("huggingfaceserver") for t in texts):
         backend = _flag_value(tokens, "--backend")
-        if backend is not None and backend[0] not in ("vllm", "auto"):
+        if backend is not None and backend[0] not in (hosted_by(HOST).engine, "auto"):
             return []  # the Hugging Face transformers backend: not an engine kvplan plans
     from kvplan.deploy.flags import kubelet_expand
 
     tokens = [Token(kubelet_expand(t.text, env), t.line, t.shell) for t in tokens]
     try:
-        inv = find_invocation(tokens, env, k8s=True, modules=_MODULES)
+        inv = find_invocation(tokens, env, k8s=True, modules=host_modules(HOST))
     except FlagError as exc:
         findings.append(Finding("error", "invalid-input", f"{name}: {exc}", path, exc.line, deployment=name,
                                 invalid_input=True))

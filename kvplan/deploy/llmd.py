@@ -34,6 +34,7 @@ from kvplan.deploy.flags import FlagError, Token, image_server
 from kvplan.deploy.helm import count, helm_text, literal_env, run_command, tokens
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
+from kvplan.engines.serve import hosted_by
 
 ROLES = ("decode", "prefill")
 _NAME_TEMPLATE = re.compile(r"\{\{-?\s*\.Values\.modelArtifacts\.name\s*-?\}\}")
@@ -121,9 +122,9 @@ def _model(data: Any) -> tuple[str | None, int | None, str | None]:
     if isinstance(name, str):
         other = _NAME_TEMPLATE.sub(name, other)
     other = other.strip().strip('"').strip("'")  # hf://"{{ ... }}" renders as a quoted YAML string
-    if protocol == "hf":
+    if f"{protocol}://" == "hf://":  # the Hugging Face Hub's URI scheme
         return other, line, None
-    if protocol == "pvc+hf":
+    if f"{protocol}://" == "pvc+hf://":
         parts = other.split("/")
         return ("/".join(parts[-2:]) if len(parts) >= 3 else other), line, None
     if name is not None:
@@ -155,7 +156,8 @@ def _container(dep: Deployment, data: Any, role: str, section: Any, c: Any) -> t
             if value > 1:
                 chart += [Token(flag, plines[key] or at), Token(str(value), plines[key] or at)]
         if mode == "vllmServe":
-            argv = [Token("vllm", at), Token("serve", at)] + ([Token(model, model_line)] if model else [])
+            argv = [Token(word, at) for word in hosted_by("llm-d").serve_words]
+            argv += [Token(model, model_line)] if model else []
         else:
             implicit = image_server(c.get("image"))
             if implicit is None:

@@ -29,6 +29,7 @@ from kvplan.deploy.flags import FlagError, Token
 from kvplan.deploy.helm import helm_text, run_command
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
+from kvplan.engines.serve import hosted_by
 
 _BUILDERS = ("ray.serve.llm:", "ray.llm.")
 #: Ray's accelerator labels (GPUType) -> catalog GPUs
@@ -140,7 +141,7 @@ def _config(config: Any, name: str, path: str, base_dir: Path, deployments: list
             dep.notes.append("model_loading_config.model_source is a cloud mirror: checked as model_id "
                              f"{str(model_id)[:40]}")
     kwargs = config.get("engine_kwargs") if isinstance(config.get("engine_kwargs"), dict) else {}
-    argv = [Token("vllm", line), Token("serve", line)]
+    argv = [Token(word, line) for word in hosted_by("ray-serve").serve_words]
     if model is not None:
         argv.append(Token(helm_text(model), model_line))
     try:

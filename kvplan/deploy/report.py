@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kvplan.engines import DEFAULT_ENGINE
+
 Severity = Literal["error", "warning", "note"]
 JSON_VERSION = 1
 MAX_MESSAGE = 1000
@@ -69,7 +71,7 @@ class DeploymentResult:
     model: str | None = None
     gpu: str | None = None
     gpu_count: int | None = None
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE
     engine_version: str | None = None
     tp: int | None = 1
     """As planned; where the deployment was not planned (invalid), as its file gives it: None where the file's value

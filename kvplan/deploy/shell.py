@@ -21,8 +21,9 @@ _COMMENT = re.compile(r"^\s*#\s*(kvplan[./a-z]*/)([a-z-]+)\s*[:=](.*)$")
 
 
 def looks_like(text: str, path: str) -> bool:
-    return path.endswith((".sh", ".bash")) or text.startswith("#!") or bool(
-        re.search(r"(^|\s)(vllm\s+serve|trtllm-serve\s|-m\s+(vllm|sglang|tensorrt_llm)\.)", text))
+    from kvplan.engines.serve import launch_pattern
+
+    return path.endswith((".sh", ".bash")) or text.startswith("#!") or bool(launch_pattern().search(text))
 
 
 def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:

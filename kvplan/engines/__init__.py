@@ -13,7 +13,7 @@ from kvplan.engines.version import LATEST, Version, parse_version
 from kvplan.errors import UsageError
 
 __all__ = ["CacheLayout", "Demand", "Engine", "EngineOptions", "GroupRule", "KvCapacity", "LATEST", "Version",
-           "ENGINE_NAMES", "DEFAULT_ENGINE", "get_engine", "all_engines", "parse_version"]
+           "ENGINE_NAMES", "DEFAULT_ENGINE", "LIBRARY_ENGINE", "get_engine", "all_engines", "parse_version"]
 
 # name -> (module, attribute); packages are imported on first use.
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # never imported: mypy checks every registered engine against
 
 ENGINE_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 DEFAULT_ENGINE = "vllm"
+#: The engine that is the model's own library (transformers' DynamicCache): what ``verify --activation`` runs.
+LIBRARY_ENGINE = "hf"
 
 
 def get_engine(name: str) -> Engine:

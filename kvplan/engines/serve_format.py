@@ -80,6 +80,17 @@ class ServeFlags:
     """What the engine does when its pool (tokens) holds less than one request of the max model length: a remark
     (a warning where it still starts) or None (it refuses, as vLLM does)."""
 
+    hosts: tuple[str, ...] = ()
+    """Serving frameworks whose own configuration starts this engine's server with its flags ('ray-serve',
+    'llm-d', 'production-stack', 'kserve'): ``kvplan/deploy`` asks ``hosted_by`` what a framework runs."""
+    host_modules: tuple[tuple[str, str], ...] = ()
+    """(framework, ``python -m`` module) pairs: a framework's module that takes this engine's flags."""
+    unread_host_modules: tuple[tuple[str, str], ...] = ()
+    """(framework, module) pairs: a framework's worker for this engine that takes the framework's own flags,
+    which kvplan does not read (reported, never skipped)."""
+    default_image: str = ""
+    """The engine's own server image, where a chart leaves the repository out."""
+
     def setting(self, flag: str) -> str | None:
         return dict(self.flags).get(self.normal_flag(flag))
 
@@ -91,6 +102,11 @@ class ServeFlags:
     @property
     def default_launcher(self) -> str:
         return f"{self.commands[0]} serve" if self.commands else f"python -m {self.modules[0]}"
+
+    @property
+    def serve_words(self) -> tuple[str, ...]:
+        """The words that start the server before the model (``<command> serve``), for frameworks that launch it."""
+        return (self.commands[0], "serve")
 
     def runs_image(self, image: str) -> bool:
         return any(re.search(pattern, image) for pattern in self.images)

@@ -104,6 +104,8 @@ class BlockTable:
     once: int
     per_request: int
     per_sequence: int
+    default_block_size: int = 16
+    """Tokens per block where neither the group nor the layout gives a page size (the engine's default page)."""
 
     @property
     def sequences(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvplan.engines import DEFAULT_ENGINE
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.results import DEFAULT_UTILIZATION  # noqa: F401 - kvplan.verify.DEFAULT_UTILIZATION, as before
 from kvplan.verify.results import (BlockTableCheck, ComponentCheck, DecodeCheck, DecodeStepCheck, MaxBatchCheck,
@@ -142,7 +143,7 @@ def verify(
     *,
     batch: int | None = None,
     context: int | None = None,
-    engine: str = "vllm",
+    engine: str = DEFAULT_ENGINE,
     engine_version: str | None = None,
     kv_dtype: str = "auto",
     block_size: int | None = None,

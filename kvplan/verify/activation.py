@@ -29,6 +29,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvplan.engines import LIBRARY_ENGINE, get_engine
 from kvplan.spec import ModelSpec
 from kvplan.verify.errors import VerifyError
 
@@ -146,7 +147,7 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
     dev = al.resolve_device(device)
     cfg = config if config is not None else load_config(name, spec)
     version = ".".join(tf.__version__.split(".")[:2])
-    predicted_cache = estimate(spec, contexts=[tokens], batches=[batch], engine="hf",
+    predicted_cache = estimate(spec, contexts=[tokens], batches=[batch], engine=LIBRARY_ENGINE,
                                engine_version=version).rows[0].kv_bytes
     act, how = activation_bytes(spec, batch * tokens, 1, batch)
     dtype = getattr(torch, spec.dtype)
@@ -277,7 +278,8 @@ def cache_bytes(torch: Any, cache: Any) -> tuple[int, int]:
     rule describes). Storage bytes: every distinct storage behind any of its tensors -- what memory
     really holds (a sliced view keeps the storage it was cut from alive)."""
     tensors: list[Any] = []
-    _collect(torch, cache, tensors, 0, set())
+    # walk the objects of the library's own classes, not whatever they point at
+    _collect(torch, cache, tensors, 0, set(), get_engine(LIBRARY_ENGINE).library)  # type: ignore[attr-defined]
     views = sum(t.numel() * t.element_size() for t in tensors if t.is_floating_point())
     storages: dict[int, int] = {}
     for t in tensors:
@@ -286,7 +288,7 @@ def cache_bytes(torch: Any, cache: Any) -> tuple[int, int]:
     return int(views), sum(storages.values())
 
 
-def _collect(torch: Any, obj: Any, out: list[Any], depth: int, seen: set[int]) -> None:
+def _collect(torch: Any, obj: Any, out: list[Any], depth: int, seen: set[int], package: str) -> None:
     if depth > 6 or obj is None or id(obj) in seen:
         return
     seen.add(id(obj))
@@ -295,13 +297,13 @@ def _collect(torch: Any, obj: Any, out: list[Any], depth: int, seen: set[int]) -
             out.append(obj)
     elif isinstance(obj, (list, tuple)):
         for x in obj:
-            _collect(torch, x, out, depth + 1, seen)
+            _collect(torch, x, out, depth + 1, seen, package)
     elif isinstance(obj, dict):
         for x in obj.values():
-            _collect(torch, x, out, depth + 1, seen)
-    elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("transformers"):
+            _collect(torch, x, out, depth + 1, seen, package)
+    elif hasattr(obj, "__dict__") and type(obj).__module__.startswith(package):
         for x in vars(obj).values():
-            _collect(torch, x, out, depth + 1, seen)
+            _collect(torch, x, out, depth + 1, seen, package)
 
 
 def _fmt(n: int) -> str:

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from kvplan.engines import DEFAULT_ENGINE
 from kvplan.spec import ModelSpec
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.rank_results import RankCheck, RanksResult
@@ -119,7 +120,7 @@ def _require_numpy() -> None:
 # --------------------------------------------------------------------------------------- one rank
 
 def run_rank(model: str | ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1, context: int | None = None,
-             engine: str = "vllm", engine_version: str | None = None, kv_dtype: str = "auto",
+             engine: str = DEFAULT_ENGINE, engine_version: str | None = None, kv_dtype: str = "auto",
              block_size: int | None = None, device: str | None = None, timeout_s: int = DEFAULT_TIMEOUT_S,
              launcher: str = "torchrun", **sharing: Any) -> RanksResult:
     """Run this process's rank (from the torchrun environment) and return every rank's measurement.
@@ -252,7 +253,7 @@ def free_port() -> int:
 
 
 def launch(model: str | ModelSpec, *, nprocs: int, tp: int = 1, pp: int = 1, batch: int = 1,
-           context: int | None = None, engine: str = "vllm", engine_version: str | None = None,
+           context: int | None = None, engine: str = DEFAULT_ENGINE, engine_version: str | None = None,
            kv_dtype: str = "auto", block_size: int | None = None, device: str | None = None,
            timeout_s: int = DEFAULT_TIMEOUT_S, **sharing: Any) -> RanksResult:
     """Start ``nprocs`` = tp x pp rank processes on this machine (torch.multiprocessing, spawn) and

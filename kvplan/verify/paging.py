@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.tensors import BlockTable
-from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE
 from kvplan.verify.errors import VerifyError
 
 COMMON, REQUEST, SEQUENCE = 0, 1, 2
@@ -80,7 +79,7 @@ class _Group:
     def __init__(self, index: int, table: BlockTable, rule: GroupRule, block: int | None = None) -> None:
         self.index, self.table, self.rule = index, table, rule
         # the group's own page size, else the layout's (token pools page all layers alike)
-        self.block = rule.block_size or block or DEFAULT_BLOCK_SIZE
+        self.block = rule.block_size or block or table.default_block_size
         self.recurrent = rule.kind == "recurrent"
         self.free = list(range(table.first_block + table.blocks - 1, table.first_block - 1, -1))
         self.ref: dict[tuple[int, ...], list[int]] = {}  # key -> [block id, references]

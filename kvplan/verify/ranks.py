@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvplan.engines import CacheLayout, EngineOptions, get_engine
+from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
 from kvplan.parallel import pp_partitions, tp_notes
 from kvplan.spec import ModelSpec
@@ -76,7 +76,7 @@ def stage_layouts(spec: ModelSpec, *, tp: int, pp: int, engine: str, engine_vers
 
 
 def plan_ranks(spec: ModelSpec, *, tp: int = 1, pp: int = 1, batch: int = 1, context: int | None = None,
-               engine: str = "vllm", engine_version: str | None = None, kv_dtype: str = "auto",
+               engine: str = DEFAULT_ENGINE, engine_version: str | None = None, kv_dtype: str = "auto",
                block_size: int | None = None, prompt_len: int | None = None, output_len: int | None = None,
                shared_prefix: int = 0, n: int = 1, beam_width: int = 1, speculative_method: str | None = None,
                num_speculative_tokens: int | None = None, speculative_model: Any = None) -> tuple[RankPlan, ...]:

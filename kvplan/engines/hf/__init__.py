@@ -26,6 +26,8 @@ class TransformersEngine(EngineDefaults):
     default_version: str = "5.23"
     newest_rules: Version = (5, 23)
     static: bool = False
+    library: str = "transformers"
+    """The Python package whose cache objects hold this layout (what ``verify --activation`` measures)."""
     # transformers' QuantizedCache (hf/quantized.py); hf-static refuses them with its reason
     extra_options: frozenset[str] = frozenset({"kv_cache", "backend", "nbits", "residual_length", "q_group_size",
                                                "axis_key", "axis_value", "prompt_len", "evict", "press",

@@ -87,7 +87,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
                      "memory outside mem_fraction_static")
     weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
     if settings.cpu_offload_bytes:
-        from kvplan.engines.vllm.offload import weights_on_gpu  # the same per-parameter rule (docstring)
+        from kvplan.budgets.base import weights_on_gpu  # vLLM's per-parameter rule (docstring)
 
         embedding = (spec.vocab_size or 0) * (spec.hidden_size or 0) * spec.dtype_bytes // tp
         weights = weights_on_gpu(weights, settings.cpu_offload_bytes, embedding)

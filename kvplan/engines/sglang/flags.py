@@ -295,6 +295,7 @@ def short_pool(pool_tokens: int, context_len: int, settings: Mapping[str, Any]) 
 SERVE = ServeFlags(
     engine="sglang",
     modules=("sglang.launch_server",),
+    host_modules=(("dynamo", "dynamo.sglang"),),  # Dynamo's worker adds SGLang's ServerArgs
     flags=(
         ("--model-path", "model"), ("--model", "model"), ("--tp-size", "tp"), ("--tp", "tp"),
         ("--tensor-parallel-size", "tp"), ("--pp-size", "pp"), ("--pipeline-parallel-size", "pp"),

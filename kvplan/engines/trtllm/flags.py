@@ -303,6 +303,7 @@ SERVE = ServeFlags(
     commands=("trtllm-serve",),
     modules=("tensorrt_llm.commands.serve",),
     default_serve=True,
+    unread_host_modules=(("dynamo", "dynamo.trtllm"),),  # Dynamo's own flags, not trtllm-serve's
     wrappers=("trtllm-llmapi-launch",),  # tensorrt_llm/llmapi/trtllm-llmapi-launch: runs its arguments under MPI
     # NGC's release image (docker/Makefile, docs "Pre-built release container images"): tag = TensorRT-LLM version;
     # it runs no server by default, so a command is needed. Triton's *-trtllm-python-py3 images are tagged with

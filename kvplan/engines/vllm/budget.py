@@ -90,9 +90,9 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     items = [MemoryItem("budget", requested, "given" if settings.gpu_memory_utilization else "computed",
                         f"ceil(total x {util:g})")]
     weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
-    # --- weight offload (--cpu-offload-gb): see offload.py weights_on_gpu ---
+    # --- weight offload (--cpu-offload-gb): see budgets/base.py weights_on_gpu ---
     if settings.cpu_offload_bytes:
-        from kvplan.engines.vllm.offload import weights_on_gpu
+        from kvplan.budgets.base import weights_on_gpu
 
         embedding = (spec.vocab_size or 0) * (spec.hidden_size or 0) * spec.dtype_bytes // tp
         weights = weights_on_gpu(weights, settings.cpu_offload_bytes, embedding)

@@ -383,6 +383,12 @@ SERVE = ServeFlags(
     environment=ENVIRONMENT,
     underscores=True,
     images=(r"(^|/)vllm-openai(:|@|$)|(^|/)vllm/vllm-openai|(^|/)vllm-tpu(:|$)",),
+    # Ray Serve LLM's engine_kwargs, llm-d's modelCommand vllmServe, the production-stack chart and KServe's
+    # llmisvc config all run ``vllm serve``; Dynamo's dynamo.vllm worker and KServe's huggingfaceserver take
+    # vLLM's engine flags (AsyncEngineArgs)
+    hosts=("ray-serve", "llm-d", "production-stack", "kserve"),
+    host_modules=(("dynamo", "dynamo.vllm"), ("kserve", "huggingfaceserver")),
+    default_image="vllm/vllm-openai",
     fp8_kv_flag="--kv-cache-dtype fp8",
     parse_int=vllm_int,
     speculation=read_speculation,

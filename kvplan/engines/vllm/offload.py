@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvplan.budgets.base import MemoryItem
+from kvplan.budgets.base import weights_on_gpu  # noqa: F401 - shared with SGLang's budget; imported from here before
 from kvplan.engines.layout import CacheLayout, EngineOptions
 from kvplan.engines.offload import OffloadTier, find_link, uniform_token_bytes
 from kvplan.engines.protocol import Demand
@@ -133,17 +133,3 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
                        request_bytes_per_gpu=request_bytes, link=link,
                        restore_seconds=request_bytes / link.bytes_per_s, remarks=tuple(remarks), held_bytes=held,
                        pinned_range=pinned_range)
-
-
-def weights_on_gpu(weights: MemoryItem, offload_bytes: int, embedding_bytes: int = 0) -> MemoryItem:
-    """The weights one GPU keeps with ``--cpu-offload-gb`` (``offload_bytes`` = ``int(gb x 1024**3)``).
-
-    ``vllm/model_executor/models/utils.py``: ``make_layers`` passes each decoder layer through
-    ``maybe_offload_to_cpu``, which moves its parameters one by one to pinned host memory while the bytes
-    moved so far are below the limit: the last one moved may overshoot it by up to one parameter, and
-    the embedding and LM head (outside ``make_layers``) stay on the GPU. kvplan subtracts the limit
-    itself, never more than the weights less ``embedding_bytes`` (one vocab x hidden matrix per GPU)."""
-    moved = max(0, min(offload_bytes, weights.bytes - embedding_bytes))
-    note = (f"{weights.note}; --cpu-offload-gb moves {moved:,} B of decoder-layer weights to host memory "
-            "(vLLM stops at the first parameter that reaches the limit: up to one parameter more)")
-    return MemoryItem("weights", weights.bytes - moved, weights.tag, note)

@@ -129,7 +129,7 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     block_tables: list[BlockTable] = []
     for chunk, (once, per_request, per_sequence) in zip(groups, per_seq_blocks):
         table = BlockTable(tuple(index for index, _, _ in chunk), offset, batch, tables.samples, once,
-                           per_request, per_sequence)
+                           per_request, per_sequence, DEFAULT_BLOCK_SIZE)
         block_tables.append(table)
         regions.append((chunk, offset, table.blocks))
         offset += table.blocks
