@@ -191,17 +191,60 @@ def estimate(
     ``num_speculative_tokens``; ``speculative_model`` the draft): the draft's layers join the cache and
     each sequence holds the engine's extra slots beyond its context, where the engine has a rule.
     """
-    if isinstance(model, str):
-        from kvplan.sources.resolve import load_model
+    target = _load(model) if isinstance(model, str) else model
+    counts = _counts(contexts, batches, kv_dtypes, prompt_len, output_len, block_size)
+    eng = get_engine(engine)
+    speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
+                                   num_nextn_predict_layers)
+    spec, extra, spec_notes = _speculated(eng, target, speculation, counts.batches, n * beam_width)
+    workloads = _workloads(eng, counts, extra, shared_prefix, n, beam_width, speculation)
+    version_text, version = eng.version_of(engine_version)
+    options = _options(eng, engine_options, prompt_len, block_size=block_size, tp=tp, swa_full=swa_full,
+                       async_scheduling=async_scheduling)
+    auto_dtype = eng.auto_kv_dtype(spec)
+    layouts = [(name, eng.layout(spec, resolve_kv_dtype(name, auto_dtype), version, options))
+               for name in counts.dtype_names]
+    assumptions = [*spec.assumptions, *eng.version_notes(version),
+                   *unstated_version(eng.title, engine_version, version_text)]
+    assumptions += _layout_notes(eng, spec, layouts, counts, auto_dtype, output_len, tp)
+    rows, terms, first_workload = _sized(eng, layouts, counts, workloads, extra, by_layer, assumptions)
+    assumptions.extend(spec_notes)
+    return EstimateResult(
+        kvplan_version=__version__, engine=eng.name, engine_version=version_text,
+        block_size=layouts[0][1].block_size, model=_summary(target), rows=tuple(rows),
+        formulas=tuple(f for name, layout in layouts for f in _formulas(name, layout)),
+        assumptions=tuple(dict.fromkeys(assumptions)), sharing=first_workload, sharing_terms=terms,
+        engine_options=_json_options(engine_options), speculation=speculation_dict(speculation, extra),
+    )
 
-        spec = load_model(model)
-    else:
-        spec = model
+
+def _load(model: str) -> ModelSpec:
+    from kvplan.sources.resolve import load_model
+
+    return load_model(model)
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """The contexts, batches and KV dtypes asked for, parsed."""
+
+    contexts: list[int]
+    splits: list[tuple[int, int]] | None
+    """(prompt, output) of each context, where a prompt or output length was given."""
+    guessed_context: bool
+    """No context and no prompt length: the default context was taken."""
+    batches: list[int]
+    dtype_names: list[str]
+
+
+def _counts(contexts: int | str | Iterable[int | str] | None, batches: int | str | Iterable[int | str],
+            kv_dtypes: str | Iterable[str], prompt_len: int | None, output_len: int | None,
+            block_size: int | None) -> _Counts:
     if contexts is not None:
         contexts = parse_counts(contexts, "contexts")
     guessed_context = contexts is None and prompt_len is None  # split_contexts then takes its default
-    contexts, splits = split_contexts(contexts, prompt_len, output_len)
-    batches = parse_counts(batches, "batches")
+    parsed, splits = split_contexts(contexts, prompt_len, output_len)
+    batch_list = parse_counts(batches, "batches")
     if isinstance(kv_dtypes, str):
         kv_dtypes = [d for d in kv_dtypes.split(",") if d.strip()]
     dtype_names = list(dict.fromkeys(canonical_kv_dtype_name(d) for d in kv_dtypes))
@@ -209,91 +252,101 @@ def estimate(
         raise UsageError("needs at least one value", field="kv_dtypes")
     if block_size is not None and block_size <= 0:
         raise UsageError(f"{block_size} must be a positive integer", field="block_size")
+    return _Counts(parsed, splits, guessed_context, batch_list, dtype_names)
 
-    eng = get_engine(engine)
-    target, extra = spec, 0
-    spec_notes: tuple[str, ...] = ()
-    speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
-                               num_nextn_predict_layers)
-    if speculation is not None:
-        sp = eng.speculate(spec, speculation, 1)
-        spec, extra, spec_notes = sp.spec, sp.extra_tokens, sp.notes
-        if sp.max_batch is not None and max(batches) * n * beam_width > sp.max_batch:  # transformers: one sequence
-            raise UsageError(f"batch {max(batches) * n * beam_width}: {eng.title} speculates for at most "
-                             f"{sp.max_batch} sequence(s) at once ({sp.max_batch_reason})", field="batches")
-    workloads = None
-    if splits is not None or shared_prefix or n != 1 or beam_width != 1:
-        splits = splits or [(c, 0) for c in contexts]
-        # speculative slots are each sequence's own, after its output
-        proposer = speculation.method if speculation is not None else None
-        workloads = {p + o + extra: Workload(p, o + extra, shared_prefix, n, beam_width, proposer) for p, o in splits}
-        eng.sharing.check(next(iter(workloads.values())))
-    version_text, version = eng.version_of(engine_version)
-    # engine_options: further EngineOptions fields (transformers' quantized cache: kv_cache, backend, nbits, ...)
+
+def _speculated(eng: Any, spec: ModelSpec, speculation: Any, batches: list[int],
+                per_request: int) -> tuple[ModelSpec, int, tuple[str, ...]]:
+    """(the model with its draft, the slots each sequence holds beyond its context, notes); the model as given
+    without speculation."""
+    if speculation is None:
+        return spec, 0, ()
+    sp = eng.speculate(spec, speculation, 1)
+    if sp.max_batch is not None and max(batches) * per_request > sp.max_batch:  # transformers: one sequence
+        raise UsageError(f"batch {max(batches) * per_request}: {eng.title} speculates for at most "
+                         f"{sp.max_batch} sequence(s) at once ({sp.max_batch_reason})", field="batches")
+    return sp.spec, sp.extra_tokens, sp.notes
+
+
+def _workloads(eng: Any, counts: _Counts, extra: int, shared_prefix: int, n: int, beam_width: int,
+               speculation: Any) -> dict[int, Workload] | None:
+    """Each context's workload (keyed by context + the speculative slots), where any sharing was asked."""
+    if counts.splits is None and not shared_prefix and n == 1 and beam_width == 1:
+        return None
+    splits = counts.splits or [(c, 0) for c in counts.contexts]
+    # speculative slots are each sequence's own, after its output
+    proposer = speculation.method if speculation is not None else None
+    workloads = {p + o + extra: Workload(p, o + extra, shared_prefix, n, beam_width, proposer) for p, o in splits}
+    eng.sharing.check(next(iter(workloads.values())))
+    return workloads
+
+
+def _options(eng: Any, engine_options: dict[str, Any] | None, prompt_len: int | None, **given: Any) -> Any:
+    """The engine options: block size, tp, swa_full, async scheduling and the further ``EngineOptions`` fields
+    (transformers' quantized cache: kv_cache, backend, nbits, ...), checked against the engine."""
     extra_options = dict(engine_options or {})
     if prompt_len is not None and ("kv_cache" in extra_options or "press" in extra_options):
         extra_options.setdefault("prompt_len", prompt_len)  # the quantized residual and the press need it
-    options = make_engine_options(**{"block_size": block_size, "tp": tp, "swa_full": swa_full,
-                                     "async_scheduling": async_scheduling, **extra_options})
+    options = make_engine_options(**{**given, **extra_options})
     check_options(eng, options)
+    return options
 
-    auto_dtype = eng.auto_kv_dtype(spec)
-    layouts: list[tuple[str, CacheLayout]] = []
-    for name in dtype_names:
-        kv_dtype = resolve_kv_dtype(name, auto_dtype)
-        layouts.append((name, eng.layout(spec, kv_dtype, version, options)))
 
-    assumptions = [*spec.assumptions, *eng.version_notes(version),
-                   *unstated_version(eng.title, engine_version, version_text)]
-    for _, layout in layouts:
-        assumptions.extend(layout.assumptions)
-    if "auto" in dtype_names:
+def _layout_notes(eng: Any, spec: ModelSpec, layouts: list[tuple[str, CacheLayout]], counts: _Counts,
+                  auto_dtype: str, output_len: int | None, tp: int) -> list[str]:
+    """What the layouts assume, and what was taken for what was not given."""
+    notes = [note for _, layout in layouts for note in layout.assumptions]
+    if "auto" in counts.dtype_names:
         whose = "the model's dtype" if auto_dtype == spec.dtype else f"{eng.title}'s default cache type"
-        assumptions.append(f"kv dtype 'auto' is {whose}, {auto_dtype}")
-    assumptions.extend(_context_notes(spec, contexts))
-    if guessed_context:  # said, never silently guessed
-        what = f" (prompt {contexts[0] - output_len:,} + output {output_len:,})" if output_len is not None else ""
-        assumptions.append(f"no context given: {contexts[0]:,} tokens{what}; give a context or a prompt "
-                           "length")
-    assumptions.extend(_padding_notes(layouts[0][1]))
+        notes.append(f"kv dtype 'auto' is {whose}, {auto_dtype}")
+    notes.extend(_context_notes(spec, counts.contexts))
+    if counts.guessed_context:  # said, never silently guessed
+        first = counts.contexts[0]
+        what = f" (prompt {first - output_len:,} + output {output_len:,})" if output_len is not None else ""
+        notes.append(f"no context given: {first:,} tokens{what}; give a context or a prompt "
+                     "length")
+    notes.extend(_padding_notes(layouts[0][1]))
     if tp > 1:
         from kvplan.parallel import tp_notes
 
-        assumptions.extend(tp_notes(spec, tp))
+        notes.extend(tp_notes(spec, tp))
+    return notes
 
+
+def _sized(eng: Any, layouts: list[tuple[str, CacheLayout]], counts: _Counts, workloads: dict[int, Workload] | None,
+           extra: int, by_layer: bool,
+           assumptions: list[str]) -> tuple[list[EstimateRow], tuple[SharingTerm, ...], Workload | None]:
+    """(rows, sharing terms, the first context's workload as asked): every (dtype, batch, context) row, with what
+    the engine stores once where a workload shares; the speculative slots taken back out of the contexts shown."""
     rows = [
         row
         for name, layout in layouts
-        for row in _rows(layout, name, batches, [c + extra for c in contexts], by_layer, eng.admission(layout))
+        for row in _rows(layout, name, counts.batches, [c + extra for c in counts.contexts], by_layer,
+                         eng.admission(layout))
     ]
     terms: tuple[SharingTerm, ...] = ()
     first_workload = None
     if workloads is not None:
         rows = [_share(row, layouts, workloads[row.context], eng.sharing, by_layer, eng) for row in rows]
-        first_workload = workloads[contexts[0] + extra]
+        first_workload = workloads[counts.contexts[0] + extra]
         assumptions.extend(eng.sharing.notes(first_workload))
         terms = tuple(t for name, layout in layouts
-                      for t in sharing_terms(name, layout, eng.sharing, first_workload, batches[0]))
-    formulas = tuple(f for name, layout in layouts for f in _formulas(name, layout))
+                      for t in sharing_terms(name, layout, eng.sharing, first_workload, counts.batches[0]))
     if extra:
         rows = [_unshift(row, extra) for row in rows]
     if first_workload is not None and extra:
         from dataclasses import replace as _replace
 
         first_workload = _replace(first_workload, output_len=first_workload.output_len - extra)
-    assumptions.extend(spec_notes)
-    summary = ModelSummary(
+    return rows, terms, first_workload
+
+
+def _summary(target: ModelSpec) -> ModelSummary:
+    return ModelSummary(
         id=target.id, source=target.source, model_type=target.model_type, num_layers=target.num_layers,
         layer_kinds=target.layer_kind_counts(), params=target.params, weights_bytes=target.weights_bytes,
         dtype=target.dtype, max_position_embeddings=target.max_position_embeddings,
         mtp_layers=target.mtp_layers, mtp_weights_bytes=target.mtp_weights_bytes,
-    )
-    first = layouts[0][1]
-    return EstimateResult(
-        kvplan_version=__version__, engine=eng.name, engine_version=version_text,
-        block_size=first.block_size, model=summary, rows=tuple(rows), formulas=formulas,
-        assumptions=tuple(dict.fromkeys(assumptions)), sharing=first_workload, sharing_terms=terms,
-        engine_options=_json_options(engine_options), speculation=speculation_dict(speculation, extra),
     )
 
 

@@ -28,6 +28,7 @@ from kvplan.parallel import tp_notes
 from kvplan.spec import ModelSpec
 from kvplan.engines.sharing import MAX_SAMPLES
 from kvplan.units import MAX_COUNT
+from kvplan.workload import speculation_from
 
 Solve = Literal["batch", "context", "gpus", "utilization"]
 _MAX_SEARCH_GPUS = 512
@@ -254,18 +255,52 @@ def max_batch(
 
     ``solve="gpus"`` keeps a ``tp`` or ``pp`` given and searches the rest as engines are deployed: tp within
     a node of ``gpus_per_node`` GPUs first, pipeline stages across nodes, then replicas (dp)."""
-    if isinstance(model, str):
-        from kvplan.sources.resolve import load_model
-
-        spec = load_model(model)
-    else:
-        spec = model
+    spec = _load(model) if isinstance(model, str) else model
     hw = resolve_gpu(gpu, gpu_memory, catalog)
     settings = settings or Settings()
+    given_tp, given_pp = tp, pp
+    tp, pp, dp, mml = _checked_sizes(spec, tp, pp, dp, expert_parallel, solve, max_model_len, batch=batch,
+                                     block_size=block_size, concurrency=concurrency, gpus_per_node=gpus_per_node)
+    check_samples(n, beam_width)
+    speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
+                                   num_nextn_predict_layers)
+    if solve == "gpus":
+        return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
+                           concurrency, swa_full, engine_options, Sharing(shared_prefix, n, beam_width, prompt_len),
+                           speculation, Search(given_tp, given_pp, expert_parallel, gpus_per_node))
+    if solve not in ("batch", "context", "utilization"):
+        raise UsageError(f"'{solve}': choose batch, context, gpus or utilization", field="solve")
+
+    def planned(chosen: Settings, rows: int) -> CapacityPlan:
+        return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
+                    max_model_len=mml, context=context or mml, batch=rows, block_size=block_size, settings=chosen,
+                    swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation, n=n, beam_width=beam_width,
+                    engine_options=engine_options, prompt_len=prompt_len, expert_parallel=expert_parallel)
+    return _solve_utilization(engine, settings, planned, batch if concurrency is None else concurrency) \
+        if solve == "utilization" else planned(settings, batch)
+
+
+def _solve_utilization(engine: str, settings: Settings, planned: Any, want: int) -> CapacityPlan:
+    """``--solve utilization``: the least memory fraction holding ``want`` (the batch, or the concurrency asked)."""
+    from kvplan.solve import solve_fraction
+
+    solved: CapacityPlan = solve_fraction(get_engine(engine), settings, lambda chosen: planned(chosen, want), want)
+    return solved  # planned()'s plan (solve.py returns Any)
+
+
+def _load(model: str) -> ModelSpec:
+    from kvplan.sources.resolve import load_model
+
+    return load_model(model)
+
+
+def _checked_sizes(spec: ModelSpec, tp: int | None, pp: int | None, dp: int | None, expert_parallel: bool | None,
+                   solve: str, max_model_len: int | None, **counts: int | None) -> tuple[int, int, int, int]:
+    """(tp, pp, dp, max model length) with their defaults, each count refused by name unless a whole number from
+    1 to ``MAX_COUNT``, and the GPUs at most ``MAX_GPUS``."""
     if expert_parallel is not None and not isinstance(expert_parallel, bool):  # a count here is a mistake for ep's size, said by name
         raise UsageError(f"{expert_parallel!r}: expert_parallel is true or false (the size is tp x dp)",
                          field="expert_parallel")
-    given_tp, given_pp = tp, pp
     tp, pp = 1 if tp is None else tp, 1 if pp is None else pp  # 0 reaches the check below, by field
     if solve == "gpus" and dp is not None:
         raise UsageError(f"{dp}: --solve gpus finds the data-parallel size; give tp or pp to keep them",
@@ -275,8 +310,9 @@ def max_batch(
     if mml is None:
         raise UsageError(f"{spec.id} declares no max_position_embeddings: give a max model length",
                          field="max_model_len")
-    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("batch", batch), ("max_model_len", mml),
-                        ("block_size", block_size), ("concurrency", concurrency), ("gpus_per_node", gpus_per_node)):
+    named = {"tp": tp, "pp": pp, "dp": dp, "batch": counts["batch"], "max_model_len": mml, "block_size":
+             counts["block_size"], "concurrency": counts["concurrency"], "gpus_per_node": counts["gpus_per_node"]}
+    for name, value in named.items():
         if isinstance(value, bool) or (value is not None and not isinstance(value, int)):  # True is not 1 GPU
             raise UsageError(f"{value!r} is not a whole number", field=name)
         if value is not None and value < 1:  # a block of -5 tokens planned 0 blocks and exited 0
@@ -286,37 +322,7 @@ def max_batch(
     if tp * pp * dp > MAX_GPUS:
         raise UsageError(f"tp {tp} x pp {pp} x dp {dp} = {tp * pp * dp:,} GPUs: kvplan plans at most {MAX_GPUS:,}",
                          field="dp")
-    check_samples(n, beam_width)
-    from kvplan.workload import speculation_from
-
-    speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
-                               num_nextn_predict_layers)
-    sharing = Sharing(shared_prefix, n, beam_width, prompt_len)
-    if solve == "gpus":
-        search = Search(given_tp, given_pp, expert_parallel, gpus_per_node)
-        return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
-                           concurrency, swa_full, engine_options, sharing, speculation, search)
-    if solve == "utilization":
-        from kvplan.solve import solve_fraction
-
-        want = batch if concurrency is None else concurrency
-
-        def at(chosen: Settings) -> CapacityPlan:
-            return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version,
-                        kv_dtype=kv_dtype, max_model_len=mml, context=context or mml, batch=want,
-                        block_size=block_size, settings=chosen, swa_full=swa_full, shared_prefix=shared_prefix,
-                        speculation=speculation, engine_options=engine_options, n=n, beam_width=beam_width,
-                        prompt_len=prompt_len, expert_parallel=expert_parallel)
-
-        solved: CapacityPlan = solve_fraction(get_engine(engine), settings, at, want)  # at()'s plan
-        return solved
-    if solve not in ("batch", "context"):
-        raise UsageError(f"'{solve}': choose batch, context, gpus or utilization", field="solve")
-    return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
-                max_model_len=mml, context=context or mml, batch=batch, block_size=block_size, settings=settings,
-                swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation,
-                engine_options=engine_options, n=n, beam_width=beam_width, prompt_len=prompt_len,
-                expert_parallel=expert_parallel)
+    return tp, pp, dp, mml
 
 
 def check_samples(n: int, beam_width: int) -> None:
@@ -348,51 +354,14 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
          speculation: Any = None, engine_options: dict[str, Any] | None = None, n: int = 1, beam_width: int = 1,
          prompt_len: int | None = None, expert_parallel: bool | None = None) -> CapacityPlan:
     eng = get_engine(engine)
-    if eng.vendors is not None and hw.vendor in KNOWN_VENDORS and hw.vendor not in eng.vendors:
-        runs_on = " and ".join(VENDOR_TITLES[v] for v in sorted(eng.vendors))
-        raise UsageError(f"{eng.title} runs on {runs_on} GPUs only; {hw.name} is an {VENDOR_TITLES[hw.vendor]} GPU",
-                         field="gpu")
-    ep_notes: list[str] = []
-    split_experts = _shares_experts(eng, spec, expert_parallel) and dp > 1
-    if expert_parallel and dp > 1 and not split_experts:
-        ep_notes.append(f"expert parallel: {spec.id} has no routed experts, so it changes nothing: {dp} whole replicas")
-    elif split_experts:
-        # vLLM FusedMoEParallelConfig.make (model_executor/layers/fused_moe/config.py): EP size = tp x dp, each
-        # device owning whole experts; attention and its KV cache stay per DP rank, split over its tp
-        from dataclasses import replace as _replace
-
-        settings = _replace(settings, expert_dp=dp)
-        how = "" if expert_parallel else (f" ({eng.title} with data parallelism: its MoE layers shard the experts "
-                                          "over the DP ranks even without expert parallelism)")
-        ep_notes.append(f"expert parallel: the routed experts spread over ep = tp {tp} x dp {dp} = {tp * dp} GPUs "
-                        f"(per pipeline stage){how}; attention, dense layers, embeddings and lm_head per "
-                        f"data-parallel rank over its tp {tp}; each of the {dp} ranks has its own KV cache for its "
-                        "own requests")
-    extra, sp = 0, None
-    spec_notes: tuple[str, ...] = ()
+    _check_vendor(eng, hw)
+    settings, split_experts, ep_notes = _expert_parallel(eng, spec, settings, expert_parallel, tp, dp)
     mtp_layers, mtp_weights = spec.mtp_layers, spec.mtp_weights_bytes  # the target's, before speculation
-    if speculation is not None:
-        sp = eng.speculate(spec, speculation, pp)
-        spec, extra, spec_notes = sp.spec, sp.extra_tokens, sp.notes
-    if shared_prefix < 0 or shared_prefix > context:
-        raise UsageError(f"shared-prefix {shared_prefix:,} must be between 0 and the context ({context:,})",
-                         field="shared_prefix")
-    if prompt_len is not None and not 1 <= prompt_len <= context:
-        raise UsageError(f"prompt-len {prompt_len:,} must be between 1 and the context ({context:,})",
-                         field="prompt_len")
-    from kvplan.engines.sharing import Workload
-
-    prompt = prompt_len if prompt_len is not None else context
-    # the requests as the user gave them (speculative slots are the engine's, added in its demand)
-    workload = Workload(prompt, context - prompt, shared_prefix, n, beam_width,
-                        speculation.method if speculation is not None else None)
-    # engine_options: further EngineOptions fields (transformers' quantized cache, eviction budgets, offload)
-    options = make_engine_options(**{"block_size": block_size, "tp": tp, "swa_full": swa_full,
-                                     **(engine_options or {})})
-    check_options(eng, options)
-    if settings.cpu_offload_bytes and "cpu_offload_bytes" not in eng.extra_options:
-        raise UsageError(f"{eng.title} has no weight offload to host memory kvplan plans", field="cpu_offload_bytes")
-    eng.check_parallel(spec, tp)
+    sp = eng.speculate(spec, speculation, pp) if speculation is not None else None
+    spec_notes: tuple[str, ...]
+    spec, extra, spec_notes = (sp.spec, sp.extra_tokens, sp.notes) if sp is not None else (spec, 0, ())
+    workload = _workload(context, shared_prefix, prompt_len, n, beam_width, speculation)
+    options = _checked_options(eng, spec, settings, engine_options, block_size=block_size, tp=tp, swa_full=swa_full)
     version_text, version = eng.version_of(engine_version)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
     layouts = eng.stage_layouts(spec, dtype, version, options, pp)
@@ -404,76 +373,25 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
-    plain_batch = None
-    misfit = ""
+    plain_batch, misfit = None, ""
     if not workload.plain:
-        from dataclasses import replace
-
-        eng.sharing.check(workload)  # refused by field where the engine has no rule for samples or beams
-        plain_sequences = cap.max_batch
-        plain_batch = cap.max_batch // workload.samples * dp  # the same requests, each sequence its own cache
-        cap = eng.capacity(layouts, kv, version, budget,
-                           replace(demand, batch=batch, shared_prefix=shared_prefix, proposer=workload.proposer,
-                                   n=n, beam_width=beam_width, prompt_len=prompt))
-        notes = eng.sharing.notes(workload)
-        if prompt_len is None and workload.samples > 1:
-            notes = (f"the whole context ({context:,} tokens) is taken as the prompt the samples share; give a "
-                     "prompt length for the part they do not", *notes)
-        cap = replace(cap, assumptions=(*cap.assumptions, *notes))
-        if cap.fits and cap.max_batch < 1:
-            # the engine starts (one sequence of max_model_len fits) but no request of this workload does:
-            # a max batch of 0 is not a fit
-            misfit = _request_misfit(workload, context, kv, plain_sequences)
-            cap = replace(cap, fits=False)
+        cap, plain_batch, misfit = _shared_capacity(eng, layouts, kv, version, budget, demand, cap, workload,
+                                                    prompt_len, dp)
     assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version),
                                       *unstated_version(eng.title, engine_version, version_text), *budget.assumptions,
                                       *(a for lay in layouts for a in lay.assumptions), *tp_notes(spec, tp)]))
-    if hw.estimate or hw.memory_precision != "exact":
-        precision = f" ({hw.memory_precision})" if hw.memory_precision != "exact" else ""
-        assumptions.append(f"{hw.name}: total memory {hw.memory_bytes / 2**30:.2f} GiB is "
-                           f"{'an estimate' if hw.estimate else 'rounded'}{precision}")
-    assumptions.extend(cap.assumptions)
-    assumptions.extend(given_kv_notes(settings))
-    if model_limit and cap.max_context == limit and limit == model_limit:
-        assumptions.append(f"the longest context is capped at the model's limit, {model_limit:,} tokens")
+    assumptions += _capacity_notes(hw, cap, settings, model_limit, limit)
     assumptions.extend(spec_notes)
     assumptions.extend(ep_notes)
     tier = eng.offload_tier(layouts, version, options, tp, demand, cap)  # a host-memory tier, when asked for
     if tier is not None:
         assumptions.extend(tier.notes())
     max_b = cap.max_batch
-
-    decode_seconds = decode_tps = None
     decode_batch = max(1, min(batch if batch > 1 else max_b, max_b)) if max_b else 0
+    decode_seconds = decode_tps = None
     if hw.bandwidth and decode_batch:
-        sequences = decode_batch * workload.samples
-        # under expert parallelism every rank's tokens reach this GPU's experts (all-to-all dispatch)
-        weights_read, weights_how = decode_weights(spec, budget.item("weights"),
-                                                   sequences * (dp if split_experts else 1))
-        # a cache in host memory (llama.cpp -nkvo) is read by the CPU, which runs its attention: llama.cpp
-        # src/llama-graph.cpp build_attn_mha puts the attention nodes on backend_cpu unless offload_kqv
-        host_kv = any(lay.pool == HOST_POOL for lay in layouts)
-        if host_kv:
-            kv_read, kv_how = 0, ""
-        elif workload.plain:
-            kv_read = max(lay.total_bytes(context, decode_batch) for lay in layouts)
-            kv_how = f" and the KV of {decode_batch} sequence(s) of {context:,} tokens"
-        else:
-            reads = [eng.sharing.decode_kv_bytes(lay, workload, decode_batch) for lay in layouts]
-            kv_read, how = max(reads)
-            kv_how = (f" and the KV of {sequences} sequence(s) ({decode_batch} request(s)) of {context:,} tokens: "
-                      f"{how}")
-        decode_seconds = (weights_read + kv_read) / hw.bandwidth
-        decode_tps = sequences * dp / decode_seconds
-        if host_kv:
-            assumptions.append(f"decode bound: one step reads {weights_how} at {hw.bandwidth / 1e12:.2f} TB/s; the "
-                               "KV cache is in host memory and its attention runs on the CPU at host memory "
-                               "bandwidth, for which kvplan has no figure: not counted, so the bound is the weights' "
-                               "read alone (still a lower bound on time per step, a looser one)")
-        else:
-            assumptions.append(f"decode bound: one step reads {weights_how}{kv_how} at "
-                               f"{hw.bandwidth / 1e12:.2f} TB/s: a lower bound on time per step (an upper bound on "
-                               "tokens/s)")
+        decode_seconds, decode_tps = _decode_bound(eng, spec, hw, budget, layouts, workload, context, decode_batch,
+                                                   dp, split_experts, assumptions)
     per_gpu = PerGpu(
         budget_bytes=budget.item("budget") or budget.item("static") or hw.memory_bytes,
         weights_bytes=budget.item("weights"), activation_bytes=budget.item("activation"),
@@ -495,6 +413,139 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         mtp_layers=mtp_layers, mtp_weights_bytes=mtp_weights,
         speculation=speculation_dict(speculation, extra), misfit=misfit, ep=tp * dp if split_experts else tp,
     )
+
+
+def _check_vendor(eng: Any, hw: GPU) -> None:
+    """Refuse, by field, a GPU of a vendor the engine does not run on."""
+    if eng.vendors is not None and hw.vendor in KNOWN_VENDORS and hw.vendor not in eng.vendors:
+        runs_on = " and ".join(VENDOR_TITLES[v] for v in sorted(eng.vendors))
+        raise UsageError(f"{eng.title} runs on {runs_on} GPUs only; {hw.name} is an {VENDOR_TITLES[hw.vendor]} GPU",
+                         field="gpu")
+
+
+def _expert_parallel(eng: Any, spec: ModelSpec, settings: Settings, expert_parallel: bool | None, tp: int,
+                     dp: int) -> tuple[Settings, bool, list[str]]:
+    """(the settings with the experts split over the dp ranks where they are, whether they are, notes)."""
+    ep_notes: list[str] = []
+    split_experts = _shares_experts(eng, spec, expert_parallel) and dp > 1
+    if expert_parallel and dp > 1 and not split_experts:
+        ep_notes.append(f"expert parallel: {spec.id} has no routed experts, so it changes nothing: {dp} whole replicas")
+    elif split_experts:
+        # vLLM FusedMoEParallelConfig.make (model_executor/layers/fused_moe/config.py): EP size = tp x dp, each
+        # device owning whole experts; attention and its KV cache stay per DP rank, split over its tp
+        from dataclasses import replace as _replace
+
+        settings = _replace(settings, expert_dp=dp)
+        how = "" if expert_parallel else (f" ({eng.title} with data parallelism: its MoE layers shard the experts "
+                                          "over the DP ranks even without expert parallelism)")
+        ep_notes.append(f"expert parallel: the routed experts spread over ep = tp {tp} x dp {dp} = {tp * dp} GPUs "
+                        f"(per pipeline stage){how}; attention, dense layers, embeddings and lm_head per "
+                        f"data-parallel rank over its tp {tp}; each of the {dp} ranks has its own KV cache for its "
+                        "own requests")
+    return settings, split_experts, ep_notes
+
+
+def _workload(context: int, shared_prefix: int, prompt_len: int | None, n: int, beam_width: int,
+              speculation: Any) -> Any:
+    """The requests as the user gave them (speculative slots are the engine's, added in its demand)."""
+    if shared_prefix < 0 or shared_prefix > context:
+        raise UsageError(f"shared-prefix {shared_prefix:,} must be between 0 and the context ({context:,})",
+                         field="shared_prefix")
+    if prompt_len is not None and not 1 <= prompt_len <= context:
+        raise UsageError(f"prompt-len {prompt_len:,} must be between 1 and the context ({context:,})",
+                         field="prompt_len")
+    from kvplan.engines.sharing import Workload
+
+    prompt = prompt_len if prompt_len is not None else context
+    return Workload(prompt, context - prompt, shared_prefix, n, beam_width,
+                    speculation.method if speculation is not None else None)
+
+
+def _checked_options(eng: Any, spec: ModelSpec, settings: Settings, engine_options: dict[str, Any] | None,
+                     **given: Any) -> Any:
+    """The engine options (engine_options: further EngineOptions fields: transformers' quantized cache, eviction
+    budgets, offload), refused where the engine does not take them or cannot split the model over tp."""
+    options = make_engine_options(**{**given, **(engine_options or {})})
+    check_options(eng, options)
+    if settings.cpu_offload_bytes and "cpu_offload_bytes" not in eng.extra_options:
+        raise UsageError(f"{eng.title} has no weight offload to host memory kvplan plans", field="cpu_offload_bytes")
+    eng.check_parallel(spec, given["tp"])
+    return options
+
+
+def _shared_capacity(eng: Any, layouts: Any, kv: int, version: Any, budget: Any, demand: Demand, cap: Any,
+                     workload: Any, prompt_len: int | None, dp: int) -> tuple[Any, int, str]:
+    """(the capacity with what the requests share stored once, the max batch with nothing shared, why no request
+    fits where the engine starts but none does)."""
+    from dataclasses import replace
+
+    eng.sharing.check(workload)  # refused by field where the engine has no rule for samples or beams
+    plain_sequences = cap.max_batch
+    plain_batch = cap.max_batch // workload.samples * dp  # the same requests, each sequence its own cache
+    context = workload.prompt_len + workload.output_len
+    cap = eng.capacity(layouts, kv, version, budget,
+                       replace(demand, batch=demand.batch // workload.samples, shared_prefix=workload.shared_prefix,
+                               proposer=workload.proposer, n=workload.n, beam_width=workload.beam_width,
+                               prompt_len=workload.prompt_len))
+    notes = eng.sharing.notes(workload)
+    if prompt_len is None and workload.samples > 1:
+        notes = (f"the whole context ({context:,} tokens) is taken as the prompt the samples share; give a "
+                 "prompt length for the part they do not", *notes)
+    cap = replace(cap, assumptions=(*cap.assumptions, *notes))
+    misfit = ""
+    if cap.fits and cap.max_batch < 1:
+        # the engine starts (one sequence of max_model_len fits) but no request of this workload does:
+        # a max batch of 0 is not a fit
+        misfit = _request_misfit(workload, context, kv, plain_sequences)
+        cap = replace(cap, fits=False)
+    return cap, plain_batch, misfit
+
+
+def _capacity_notes(hw: GPU, cap: Any, settings: Settings, model_limit: int | None, limit: int) -> list[str]:
+    notes = []
+    if hw.estimate or hw.memory_precision != "exact":
+        precision = f" ({hw.memory_precision})" if hw.memory_precision != "exact" else ""
+        notes.append(f"{hw.name}: total memory {hw.memory_bytes / 2**30:.2f} GiB is "
+                     f"{'an estimate' if hw.estimate else 'rounded'}{precision}")
+    notes.extend(cap.assumptions)
+    notes.extend(given_kv_notes(settings))
+    if model_limit and cap.max_context == limit and limit == model_limit:
+        notes.append(f"the longest context is capped at the model's limit, {model_limit:,} tokens")
+    return notes
+
+
+def _decode_bound(eng: Any, spec: ModelSpec, hw: GPU, budget: Any, layouts: Any, workload: Any, context: int,
+                  decode_batch: int, dp: int, split_experts: bool, assumptions: list[str]) -> tuple[float, float]:
+    """(seconds per decode step at least, tokens per second at most): the weights and KV one step reads at the
+    GPU's bandwidth; says so in ``assumptions``."""
+    sequences = decode_batch * workload.samples
+    # under expert parallelism every rank's tokens reach this GPU's experts (all-to-all dispatch)
+    weights_read, weights_how = decode_weights(spec, budget.item("weights"),
+                                               sequences * (dp if split_experts else 1))
+    # a cache in host memory (llama.cpp -nkvo) is read by the CPU, which runs its attention: llama.cpp
+    # src/llama-graph.cpp build_attn_mha puts the attention nodes on backend_cpu unless offload_kqv
+    host_kv = any(lay.pool == HOST_POOL for lay in layouts)
+    if host_kv:
+        kv_read, kv_how = 0, ""
+    elif workload.plain:
+        kv_read = max(lay.total_bytes(context, decode_batch) for lay in layouts)
+        kv_how = f" and the KV of {decode_batch} sequence(s) of {context:,} tokens"
+    else:
+        reads = [eng.sharing.decode_kv_bytes(lay, workload, decode_batch) for lay in layouts]
+        kv_read, how = max(reads)
+        kv_how = (f" and the KV of {sequences} sequence(s) ({decode_batch} request(s)) of {context:,} tokens: "
+                  f"{how}")
+    decode_seconds = (weights_read + kv_read) / hw.bandwidth
+    if host_kv:
+        assumptions.append(f"decode bound: one step reads {weights_how} at {hw.bandwidth / 1e12:.2f} TB/s; the "
+                           "KV cache is in host memory and its attention runs on the CPU at host memory "
+                           "bandwidth, for which kvplan has no figure: not counted, so the bound is the weights' "
+                           "read alone (still a lower bound on time per step, a looser one)")
+    else:
+        assumptions.append(f"decode bound: one step reads {weights_how}{kv_how} at "
+                           f"{hw.bandwidth / 1e12:.2f} TB/s: a lower bound on time per step (an upper bound on "
+                           "tokens/s)")
+    return decode_seconds, sequences * dp / decode_seconds
 
 
 def _shares_experts(eng: Engine, spec: ModelSpec, expert_parallel: bool | None) -> bool:

@@ -136,12 +136,7 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
 
     if batch <= 0 or tokens <= 0:
         raise VerifyError(f"--activation: --batch {batch} and --context {tokens} must be positive")
-    if isinstance(model, ModelSpec):
-        spec, name = model, model.id
-    else:
-        from kvplan.sources.resolve import load_model
-
-        spec, name = load_model(model), model
+    spec, name = (model, model.id) if isinstance(model, ModelSpec) else (_load(model), model)
     tf = import_transformers()
     torch = al.import_torch()
     dev = al.resolve_device(device)
@@ -162,15 +157,7 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
                 attn_implementation=attn, batch=batch, tokens=tokens, dtype=spec.dtype,
                 predicted_cache_bytes=predicted_cache, predicted_activation_bytes=act, predicted_formula=how)
     weights = sum(t.numel() * t.element_size() for t in (*net.parameters(), *net.buffers()))
-    need = weights + predicted_cache + act
-    free = al.free_bytes(dev)
-    skip = None
-    if free is not None and need > HEADROOM * free:
-        skip = (f"needs {_fmt(weights)} of weights + {_fmt(predicted_cache)} of cache + ~{_fmt(act)} of "
-                f"activation, {_fmt(free)} is free on {al._where(dev)}: skipped")
-    elif dev.type == "cpu" and (weights > CPU_MAX_WEIGHTS or batch * tokens > CPU_MAX_TOKENS):
-        skip = (f"on the CPU the forward is a code-path check: at most {_fmt(CPU_MAX_WEIGHTS)} of weights and "
-                f"{CPU_MAX_TOKENS:,} tokens (this run: {_fmt(weights)}, {batch * tokens:,}); use a GPU: skipped")
+    skip = _too_big(dev, weights, predicted_cache, act, batch * tokens)
     if skip is not None:
         del net
         return ActivationCheck(**base, weights_bytes=weights, cache_bytes=0, cache_storage_bytes=0, peak_bytes=None, activation_bytes=None,
@@ -188,11 +175,7 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         measured_weights = (after_weights.allocated - start.allocated
                             if start.allocated is not None and after_weights.allocated is not None else weights)
         ids = torch.randint(0, int(getattr(cfg, "vocab_size", None) or 1000), (batch, tokens), device=dev)
-        kwargs: dict[str, Any] = {"input_ids": ids, "use_cache": True}
-        if _takes(net, "logits_to_keep"):
-            kwargs["logits_to_keep"] = 1
-        else:
-            notes.append("this model's forward has no logits_to_keep: logits of every position are computed")
+        kwargs = _forward_kwargs(net, ids, notes)
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
             torch.cuda.reset_peak_memory_stats(dev)
@@ -218,6 +201,43 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         gc.collect()
         if dev.type == "cuda":
             torch.cuda.empty_cache()
+    notes += _measured_notes(dev, held, storage, skip)
+    return ActivationCheck(**base, weights_bytes=measured_weights, cache_bytes=held, cache_storage_bytes=storage,
+                           peak_bytes=peak, activation_bytes=None if peak is None else peak - storage, skipped=skip,
+                           notes=tuple(notes))
+
+
+def _load(model: str) -> ModelSpec:
+    from kvplan.sources.resolve import load_model
+
+    return load_model(model)
+
+
+def _too_big(dev: Any, weights: int, cache: int, act: int, tokens: int) -> str | None:
+    """Why the forward is skipped: more than the device's free memory (with headroom), or past the CPU's bounds."""
+    from kvplan.verify import allocate as al
+
+    free = al.free_bytes(dev)
+    if free is not None and weights + cache + act > HEADROOM * free:
+        return (f"needs {_fmt(weights)} of weights + {_fmt(cache)} of cache + ~{_fmt(act)} of "
+                f"activation, {_fmt(free)} is free on {al._where(dev)}: skipped")
+    if dev.type == "cpu" and (weights > CPU_MAX_WEIGHTS or tokens > CPU_MAX_TOKENS):
+        return (f"on the CPU the forward is a code-path check: at most {_fmt(CPU_MAX_WEIGHTS)} of weights and "
+                f"{CPU_MAX_TOKENS:,} tokens (this run: {_fmt(weights)}, {tokens:,}); use a GPU: skipped")
+    return None
+
+
+def _forward_kwargs(net: Any, ids: Any, notes: list[str]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"input_ids": ids, "use_cache": True}
+    if _takes(net, "logits_to_keep"):
+        kwargs["logits_to_keep"] = 1
+    else:
+        notes.append("this model's forward has no logits_to_keep: logits of every position are computed")
+    return kwargs
+
+
+def _measured_notes(dev: Any, held: int, storage: int, skip: str | None) -> list[str]:
+    notes = []
     if dev.type == "cpu":
         notes.append("on the CPU torch keeps no peak statistics: the activation peak is measured on CUDA only "
                      "(weights and cache are measured here)")
@@ -225,9 +245,7 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         notes.append(f"the cache's tensors hold {held:,} B but keep {storage:,} B of storage alive: transformers "
                      "slices sliding-window layers as views of the last concatenation (DynamicSlidingWindowLayer."
                      "update), so a layer keeps the whole prompt after prefill and its window after each decode step")
-    return ActivationCheck(**base, weights_bytes=measured_weights, cache_bytes=held, cache_storage_bytes=storage,
-                           peak_bytes=peak, activation_bytes=None if peak is None else peak - storage, skipped=skip,
-                           notes=tuple(notes))
+    return notes
 
 
 def _build(tf: Any, torch: Any, cfg: Any, name: str) -> tuple[Any, str]:

@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_UTILIZATION = 0.9
 
@@ -120,6 +121,121 @@ class SharingCheck:
     extra_slots: int = 0
     """Slots each sequence holds beyond its context for speculative decoding."""
     draft: str | None = None
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    kvplan_version: str
+    model_id: str
+    device: str
+    device_name: str
+    device_total_bytes: int | None
+    engine: str
+    engine_version: str
+    block_size: int | None
+    batch: int
+    context: int
+    kv_dtype: str
+    predicted_bytes: int
+    """What ``kvplan.estimate`` says for this engine, batch, context and dtype."""
+    measured_storage_bytes: int
+    """Bytes of the allocated tensors' storage."""
+    allocated_bytes: int
+    """torch.cuda.memory_allocated growth (the storage bytes on CPU)."""
+    reserved_bytes: int | None
+    driver_bytes: int | None
+    peak_allocated_bytes: int | None
+    allocator_bytes: int
+    """What the caching allocator's 512 B rounding makes of the buffers: the expected ``allocated``."""
+    segment_bytes: int
+    """What its segment sizes make of them on an empty cache: the expected ``reserved``."""
+    buffers: int
+    num_blocks: int | None
+    components: tuple[ComponentCheck, ...]
+    released: bool
+    """Every tensor freed at the end (memory_allocated back at its start value on CUDA)."""
+    max_batch: MaxBatchCheck | None = None
+    decode: DecodeCheck | None = None
+    notes: tuple[str, ...] = field(default=())
+    sharing: SharingCheck | None = None
+    """The shared-prefix / samples / beams / speculative workload, where one was asked."""
+
+    @property
+    def error_bytes(self) -> int:
+        return self.allocated_bytes - self.predicted_bytes
+
+    @property
+    def error_pct(self) -> float | None:
+        return _pct(self.error_bytes, self.predicted_bytes)
+
+    @property
+    def exact(self) -> bool:
+        """The tensors hold exactly the predicted bytes (and the block tables reference every one of them)."""
+        referenced = self.sharing.referenced_bytes if self.sharing is not None else None
+        steps = self.decode.steps if self.decode is not None else ()
+        return self.measured_storage_bytes == self.predicted_bytes and referenced in (None, self.predicted_bytes) \
+            and all(step.exact for step in steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON form (fields are added over time, never renamed)."""
+        out: dict[str, Any] = {
+            "kvplan_version": self.kvplan_version,
+            "model": self.model_id,
+            "device": {"name": self.device_name, "total_bytes": self.device_total_bytes, "device": self.device},
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "block_size": self.block_size,
+            "batch": self.batch,
+            "context": self.context,
+            "kv_dtype": self.kv_dtype,
+            "predicted_bytes": self.predicted_bytes,
+            "measured": {
+                "allocated_bytes": self.allocated_bytes, "reserved_bytes": self.reserved_bytes,
+                "driver_bytes": self.driver_bytes, "storage_bytes": self.measured_storage_bytes,
+                "peak_allocated_bytes": self.peak_allocated_bytes,
+            },
+            "error_bytes": self.error_bytes,
+            "error_pct": self.error_pct,
+            "exact": self.exact,
+            "allocator": {"rounded_bytes": self.allocator_bytes, "segment_bytes": self.segment_bytes,
+                          "buffers": self.buffers, "num_blocks": self.num_blocks},
+            "components": [
+                {"name": c.name, "kind": c.kind, "layers": c.layers, "predicted_bytes": c.predicted_bytes,
+                 "measured_bytes": c.measured_bytes, "error_bytes": c.error_bytes, "error_pct": c.error_pct}
+                for c in self.components
+            ],
+            "released": self.released,
+            "notes": list(self.notes),
+        }
+        if self.max_batch is not None:
+            mb = self.max_batch
+            out["max_batch"] = {"predicted": mb.predicted, "measured": mb.measured, "budget_bytes": mb.budget_bytes,
+                                "error_pct": mb.error_pct, "from_estimate": mb.from_estimate,
+                                "probes": [{"batch": b, "fits": f, "bytes": n, "allocated": a}
+                                           for b, f, n, a in mb.probes]}
+        if self.sharing is not None:
+            sh = self.sharing
+            out["sharing"] = {
+                "prompt_len": sh.prompt_len, "output_len": sh.output_len, "shared_prefix": sh.shared_prefix,
+                "n": sh.n, "beam_width": sh.beam_width, "sequences": sh.sequences,
+                "kv_bytes_plain": sh.kv_bytes_plain, "referenced_bytes": sh.referenced_bytes,
+                "speculative_method": sh.speculative_method, "num_speculative_tokens": sh.num_speculative_tokens,
+                "extra_slots": sh.extra_slots, "draft": sh.draft,
+                "block_tables": [{"layers": list(t.layers), "sequences": t.sequences, "blocks": t.blocks,
+                                  "referenced_blocks": t.referenced_blocks, "once": t.once,
+                                  "per_request": t.per_request, "per_sequence": t.per_sequence,
+                                  "referenced_bytes": t.referenced_bytes} for t in sh.block_tables],
+            }
+        if self.decode is not None:
+            d = self.decode
+            out["decode"] = {"seconds": d.seconds, "bound_seconds": d.bound_seconds,
+                             "peak_workspace_bytes": d.peak_workspace_bytes, "read_bytes": d.read_bytes,
+                             "repeats": d.repeats, "gpu": d.gpu,
+                             "steps": [{"step": t.step, "length": t.length, "predicted_bytes": t.predicted_bytes,
+                                        "referenced_bytes": t.referenced_bytes, "blocks": t.blocks,
+                                        "tokens_ok": t.tokens_ok, "own_prompt_blocks": t.own_prompt_blocks,
+                                        "exact": t.exact} for t in d.steps]}
+        return out
 
 
 def _pct(error: int, base: int) -> float | None:
