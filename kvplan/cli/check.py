@@ -56,11 +56,10 @@ def check_command(
     import sys
 
     from kvplan.deploy import check
-    from kvplan.errors import UsageError
-    from kvplan.render.check_out import FORMATS, render
+    from kvplan.deploy.report import CheckReport
+    from kvplan.render.formats import check_format, write
 
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", field="fmt")
+    check_format(CheckReport, fmt)
     report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
                    ignore_unrecognized=ignore_unrecognized, calibration=calibration)
     width = None
@@ -68,6 +67,6 @@ def check_command(
         import shutil
 
         width = shutil.get_terminal_size().columns
-    sys.stdout.write(render(report, fmt, width))
+    write(report, fmt, sys.stdout, width=width)
     if report.exit_code:
         raise typer.Exit(report.exit_code)

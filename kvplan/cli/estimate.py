@@ -118,14 +118,13 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
         speculative_model: str | None = None, **cache_flags: Any) -> None:
     """Parse the values, compute, render: the whole command, shared by both parsers."""
     from kvplan.cli.values import sharing_args, whole
-    from kvplan.errors import UsageError
-    from kvplan.estimate import estimate
+    from kvplan.estimate import EstimateResult, estimate
+    from kvplan.render.formats import check_format
     from kvplan.sources.resolve import load_model
     from kvplan.units import parse_count_list, parse_name_list
 
     fmt = fmt.lower()
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", field="fmt")
+    check_format(EstimateResult, fmt)
     engines = list(dict.fromkeys(parse_name_list(engine, "engine")))
     size = whole(block_size, "block_size")
     spec = load_model(model, revision=revision, hub=hub)
@@ -188,32 +187,10 @@ def cache_options(flags: dict[str, Any]) -> dict[str, Any] | None:
 def _render(results: list[Any], fmt: str, by_layer: bool, explain: bool, plot: bool) -> None:
     import sys
 
-    if fmt == "json":
-        from kvplan.render.json_out import dumps, estimates_dict
+    from kvplan.render.formats import write
 
-        sys.stdout.write(dumps(estimates_dict(results, explain=explain)))
-    elif fmt == "csv":
-        from kvplan.render.csv_out import estimate_csv
-
-        sys.stdout.write("".join(estimate_csv(r, by_layer, header=i == 0) for i, r in enumerate(results)))
-    elif fmt == "markdown":
-        from kvplan.render.markdown import estimate_markdown
-
-        sys.stdout.write("\n".join(estimate_markdown(r, by_layer, explain) for r in results))
-    else:
-        from kvplan.render.console import make_console
-        from kvplan.render.table import print_estimates
-
-        console = make_console()
-        print_estimates(console, results, by_layer, explain)
-        if plot:
-            from kvplan.render.plot import estimate_plot
-
-            for r in results:
-                title = f"{r.engine} {r.engine_version}: " if len(results) > 1 else ""
-                console.print(title + estimate_plot(r), highlight=False, markup=False)
-        return
-    if plot:
+    write(results, fmt, sys.stdout, by_layer=by_layer, explain=explain, plot=plot)
+    if plot and fmt != "table":
         sys.stderr.write("kvplan: --plot draws only with --format table\n")
 
 

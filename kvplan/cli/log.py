@@ -52,8 +52,9 @@ def log_command(
     from kvplan.logs.reader import log_readers
     from kvplan.units import parse_count
 
-    if fmt not in ("table", "json"):
-        raise UsageError(f"--format: unknown format '{fmt}' (known: table, json)")
+    from kvplan.render.formats import check_format, write
+
+    check_format("ParsedLog", fmt)
     known = [reader.engine for reader in log_readers()]
     if engine is not None and engine not in known:
         raise UsageError(f"--engine: unknown engine '{engine}' (known: {', '.join(known)})")
@@ -81,12 +82,7 @@ def log_command(
         cal = from_log(log, source=None if file == "-" else file, model=model, tp=tp, pp=pp,
                        engine_version=engine_version)
         write_save(save, dump(cal), _identity(file))
-    if fmt == "json":
-        import json
-
-        sys.stdout.write(json.dumps(to_json(log, comparison, save), indent=2) + "\n")
-    else:
-        _print(log, comparison, save)
+    write(log, fmt, sys.stdout, comparison=comparison, save=save)
     # exit 0: the log was read (complete or not). Never 1 (``max-batch`` and ``check``'s "does not fit"): a log is
     # a measurement, not a verdict. 2: everything above that raised (docs/logs.md, docs/ci.md)
 
@@ -153,89 +149,3 @@ def write_save(save: Path, text: str, reading: tuple[int, int] | None) -> None:
         raise UsageError(f"{where}: cannot write ({exc.strerror or exc})", field="save") from None
     finally:
         os.close(fd)
-
-
-def to_json(log: Any, comparison: Any, save: Path | None) -> dict[str, Any]:
-    """The stable JSON form (docs/output.md, 'kvplan log'): fields are added, never renamed."""
-    from kvplan._version import __version__
-    from kvplan.logs.compare import extras, rows
-
-    return {
-        "kvplan_version": __version__, "engine": log.engine, "format": log.format, "complete": log.complete,
-        "cut": log.cut, "bytes_read": log.bytes_read, "lines_read": log.lines_read, "ranks": list(log.ranks),
-        "settings": log.settings.to_dict(),
-        "waterfall": [r.to_dict() for r in rows(log, comparison.plan if comparison else None)],
-        "also_logged": [{k: v for k, v in r.to_dict().items() if k in ("item", "logged", "step", "text", "line")}
-                        for r in extras(log)],
-        "compare": None if comparison is None else {
-            "model": comparison.model, "gpu": comparison.gpu, "engine_version": comparison.engine_version,
-            "biggest_difference": comparison.biggest_item, "explanation": comparison.biggest,
-            "assumptions": [*comparison.assumptions, *comparison.plan.assumptions],
-        },
-        "saved": str(save) if save else None,
-        "notes": list(log.notes),
-    }
-
-
-def _value(row: Any, which: str) -> str:
-    from kvplan.units import format_bytes
-
-    value = getattr(row, which)
-    if value is None:
-        return "unknown" if which == "logged" else "-"
-    if row.unit == "bytes":
-        return format_bytes(value)
-    if row.unit == "x":
-        return f"{value:.2f}x"
-    return f"{value:,}"
-
-
-def _print(log: Any, comparison: Any, save: Path | None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from kvplan.logs.compare import EXTRA_LABELS, LABELS, extras, rows
-    from kvplan.units import format_bytes
-
-    console = Console()
-    s = log.settings
-    if log.engine is None:
-        console.print("Not a start-up log kvplan reads.", highlight=False)
-        for note in log.notes:
-            console.print(f"  • {note}", highlight=False)
-        return
-    said = [f"{k.replace('_', ' ')} {v}" for k, v in s.to_dict().items() if v is not None]
-    title = f"{log.engine} log ({log.format})" + (f": {', '.join(said)}" if said else "")
-    table = Table(title=title, title_justify="left")
-    table.add_column("item")
-    table.add_column("logged", justify="right")
-    if comparison is not None:
-        table.add_column("kvplan", justify="right")
-        table.add_column("difference", justify="right")
-    table.add_column("as printed")
-    for row in rows(log, comparison.plan if comparison else None):
-        label = LABELS[row.item] + (" (derived)" if row.derived else "")
-        cells = [label, _value(row, "logged")]
-        if comparison is not None:
-            diff = row.difference
-            cells += [_value(row, "kvplan"),
-                      "" if diff is None else (f"{diff / 2**30:+.2f} GiB" if row.unit == "bytes"
-                                               else f"{diff:+.2f}x" if row.unit == "x" else f"{diff:+,}")]
-        cells.append((row.text or "") + (f"  [line {row.line}]" if row.line else ""))
-        table.add_row(*cells)
-    console.print(table)
-    also = [f"{EXTRA_LABELS[r.item]} {format_bytes(r.logged or 0)} ({r.text})" for r in extras(log)]
-    if also:
-        console.print("Also logged: " + "; ".join(also), highlight=False)
-    if comparison is not None:
-        console.print(f"kvplan: {comparison.model} on {comparison.gpu}, {log.engine} {comparison.engine_version}",
-                      highlight=False)
-        if comparison.biggest:
-            console.print(comparison.biggest[0].upper() + comparison.biggest[1:], highlight=False)
-    notes = list(log.notes) + (list(comparison.assumptions) if comparison else [])
-    if notes:
-        console.print("[bold]Notes[/bold]")
-        for note in notes:
-            console.print(f"  • {note}", highlight=False)
-    if save is not None:
-        console.print(f"Calibration written to {save}", highlight=False)

@@ -132,12 +132,12 @@ def max_batch_command(
     from kvplan.plan import max_batch
     from kvplan.units import parse_count
 
-    from kvplan.render import FORMATS
+    from kvplan.plan import CapacityPlan
+    from kvplan.render.formats import check_format, write
     from kvplan.units import parse_name_list
 
     fmt = fmt.lower()
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", field="fmt")
+    check_format(CapacityPlan, fmt)
     engines = list(dict.fromkeys(parse_name_list(engine, "engine")))
     if len(engines) > 1 and calibration is not None:  # a calibration file is one engine's measurements
         raise UsageError("a calibration file calibrates one engine: give one --engine with it", field="calibration")
@@ -213,30 +213,8 @@ def max_batch_command(
             result = replace(result, assumptions=(*(calibrated.notes if calibrated is not None else ()),
                                                   *engine_notes, *result.assumptions))
         plans.append(result)
-    if fmt == "json":
-        import json
-
-        docs = [p.to_dict() for p in plans]
-        if calibrated is not None:
-            docs[0]["calibration"] = {"file": str(calibration), "items": list(calibrated.used)}
-        # several engines: as estimate's JSON (render/json_out.py), one plan document per engine in a list
-        doc = docs[0] if len(docs) == 1 else {"kvplan_version": docs[0]["kvplan_version"], "results": docs}
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    elif fmt == "csv":
-        from kvplan.render.csv_out import plan_csv
-
-        sys.stdout.write(plan_csv(plans))
-    elif fmt == "markdown":
-        from kvplan.render.markdown import plan_markdown
-
-        sys.stdout.write("\n".join(plan_markdown(p) for p in plans))
-    else:
-        from kvplan.render.console import make_console
-        from kvplan.render.plan_table import print_plan
-
-        console = make_console()
-        for p in plans:
-            print_plan(console, p)
+    write(plans, fmt, sys.stdout, calibration=None if calibrated is None else
+          {"file": str(calibration), "items": list(calibrated.used)})
     if solve == "context" and all(p.max_context > 0 for p in plans):
         return  # the question was the longest context: answered, whatever max-model-len asks
     unfit = [p for p in plans if not p.fits and not (solve == "context" and p.max_context > 0)]

@@ -1,3 +1,6 @@
-"""Output formats: one module per format. Renderers only format; they never compute sizes."""
+"""Output formats: one module per format, one registry of which result prints in which (``formats.py``).
+Renderers only format; they never compute sizes."""
 
-FORMATS = ("table", "json", "csv", "markdown")
+from kvplan.render.formats import formats_for
+
+FORMATS = formats_for("EstimateResult")

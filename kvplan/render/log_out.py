@@ -1,0 +1,92 @@
+"""``kvplan log``'s outputs: the start-up log's waterfall as a table or as its stable JSON form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, Any
+
+
+def to_json(log: Any, comparison: Any, save: Path | None) -> dict[str, Any]:
+    """The stable JSON form (docs/output.md, 'kvplan log'): fields are added, never renamed."""
+    from kvplan._version import __version__
+    from kvplan.logs.compare import extras, rows
+
+    return {
+        "kvplan_version": __version__, "engine": log.engine, "format": log.format, "complete": log.complete,
+        "cut": log.cut, "bytes_read": log.bytes_read, "lines_read": log.lines_read, "ranks": list(log.ranks),
+        "settings": log.settings.to_dict(),
+        "waterfall": [r.to_dict() for r in rows(log, comparison.plan if comparison else None)],
+        "also_logged": [{k: v for k, v in r.to_dict().items() if k in ("item", "logged", "step", "text", "line")}
+                        for r in extras(log)],
+        "compare": None if comparison is None else {
+            "model": comparison.model, "gpu": comparison.gpu, "engine_version": comparison.engine_version,
+            "biggest_difference": comparison.biggest_item, "explanation": comparison.biggest,
+            "assumptions": [*comparison.assumptions, *comparison.plan.assumptions],
+        },
+        "saved": str(save) if save else None,
+        "notes": list(log.notes),
+    }
+
+
+def _value(row: Any, which: str) -> str:
+    from kvplan.units import format_bytes
+
+    value = getattr(row, which)
+    if value is None:
+        return "unknown" if which == "logged" else "-"
+    if row.unit == "bytes":
+        return format_bytes(value)
+    if row.unit == "x":
+        return f"{value:.2f}x"
+    return f"{value:,}"
+
+
+def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from kvplan.logs.compare import EXTRA_LABELS, LABELS, extras, rows
+    from kvplan.units import format_bytes
+
+    console = Console(file=stream)
+    s = log.settings
+    if log.engine is None:
+        console.print("Not a start-up log kvplan reads.", highlight=False)
+        for note in log.notes:
+            console.print(f"  • {note}", highlight=False)
+        return
+    said = [f"{k.replace('_', ' ')} {v}" for k, v in s.to_dict().items() if v is not None]
+    title = f"{log.engine} log ({log.format})" + (f": {', '.join(said)}" if said else "")
+    table = Table(title=title, title_justify="left")
+    table.add_column("item")
+    table.add_column("logged", justify="right")
+    if comparison is not None:
+        table.add_column("kvplan", justify="right")
+        table.add_column("difference", justify="right")
+    table.add_column("as printed")
+    for row in rows(log, comparison.plan if comparison else None):
+        label = LABELS[row.item] + (" (derived)" if row.derived else "")
+        cells = [label, _value(row, "logged")]
+        if comparison is not None:
+            diff = row.difference
+            cells += [_value(row, "kvplan"),
+                      "" if diff is None else (f"{diff / 2**30:+.2f} GiB" if row.unit == "bytes"
+                                               else f"{diff:+.2f}x" if row.unit == "x" else f"{diff:+,}")]
+        cells.append((row.text or "") + (f"  [line {row.line}]" if row.line else ""))
+        table.add_row(*cells)
+    console.print(table)
+    also = [f"{EXTRA_LABELS[r.item]} {format_bytes(r.logged or 0)} ({r.text})" for r in extras(log)]
+    if also:
+        console.print("Also logged: " + "; ".join(also), highlight=False)
+    if comparison is not None:
+        console.print(f"kvplan: {comparison.model} on {comparison.gpu}, {log.engine} {comparison.engine_version}",
+                      highlight=False)
+        if comparison.biggest:
+            console.print(comparison.biggest[0].upper() + comparison.biggest[1:], highlight=False)
+    notes = list(log.notes) + (list(comparison.assumptions) if comparison else [])
+    if notes:
+        console.print("[bold]Notes[/bold]")
+        for note in notes:
+            console.print(f"  • {note}", highlight=False)
+    if save is not None:
+        console.print(f"Calibration written to {save}", highlight=False)
