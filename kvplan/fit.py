@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvplan.errors import UsageError
+from kvplan.engines import DEFAULT_ENGINE
 
 Progress = Callable[[int, int], None]
 """Called with (done, total) after each GPU type x engine x KV dtype is planned."""
@@ -112,7 +113,7 @@ class FitResult:
 
 
 def fit(model: Any, *, context: int, concurrency: int, gpus: Sequence[str] | None = None,
-        engines: Sequence[str] = ("vllm",), kv_dtypes: Sequence[str] = ("auto",), engine_version: str | None = None,
+        engines: Sequence[str] = (DEFAULT_ENGINE,), kv_dtypes: Sequence[str] = ("auto",), engine_version: str | None = None,
         gpus_per_node: int = 8, prompt_len: int | None = None, prices: Prices | None = None, catalog: Any = None,
         settings: Any = None, progress: Progress | None = None) -> FitResult:
     """The smallest deployment of each GPU type (x engine x KV dtype) holding ``concurrency`` sequences of

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvplan.engines import DEFAULT_ENGINE
+
 
 @dataclass(frozen=True)
 class ReportData:
@@ -30,7 +32,7 @@ class ReportData:
 
 
 def build(model: Any, *, context: int, concurrency: int, gpus: Sequence[str] | None = None,
-          engines: Sequence[str] = ("vllm",), kv_dtypes: Sequence[str] = ("auto",),
+          engines: Sequence[str] = (DEFAULT_ENGINE,), kv_dtypes: Sequence[str] = ("auto",),
           engine_version: str | None = None, command: str = "", progress: Any = None) -> ReportData:
     from kvplan.estimate import estimate
     from kvplan.fit import fit
