@@ -14,7 +14,7 @@ from kvplan.render.formats import check_format, formats_for, register, write
 
 def test_each_result_type_prints_in_the_formats_its_command_offers():
     assert formats_for("EstimateResult") == FORMATS == ("table", "json", "csv", "markdown")
-    assert formats_for("CapacityPlan") == ("table", "json", "csv", "markdown")
+    assert formats_for("CapacityPlan") == formats_for("FitResult") == ("table", "json", "csv", "markdown")
     assert formats_for("CheckReport") == ("table", "json", "junit", "github", "markdown")
     for kind in ("VerifyResult", "RanksResult", "ParsedLog", "GPU", "BundledModel"):
         assert formats_for(kind) == ("table", "json")

@@ -58,14 +58,12 @@ def fit_command(
     """
 
     from kvplan.cli.values import whole
-    from kvplan.errors import UsageError
     from kvplan.fit import fit, load_prices
-    from kvplan.render import FORMATS
+    from kvplan.render.formats import check_format
     from kvplan.units import parse_count, parse_name_list
 
     fmt = fmt.lower()
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", field="fmt")
+    check_format("FitResult", fmt)
     if plot is not None:
         from kvplan.render.charts import check_path
 
@@ -105,20 +103,6 @@ def _progress() -> Callable[[int, int], None] | None:
 def _write(result: object, fmt: str) -> None:
     import sys
 
-    if fmt == "json":
-        from kvplan.render.json_out import dumps
+    from kvplan.render.formats import write
 
-        sys.stdout.write(dumps(result.to_dict()))  # type: ignore[attr-defined]
-    elif fmt == "csv":
-        from kvplan.render.fit_out import fit_csv
-
-        sys.stdout.write(fit_csv(result))
-    elif fmt == "markdown":
-        from kvplan.render.fit_out import fit_markdown
-
-        sys.stdout.write(fit_markdown(result))
-    else:
-        from kvplan.render.console import make_console
-        from kvplan.render.fit_out import print_fit
-
-        print_fit(make_console(), result)
+    write(result, fmt, sys.stdout)

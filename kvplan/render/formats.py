@@ -143,6 +143,38 @@ def _plan_markdown(plans: Sequence[Any], stream: IO[str], **_: Any) -> None:
     stream.write("\n".join(plan_markdown(p) for p in plans))
 
 
+# ------------------------------------------------------------------ kvplan fit: FitResult
+
+@register("FitResult", "table")
+def _fit_table(results: Sequence[Any], stream: IO[str], **_: Any) -> None:
+    from kvplan.render.fit_out import print_fit
+
+    console = _console(stream)
+    for result in results:
+        print_fit(console, result)
+
+
+@register("FitResult", "json")
+def _fit_json(results: Sequence[Any], stream: IO[str], **_: Any) -> None:
+    from kvplan.render.json_out import dumps
+
+    stream.write("".join(dumps(result.to_dict()) for result in results))
+
+
+@register("FitResult", "csv")
+def _fit_csv(results: Sequence[Any], stream: IO[str], **_: Any) -> None:
+    from kvplan.render.fit_out import fit_csv
+
+    stream.write("".join(fit_csv(result) for result in results))
+
+
+@register("FitResult", "markdown")
+def _fit_markdown(results: Sequence[Any], stream: IO[str], **_: Any) -> None:
+    from kvplan.render.fit_out import fit_markdown
+
+    stream.write("".join(fit_markdown(result) for result in results))
+
+
 # ------------------------------------------------------------------ kvplan check: CheckReport
 
 def _check_renderer(fmt: str) -> Renderer:
