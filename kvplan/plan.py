@@ -390,8 +390,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     decode_batch = max(1, min(batch if batch > 1 else max_b, max_b)) if max_b else 0
     decode_seconds = decode_tps = None
     if hw.bandwidth and decode_batch:
-        decode_seconds, decode_tps = _decode_bound(eng, spec, hw, budget, layouts, workload, context, decode_batch,
-                                                   dp, split_experts, assumptions)
+        decode_seconds, decode_tps = _decode_bound(eng, spec, hw.bandwidth, budget, layouts, workload, context,
+                                                   decode_batch, dp, split_experts, assumptions)
     per_gpu = PerGpu(
         budget_bytes=budget.item("budget") or budget.item("static") or hw.memory_bytes,
         weights_bytes=budget.item("weights"), activation_bytes=budget.item("activation"),
@@ -514,8 +514,9 @@ def _capacity_notes(hw: GPU, cap: Any, settings: Settings, model_limit: int | No
     return notes
 
 
-def _decode_bound(eng: Any, spec: ModelSpec, hw: GPU, budget: Any, layouts: Any, workload: Any, context: int,
-                  decode_batch: int, dp: int, split_experts: bool, assumptions: list[str]) -> tuple[float, float]:
+def _decode_bound(eng: Any, spec: ModelSpec, bandwidth: float, budget: Any, layouts: Any, workload: Any,
+                  context: int, decode_batch: int, dp: int, split_experts: bool,
+                  assumptions: list[str]) -> tuple[float, float]:
     """(seconds per decode step at least, tokens per second at most): the weights and KV one step reads at the
     GPU's bandwidth; says so in ``assumptions``."""
     sequences = decode_batch * workload.samples
@@ -535,15 +536,15 @@ def _decode_bound(eng: Any, spec: ModelSpec, hw: GPU, budget: Any, layouts: Any,
         kv_read, how = max(reads)
         kv_how = (f" and the KV of {sequences} sequence(s) ({decode_batch} request(s)) of {context:,} tokens: "
                   f"{how}")
-    decode_seconds = (weights_read + kv_read) / hw.bandwidth
+    decode_seconds = (weights_read + kv_read) / bandwidth
     if host_kv:
-        assumptions.append(f"decode bound: one step reads {weights_how} at {hw.bandwidth / 1e12:.2f} TB/s; the "
+        assumptions.append(f"decode bound: one step reads {weights_how} at {bandwidth / 1e12:.2f} TB/s; the "
                            "KV cache is in host memory and its attention runs on the CPU at host memory "
                            "bandwidth, for which kvplan has no figure: not counted, so the bound is the weights' "
                            "read alone (still a lower bound on time per step, a looser one)")
     else:
         assumptions.append(f"decode bound: one step reads {weights_how}{kv_how} at "
-                           f"{hw.bandwidth / 1e12:.2f} TB/s: a lower bound on time per step (an upper bound on "
+                           f"{bandwidth / 1e12:.2f} TB/s: a lower bound on time per step (an upper bound on "
                            "tokens/s)")
     return decode_seconds, sequences * dp / decode_seconds
 

@@ -232,7 +232,8 @@ def allocate_cache(torch: Any, dev: Any, plan: Any, work: Any, layout: CacheLayo
     from kvplan.verify.tables import block_table_checks
 
     alloc = al.allocate(plan, dev, fill=asked.decode)
-    timing, decoded = None, ()
+    timing: Any = None
+    decoded: tuple[DecodeStepCheck, ...] = ()
     try:
         measured = al.measure(alloc)
         tables = block_table_checks(torch, alloc, plan) if work.workload or work.speculation else ()
@@ -249,7 +250,8 @@ def decode_steps(alloc: Any, plan: Any, layout: CacheLayout, work: Any, batch: i
     """The timed decode step; with a shared workload, the pool decoded from the prompt to the full length first."""
     from kvplan.verify.decode import decode_step
 
-    paged, decoded = None, ()
+    paged: Any = None
+    decoded: tuple[DecodeStepCheck, ...] = ()
     if work.workload is not None and plan.block_tables:
         from kvplan.verify.decode_shared import decode_shared
 
