@@ -109,6 +109,10 @@ class CapacityPlan:
     ep: int = 0
     """GPUs one copy of the routed experts is spread over in each pipeline stage: tp x dp with expert
     parallelism across the data-parallel ranks, else tp (0 in plans made before the field: read as tp)."""
+    interval: dict[str, Any] | None = None
+    """Where the engine's own figures may lie (``KvError``, cross-validated on real logs): each budget-resting
+    number at the low and high end of the KV memory, and the basis; None where the KV memory is given or
+    measured, or the engine has no record of its error."""
     solved: dict[str, Any] | None = None
     """``--solve utilization``: the engine's memory fraction found (setting, engine flag, value); else None."""
 
@@ -180,6 +184,8 @@ class CapacityPlan:
             out["offload"] = dict(self.offload)
         if self.speculation is not None:
             out["speculation"] = dict(self.speculation)
+        if self.interval is not None:
+            out["interval"] = dict(self.interval)
         if self.solved is not None:
             out["solved"] = dict(self.solved)
         return out
@@ -352,7 +358,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
          kv_dtype: str, max_model_len: int, context: int, batch: int, block_size: int | None,
          settings: Settings, swa_full: bool = False, shared_prefix: int = 0,
          speculation: Any = None, engine_options: dict[str, Any] | None = None, n: int = 1, beam_width: int = 1,
-         prompt_len: int | None = None, expert_parallel: bool | None = None) -> CapacityPlan:
+         prompt_len: int | None = None, expert_parallel: bool | None = None,
+         with_interval: bool = True) -> CapacityPlan:
     eng = get_engine(engine)
     _check_vendor(eng, hw)
     settings, split_experts, ep_notes = _expert_parallel(eng, spec, settings, expert_parallel, tp, dp)
@@ -377,6 +384,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     if not workload.plain:
         cap, plain_batch, misfit = _shared_capacity(eng, layouts, kv, version, budget, demand, cap, workload,
                                                     prompt_len, dp)
+    interval = _interval(eng, layouts, version, budget, demand, workload, prompt_len, dp, hw.memory_bytes,
+                         max(max_model_len, context)) if with_interval and budget.kv_error is not None else None
     assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version),
                                       *unstated_version(eng.title, engine_version, version_text), *budget.assumptions,
                                       *(a for lay in layouts for a in lay.assumptions), *tp_notes(spec, tp)]))
@@ -412,7 +421,27 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
         mtp_layers=mtp_layers, mtp_weights_bytes=mtp_weights,
         speculation=speculation_dict(speculation, extra), misfit=misfit, ep=tp * dp if split_experts else tp,
+        interval=interval,
     )
+
+
+def _interval(eng: Any, layouts: Any, version: Any, budget: Any, demand: Demand, workload: Any,
+              prompt_len: int | None, dp: int, total_bytes: int, longest: int) -> dict[str, Any]:
+    """The plan's budget-resting figures at the two ends of the engine's KV memory for ~90 % of deployments
+    (``GpuBudget.kv_error``): the same capacity rules run on each end."""
+    error = budget.kv_error
+    ends = []
+    for kv in error.bounds(budget.kv_cache_bytes, total_bytes):
+        cap = eng.capacity(layouts, kv, version, budget, demand)
+        if not workload.plain:
+            cap = _shared_capacity(eng, layouts, kv, version, budget, demand, cap, workload, prompt_len, dp)[0]
+        concurrency = cap.max_concurrency if cap.concurrency_per_replica else cap.max_concurrency * dp
+        ends.append({"kv_cache_bytes": kv, "kv_cache_tokens": cap.kv_cache_tokens, "max_batch": cap.max_batch * dp,
+                     "max_concurrency": round(concurrency, 4), "max_context": min(cap.max_context, longest),
+                     "fits": cap.fits})
+    low, high = ends
+    return {**{key: [low[key], high[key]] for key in low}, "error_fraction": [error.low, error.high],
+            "basis": error.basis}
 
 
 def _check_vendor(eng: Any, hw: GPU) -> None:
@@ -644,12 +673,12 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
         raise UsageError("solving for GPUs needs a concurrency (sequences of max-model-len to serve at once)",
                          field="concurrency")
 
-    def one(tp: int, pp: int, dp: int) -> CapacityPlan:
+    def one(tp: int, pp: int, dp: int, with_interval: bool = False) -> CapacityPlan:
         return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version,
                     kv_dtype=kv_dtype, max_model_len=mml, context=context or mml, batch=1,
                     block_size=block_size, settings=settings, swa_full=swa_full,
                     engine_options=engine_options, speculation=speculation, expert_parallel=search.expert_parallel,
-                    **sharing.kwargs())
+                    with_interval=with_interval, **sharing.kwargs())
 
     candidates = []
     refusal: UsageError | None = None
@@ -686,7 +715,7 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
         raise UsageError(f"no deployment of up to {_MAX_SEARCH_GPUS} {hw.name} GPUs serves {concurrency} "
                          f"{what} of {context or mml:,} tokens")
     count, _, pp, dp, tp = min(candidates)
-    best = one(tp, pp, dp)
+    best = one(tp, pp, dp, with_interval=True)
     shared = f" sharing a {sharing.shared_prefix:,}-token prefix" if sharing.shared_prefix else ""
     kept = [f"{name} {value} as given" for name, value in (("tp", search.tp), ("pp", search.pp)) if value is not None]
     how = "; ".join(kept) if kept else (f"tp a power of two within a node of {search.gpus_per_node} GPUs, pipeline "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Iterable
 
 from kvplan.estimate import EstimateResult, EstimateRow, LayerRow
@@ -76,3 +78,27 @@ def layer_ranges(layers: Iterable[LayerRow]) -> list[tuple[str, str, int, int, i
             out.append([layer.index, layer.kind, layer.tokens_held, layer.bytes, layer.bytes, layer.index])
     return [(f"{a}" if a == z else f"{a}-{z}", kind, tokens, each, total)
             for a, kind, tokens, each, total, z in out]
+
+
+def ranged(plan: Any, key: str, text: str, shown: Any = None) -> str:
+    """A budget-resting figure with the range the engine's own figure may take (``CapacityPlan.interval``):
+    ``395,776 (366,368 to 411,168)``; the figure alone where kvplan has no range or both ends agree."""
+    interval = getattr(plan, "interval", None)
+    if not interval or key not in interval:
+        return text
+    low, high = interval[key]
+    if low == high:
+        return text
+    form = shown or (lambda v: f"{v:,}")
+    return f"{text} ({form(low)} to {form(high)})"
+
+
+def interval_note(plan: Any) -> str:
+    """What the ranges in a plan's table mean, or ''."""
+    interval = getattr(plan, "interval", None)
+    if not interval:
+        return ""
+    low, high = interval["error_fraction"]
+    return (f"ranges in brackets: the engine's own figure for about 9 in 10 deployments, from kvplan's error on real "
+            f"start-up logs it was not fitted to ({low * 100:+.2f} % to {high * 100:+.2f} % of the GPU's memory; "
+            f"{interval['basis']})")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvplan.estimate import EstimateResult
-from kvplan.render.common import layer_ranges, row_cells, sharing_cells, sharing_summary, sharing_term_lines
+from kvplan.render.common import (interval_note, layer_ranges, ranged, row_cells, sharing_cells, sharing_summary,
+                                  sharing_term_lines)
 from kvplan.units import format_bytes
 
 if TYPE_CHECKING:
@@ -64,15 +65,17 @@ def plan_markdown(plan: CapacityPlan) -> str:
         rows.append(("block size (tokens)", f"{plan.block_size:,}"))
     if plan.num_blocks is not None:
         rows.append(("KV blocks per GPU", f"{plan.num_blocks:,}"))
-    rows.append(("KV cache tokens (as the engine logs them)", f"{plan.kv_cache_tokens:,}"))
-    rows.append((f"max concurrency at {plan.max_model_len:,} tokens", f"{plan.max_concurrency:.2f}x"))
+    tokens = ranged(plan, "kv_cache_tokens", f"{plan.kv_cache_tokens:,}")
+    rows.append(("KV cache tokens (as the engine logs them)", tokens))
+    rows.append((f"max concurrency at {plan.max_model_len:,} tokens",
+                 ranged(plan, "max_concurrency", f"{plan.max_concurrency:.2f}x", lambda v: f"{v:.2f}x")))
     if plan.max_batch_plain is not None:
         what = f"requests of {plan.samples} x " if plan.samples > 1 else ""
         shared = f", {plan.shared_prefix:,} shared" if plan.shared_prefix else ""
         rows.append((f"max batch at {what}{plan.context:,} tokens{shared}", f"{plan.max_batch:,}"))
         rows.append(("with nothing shared", f"{plan.max_batch_plain:,}"))
     else:
-        rows.append((f"max batch at {plan.context:,} tokens", f"{plan.max_batch:,}"))
+        rows.append((f"max batch at {plan.context:,} tokens", ranged(plan, "max_batch", f"{plan.max_batch:,}")))
     rows.append((f"max context at batch {plan.batch}", f"{plan.max_context:,}"))
     if plan.decode_step_seconds_min is not None and plan.decode_tokens_per_second_max is not None:
         rows.append(("decode step, lower bound", f"{plan.decode_step_seconds_min * 1000:.2f} ms"))
@@ -84,6 +87,7 @@ def plan_markdown(plan: CapacityPlan) -> str:
     if plan.engine_defaults:
         shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in plan.engine_defaults.items())
         lines += ["", f"Engine settings used: {_cell(shown)}"]
-    if plan.assumptions:
-        lines += ["", "**Assumptions**", ""] + [f"- {_cell(a)}" for a in plan.assumptions]
+    notes = [*plan.assumptions, *([interval_note(plan)] if plan.interval else [])]
+    if notes:
+        lines += ["", "**Assumptions**", ""] + [f"- {_cell(a)}" for a in notes]
     return "\n".join(lines) + "\n"

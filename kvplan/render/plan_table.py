@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kvplan.plan import CapacityPlan
+from kvplan.render.common import interval_note, ranged
 from kvplan.render.console import never_cut
 from kvplan.units import format_bytes
 
@@ -30,15 +31,17 @@ def print_plan(console: Console, plan: CapacityPlan) -> None:
         res.add_row("block size (tokens)", f"{plan.block_size:,}")
     if plan.num_blocks is not None:
         res.add_row("KV blocks per GPU", f"{plan.num_blocks:,}")
-    res.add_row("KV cache tokens (as the engine logs them)", f"{plan.kv_cache_tokens:,}")
-    res.add_row(f"max concurrency at {plan.max_model_len:,} tokens", f"{plan.max_concurrency:.2f}x")
+    res.add_row("KV cache tokens (as the engine logs them)",
+                ranged(plan, "kv_cache_tokens", f"{plan.kv_cache_tokens:,}"))
+    res.add_row(f"max concurrency at {plan.max_model_len:,} tokens",
+                ranged(plan, "max_concurrency", f"{plan.max_concurrency:.2f}x", lambda v: f"{v:.2f}x"))
     if plan.max_batch_plain is not None:
         what = f"requests of {plan.samples} x " if plan.samples > 1 else ""
         shared = f", {plan.shared_prefix:,} shared" if plan.shared_prefix else ""
         res.add_row(f"max batch at {what}{plan.context:,} tokens{shared}", f"{plan.max_batch:,}")
         res.add_row("  with nothing shared", f"{plan.max_batch_plain:,}")
     else:
-        res.add_row(f"max batch at {plan.context:,} tokens", f"{plan.max_batch:,}")
+        res.add_row(f"max batch at {plan.context:,} tokens", ranged(plan, "max_batch", f"{plan.max_batch:,}"))
     res.add_row(f"max context at batch {plan.batch}", f"{plan.max_context:,}")
     if plan.decode_step_seconds_min is not None:
         res.add_row("decode step, lower bound", f"{plan.decode_step_seconds_min * 1000:.2f} ms")
@@ -48,7 +51,7 @@ def print_plan(console: Console, plan: CapacityPlan) -> None:
     if plan.engine_defaults:
         shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in plan.engine_defaults.items())
         console.print(f"Engine settings used: {shown}", highlight=False, markup=False)
-    if plan.assumptions:
+    if plan.assumptions or plan.interval:
         console.print("[bold]Assumptions[/bold]")
-        for note in plan.assumptions:
+        for note in (*plan.assumptions, *([interval_note(plan)] if plan.interval else [])):
             console.print(f"  • {note}", highlight=False, markup=False)
