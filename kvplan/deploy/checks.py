@@ -415,6 +415,9 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
                      dep.line_of("max_model_len"),
                      value=plan.max_model_len, fits=plan.max_model_len_fit,
                      suggestion=fp8(lambda p: p.fits, lambda p: f"{p.max_model_len_fit:,} fits with fp8")))
+        from kvplan.deploy.fixes import fixes
+
+        result.fixes = fixes(plan, run, serve, tp, None if gpu.origin == "command line" else gpu)
         return
     # 1b. fits at kvplan's estimate, but not at the low end of where the engine's own budget may land
     if plan.interval is not None and not plan.interval["fits"][0]:

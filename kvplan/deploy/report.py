@@ -92,6 +92,8 @@ class DeploymentResult:
     """The host-memory KV tier the flags ask for (max-batch's ``offload``), or None."""
     weights_bytes_per_gpu: int | None = None
     """Weights one GPU holds (less vLLM's --cpu-offload-gb)."""
+    fixes: list[Any] = field(default_factory=list)
+    """Where it does not fit: the smallest changes that make it fit, each planned (``deploy/fixes.py``)."""
 
     @property
     def status(self) -> str:
@@ -119,6 +121,7 @@ class DeploymentResult:
             "weights_bytes_per_gpu": self.weights_bytes_per_gpu, "offload": self.offload,
             "findings": [f.to_dict() for f in self.findings],
             "assumptions": list(self.assumptions),
+            "fixes": [f.to_dict() for f in self.fixes],
         }
 
 

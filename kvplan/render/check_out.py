@@ -69,6 +69,10 @@ def table(report: CheckReport, width: int | None = None) -> str:
     if found:
         lines += [""] + [_wrap(f"{_where(f)}: {f.severity}: {f.deployment + ': ' if f.deployment else ''}"
                                f"{f.text()} [{f.code}]", width) for f in found]
+    fixed = [d for d in report.deployments if d.fixes]
+    if fixed:
+        lines += [""] + [_wrap(f"{d.name}: fits with {fix.change} ({fix.kv_cache_tokens:,} KV tokens; {fix.why})", width)
+                         for d in fixed for fix in d.fixes]
     lines += ["", _wrap(_summary(report), width)]
     return "\n".join(lines) + "\n"
 
@@ -184,4 +188,9 @@ def markdown(report: CheckReport) -> str:
         for f in found:
             who = f" **{_md(f.deployment)}**:" if f.deployment else ""
             lines.append(f"- {f.severity} `{_md(_where(f))}`{who} {_md(f.text())} (`{f.code}`)")
+    fixed = [d for d in report.deployments if d.fixes]
+    if fixed:
+        lines += ["", "**Changes that make it fit (each planned)**", ""]
+        lines += [f"- **{_md(d.name)}**: `{_md(fix.change)}`: {fix.kv_cache_tokens:,} KV tokens ({_md(fix.why)})"
+                  for d in fixed for fix in d.fixes]
     return "\n".join(lines) + "\n"
