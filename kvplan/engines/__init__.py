@@ -13,7 +13,8 @@ from kvplan.engines.version import LATEST, Version, parse_version
 from kvplan.errors import UsageError
 
 __all__ = ["CacheLayout", "Demand", "Engine", "EngineOptions", "GroupRule", "KvCapacity", "LATEST", "Version",
-           "ENGINE_NAMES", "DEFAULT_ENGINE", "LIBRARY_ENGINE", "get_engine", "all_engines", "parse_version"]
+           "ENGINE_NAMES", "DEFAULT_ENGINE", "LIBRARY_ENGINE", "PACKAGE_ENGINES", "get_engine", "all_engines",
+           "parse_version"]
 
 # name -> (module, attribute); packages are imported on first use.
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -40,6 +41,10 @@ ENGINE_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 DEFAULT_ENGINE = "vllm"
 #: The engine that is the model's own library (transformers' DynamicCache): what ``verify --activation`` runs.
 LIBRARY_ENGINE = "hf"
+PACKAGE_ENGINES: tuple[str, ...] = tuple({module: name for name, (module, _) in reversed(_REGISTRY.items())}[m]
+                                         for m in dict.fromkeys(module for module, _ in _REGISTRY.values()))
+"""One name per engine package (its first in the registry; not its variants such as hf-static): the engines a
+deployment file names."""
 
 
 def get_engine(name: str) -> Engine:
