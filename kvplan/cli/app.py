@@ -9,36 +9,6 @@ import typer
 
 from kvplan._version import __version__
 
-app = typer.Typer(
-    name="kvplan",
-    help=(
-        "Plan KV-cache memory for LLM serving.\n\n"
-        "kvplan reads a model's architecture (a bundled model id, a config.json, a model directory, "
-        "a YAML spec or any Hugging Face Hub model id) and computes exactly how many bytes each serving "
-        "engine (vLLM, SGLang, "
-        "TensorRT-LLM, llama.cpp, transformers) holds in its KV cache, layer by layer. "
-        "Sizes are printed in binary units: GiB = 2^30 bytes."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"kvplan {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
-) -> None:
-    """Plan KV-cache memory for LLM serving."""
-
 
 def _commands() -> dict[str, ModuleType]:
     from kvplan.cli import check, estimate, fit, gpus, log, max_batch, mcp, models, report, schema, spec, verify
@@ -48,8 +18,52 @@ def _commands() -> dict[str, ModuleType]:
 
 
 COMMANDS = _commands()
-for _name, _module in COMMANDS.items():
-    app.command(_name)(_module.command())
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kvplan {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Plan KV-cache memory for LLM serving."""
+
+
+def _titles() -> str:
+    """The registered engines' titles, one per engine package (never listed by hand)."""
+    import kvplan.engines as engines
+    from kvplan.engines.settings import short_title
+
+    return ", ".join(short_title(engines.get_engine(name)) for name in engines.PACKAGE_ENGINES)
+
+
+def build_app() -> typer.Typer:
+    """The typer application, every command built now (from the engines registered now)."""
+    built = typer.Typer(
+        name="kvplan",
+        help=(
+            "Plan KV-cache memory for LLM serving.\n\n"
+            "kvplan reads a model's architecture (a bundled model id, a config.json, a model directory, "
+            "a YAML spec or any Hugging Face Hub model id) and computes exactly how many bytes each serving "
+            f"engine ({_titles()}) holds in its KV cache, layer by layer. "
+            "Sizes are printed in binary units: GiB = 2^30 bytes."
+        ),
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    built.callback()(_root)
+    for name, module in COMMANDS.items():
+        built.command(name)(module.command())
+    return built
+
+
+app = build_app()
 
 
 def run_app(args: list[str]) -> int:

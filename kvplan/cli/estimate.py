@@ -41,7 +41,7 @@ LATER: tuple[Opt, ...] = (
 @lru_cache(maxsize=None)
 def options() -> tuple[Opt, ...]:
     """Every option of the command: the neutral ones, --engine, then the engines' layout settings."""
-    engine = o.engine_opt("Cache layout rules, one or a list to compare, e.g. vllm,sglang")
+    engine = o.engine_opt("Cache layout rules, one or a list to compare", several=True)
     return (*NEUTRAL, engine, *LATER, *o.setting_opts(o.engine_settings(estimate_only=True)))
 
 

@@ -13,6 +13,14 @@ from typing import Any, Optional
 import typer
 
 
+def _engine_help() -> str:
+    """--engine's help: the registered engines with a log reader (``Engine.log``), never listed by hand."""
+    import kvplan.engines as engines
+
+    named = [n for n in engines.ENGINE_NAMES if "log" in vars(type(engines.get_engine(n)))]
+    return f"{', '.join(named)} (default: detected)."
+
+
 def command() -> Any:
     """The typer command function."""
     return log_command
@@ -23,7 +31,7 @@ def log_command(
     compare: bool = typer.Option(False, "--compare", help="Put kvplan's prediction for the same settings beside each item."),
     save: Optional[Path] = typer.Option(None, "--save", help="Write the measured items to a calibration file (YAML)."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
-    engine: Optional[str] = typer.Option(None, "--engine", "-e", help="vllm, sglang, trtllm or llamacpp (default: detected)."),
+    engine: Optional[str] = typer.Option(None, "--engine", "-e", help=_engine_help()),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="The model, where the log names none (or another id for it)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="GPU type for --compare (default: the total memory the log printed)."),
     gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="GPU total memory for --compare, e.g. 79.19GiB."),

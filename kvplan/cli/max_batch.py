@@ -84,7 +84,7 @@ def fields() -> dict[str, str]:
 
 def options() -> tuple[Opt, ...]:
     """Every option: the neutral ones, --engine, then each engine's settings (union of the tables)."""
-    engine = o.engine_opt("One engine, or several to compare (one plan each), e.g. vllm,sglang")
+    engine = o.engine_opt("One engine, or several to compare (one plan each)", several=True)
     return (*NEUTRAL[:7], engine, *NEUTRAL[7:], *o.setting_opts(o.engine_settings()))
 
 

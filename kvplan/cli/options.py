@@ -33,18 +33,20 @@ class Opt:
         return replace(self, **changes)
 
 
-def engine_help(lead: str, names: Iterable[str] | None = None) -> str:
-    """--engine's help: the engines from the registry (kvplan/engines/__init__.py), never listed by hand."""
+def engine_help(lead: str, names: Iterable[str] | None = None, several: bool = False) -> str:
+    """--engine's help: the engines from the registry (kvplan/engines/__init__.py), never listed by hand;
+    ``several``: a list compares them (``lead`` then shows two)."""
     import kvplan.engines as engines
 
     listed = list(engines.ENGINE_NAMES if names is None else names)
-    return f"{lead}: {', '.join(listed)} (default {engines.DEFAULT_ENGINE})."
+    example = f", e.g. {','.join(listed[:2])}" if several and len(listed) > 1 else ""
+    return f"{lead}{example}: {', '.join(listed)} (default {engines.DEFAULT_ENGINE})."
 
 
-def engine_opt(lead: str, names: Iterable[str] | None = None) -> Opt:
+def engine_opt(lead: str, names: Iterable[str] | None = None, several: bool = False) -> Opt:
     from kvplan.engines import DEFAULT_ENGINE
 
-    return Opt("engine", ("--engine", "-e"), DEFAULT_ENGINE, engine_help(lead, names))
+    return Opt("engine", ("--engine", "-e"), DEFAULT_ENGINE, engine_help(lead, names, several))
 
 
 # ------------------------------------------------------------------------------- engine-neutral options
