@@ -39,10 +39,16 @@ LATER: tuple[Opt, ...] = (
 
 
 @lru_cache(maxsize=None)
+def _neutral() -> tuple[Opt, ...]:
+    """The options no engine declares, --engine among them (its help from the registry, no engine imported)."""
+    engine = o.engine_opt("Cache layout rules, one or a list to compare", several=True)
+    return (*NEUTRAL, engine, *LATER)
+
+
+@lru_cache(maxsize=None)
 def options() -> tuple[Opt, ...]:
     """Every option of the command: the neutral ones, --engine, then the engines' layout settings."""
-    engine = o.engine_opt("Cache layout rules, one or a list to compare", several=True)
-    return (*NEUTRAL, engine, *LATER, *o.setting_opts(o.engine_settings(estimate_only=True)))
+    return (*_neutral(), *o.setting_opts(o.engine_settings(estimate_only=True)))
 
 
 def __getattr__(name: str) -> Any:
@@ -128,6 +134,8 @@ def cache_options(flags: dict[str, Any]) -> dict[str, Any] | None:
     an engine that lacks one refuses it in the library, by name)."""
     from kvplan.engines.settings import convert_given
 
+    if not any(value not in (None, False) for value in flags.values()):
+        return None  # none given: the engines' tables stay unread (the fast path imports no other engine)
     settings = [owned.setting for owned in o.engine_settings(estimate_only=True).values()]
     return convert_given(settings, flags, "options") or None
 
@@ -150,7 +158,11 @@ def parse_fast(args: list[str]) -> dict[str, Any] | None:
     last repeat winning) and gives up on anything else (help, unknown or incomplete options, a missing
     or second MODEL), which typer then reports. Values stay text: ``run`` converts them for both.
     """
-    table = options()
+    values = _parse_fast(args, _neutral())  # the engines' settings are read only where a flag needs them
+    return values if values is not None else _parse_fast(args, options())
+
+
+def _parse_fast(args: list[str], table: tuple[Opt, ...]) -> dict[str, Any] | None:
     by_name = {name: opt for opt in table for name in opt.names}
     values: dict[str, Any] = {opt.dest: opt.default for opt in table}
     model: str | None = None
