@@ -16,8 +16,6 @@ from kvplan.cli import options as o
 from kvplan.cli.options import MODEL_HELP, Opt
 from kvplan.render import FORMATS
 
-__all__ = ["DOC", "FIELDS", "MODEL_HELP", "OPTIONS", "Opt", "command", "flags", "parse_fast", "run"]
-
 NEUTRAL: tuple[Opt, ...] = (
     o.CONTEXT.but(help="Context lengths in tokens: 8192, 8k (k = 1024), lists 4k,32k, ranges 1k..128k (doubling) "
                   "or 1k..8k:1k (step). Default: 1k..max_position_embeddings."),

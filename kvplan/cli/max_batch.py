@@ -134,9 +134,9 @@ class _Planner:
         self.tp, self.pp, self.dp = (whole(values[k], k) for k in ("tp", "pp", "dp"))  # None: default, or searched
         self.ranks = (1 if self.tp is None else self.tp) * (1 if self.pp is None else self.pp)
         per_node = values["gpus_per_node"]
-        self.node = {"gpus_per_node": whole(per_node, "gpus_per_node")} if per_node is not None else {}
+        self.node: dict[str, Any] = {} if per_node is None else {"gpus_per_node": whole(per_node, "gpus_per_node")}
         settings = [owned.setting for owned in table.values()]
-        self.plan_args = convert_given(settings, values, "plan")
+        self.plan_args: dict[str, Any] = convert_given(settings, values, "plan")
         self.engine_options = convert_given(settings, values, "options")
         self.gpu, self.gpu_memory, self.engine_version = values["gpu"], values["gpu_memory"], values["engine_version"]
         self.calibrated: Any = None

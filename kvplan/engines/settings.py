@@ -72,6 +72,8 @@ class Owned:
     setting: Setting
     engines: tuple[str, ...]
     titles: tuple[str, ...]
+    own_names: tuple[str, ...] = ()
+    """Per title, the engine's own name for it where it differs from kvplan's flag ('' where it does not)."""
 
     def refuse(self, engine: Any) -> UsageError:
         """The setting given for ``engine``, which lacks it: one line naming the flag."""
@@ -82,8 +84,11 @@ class Owned:
 
     @property
     def help(self) -> str:
-        """The help, with the engines that have it (generated, never listed by hand)."""
-        return f"{self.setting.help} ({', '.join(self.titles)})"
+        """The help, with the engines that have it and their own names for it (generated, never by hand)."""
+        named = [f"{title} {own}".strip() for title, own in zip(self.titles, self.own_names or [""] * len(self.titles))]
+        text = self.setting.help
+        text = text if text.endswith("...") else text.removesuffix(".")
+        return f"{text} ({', '.join(named)})."
 
 
 def join_titles(titles: Iterable[str]) -> str:
@@ -104,14 +109,19 @@ def union(engines: Iterable[Any]) -> dict[str, Owned]:
     for engine in engines:
         for s in settings_of(engine):
             seen = found.get(s.name)
+            own = s.serve[0] if s.serve and s.serve[0] not in s.flags and s.target != "env" else ""
             if seen is None:
-                found[s.name] = Owned(s, (engine.name,), (short_title(engine),))
+                found[s.name] = Owned(s, (engine.name,), (short_title(engine),), (own,))
                 continue
             first = seen.setting
             if (first.flags, first.target, first.dest, first.switch) != (s.flags, s.target, s.dest, s.switch):
                 raise TypeError(f"setting {s.name}: {engine.name} declares it unlike {seen.engines[0]}")
-            titles = seen.titles if short_title(engine) in seen.titles else (*seen.titles, short_title(engine))
-            found[s.name] = replace(seen, engines=(*seen.engines, engine.name), titles=titles)
+            engines_ = (*seen.engines, engine.name)
+            if short_title(engine) in seen.titles:  # a variant of an engine listed (hf-static)
+                found[s.name] = replace(seen, engines=engines_)
+                continue
+            found[s.name] = replace(seen, engines=engines_, titles=(*seen.titles, short_title(engine)),
+                                    own_names=(*seen.own_names, own))
     return found
 
 
@@ -277,12 +287,13 @@ CPU_OFFLOAD_GB = Setting(
     serve=("--cpu-offload-gb",), refusal="kvplan plans weight offload for {owners} only, not {engine}")
 OFFLOAD_LINK = Setting("offload_link", ("--offload-link",),
                        "GPU-host link of the offload tier: pcie4-x16, pcie5-x16 (default), nvlink-c2c.", "options")
-EXPERT_PARALLEL = Setting(
-    "enable_expert_parallel", ("--enable-expert-parallel", "-ep"),
-    "MoE: the --dp ranks share one copy of the routed experts, spread over tp x dp GPUs (the engine's expert "
-    "parallelism or attention data parallelism): attention and the KV cache stay per rank.", "plan",
-    field="expert_parallel", convert=switch_or_none, switch=True,
-    refusal="{engine} has no expert parallelism kvplan plans ({owners} do)")
+def expert_parallel(own: str) -> Setting:
+    """--enable-expert-parallel as the engine's flag ``own`` turns it on."""
+    return Setting(
+        "enable_expert_parallel", ("--enable-expert-parallel", "-ep"),
+        "MoE: the --dp ranks share one copy of the routed experts, spread over tp x dp GPUs: attention and the KV "
+        "cache stay per rank.", "plan", field="expert_parallel", convert=switch_or_none, switch=True, serve=(own,),
+        refusal="{engine} has no expert parallelism kvplan plans ({owners} do)")
 QUANTIZATION = Setting(
     "quantization", ("--quantization", "-q"), "Runtime quantization of an unquantized checkpoint, as the engine "
     "loads it: fp8 (linear layers 1 byte a weight) or bitsandbytes (4-bit nf4).", "model",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from kvplan.engines.settings import (CPU_OFFLOAD_GB, DTYPE, ENFORCE_EAGER, EXPERT_PARALLEL, MAX_NUM_BATCHED_TOKENS,
-                                     MAX_NUM_SEQS, OFFLOAD_LINK, QUANTIZATION, Setting, allow_long, number)
+from kvplan.engines.settings import (CPU_OFFLOAD_GB, DTYPE, ENFORCE_EAGER, MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS,
+                                     OFFLOAD_LINK, QUANTIZATION, Setting, allow_long, expert_parallel, number)
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("mem_fraction_static", ("--mem-fraction-static",), "The static memory fraction.", "settings",
             convert=number, serve=("--mem-fraction-static",)),
-    MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, ENFORCE_EAGER, EXPERT_PARALLEL, QUANTIZATION, DTYPE,
+    MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, ENFORCE_EAGER, expert_parallel("--enable-dp-attention"), QUANTIZATION,
+    DTYPE,
     allow_long("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"),
     Setting("enable_hierarchical_cache", (), "The host pool of the hierarchical cache.", "options",
             file_key="enable_hierarchical_cache", serve=("--enable-hierarchical-cache",)),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.engines.settings import (CPU_OFFLOAD_GB, DTYPE, ENFORCE_EAGER, EXPERT_PARALLEL, MAX_NUM_BATCHED_TOKENS,
-                                     MAX_NUM_SEQS, OFFLOAD_LINK, QUANTIZATION, Setting, allow_long, choice, gib,
+from kvplan.engines.settings import (CPU_OFFLOAD_GB, DTYPE, ENFORCE_EAGER, MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS,
+                                     OFFLOAD_LINK, QUANTIZATION, Setting, allow_long, expert_parallel, choice, gib,
                                      number)
 from kvplan.errors import UsageError
 
@@ -48,7 +48,7 @@ SETTINGS: tuple[Setting, ...] = (
     MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, ENFORCE_EAGER,
     Setting("usage_context", ("--usage-context",), "How it is started, serve (`vllm serve`, the default) or llm "
             "(the LLM class); the batch defaults differ.", "settings"),
-    EXPERT_PARALLEL, QUANTIZATION, DTYPE, allow_long("VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
+    expert_parallel("--enable-expert-parallel"), QUANTIZATION, DTYPE, allow_long("VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
     # the backend and config come first: a mistake in them is named before the size they read
     Setting("kv_offloading_backend", ("--kv-offloading-backend",), "native (the default) or lmcache: LMCache's "
             "CPU tier gets --kv-offloading-size / (tp x pp) GiB per rank.", "options", field="lmcache",
