@@ -14,7 +14,6 @@ from typing import Any
 
 from kvplan.cli import options as o
 from kvplan.cli.options import MODEL_HELP, Opt
-from kvplan.render import FORMATS
 
 NEUTRAL: tuple[Opt, ...] = (
     o.CONTEXT.but(help="Context lengths in tokens: 8192, 8k (k = 1024), lists 4k,32k, ranges 1k..128k (doubling) "

@@ -31,6 +31,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(f"kvplan.engines.{_LAZY[name]}"), name)
     raise AttributeError(name)
 
+
 # name -> (module, attribute); packages are imported on first use.
 _REGISTRY: dict[str, tuple[str, str]] = {
     "vllm": ("kvplan.engines.vllm", "VLLM"),
