@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> int:
 
         values = parse_fast(args[1:])
         if values is not None:
-            return guarded(lambda: run(**values), flags())
+            return guarded(lambda: run(**values), flags)
     from kvplan.cli.app import run_app
 
     return run_app(args)

@@ -3,41 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import ModuleType
 
 import typer
 
 from kvplan._version import __version__
-
-app = typer.Typer(
-    name="kvplan",
-    help=(
-        "Plan KV-cache memory for LLM serving.\n\n"
-        "kvplan reads a model's architecture (a bundled model id, a config.json, a model directory, "
-        "a YAML spec or any Hugging Face Hub model id) and computes exactly how many bytes each serving "
-        "engine (vLLM, SGLang, "
-        "TensorRT-LLM, llama.cpp, transformers) holds in its KV cache, layer by layer. "
-        "Sizes are printed in binary units: GiB = 2^30 bytes."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"kvplan {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
-) -> None:
-    """Plan KV-cache memory for LLM serving."""
 
 
 def _commands() -> dict[str, ModuleType]:
@@ -48,8 +19,65 @@ def _commands() -> dict[str, ModuleType]:
 
 
 COMMANDS = _commands()
-for _name, _module in COMMANDS.items():
-    app.command(_name)(_module.command())
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kvplan {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Plan KV-cache memory for LLM serving."""
+
+
+def build_app(light: bool = False) -> typer.Typer:
+    """The typer application, every command built now (from the engines registered now); ``light``: each
+    command only its name and help, for the top-level help, --version and a wrong command (no command's
+    options are built, so no engine is imported)."""
+    built = typer.Typer(
+        name="kvplan",
+        help=(
+            "Plan KV-cache memory for LLM serving.\n\n"
+            "kvplan reads a model's architecture (a bundled model id, a config.json, a model directory, "
+            "a YAML spec or any Hugging Face Hub model id) and computes exactly how many bytes each serving "
+            "engine (vLLM, SGLang, "
+            "TensorRT-LLM, llama.cpp, transformers) holds in its KV cache, layer by layer. "
+            "Sizes are printed in binary units: GiB = 2^30 bytes."
+        ),
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    built.callback()(_root)
+    for name, module in COMMANDS.items():
+        built.command(name)(_stub(module) if light else module.command())
+    return built
+
+
+def _stub(module: ModuleType) -> Callable[[], None]:
+    def command() -> None:  # pragma: no cover - a light app lists commands, it never runs one
+        raise NotImplementedError
+
+    command.__doc__ = getattr(module, "DOC", None) or module.command().__doc__
+    return command
+
+
+def _full() -> typer.Typer:
+    built = globals().get("app")
+    if built is None:
+        built = globals()["app"] = build_app()
+    return built
+
+
+def __getattr__(name: str) -> typer.Typer:
+    if name == "app":  # built on first use: the top-level help needs no command's options
+        return _full()
+    raise AttributeError(name)
 
 
 def run_app(args: list[str]) -> int:
@@ -58,7 +86,7 @@ def run_app(args: list[str]) -> int:
     from kvplan.cli.usage import Abort, exceptions, flag_table, usage_line
     from kvplan.errors import KvplanError
 
-    group = typer.main.get_command(app)
+    group = typer.main.get_command(_full() if args[:1] and args[0] in COMMANDS else build_app(light=True))
     try:
         code = group.main(args=args, prog_name="kvplan", standalone_mode=False)
     except getattr(exceptions, "NoArgsIsHelpError", ()) as exc:  # click >= 8.2

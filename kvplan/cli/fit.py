@@ -8,6 +8,9 @@ from typing import Optional
 
 import typer
 
+from kvplan.cli.options import engine_help
+from kvplan.engines import DEFAULT_ENGINE
+
 FIELDS = {"gpus": "gpus", "engines": "engine", "kv_dtypes": "kv_dtype", "catalog": "gpu_catalog", "name": "model",
           "format": "fmt"}
 """Library parameter (``kvplan.fit``) -> this command's parameter, where they differ."""
@@ -24,7 +27,7 @@ def fit_command(
     concurrency: str = typer.Option(..., "--concurrency", help="Sequences of --context served at once, e.g. 64."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU types to rank, e.g. H100,H200,MI300X (default: "
                                        "every GPU in `kvplan gpus`, or every GPU priced in --prices)."),
-    engine: str = typer.Option("vllm", "--engine", "-e", help="Engines to compare, e.g. vllm,sglang,trtllm."),
+    engine: str = typer.Option(DEFAULT_ENGINE, "--engine", "-e", help=engine_help("Engines to compare", several=True)),
     kv_dtype: str = typer.Option("auto", "--kv-dtype", "--kv-cache-dtype", help="KV dtypes to compare, e.g. "
                                  "auto,fp8."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's rules (default: "

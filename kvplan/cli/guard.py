@@ -29,14 +29,17 @@ def _clip(word: str) -> str:
     return word if len(word) <= LONGEST_WORD else f"{word[:60]}...({len(word):,} characters)"
 
 
-def guarded(action: Callable[[], object], flags: Mapping[str, str] | None = None) -> int:
-    """Run a command: user mistakes become one line on stderr and exit status 2."""
+def guarded(action: Callable[[], object],
+            flags: Mapping[str, str] | Callable[[], Mapping[str, str]] | None = None) -> int:
+    """Run a command: user mistakes become one line on stderr and exit status 2 (``flags``: the command's
+    field -> flag table, or the function that makes it, called only for an error)."""
     from kvplan.errors import KvplanError
 
     try:
         action()
     except KvplanError as exc:
-        sys.stderr.write(error_line(exc, flags or {}) + "\n")
+        table = flags() if callable(flags) else flags
+        sys.stderr.write(error_line(exc, table or {}) + "\n")
         return EXIT_USAGE
     except BrokenPipeError:
         return 0

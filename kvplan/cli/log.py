@@ -13,8 +13,21 @@ from typing import Any, Optional
 import typer
 
 
+def _engine_help() -> str:
+    """--engine's help: the registered engines with a log reader (``Engine.log``), never listed by hand."""
+    import kvplan.engines as engines
+
+    named = [n for n in engines.ENGINE_NAMES if "log" in vars(type(engines.get_engine(n)))]
+    return f"{', '.join(named)} (default: detected)."
+
+
+_ENGINE = typer.Option(None, "--engine", "-e", help="")
+"""--engine: its help names the engines with a log reader, found when the command is built (``command``)."""
+
+
 def command() -> Any:
     """The typer command function."""
+    _ENGINE.help = _engine_help()
     return log_command
 
 
@@ -23,7 +36,7 @@ def log_command(
     compare: bool = typer.Option(False, "--compare", help="Put kvplan's prediction for the same settings beside each item."),
     save: Optional[Path] = typer.Option(None, "--save", help="Write the measured items to a calibration file (YAML)."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
-    engine: Optional[str] = typer.Option(None, "--engine", "-e", help="vllm, sglang, trtllm or llamacpp (default: detected)."),
+    engine: Optional[str] = _ENGINE,
     model: Optional[str] = typer.Option(None, "--model", "-m", help="The model, where the log names none (or another id for it)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="GPU type for --compare (default: the total memory the log printed)."),
     gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="GPU total memory for --compare, e.g. 79.19GiB."),
@@ -85,6 +98,11 @@ def log_command(
     write(log, fmt, sys.stdout, comparison=comparison, save=save)
     # exit 0: the log was read (complete or not). Never 1 (``max-batch`` and ``check``'s "does not fit"): a log is
     # a measurement, not a verdict. 2: everything above that raised (docs/logs.md, docs/ci.md)
+
+
+
+DOC = log_command.__doc__
+"""The help (the light app lists it without building the command)."""
 
 
 def refuse(log: Any, name: str) -> None:

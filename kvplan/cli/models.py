@@ -21,6 +21,7 @@ def models_command(
     """List the bundled models (usable offline by id), with their layer kinds and KV bytes per token."""
     import sys
 
+    from kvplan.engines import LIBRARY_ENGINE
     from kvplan.estimate import estimate
     from kvplan.sources.bundled import bundled_ids, load_bundled
 
@@ -31,7 +32,8 @@ def models_command(
     for model_id in bundled_ids():
         spec = load_bundled(model_id)
         assert spec is not None
-        per_token = estimate(spec, contexts=[spec.max_position_embeddings or 8192], engine="hf").rows[0]
+        per_token = estimate(spec, contexts=[spec.max_position_embeddings or 8192],
+                             engine=LIBRARY_ENGINE).rows[0]
         rows.append({"id": spec.id, "model_type": spec.model_type, "layers": spec.num_layers,
                      "layer_kinds": spec.layer_kind_counts(), "aliases": list(spec.aliases),
                      "max_position_embeddings": spec.max_position_embeddings,

@@ -7,57 +7,10 @@ parameter's name (``field``), which the command's table of options turns back in
 
 from __future__ import annotations
 
+from kvplan.engines.settings import engine_int, number, whole
 from kvplan.errors import UsageError
 
-_MAX_DIGITS = 30  # int() of a huge string costs quadratic time and is never a setting
-
-
-def whole(text: str | int | None, field: str) -> int | None:
-    """'4' -> 4; None stays None. Signs are kept (the library says what range it accepts)."""
-    if text is None or isinstance(text, int):
-        return text
-    raw = text.strip().replace("_", "")
-    digits = raw.lstrip("+-")
-    if not digits.isascii() or not digits.isdigit() or len(digits) > _MAX_DIGITS or len(raw) - len(digits) > 1:
-        raise UsageError(f"'{text}' is not a whole number", field=field)
-    return int(raw)
-
-
-def number(text: str | float | None, field: str) -> float | None:
-    """'0.9' -> 0.9; None stays None; inf and nan are not numbers here."""
-    if text is None or isinstance(text, float):
-        return text
-    raw = text.strip()
-    try:
-        if len(raw) > 40:
-            raise ValueError
-        value = float(raw)
-    except ValueError:
-        raise UsageError(f"'{text}' is not a number", field=field) from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise UsageError(f"'{text}' is not a number", field=field)
-    return value
-
-
-def engine_int(text: str | int | None, field: str) -> int | None:
-    """A flag named like vLLM's, read as vLLM reads it (``human_readable_int``: '32k' = 32,000,
-    '32K' = 32,768, '1M'); kvplan's own --context and --batch keep k = 1024."""
-    if text is None or isinstance(text, int):
-        return text
-    from kvplan.engines.vllm.flags import vllm_int
-
-    try:
-        value = vllm_int(text)
-    except ValueError:
-        raise UsageError(f"'{text}' is not a whole number (vLLM reads 32k as 32,000 and 32K as 32,768)",
-                         field=field) from None
-    if value < 1:
-        raise UsageError(f"{value} must be positive", field=field)
-    from kvplan.units import MAX_COUNT
-
-    if value > MAX_COUNT:  # 10^20 batched tokens planned an activation peak larger than any GPU, exit 1
-        raise UsageError(f"{value:,} is absurdly large (at most {MAX_COUNT:,})", field=field)
-    return value
+__all__ = ["engine_int", "number", "output_count", "per_request_count", "prefix_count", "sharing_args", "whole"]
 
 
 def per_request_count(text: str | None, field: str) -> int:

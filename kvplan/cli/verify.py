@@ -4,51 +4,61 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
+
+from kvplan.cli import options as o
+from kvplan.cli.options import Opt
 
 FIELDS: dict[str, str] = {"name": "model", "format": "fmt", "contexts": "context", "batches": "batch"}
 """Library parameter -> this command's parameter, where they differ."""
 
+BEFORE: tuple[Opt, ...] = (
+    o.BATCH.but(default=None, help="Sequences in the batch (default 1; with --find-max-batch: the batch found)."),
+    o.CONTEXT.but(help="Tokens per sequence: 8192 or 8k (k = 1024); default 8k, or prompt + output."),
+)
+"""The options before --engine, whose help lists the engines with a tensor layout (``tensor_engines``)."""
+AFTER: tuple[Opt, ...] = (
+    o.ENGINE_VERSION.but(help="Which release's rules (e.g. 4.57 for transformers' expanded MLA)."),
+    o.KV_DTYPE.but(names=("--kv-dtype", "--kv-cache-dtype", "-d"), help="KV dtype: auto, bf16, fp16, fp32, fp8, "
+                   "fp8_e5m2, int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4, fp8_ds_mla."),
+    o.BLOCK_SIZE.but(help="Block size in tokens."),
+    Opt("device", ("--device",), None, "cuda:N (default cuda:0; CUDA_VISIBLE_DEVICES applies) or cpu."),
+    Opt("find_max_batch", ("--find-max-batch",), False, "Bisect the largest batch that really allocates within "
+        "the budget (requests of --n samples or --beam-width beams, with what they share).", flag=True),
+    Opt("gpu_memory_utilization", ("--gpu-memory-utilization",), None, "CUDA budget: this fraction of total "
+        "memory less what is in use (default 0.9)."),
+    Opt("memory_budget", ("--memory-budget",), None, "Budget in bytes for --find-max-batch, e.g. 2GiB (required "
+        "on the CPU; at most what the device can allocate)."),
+    Opt("with_weights", ("--with-weights",), False, "Also allocate buffers of the model's weight sizes first.",
+        flag=True),
+    Opt("decode", ("--decode",), False, "Time one decode step of attention over the cache.", flag=True),
+    Opt("repeats", ("--repeats",), "5", "Timed decode steps, 1 to 1,000 (median reported)."),
+    o.GPU.but(help="Catalog GPU for the decode bandwidth bound (default: the device's name)."),
+    o.TP.but(default="1", help="Tensor-parallel ranks: each rank allocates its shard (with torchrun or --launch)."),
+    o.PP.but(default="1", help="Pipeline stages: each rank allocates its stage's layers (with torchrun or "
+             "--launch)."),
+    Opt("launch", ("--launch",), None, "Start this many rank processes here (= tp x pp), torch.distributed over "
+        "loopback (at most 8 per CPU, within the host's memory)."),
+    Opt("timeout", ("--timeout",), "300", "Seconds the ranks may wait on each other (process-group timeout)."),
+    Opt("activation", ("--activation",), False, "Also run one transformers forward from the config (random "
+        "weights) and measure its activation peak.", flag=True),
+    o.FORMAT.but(help="table or json."),
+    o.PROMPT_LEN, o.OUTPUT_LEN,
+    o.SHARED_PREFIX.but(help="Leading prompt tokens common to every request: the engine allocates its full "
+                        "blocks once."),
+    o.N.but(help="Parallel samples per request (shared prompt blocks where the engine pages; otherwise batch x n "
+            "rows)."),
+    o.BEAM_WIDTH.but(help="Beams per request (shared prompt blocks where the engine pages; otherwise batch x beams "
+                     "rows)."),
+    o.SPECULATIVE_METHOD.but(help="Speculative decoding: ngram, eagle, eagle3, mtp or draft_model (default with "
+                             "--speculative-model: from its name)."),
+    o.NUM_SPECULATIVE_TOKENS.but(help="Draft tokens per step (k), e.g. 3; needed except with mtp."),
+    o.SPECULATIVE_MODEL,
+)
 
-def command() -> Callable[..., None]:
-    """The typer command function."""
-    return verify_command
-
-
-def verify_command(
-    model: str = typer.Argument(..., help="Bundled model id, config.json, model directory, YAML spec or Hub id."),
-    batch: Optional[str] = typer.Option(None, "--batch", "-b", help="Sequences in the batch (default 1; with --find-max-batch: the batch found)."),
-    context: Optional[str] = typer.Option(None, "--context", "-c", help="Tokens per sequence: 8192 or 8k (k = 1024); default 8k, or prompt + output."),
-    engine: str = typer.Option("vllm", "--engine", "-e", help="Tensor layout: vllm, hf (DynamicCache) or hf-static (StaticCache)."),
-    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's rules (e.g. 4.57 for transformers' expanded MLA)."),
-    kv_dtype: str = typer.Option("auto", "--kv-dtype", "--kv-cache-dtype", "-d", help="KV dtype: auto, bf16, fp16, fp32, fp8, fp8_e5m2, int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4, fp8_ds_mla."),
-    block_size: Optional[str] = typer.Option(None, "--block-size", help="vLLM block size in tokens."),
-    device: Optional[str] = typer.Option(None, "--device", help="cuda:N (default cuda:0; CUDA_VISIBLE_DEVICES applies) or cpu."),
-    find_max_batch: bool = typer.Option(False, "--find-max-batch", help="Bisect the largest batch that really allocates within the budget (requests of --n samples or --beam-width beams, with what they share)."),
-    gpu_memory_utilization: Optional[str] = typer.Option(None, "--gpu-memory-utilization", help="CUDA budget: this fraction of total memory less what is in use (default 0.9)."),
-    memory_budget: Optional[str] = typer.Option(None, "--memory-budget", help="Budget in bytes for --find-max-batch, e.g. 2GiB (required on the CPU; at most what the device can allocate)."),
-    with_weights: bool = typer.Option(False, "--with-weights", help="Also allocate buffers of the model's weight sizes first."),
-    decode: bool = typer.Option(False, "--decode", help="Time one decode step of attention over the cache."),
-    repeats: str = typer.Option("5", "--repeats", help="Timed decode steps, 1 to 1,000 (median reported)."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="Catalog GPU for the decode bandwidth bound (default: the device's name)."),
-    tp: str = typer.Option("1", "--tp", help="Tensor-parallel ranks: each rank allocates its shard (with torchrun or --launch)."),
-    pp: str = typer.Option("1", "--pp", help="Pipeline stages: each rank allocates its stage's layers (with torchrun or --launch)."),
-    launch: Optional[str] = typer.Option(None, "--launch", help="Start this many rank processes here (= tp x pp), torch.distributed over loopback (at most 8 per CPU, within the host's memory)."),
-    timeout: str = typer.Option("300", "--timeout", help="Seconds the ranks may wait on each other (process-group timeout)."),
-    activation: bool = typer.Option(False, "--activation", help="Also run one transformers forward from the config (random weights) and measure its activation peak."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
-    prompt_len: Optional[str] = typer.Option(None, "--prompt-len", help="Prompt tokens per request (context = prompt + output), e.g. 6k."),
-    output_len: Optional[str] = typer.Option(None, "--output-len", help="Generated tokens per request, e.g. 2k."),
-    shared_prefix: Optional[str] = typer.Option(None, "--shared-prefix", help="Leading prompt tokens common to every request: vLLM allocates its full blocks once."),
-    n: Optional[str] = typer.Option(None, "--n", help="Parallel samples per request (vLLM: shared prompt blocks; transformers: batch x n rows)."),
-    beam_width: Optional[str] = typer.Option(None, "--beam-width", help="Beams per request (vLLM: shared prompt blocks; transformers: batch x beams rows)."),
-    speculative_method: Optional[str] = typer.Option(None, "--speculative-method", help="Speculative decoding (vLLM, transformers): ngram, eagle, eagle3, mtp or draft_model (default with --speculative-model: from its name)."),
-    num_speculative_tokens: Optional[str] = typer.Option(None, "--num-speculative-tokens", help="Draft tokens per step (k), e.g. 3; needed except with mtp."),
-    speculative_model: Optional[str] = typer.Option(None, "--speculative-model", help="The draft model or EAGLE head (bundled id, config.json, directory or YAML spec)."),
-) -> None:
-    """Allocate the KV cache as the engine would, on a real device, and compare with the prediction.
+DOC = """Allocate the KV cache as the engine would, on a real device, and compare with the prediction.
 
     Examples:
 
@@ -72,60 +82,97 @@ def verify_command(
 
     Needs torch (pip install 'kvplan\\[verify]'). Exit status 1 when the tensors' bytes differ from the prediction.
     """
-    import sys
 
-    from kvplan.cli.values import number, sharing_args, whole
+
+def tensor_engines() -> list[str]:
+    """The registered engines with a tensor layout ``verify`` allocates (``Engine.tensor_plan``)."""
+    import kvplan.engines as engines
+
+    return [name for name in engines.ENGINE_NAMES if "tensor_plan" in vars(type(engines.get_engine(name)))]
+
+
+def options() -> tuple[Opt, ...]:
+    return (*BEFORE, o.engine_opt("Tensor layout", tensor_engines()), *AFTER)
+
+
+def command() -> Callable[..., None]:
+    """The typer command, built from ``options()``."""
+    return o.build(options(), run, DOC, ("model", "Bundled model id, config.json, model directory, YAML spec or "
+                                         "Hub id."), name="verify_command")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "verify_command":  # the typer command function, built on first use
+        return command()
+    raise AttributeError(name)
+
+
+def run(model: str, **v: Any) -> None:
+    """Check the values, then allocate on one device (``_one``) or one rank per process (``_ranks``)."""
+    from kvplan.cli.values import sharing_args, whole
     from kvplan.errors import UsageError
-    from kvplan.hardware import parse_bytes
     from kvplan.units import parse_count
-    from kvplan.verify import verify
 
-    from kvplan.render.formats import check_format, write
+    from kvplan.render.formats import check_format
 
-    fmt = fmt.lower()
+    fmt = v["fmt"].lower()
     check_format("VerifyResult", fmt)
     from kvplan.verify.decode import check_repeats
     from kvplan.verify.distributed import MAX_TIMEOUT_S, under_torchrun
 
-    tp, pp = whole(tp, "tp"), whole(pp, "pp")
-    launch, timeout = whole(launch, "launch"), whole(timeout, "timeout")
-    steps = check_repeats(whole(repeats, "repeats"))  # refused whatever runs, never ignored
+    tp, pp = whole(v["tp"], "tp"), whole(v["pp"], "pp")
+    launch, timeout = whole(v["launch"], "launch"), whole(v["timeout"], "timeout")
+    steps = check_repeats(whole(v["repeats"], "repeats"))  # refused whatever runs, never ignored
     if not 0 < timeout <= MAX_TIMEOUT_S:  # read by the ranks only, checked for every run alike
         raise UsageError(f"--timeout {timeout} must be positive, at most {MAX_TIMEOUT_S:,} s (a week)")
-    if memory_budget is not None and not find_max_batch:  # read only by the search: never silently dropped
+    if v["memory_budget"] is not None and not v["find_max_batch"]:  # read only by the search: never silently dropped
         raise UsageError("is the budget of --find-max-batch: give both, or neither", field="memory_budget")
     # parsed as kvplan estimate parses them (kvplan/cli/estimate.py)
-    sharing = sharing_args(prompt_len, output_len, shared_prefix, n, beam_width, speculative_method,
-                           num_speculative_tokens, speculative_model)
+    sharing = sharing_args(*(v[opt.dest] for opt in o.SHARING))
+    context = parse_count(v["context"], "context") if v["context"] is not None else None
     if launch is not None or tp != 1 or pp != 1 or under_torchrun():
         from kvplan.verify.ranks import check_parallel
 
         check_parallel(tp, pp)  # --pp -5 read as "-5 ranks: run torchrun --nproc-per-node -5"
-        for flag, given in (("--find-max-batch", find_max_batch), ("--decode", decode),
-                            ("--with-weights", with_weights), ("--activation", activation)):
-            if given:
-                raise UsageError(f"{flag} measures one device: not with --tp, --pp, --launch or under torchrun")
-        rows = whole(batch, "batch")  # 0 reaches the library, which refuses it by field (``or 1`` would hide it)
-        _ranks(model, 1 if rows is None else rows, parse_count(context, "context") if context is not None else None, engine,
-               engine_version, kv_dtype, whole(block_size, "block_size"), device, tp, pp, launch, timeout, fmt,
-               sharing)
+        for flag in ("find_max_batch", "decode", "with_weights", "activation"):
+            if v[flag]:
+                raise UsageError(f"--{flag.replace('_', '-')} measures one device: not with --tp, --pp, --launch "
+                                 "or under torchrun")
+        rows = whole(v["batch"], "batch")  # 0 reaches the library, which refuses it by field (``or 1`` would hide it)
+        _ranks(model, 1 if rows is None else rows, context, v["engine"], v["engine_version"], v["kv_dtype"],
+               whole(v["block_size"], "block_size"), v["device"], tp, pp, launch, timeout, fmt, sharing)
         return
-    if activation:
+    _one(model, v, fmt, steps, sharing, context)
+
+
+def _one(model: str, v: dict[str, Any], fmt: str, steps: int, sharing: dict[str, Any], context: int | None) -> None:
+    """Allocate on one device, render, and exit 1 where the bytes differ from the prediction."""
+    import sys
+
+    from kvplan.cli.values import number, whole
+    from kvplan.hardware import parse_bytes
+    from kvplan.verify import verify
+
+    if v["activation"]:
         from kvplan.verify.activation import import_transformers
 
         import_transformers()  # a missing transformers fails before anything is allocated
+    budget = v["memory_budget"]
     result = verify(
-        model, batch=whole(batch, "batch"), context=parse_count(context, "context") if context is not None else None, engine=engine,
-        engine_version=engine_version, kv_dtype=kv_dtype, block_size=whole(block_size, "block_size"), device=device,
-        find_max_batch=find_max_batch, gpu_memory_utilization=number(gpu_memory_utilization, "gpu_memory_utilization"),
-        memory_budget=parse_bytes(memory_budget, "memory_budget") if memory_budget is not None else None,
-        with_weights=with_weights, decode=decode, repeats=steps, gpu=gpu, **sharing,
+        model, batch=whole(v["batch"], "batch"), context=context, engine=v["engine"],
+        engine_version=v["engine_version"], kv_dtype=v["kv_dtype"], block_size=whole(v["block_size"], "block_size"),
+        device=v["device"], find_max_batch=v["find_max_batch"],
+        gpu_memory_utilization=number(v["gpu_memory_utilization"], "gpu_memory_utilization"),
+        memory_budget=parse_bytes(budget, "memory_budget") if budget is not None else None,
+        with_weights=v["with_weights"], decode=v["decode"], repeats=steps, gpu=v["gpu"], **sharing,
     )
     act = None
-    if activation:
+    if v["activation"]:
         from kvplan.verify.activation import measure_activation
 
-        act = measure_activation(model, batch=result.batch, tokens=result.context, device=device)
+        act = measure_activation(model, batch=result.batch, tokens=result.context, device=v["device"])
+    from kvplan.render.formats import write
+
     write(result, fmt, sys.stdout, activation=act)
     if not result.exact:
         sys.stderr.write(f"kvplan: verify: the tensors hold {result.measured_storage_bytes:,} B, "

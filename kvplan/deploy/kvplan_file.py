@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from kvplan.deploy.deployment import Deployment, Value
+from kvplan.engines import DEFAULT_ENGINE, PACKAGE_ENGINES
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import line_at
 
@@ -97,8 +98,11 @@ class GpuSpec(_Strict):
         return self
 
 
+EngineName = Literal[PACKAGE_ENGINES]  # type: ignore[valid-type]  # the registry's engines, never listed by hand
+
+
 class EngineSpec(_Strict):
-    name: Literal["vllm", "sglang", "trtllm", "llamacpp", "hf"] = "vllm"
+    name: EngineName = DEFAULT_ENGINE
     version: Optional[str] = Field(None, description="Which release's accounting (default: the newest kvplan knows).")
     tp: Annotated[int, NoBool] = Field(1, ge=1)
     pp: Annotated[int, NoBool] = Field(1, ge=1)
@@ -140,7 +144,7 @@ class DeploymentSpec(_Strict):
     name: str = Field(..., min_length=1)
     model: Union[str, ModelRef]
     gpu: Union[str, GpuSpec]
-    engine: Union[Literal["vllm", "sglang", "trtllm", "llamacpp", "hf"], EngineSpec] = "vllm"
+    engine: Union[EngineName, EngineSpec] = DEFAULT_ENGINE
     requirements: Requirements = Field(default_factory=Requirements)
 
 
@@ -151,8 +155,14 @@ class DeploymentFile(_Strict):
     deployments: list[DeploymentSpec] = Field(..., min_length=1)
 
 
-_ENGINE_FLAGS = ("kv_offloading_size", "kv_offloading_backend", "swap_space", "cpu_offload_gb", "enable_prefix_caching",
-                 "enable_hierarchical_cache", "hicache_ratio", "hicache_size", "disable_radix_cache")
+def _file_flags() -> tuple[str, ...]:
+    """The engine keys a file passes as the engine's own flags (``Setting.file_key`` in every engine's table of
+    settings, engines/<engine>/settings.py): refused for an engine whose launch command has no such flag."""
+    from kvplan.engines import get_engine
+    from kvplan.engines.settings import settings_of
+
+    keys = (s.file_key for name in PACKAGE_ENGINES for s in settings_of(get_engine(name)) if s.file_key)
+    return tuple(dict.fromkeys(keys))
 
 
 def _engine_flags(engine: EngineSpec, given: set[str], settings: dict[str, Value],
@@ -162,7 +172,7 @@ def _engine_flags(engine: EngineSpec, given: set[str], settings: dict[str, Value
 
     serve = serve_flags(engine.name)
     known = {key for _, key in serve.flags} if serve is not None else set()
-    for key in _ENGINE_FLAGS:
+    for key in _file_flags():
         value = getattr(engine, key)
         if key not in given or value is None:
             continue

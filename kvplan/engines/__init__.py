@@ -5,15 +5,32 @@ This module only looks engines up by name; what each engine does lives in its pa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule
-from kvplan.engines.protocol import Demand, Engine, KvCapacity
 from kvplan.engines.version import LATEST, Version, parse_version
 from kvplan.errors import UsageError
 
+if TYPE_CHECKING:
+    from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule
+    from kvplan.engines.protocol import Demand, Engine, KvCapacity
+
 __all__ = ["CacheLayout", "Demand", "Engine", "EngineOptions", "GroupRule", "KvCapacity", "LATEST", "Version",
-           "ENGINE_NAMES", "DEFAULT_ENGINE", "LIBRARY_ENGINE", "get_engine", "all_engines", "parse_version"]
+           "ENGINE_NAMES", "DEFAULT_ENGINE", "LIBRARY_ENGINE", "PACKAGE_ENGINES", "get_engine", "all_engines",
+           "parse_version"]
+
+_LAZY = {"CacheLayout": "layout", "EngineOptions": "layout", "GroupRule": "layout", "Demand": "protocol",
+         "Engine": "protocol", "KvCapacity": "protocol"}
+
+
+def __getattr__(name: str) -> Any:
+    """The layout and protocol types, imported on first use: the registry alone (names, the default) is read by
+    the command line's help without loading any engine's rules."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"kvplan.engines.{_LAZY[name]}"), name)
+    raise AttributeError(name)
+
 
 # name -> (module, attribute); packages are imported on first use.
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -40,6 +57,10 @@ ENGINE_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 DEFAULT_ENGINE = "vllm"
 #: The engine that is the model's own library (transformers' DynamicCache): what ``verify --activation`` runs.
 LIBRARY_ENGINE = "hf"
+PACKAGE_ENGINES: tuple[str, ...] = tuple({module: name for name, (module, _) in reversed(_REGISTRY.items())}[m]
+                                         for m in dict.fromkeys(module for module, _ in _REGISTRY.values()))
+"""One name per engine package (its first in the registry; not its variants such as hf-static): the engines a
+deployment file names."""
 
 
 def get_engine(name: str) -> Engine:

@@ -34,6 +34,7 @@ class TransformersEngine(EngineDefaults):
                                                "compression_ratio"})
 
     kv_dtypes = from_module("kvplan.engines.hf.layout", "KV_DTYPES")
+    settings = from_module("kvplan.engines.hf.settings", "SETTINGS")
     sharing = from_module("kvplan.engines.hf.sharing", "SHARING")
     tensor_plan = from_module("kvplan.engines.hf.tensors", "plan_tensors")
 

@@ -25,6 +25,7 @@ class LlamaCppEngine(EngineDefaults):
     extra_options: frozenset[str] = frozenset({"swa_full", "no_kv_offload"})
 
     kv_dtypes = from_module("kvplan.engines.llamacpp.layout", "KV_DTYPES")
+    settings = from_module("kvplan.engines.llamacpp.settings", "SETTINGS")
     log = from_module("kvplan.engines.llamacpp.log", "LOG")
     sharing = from_module("kvplan.engines.llamacpp.sharing", "SHARING")
 

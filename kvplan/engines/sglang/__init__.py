@@ -33,6 +33,7 @@ class SGLangEngine(EngineDefaults):
                                                "cpu_offload_bytes"})
 
     kv_dtypes = from_module("kvplan.engines.sglang.layout", "KV_DTYPES")
+    settings = from_module("kvplan.engines.sglang.settings", "SETTINGS")
     serve = from_module("kvplan.engines.sglang.flags", "SERVE")
     launch = from_module("kvplan.engines.sglang.launch", "launch")
     log = from_module("kvplan.engines.sglang.log", "LOG")

@@ -37,6 +37,7 @@ class TRTLLMEngine(EngineDefaults):
                   "unless --fail_fast_on_attention_window_too_large makes it refuse")
 
     kv_dtypes = from_module("kvplan.engines.trtllm.layout", "KV_DTYPES")
+    settings = from_module("kvplan.engines.trtllm.settings", "SETTINGS")
     serve = from_module("kvplan.engines.trtllm.flags", "SERVE")
     launch = from_module("kvplan.engines.trtllm.launch", "launch")
     log = from_module("kvplan.engines.trtllm.log", "LOG")

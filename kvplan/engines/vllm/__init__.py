@@ -44,6 +44,8 @@ class VLLMEngine(EngineDefaults):
     dp_shares_experts: bool = True
 
     kv_dtypes = from_module("kvplan.engines.vllm.layout", "KV_DTYPES")
+    settings = from_module("kvplan.engines.vllm.settings", "SETTINGS")
+    combine_settings = from_module("kvplan.engines.vllm.settings", "combine")
     serve = from_module("kvplan.engines.vllm.flags", "SERVE")
     launch = from_module("kvplan.engines.vllm.launch", "launch")
     log = from_module("kvplan.engines.vllm.log", "LOG")

@@ -1,0 +1,13 @@
+"""TensorRT-LLM's settings as kvplan plans them (``TRTLLM.settings``): the command line is generated from this
+table."""
+
+from __future__ import annotations
+
+from kvplan.engines.settings import (MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, OFFLOAD_LINK, Setting,
+                                     expert_parallel, number)
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("free_gpu_memory_fraction", ("--free-gpu-memory-fraction",), "The KV fraction (0.9).", "settings",
+            convert=number, serve=("free_gpu_memory_fraction",)),
+    MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, expert_parallel("enable_attention_dp"), OFFLOAD_LINK,
+)
