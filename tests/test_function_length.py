@@ -13,8 +13,8 @@ ROOT = Path(kvplan.__file__).resolve().parent
 MAX_LINES = 80
 CHECKED = ("plan.py", "estimate.py", "verify", "cli")
 
-# cli/: the settings branch shortens these
-NOT_YET: frozenset[str] = frozenset({"cli/max_batch.py:max_batch_command", "cli/verify.py:verify_command"})
+NOT_YET: frozenset[str] = frozenset()
+"""Functions still over the limit while a change is in flight (empty: none)."""
 
 
 def long_functions(source: str, rel: str) -> list[str]:
