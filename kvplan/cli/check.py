@@ -50,6 +50,13 @@ def check_command(
 
       kvplan check compose.yaml --format markdown >> "$GITHUB_STEP_SUMMARY"
 
+      kvplan check --gpu L4 -- vllm serve Qwen/Qwen3-8B --max-model-len 131072   # one literal command
+
+      echo "vllm serve Qwen/Qwen3-8B --max-model-len 32k" | kvplan check --gpu L4 -    # a command from stdin
+
+    A deployment that does not fit gets the smallest changes that make it fit, each planned; for a literal
+    command they are whole commands, ready to paste.
+
     Exit status 0 when every deployment fits and meets its requirements, 1 when one does not, 2 when an
     input is invalid (other files are still checked).
     """
@@ -60,8 +67,15 @@ def check_command(
     from kvplan.render.formats import check_format, write
 
     check_format(CheckReport, fmt)
-    report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
-                   ignore_unrecognized=ignore_unrecognized, calibration=calibration)
+    from kvplan.cli.literal import literal_command, run_literal
+
+    words = literal_command(paths)
+    if words is not None:
+        report = run_literal(words, lambda files: check(files, gpu=gpu, catalog=gpu_catalog, specs=specs,
+                                                         online=online, strict=strict, calibration=calibration))
+    else:
+        report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
+                       ignore_unrecognized=ignore_unrecognized, calibration=calibration)
     width = None
     if fmt == "table" and sys.stdout.isatty():  # fit the terminal; piped, never wrap or cut
         import shutil

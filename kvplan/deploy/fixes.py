@@ -28,6 +28,8 @@ class Fix:
     kv_cache_tokens: int
     max_concurrency: float
     why: str
+    command: str = ""
+    """A literal command with the change made (``kvplan check -- <command>``), ready to paste; else ''."""
 
     @property
     def change(self) -> str:
@@ -36,7 +38,7 @@ class Fix:
     def to_dict(self) -> dict[str, Any]:
         return {"setting": self.setting, "value": self.value, "flag": self.flag, "change": self.change,
                 "kv_cache_tokens": self.kv_cache_tokens, "max_concurrency": round(self.max_concurrency, 4),
-                "why": self.why}
+                "why": self.why, **({"command": self.command} if self.command else {})}
 
 
 def engine_flag(serve: Any, setting: str) -> str:

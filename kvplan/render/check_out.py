@@ -72,7 +72,7 @@ def table(report: CheckReport, width: int | None = None) -> str:
     fixed = [d for d in report.deployments if d.fixes]
     if fixed:
         lines += [""] + [_wrap(f"{d.name}: fits with {fix.change} ({fix.kv_cache_tokens:,} KV tokens; {fix.why})", width)
-                         for d in fixed for fix in d.fixes]
+                         + (f"\n    {fix.command}" if fix.command else "") for d in fixed for fix in d.fixes]
     lines += ["", _wrap(_summary(report), width)]
     return "\n".join(lines) + "\n"
 
