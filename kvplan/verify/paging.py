@@ -128,18 +128,31 @@ class _Group:
         lo, _, all_blocks, request_blocks = shape
         fast = shape == self.shape  # the same blocks as the last step: only the newest tokens to append
         self.shape = shape
+
+        def wanted(seq: int) -> dict[int, tuple[int, ...]]:
+            return {j: ((COMMON, j) if j < all_blocks else (REQUEST, seq // samples, j) if j < request_blocks
+                        else (SEQUENCE, seq, j)) for j in range(lo, hi)}
+
+        def release(mine: dict[int, tuple[int, ...]], want: dict[int, tuple[int, ...]]) -> None:
+            for j, key in list(mine.items()):
+                if want.get(j) != key:
+                    self.drop(key)
+                    del mine[j]
+
+        if not fast and now.beam_width > 1:
+            # vLLM's beam search sends a step's beams as new requests (LLM.beam_search calls LLM.generate,
+            # max_tokens=1, once a step; generate runs the engine until every request finished), so the
+            # last step's blocks are all freed (BlockPool.free_blocks) before any beam of this step is
+            # allocated one: a block the window dropped or the cache now shares is never held twice
+            for seq in range(sequences):
+                release(self.held[seq], wanted(seq))
         for seq in range(sequences):
             mine = self.held[seq]
             if fast:
                 self._append(seq, t, range(before, length), mine, writes, now)
                 continue
-            request = seq // samples
-            want = {j: ((COMMON, j) if j < all_blocks else (REQUEST, request, j) if j < request_blocks
-                        else (SEQUENCE, seq, j)) for j in range(lo, hi)}
-            for j, key in list(mine.items()):
-                if want.get(j) != key:
-                    self.drop(key)
-                    del mine[j]
+            want = wanted(seq)
+            release(mine, want)  # a running request frees its skipped blocks, then allocates (allocate_slots)
             for j, key in want.items():
                 if j in mine:  # held since the last step: append the new tokens into it
                     self._append(seq, t, range(max(j * block, before), min((j + 1) * block, length)), mine, writes,
