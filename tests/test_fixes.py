@@ -51,3 +51,28 @@ def test_apply_replaces_or_adds_the_flag() -> None:
     assert apply(["vllm", "serve", "m", "--max-model-len", "8192"], fix)[-1] == "4096"
     assert apply(["vllm", "serve", "m", "--max-model-len=8192"], fix)[-1] == "--max-model-len=4096"
     assert apply(["vllm", "serve", "m"], fix)[-2:] == ["--max-model-len", "4096"]
+
+
+def test_a_literal_command_is_checked_and_its_fixes_are_whole_commands() -> None:
+    words = ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "32k"]
+    code, out, _ = run_cli(["check", "--gpu", "L4", "-f", "json", "--", *words])
+    dep = json.loads(out)["deployments"][0]
+    assert code == 1 and dep["status"] == "fail" and dep["file"] == "command"
+    commands = [f["command"] for f in dep["fixes"] if f.get("command")]
+    assert commands and all(c.startswith("vllm serve Qwen/Qwen3-8B") for c in commands)
+    for command in commands:  # each, checked again, starts
+        code, out, _ = run_cli(["check", "--gpu", "L4", "-f", "json", "--", *shlex.split(command)])
+        assert code == 0, command
+
+
+def test_a_command_on_stdin() -> None:
+    code, out, _ = run_cli(["check", "--gpu", "H100", "-f", "json", "-"],
+                           stdin=b"vllm serve Qwen/Qwen3-8B \\\n  --max-model-len 32k\n")
+    assert code == 0 and json.loads(out)["deployments"][0]["max_model_len"] == 32000
+    code, _, err = run_cli(["check", "--gpu", "H100", "-"], stdin=b"   \n")
+    assert code == 2 and err.count("\n") == 1
+
+
+def test_a_missing_file_is_still_a_missing_file() -> None:
+    code, out, err = run_cli(["check", "no/such/deploy.yaml"])
+    assert code == 2 and "no such file" in out + err
