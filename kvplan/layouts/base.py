@@ -93,6 +93,9 @@ class LayerSpec:
     caches_tokens: ClassVar[bool] = False
     """Whether the layers keep something per token (K/V vectors, an MLA latent): the kinds a token pool,
     eviction or a host tier deals in. False: a fixed state per sequence, another layer's cache, or nothing."""
+    attends_all: ClassVar[bool] = False
+    """Whether every past token is attended and so stays cached (full attention, MLA): the kinds eviction, an MTP
+    layer's copy and host tiers are planned for. False: a window, a chunk, a state or no cache."""
     own_cache: ClassVar[bool] = True
     """Whether the layers keep a cache of their own (per token or per sequence); False: they read another
     layer's cache (shared) or keep none."""
@@ -135,6 +138,11 @@ class LayerSpec:
         """Bytes one layer stores per held token, the kind's plain layout (engines that store it otherwise say
         so in their table)."""
         raise NotImplementedError(f"a '{self.kind}' layer has no bytes per token")
+
+    def cache_shape(self) -> tuple[object, ...]:
+        """What this layer caches per token, for telling whether two layers cache alike (a speculative draft
+        sharing its target's pool)."""
+        return (self.kind,)
 
     def check_position(self, index: int) -> None:
         """Refuse this layer at position ``index`` of the model where the kind depends on other layers."""

@@ -35,6 +35,9 @@ class KVAttention(LayerSpec):
     def token_cost(self, dtype: KVDType) -> TokenCost:
         return token_cost(self, dtype)
 
+    def cache_shape(self) -> tuple[object, ...]:
+        return ("kv", self.kv_heads, self.head_dim, self.v_dim)
+
 
 @dataclass(frozen=True, kw_only=True)
 class LocalAttention(KVAttention):
@@ -53,6 +56,8 @@ class FullAttention(KVAttention):
 
     kind: Literal["full"] = "full"
     """full: global attention over the whole sequence."""
+
+    attends_all: ClassVar[bool] = True
 
 
 def _plain_elem_size(dtype: KVDType) -> str:

@@ -39,11 +39,15 @@ class MLA(LayerSpec):
     """Query heads, for engines that expand MLA per head."""
 
     caches_tokens: ClassVar[bool] = True
+    attends_all: ClassVar[bool] = True
     bounded: ClassVar[tuple[str, ...]] = ("v_head_dim", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
                                           "num_heads")
 
     def token_cost(self, dtype: KVDType) -> TokenCost:
         return latent_cost(self, dtype)
+
+    def cache_shape(self) -> tuple[object, ...]:
+        return ("mla", self.kv_lora_rank, self.qk_rope_head_dim)
 
 
 def latent_cost(layer: MLA, dtype: KVDType) -> TokenCost:
