@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import ConfigError, KvplanError
-from kvplan.spec import KINDS, LayerSpec, ModelSpec, RopeScaling
+from kvplan.spec import KINDS, LayerSpec, ModelSpec, RopeScaling, layer_from_fields
 
 if TYPE_CHECKING:  # bundled specs come through here on every start: no pathlib import at run time
     from pathlib import Path
@@ -100,7 +100,7 @@ def _layer(group: dict[str, Any]) -> LayerSpec:
     group = dict(group)
     if group.get("ssm_state") is not None:
         group["ssm_state"] = tuple(group["ssm_state"])
-    return LayerSpec(**group)
+    return layer_from_fields(group)
 
 
 # left out at 0, their default in effect, so that specs without MTP layers read as they always did
