@@ -507,7 +507,8 @@ def test_qwen2_sliding_layers_from_max_window_layers():
     # Qwen2.5-7B with the window switched on: transformers' Qwen2Config slides layers >= max_window_layers.
     config = dict(load("Qwen__Qwen2.5-7B"), use_sliding_window=True, sliding_window=4096, max_window_layers=21)
     spec = spec_from_config(config, model_id="qwen2-swa")
-    assert [(g.kind, g.count, getattr(g, "window", None)) for g in spec.layers] == [("full", 21, None), ("sliding", 7, 4096)]
+    assert [(g.kind, g.count, getattr(g, "window", None)) for g in spec.layers] == [
+        ("full", 21, None), ("sliding", 7, 4096)]
 
 
 def test_qwen2_moe_real_config_and_sliding_variant():
@@ -678,7 +679,8 @@ def test_unknown_model_type_with_alias_fields():
 def test_unknown_model_type_with_layer_types_and_window():
     config = dict(MINIMAL, layer_types=["sliding_attention", "full_attention"] * 2, sliding_window=256)
     spec = spec_from_config(config, model_id="x")
-    assert [(g.kind, getattr(g, "window", None)) for g in spec.expanded_layers()] == [("sliding", 256), ("full", None)] * 2
+    windows = [(g.kind, getattr(g, "window", None)) for g in spec.expanded_layers()]
+    assert windows == [("sliding", 256), ("full", None)] * 2
 
 
 def test_unknown_model_type_with_window_and_no_layer_types_slides_everywhere():

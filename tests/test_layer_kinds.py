@@ -43,7 +43,8 @@ GROUPS = {
     "chunked": "{kind: chunked, count: 1, kv_heads: 8, head_dim: 128, chunk: 8192}",
     "mla": "{kind: mla, count: 61, v_head_dim: 128, kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, "
            "num_heads: 128}",
-    "recurrent": "{kind: recurrent, count: 4, mixer: mamba2, conv_dim: 8192, conv_kernel: 4, ssm_state: [128, 64, 128]}",
+    "recurrent": "{kind: recurrent, count: 4, mixer: mamba2, conv_dim: 8192, conv_kernel: 4, "
+                 "ssm_state: [128, 64, 128]}",
     "shared": "{kind: shared, count: 2, shares_with: 0}",
     "none": "{kind: none, count: 5}",
 }

@@ -72,7 +72,9 @@ _L = TypeVar("_L", bound="type[LayerSpec]")
 def register(cls: _L) -> _L:
     """Make a kind class one a spec may name by its ``kind``; a class not registered (a test's) can still be
     planned by an engine whose table has it, but no YAML reaches it."""
-    KINDS[cls.kind] = cls
+    kind = next(f.default for f in fields(cls) if f.name == "kind")  # the class's kind: name
+    assert isinstance(kind, str), f"{cls.__name__} fixes no kind"
+    KINDS[kind] = cls
     return cls
 
 

@@ -29,7 +29,8 @@ class SharedKV(LayerSpec):
 
     def check_position(self, index: int) -> None:
         if self.shares_with >= index:
-            raise SpecError(f"layer {index} shares the cache of layer {self.shares_with}, which is not an earlier layer")
+            raise SpecError(f"layer {index} shares the cache of layer {self.shares_with}, which is not an earlier "
+                            "layer")
 
     def in_stage(self, start: int) -> LayerSpec:
         # an owner in an earlier stage leaves no cache here

@@ -147,7 +147,7 @@ def _press(spec: ModelSpec, layout: CacheLayout, options: EngineOptions) -> Cach
         raise UsageError(f"--compression-ratio {ratio:g} must be in [0, 1) (ScorerPress asserts it)",
                          field="compression_ratio")
     other_kinds = {type(layer) for layer in spec.layers} - {FullAttention}
-    others = sorted(kind.kind for kind in other_kinds)
+    others = sorted({layer.kind for layer in spec.layers if type(layer) in other_kinds})
     # kvpress 0.5.5 BasePress.__call__ hooks every decoder layer but skips the sliding-window ones of
     # Gemma3ForConditionalGeneration (model_type gemma3) only; transformers' sliding cache keeps its window
     gemma3 = other_kinds == {SlidingWindow} and spec.model_type == "gemma3"

@@ -42,7 +42,17 @@ from kvplan.engines.rules import AllTokens, KeepLast
 from kvplan.engines.version import Version, render_version
 from kvplan.errors import UsageError
 from kvplan.layouts import mla
-from kvplan.spec import MLA, ChunkedLocal, FullAttention, LocalAttention, ModelSpec, NoCache, Recurrent, SharedKV, SlidingWindow
+from kvplan.spec import (
+    MLA,
+    ChunkedLocal,
+    FullAttention,
+    LocalAttention,
+    ModelSpec,
+    NoCache,
+    Recurrent,
+    SharedKV,
+    SlidingWindow,
+)
 
 # fp8 only as QuantizedCache(backend="fp8") (5.21+, hf/quantized.py)
 KV_DTYPES = frozenset({"float32", "bfloat16", "float16", "fp8", "fp8_e4m3"})

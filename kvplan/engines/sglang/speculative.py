@@ -195,7 +195,8 @@ def _uniform_cache_layer(spec: ModelSpec, role: str = "target") -> LayerSpec:
 
     shapes = {group.cache_shape() for group in spec.layers}
     kinds = {group.kind for group in spec.layers}
-    if not all(group.caches_tokens for group in spec.layers) or len(shapes) != 1 or spec.model_type in HYBRID_SWA_MODEL_TYPES:
+    alike = all(group.caches_tokens for group in spec.layers) and len(shapes) == 1
+    if not alike or spec.model_type in HYBRID_SWA_MODEL_TYPES:
         raise UsageError(f"kvplan's SGLang speculation rule covers models whose layers all cache alike; the {role} "
                          f"{spec.id} has {', '.join(sorted(kinds))} layers of {len(shapes)} cache shape(s)",
                          field="speculative_method")

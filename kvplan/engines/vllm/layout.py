@@ -44,7 +44,17 @@ from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, padding_groups, paged, 
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
 from kvplan.parallel import shard_spec
-from kvplan.spec import MLA, ChunkedLocal, FullAttention, KVAttention, ModelSpec, NoCache, Recurrent, SharedKV, SlidingWindow
+from kvplan.spec import (
+    MLA,
+    ChunkedLocal,
+    FullAttention,
+    KVAttention,
+    ModelSpec,
+    NoCache,
+    Recurrent,
+    SharedKV,
+    SlidingWindow,
+)
 from dataclasses import dataclass, replace
 
 FLASHMLA_BLOCK_SIZE = 64

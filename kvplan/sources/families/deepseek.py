@@ -41,6 +41,7 @@ def deepseek_params(b: Counter) -> None:
     """
     h, n_layers, nh = b.hidden, b.layers, b.heads
     mla = mla_layers(b.reader)[0]
+    assert isinstance(mla, MLA)
     kv_lora, rope = mla.kv_lora_rank, mla.qk_rope_head_dim
     nope = b.int("qk_nope_head_dim")
     v_dim = b.int("v_head_dim")

@@ -94,8 +94,8 @@ def falcon_params(b: Counter) -> None:
     """
     h, n_layers, nh = b.hidden, b.layers, b.heads
     cached = falcon_layers(b.reader)[0]  # the KV heads and head size the cache rule reads
+    assert isinstance(cached, FullAttention)
     nkv, hd = cached.kv_heads, cached.head_dim
-    assert nkv is not None and hd is not None
     bias = b.flag("bias", False)
     new_arch = b.flag("new_decoder_architecture", False)
     ffn = b.int("ffn_hidden_size", default=4 * h)

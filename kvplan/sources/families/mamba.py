@@ -191,7 +191,8 @@ def jamba_params(b: Counter) -> None:
     MoE (``num_experts``, router Linear(h, E)) on ``i % expert_layer_period == expert_layer_offset``,
     dense MLP elsewhere; input_layernorm + pre_ff_layernorm per layer."""
     h, n_layers = b.hidden, b.layers
-    mixers = [isinstance(layer, Recurrent) for layer in jamba_layers(b.reader)]  # Mamba or attention, as the cache rule says
+    # Mamba or attention, as the cache rule says
+    mixers = [isinstance(layer, Recurrent) for layer in jamba_layers(b.reader)]
     e_period, e_offset = b.int("expert_layer_period", default=2), b.int("expert_layer_offset", default=1)
     experts = b.int("num_experts", default=1)
     inter = intermediate(b)
