@@ -36,11 +36,10 @@ from kvplan.layouts.shared import NoCache, SharedKV  # isort: skip
 
 __all__ = [
     "KINDS", "LAYER_KINDS", "MLA", "MODEL_DTYPE_BYTES", "AnyLayer", "ChunkedLocal", "FullAttention", "KVAttention",
-    "LayerKind", "LayerSpec", "LocalAttention", "ModelSpec", "NoCache", "NonNegativeInt", "PositiveInt", "Recurrent",
+    "LayerSpec", "LocalAttention", "ModelSpec", "NoCache", "NonNegativeInt", "PositiveInt", "Recurrent",
     "RopeScaling", "SharedKV", "SlidingWindow", "group_layers", "layer_from_fields",
 ]
 
-LayerKind = Literal["full", "sliding", "chunked", "mla", "recurrent", "shared", "none"]
 LAYER_KINDS: tuple[str, ...] = tuple(KINDS)
 """The kinds a spec may name, one class each (kvplan.layouts)."""
 
