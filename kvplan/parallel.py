@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvplan.errors import UsageError
-from kvplan.spec import LayerSpec, ModelSpec, group_layers
+from kvplan.spec import MLA, KVAttention, LayerSpec, ModelSpec, Recurrent, group_layers
 
 
 def pp_partitions(num_layers: int, pp: int) -> list[int]:
@@ -38,19 +38,10 @@ def stage_specs(spec: ModelSpec, pp: int) -> list[ModelSpec]:
     layers = [replace(group, count=1) for group in spec.layers for _ in range(group.count)]
     stages, start = [], 0
     for size in pp_partitions(len(layers), pp):
-        chunk = [_local(layer, start) for layer in layers[start:start + size]]
+        chunk = [layer.in_stage(start) for layer in layers[start:start + size]]
         stages.append(replace(spec, layers=group_layers(chunk), assumptions=()))
         start += size
     return stages
-
-
-def _local(layer: LayerSpec, start: int) -> LayerSpec:
-    """Renumber a shared layer's owner within its stage; an owner in an earlier stage leaves no cache here."""
-    if layer.kind != "shared" or layer.shares_with is None:
-        return layer
-    if layer.shares_with < start:
-        return LayerSpec(kind="none")
-    return replace(layer, shares_with=layer.shares_with - start)
 
 
 def heads_per_rank(kv_heads: int, tp: int) -> int:
@@ -62,11 +53,9 @@ def shard_layer(layer: LayerSpec, tp: int) -> LayerSpec:
     """The part of ``layer`` one of ``tp`` ranks caches (vLLM / SGLang rules)."""
     if tp == 1:
         return layer
-    if layer.kind in ("full", "sliding", "chunked"):
-        assert layer.kv_heads is not None
+    if isinstance(layer, KVAttention):
         return replace(layer, kv_heads=heads_per_rank(layer.kv_heads, tp))
-    if layer.kind == "recurrent":
-        assert layer.conv_dim is not None and layer.ssm_state is not None
+    if isinstance(layer, Recurrent):
         first = layer.ssm_state[0]
         return replace(layer, conv_dim=-(-layer.conv_dim // tp),
                        ssm_state=(-(-first // tp), *layer.ssm_state[1:]))
@@ -84,12 +73,12 @@ def shard_spec(spec: ModelSpec, tp: int) -> ModelSpec:
 def tp_notes(spec: ModelSpec, tp: int) -> list[str]:
     """Warnings worth showing: KV heads copied across ranks, latents replicated."""
     notes = []
-    heads = {layer.kv_heads for layer in spec.layers if layer.kv_heads and layer.kind != "mla"}
+    heads = {layer.kv_heads for layer in spec.layers if isinstance(layer, KVAttention)}
     for kv_heads in sorted(heads):
         if tp > kv_heads:
             notes.append(f"tp {tp} exceeds the {kv_heads} KV heads: each head is replicated on "
                          f"{tp // kv_heads} ranks, memory spent on copies (per-GPU KV as at tp {kv_heads})")
-    if any(layer.kind == "mla" for layer in spec.layers) and tp > 1:
+    if any(isinstance(layer, MLA) for layer in spec.layers) and tp > 1:
         notes.append(f"the MLA latent is replicated on all {tp} tensor-parallel ranks: per-GPU KV does not "
                      "shrink with tp")
     return notes

@@ -4,9 +4,11 @@ A ``ModelSpec`` says, layer by layer, what a model keeps in its cache while it d
 stored run-length encoded (``LayerSpec.count`` consecutive identical layers), which is both the YAML
 format of ``model_specs/`` and what keeps sweeps fast: arithmetic runs per group, not per layer.
 
-These are plain frozen dataclasses so that ``kvplan estimate`` starts without importing pydantic.
-pydantic validates them at the edges (user YAML, JSON schema) through ``TypeAdapter``: the field
-constraints below are cheap markers that pydantic reads only when it is asked to validate.
+Each layer group is an object of its kind's class (``FullAttention``, ``SlidingWindow``, ``ChunkedLocal``,
+``MLA``, ``Recurrent``, ``SharedKV``, ``NoCache``; one module each in ``kvplan.layouts``), named in YAML by
+its ``kind``. These are plain frozen dataclasses so that ``kvplan estimate`` starts without importing
+pydantic. pydantic validates them at the edges (user YAML, JSON schema) through ``TypeAdapter``: the field
+constraints are cheap markers that pydantic reads only when it is asked to validate.
 """
 
 from __future__ import annotations
@@ -16,113 +18,54 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from kvplan.errors import SpecError
+from kvplan.layouts.base import (  # the kind classes' base, and the bounds ModelSpec shares with them
+    CONFIG as _CONFIG,
+    KINDS,
+    MAX_LAYERS as _MAX_LAYERS,
+    LayerSpec,
+    NonNegativeInt,
+    PositiveInt,
+)
+# each kind's module registers its class as it loads, in this order (the order the kinds are listed in)
+from kvplan.layouts.full import FullAttention, KVAttention, LocalAttention  # isort: skip
+from kvplan.layouts.sliding import SlidingWindow  # isort: skip
+from kvplan.layouts.chunked import ChunkedLocal  # isort: skip
+from kvplan.layouts.mla import MLA  # isort: skip
+from kvplan.layouts.recurrent import Recurrent  # isort: skip
+from kvplan.layouts.shared import NoCache, SharedKV  # isort: skip
 
+__all__ = [
+    "KINDS", "LAYER_KINDS", "MLA", "MODEL_DTYPE_BYTES", "AnyLayer", "ChunkedLocal", "FullAttention", "KVAttention",
+    "LayerSpec", "LocalAttention", "ModelSpec", "NoCache", "NonNegativeInt", "PositiveInt", "Recurrent",
+    "RopeScaling", "SharedKV", "SlidingWindow", "group_layers", "layer_from_fields",
+]
 
-class _Bound:
-    """A numeric bound that pydantic applies when validating (and shows in the JSON schema)."""
-
-    def __init__(self, **bounds: int) -> None:
-        self.bounds = bounds
-
-    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        schema = handler(source)
-        schema.update(self.bounds)
-        return schema
-
-
-_POSITIVE = _Bound(gt=0)
-_NON_NEGATIVE = _Bound(ge=0)
-PositiveInt = Annotated[int, _POSITIVE]
-NonNegativeInt = Annotated[int, _NON_NEGATIVE]
-
-LayerKind = Literal["full", "sliding", "chunked", "mla", "recurrent", "shared", "none"]
-LAYER_KINDS: tuple[str, ...] = ("full", "sliding", "chunked", "mla", "recurrent", "shared", "none")
+LAYER_KINDS: tuple[str, ...] = tuple(KINDS)
+"""The kinds a spec may name, one class each (kvplan.layouts)."""
 
 # Model (activation) dtypes a checkpoint may declare, with their element size in bytes.
 MODEL_DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2}
 
-# The largest sizes kvplan accepts: far above any real model, low enough to catch typos.
-_MAX_LAYERS = 100_000
-_MAX_DIM = 1 << 20
 
-_CONFIG = {"extra": "forbid", "use_attribute_docstrings": True}
-
-
-@dataclass(frozen=True)
-class LayerSpec:
-    """``count`` consecutive decoder layers that cache the same thing.
-
-    Which fields apply depends on ``kind``:
-    full / sliding / chunked: kv_heads, head_dim (K), v_head_dim (V; defaults to head_dim),
-    plus window (sliding) or chunk (chunked); mla: kv_lora_rank and qk_rope_head_dim (the cached
-    latent), with num_heads, qk_nope_head_dim and v_head_dim for engines that expand it per head;
-    recurrent: conv_dim, conv_kernel and ssm_state (shape of the state per sequence);
-    shared: shares_with (index of the layer whose cache it reuses); none: nothing.
-    """
-
-    kind: LayerKind
-    """What the layers cache: full, sliding, chunked, mla, recurrent, shared or none."""
-    count: PositiveInt = 1
-    """How many consecutive layers this entry stands for."""
-    kv_heads: PositiveInt | None = None
-    """Key/value heads (attention kinds)."""
-    head_dim: PositiveInt | None = None
-    """Key head dimension (attention kinds)."""
-    v_head_dim: PositiveInt | None = None
-    """Value head dimension when it differs from the key's (attention kinds; MLA: per-head V)."""
-    window: PositiveInt | None = None
-    """Sliding-window length in tokens (sliding)."""
-    chunk: PositiveInt | None = None
-    """Attention chunk length in tokens (chunked local attention)."""
-    kv_lora_rank: PositiveInt | None = None
-    """Width of the compressed KV latent (mla)."""
-    qk_rope_head_dim: PositiveInt | None = None
-    """Width of the shared rotary key cached beside the latent (mla)."""
-    qk_nope_head_dim: PositiveInt | None = None
-    """Per-head non-rotary key width, for engines that expand MLA per head (mla)."""
-    num_heads: PositiveInt | None = None
-    """Query heads, for engines that expand MLA per head (mla)."""
-    mixer: str | None = None
-    """Recurrent mixer family: mamba, mamba2, gated_delta_net, ... (recurrent)."""
-    conv_dim: PositiveInt | None = None
-    """Channels of the causal-convolution state (recurrent)."""
-    conv_kernel: PositiveInt | None = None
-    """Causal-convolution kernel width (recurrent)."""
-    ssm_state: tuple[PositiveInt, ...] | None = None
-    """Shape of the SSM / linear-attention state per sequence (recurrent)."""
-    shares_with: NonNegativeInt | None = None
-    """Index of the layer whose cache this one reuses (shared)."""
-
-    __pydantic_config__ = _CONFIG
-
-    def __post_init__(self) -> None:
-        required = _REQUIRED[self.kind]
-        missing = [name for name in required if getattr(self, name) is None]
-        if missing:
-            raise SpecError(f"a '{self.kind}' layer needs {', '.join(missing)}")
-        for name in ("kv_heads", "head_dim", "v_head_dim", "kv_lora_rank", "qk_rope_head_dim",
-                     "qk_nope_head_dim", "num_heads", "conv_dim", "conv_kernel"):
-            value = getattr(self, name)
-            if value is not None and not 0 < value <= _MAX_DIM:
-                raise SpecError(f"{name}={value} is outside 1..{_MAX_DIM}")
-        if self.count > _MAX_LAYERS:
-            raise SpecError(f"count={self.count} layers is not a real model")
-
-    @property
-    def v_dim(self) -> int:
-        """The value head dimension (the key's when none is given)."""
-        return self.v_head_dim if self.v_head_dim is not None else self.head_dim  # type: ignore[return-value]
+def layer_from_fields(fields: dict[str, Any]) -> LayerSpec:
+    """The kind class a mapping names with its ``kind`` (``{"kind": "full", "kv_heads": 8, ...}``), built from
+    the rest; an unknown kind, or a missing field, is refused by name."""
+    return LayerSpec(**fields)
 
 
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "full": ("kv_heads", "head_dim"),
-    "sliding": ("kv_heads", "head_dim", "window"),
-    "chunked": ("kv_heads", "head_dim", "chunk"),
-    "mla": ("kv_lora_rank", "qk_rope_head_dim"),
-    "recurrent": ("conv_dim", "conv_kernel", "ssm_state"),
-    "shared": ("shares_with",),
-    "none": (),
-}
+class _OneOfTheKinds:
+    """For pydantic only: a layer group is validated as the class its ``kind`` names (a tagged union), so a
+    missing field names the field of that kind and the JSON schema shows each kind's own fields."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from typing import Union
+
+        from pydantic import Discriminator
+
+        return handler.generate_schema(Annotated[Union[tuple(KINDS.values())], Discriminator("kind")])
+
+
+AnyLayer = Annotated[LayerSpec, _OneOfTheKinds()]
 
 
 @dataclass(frozen=True)
@@ -149,7 +92,7 @@ class ModelSpec:
     """Name kvplan knows the model by (usually the Hugging Face Hub id)."""
     model_type: str
     """Hugging Face ``model_type`` (llama, qwen3, deepseek_v3, ...)."""
-    layers: tuple[LayerSpec, ...]
+    layers: tuple[AnyLayer, ...]
     """Decoder layers in order, run-length encoded."""
     dtype: Literal["float32", "bfloat16", "float16"] = "bfloat16"
     """Activation dtype of the checkpoint: the KV cache's dtype when kv_dtype is 'auto'."""
@@ -218,10 +161,7 @@ class ModelSpec:
             raise SpecError(f"mtp_weights_bytes={self.mtp_weights_bytes} is not a part of weights_bytes="
                             f"{self.weights_bytes}")
         for index, layer in enumerate(self.expanded_layers()):
-            if layer.kind == "shared" and layer.shares_with is not None and layer.shares_with >= index:
-                raise SpecError(
-                    f"layer {index} shares the cache of layer {layer.shares_with}, which is not an earlier layer"
-                )
+            layer.check_position(index)
 
     @property
     def num_layers(self) -> int:

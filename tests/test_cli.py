@@ -109,7 +109,10 @@ def test_bad_files_name_the_problem(capsys, tmp_path):
 def test_yaml_spec_and_schema_round_trip(capsys, tmp_path):
     code, out, _ = run(capsys, "schema")
     schema = json.loads(out)
-    assert code == 0 and "layers" in schema["properties"] and "LayerSpec" in schema["$defs"]
+    assert code == 0 and "layers" in schema["properties"] and "FullAttention" in schema["$defs"]
+    # one definition per layer kind, chosen by the group's kind (the YAML's `kind: sliding`)
+    assert schema["properties"]["layers"]["items"]["discriminator"]["propertyName"] == "kind"
+    assert schema["$defs"]["SlidingWindow"]["required"] == ["kind", "kv_heads", "head_dim", "window"]
     spec = tmp_path / "tiny.yaml"
     spec.write_text("id: tiny\nmodel_type: llama\ndtype: float16\nlayers:\n"
                     "  - {kind: sliding, count: 2, kv_heads: 2, head_dim: 64, window: 256}\n"

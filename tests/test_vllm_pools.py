@@ -146,7 +146,7 @@ def _vllm_stages_by_hand(spec: ModelSpec, pp: int, page: int) -> list[tuple[int,
     kinds: dict[tuple, list[int]] = {}
     for i, layer in enumerate(spec.expanded_layers()):
         if layer.kind not in ("shared", "none"):
-            kinds.setdefault((layer.kind, layer.window), []).append(i)
+            kinds.setdefault((layer.kind, getattr(layer, "window", None)), []).append(i)
     counts = [len(v) for v in kinds.values()]
     size = max(counts) if max(counts) < 1.5 * min(counts) else min(counts)
     groups = [layers[k::-(-len(layers) // size)] for layers in kinds.values() for k in range(-(-len(layers) // size))]

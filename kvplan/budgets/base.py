@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kvplan.errors import UsageError
-from kvplan.spec import ModelSpec
+from kvplan.spec import KVAttention, ModelSpec
 
 GIB = 1 << 30
 Tag = Literal["given", "computed", "assumed"]
@@ -198,9 +198,9 @@ def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int,
     hidden = spec.hidden_size or 4096
     width = spec.mlp_width or int(3.5 * hidden)
     heads = spec.num_attention_heads or 32
-    attn = [layer for layer in spec.layers if layer.kind in ("full", "sliding", "chunked")]
-    head_dim = attn[0].head_dim if attn and attn[0].head_dim else hidden // heads
-    kv_heads = attn[0].kv_heads if attn and attn[0].kv_heads else heads
+    attn = [layer for layer in spec.layers if isinstance(layer, KVAttention)]
+    head_dim = attn[0].head_dim if attn else hidden // heads
+    kv_heads = attn[0].kv_heads if attn else heads
     per_token = (2 * width // tp + 4 * hidden + (heads + 2 * kv_heads) * head_dim // tp) * spec.dtype_bytes
     vocab = spec.vocab_size or 32000
     if sampler_bytes_per_logit is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.spec import MODEL_DTYPE_BYTES, ModelSpec
+from kvplan.spec import MODEL_DTYPE_BYTES, KVAttention, ModelSpec
 
 FLOAT_DTYPES = frozenset(MODEL_DTYPE_BYTES)
 """Checkpoint storage dtypes that are not a quantization (``ModelSpec.weights_dtype``)."""
@@ -55,7 +55,7 @@ def _dense_body(spec: ModelSpec) -> int | None:
         return None
     total = 0
     for layer in spec.layers:
-        if layer.kind not in ("full", "sliding", "chunked") or not layer.kv_heads or not layer.head_dim:
+        if not isinstance(layer, KVAttention):
             return None
         q = heads * layer.head_dim
         kv = layer.kv_heads * (layer.head_dim + layer.v_dim)

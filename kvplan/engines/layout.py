@@ -8,15 +8,15 @@ by-layer tables, pools, verify's tensor shapes) reads this.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.rules import NO_TOKENS, TokenRule
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec, ModelSpec
+from kvplan.spec import LayerSpec, ModelSpec, NoCache, Recurrent, SharedKV
 
 
 @dataclass(frozen=True)
@@ -154,24 +154,30 @@ class EngineOptions:
                 raise UsageError(f"{value!r} must be a whole number of bytes, 0 or more", field=name)
 
 
-def cacheless_group(layer: LayerSpec, first: int, state: TokenCost | None = None) -> GroupRule:
+def cacheless_group(layer: Recurrent | SharedKV | NoCache, first: int, state: TokenCost | None = None) -> GroupRule:
     """A group that holds no tokens: recurrent layers (a fixed ``state`` per sequence), shared or none."""
-    from kvplan.layouts import shared
-
-    return GroupRule(layer, first, shared.token_cost(layer), NO_TOKENS, state=state)
+    return GroupRule(layer, first, layer.token_cost(), NO_TOKENS, state=state)
 
 
-CACHELESS_KINDS = ("shared", "none")
-"""Layer kinds that hold no tokens of their own: they read another layer's cache, or keep none."""
+def holds_nothing(layer: SharedKV | NoCache, first: int, context: object) -> GroupRule:
+    """The rule of every engine's table for layers with no cache of their own (shared, none)."""
+    return cacheless_group(layer, first)
 
 
-def last_group(layer: LayerSpec, first: int, engine: str) -> GroupRule:
-    """The end of an engine's switch over layer kinds: a shared or cache-less layer holds no tokens; any other
-    kind reaching here has no rule in that engine and is refused by name, never counted as 0 bytes."""
-    if layer.kind in CACHELESS_KINDS:
-        return cacheless_group(layer, first)
-    raise UsageError(f"{engine} has no cache rule for a '{layer.kind}' layer (layers {first} to "
-                     f"{first + layer.count - 1}): kvplan cannot plan this model on it")
+C = TypeVar("C")
+KindRules = Mapping[type[LayerSpec], Callable[[Any, int, C], GroupRule]]
+"""An engine's one table of layer kinds: the kind's class -> its rule ``(layer, first layer index, the engine's
+context) -> GroupRule``. Each rule takes the kind its entry names."""
+
+
+def group_by_kind(rules: KindRules[C], layer: LayerSpec, first: int, context: C, engine: str) -> GroupRule:
+    """The rule ``rules`` holds for this layer's kind; a kind the engine's table lacks is refused by name, never
+    counted as 0 bytes."""
+    rule = rules.get(type(layer))
+    if rule is None:
+        raise UsageError(f"{engine} has no cache rule for a '{layer.kind}' layer (layers {first} to "
+                         f"{first + layer.count - 1}): kvplan cannot plan this model on it")
+    return rule(layer, first, context)
 
 
 def build_groups(spec: ModelSpec, make: Callable[[LayerSpec, int], GroupRule]) -> tuple[GroupRule, ...]:

@@ -130,7 +130,7 @@ def uniform_token_bytes(layout: Any, tier: str, field: str, why: str = "") -> in
     token (full attention or MLA, no padding, no recurrent state): the only layouts kvplan plans host tiers
     for; any other is refused naming the tier (``tier``: "vLLM's host offload tiers", ...)."""
     for g in layout.groups:
-        if g.padding or g.kind not in ("full", "mla") or g.state is not None:
+        if g.padding or not g.layer.attends_all or g.state is not None:
             raise UsageError(f"kvplan models {tier} for models whose layers all hold every token; this one has "
                              f"{g.kind} layers{why}", field=field)
     return sum(g.count * g.token.bytes for g in layout.groups)

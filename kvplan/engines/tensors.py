@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.errors import KvplanError
-from kvplan.spec import LayerSpec
+from kvplan.spec import LayerSpec, LocalAttention
 
 if TYPE_CHECKING:
     from kvplan.engines.sharing import SharedSpans, SharingRule, Workload
@@ -145,7 +145,7 @@ def component_names(layout: CacheLayout) -> dict[int, str]:
     used: set[str] = {"pool padding"}
     out: dict[int, str] = {}
     for i, g in enumerate(layout.groups):
-        if g.kind in ("shared", "none"):
+        if not g.layer.own_cache:
             continue
         if g.padding:  # every unused slot of a vLLM hybrid pool, whatever its type, is one row
             out[i] = "pool padding"
@@ -153,7 +153,7 @@ def component_names(layout: CacheLayout) -> dict[int, str]:
         key = (g.kind, *g.cost_key)
         if key not in by_key:
             layer = g.layer
-            base = {"sliding": f"sliding {layer.window}", "chunked": f"chunked {layer.chunk}"}.get(g.kind, g.kind)
+            base = f"{g.kind} {layer.span}" if isinstance(layer, LocalAttention) else g.kind
             name, n = base, 2
             while name in used:
                 name, n = f"{base} #{n}", n + 1

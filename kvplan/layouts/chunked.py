@@ -6,14 +6,26 @@ differ: transformers caches it like a sliding window of ``chunk``, vLLM frees wh
 
 from __future__ import annotations
 
-from kvplan.dtypes import KVDType
-from kvplan.layouts import full
-from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec
+from dataclasses import dataclass
+from typing import Literal
+
+from kvplan.layouts.base import PositiveInt, register
+from kvplan.layouts.full import LocalAttention
 
 
-def token_cost(layer: LayerSpec, dtype: KVDType) -> TokenCost:
-    return full.token_cost(layer, dtype)
+@register
+@dataclass(frozen=True, kw_only=True)
+class ChunkedLocal(LocalAttention):
+    """Layers that attend within their chunk of ``chunk`` tokens only."""
+
+    kind: Literal["chunked"] = "chunked"
+    """chunked: local attention within fixed chunks."""
+    chunk: PositiveInt
+    """Attention chunk length in tokens."""
+
+    @property
+    def span(self) -> int:
+        return self.chunk
 
 
 def chunk_start(position: int, chunk: int) -> int:

@@ -1,13 +1,63 @@
 """Full (global) attention: every past token keeps a K and a V vector per KV head.
 
 MHA, GQA and MQA are the same arithmetic with kv_heads = heads, a divisor of heads, or 1.
+``KVAttention`` is what full, sliding and chunked layers share: per-head K and V vectors per token;
+``LocalAttention`` what sliding and chunked layers share: a bounded span of tokens attended.
 """
 
 from __future__ import annotations
 
-from kvplan.dtypes import KVDType
-from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+
+from kvplan.layouts.base import Doc, LayerSpec, PositiveInt, TokenCost, register
+
+if TYPE_CHECKING:
+    from kvplan.dtypes import KVDType
+
+
+@dataclass(frozen=True, kw_only=True)
+class KVAttention(LayerSpec):
+    """Attention that caches a K and a V vector per KV head and token (full, sliding, chunked)."""
+
+    kv_heads: Annotated[PositiveInt, Doc("Key/value heads.")]
+    head_dim: Annotated[PositiveInt, Doc("Key head dimension.")]
+    v_head_dim: Annotated[PositiveInt | None, Doc("Value head dimension when it differs from the key's.")] = None
+
+    caches_tokens: ClassVar[bool] = True
+    bounded: ClassVar[tuple[str, ...]] = ("kv_heads", "head_dim", "v_head_dim")
+
+    @property
+    def v_dim(self) -> int:
+        """The value head dimension (the key's when none is given)."""
+        return self.v_head_dim if self.v_head_dim is not None else self.head_dim
+
+    def token_cost(self, dtype: KVDType) -> TokenCost:
+        return token_cost(self, dtype)
+
+    def cache_shape(self) -> tuple[object, ...]:
+        return ("kv", self.kv_heads, self.head_dim, self.v_dim)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalAttention(KVAttention):
+    """K/V attention over a bounded span of recent tokens (sliding window, chunked local)."""
+
+    @property
+    def span(self) -> int:
+        """Tokens a layer attends over at most: the window or the chunk."""
+        raise NotImplementedError
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class FullAttention(KVAttention):
+    """Layers that attend to every past token."""
+
+    kind: Literal["full"] = "full"
+    """full: global attention over the whole sequence."""
+
+    attends_all: ClassVar[bool] = True
 
 
 def _plain_elem_size(dtype: KVDType) -> str:
@@ -17,10 +67,9 @@ def _plain_elem_size(dtype: KVDType) -> str:
     return ""
 
 
-def token_cost(layer: LayerSpec, dtype: KVDType) -> TokenCost:
+def token_cost(layer: KVAttention, dtype: KVDType) -> TokenCost:
     """Bytes per token of one K/V attention layer: kv_heads x (K vector + V vector)."""
     heads = layer.kv_heads
-    assert heads is not None and layer.head_dim is not None
     k_bytes = dtype.vector_bytes(layer.head_dim)
     v_bytes = dtype.vector_bytes(layer.v_dim)
     elem = _plain_elem_size(dtype)

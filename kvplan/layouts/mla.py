@@ -9,15 +9,49 @@ first and cached per-head K (qk_nope + qk_rope) and V (v_head_dim) for every que
 
 from __future__ import annotations
 
-from kvplan.dtypes import KVDType
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
 from kvplan.errors import SpecError
-from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec
+from kvplan.layouts.base import LayerSpec, PositiveInt, TokenCost, register
+
+if TYPE_CHECKING:
+    from kvplan.dtypes import KVDType
 
 
-def latent_cost(layer: LayerSpec, dtype: KVDType) -> TokenCost:
+@register
+@dataclass(frozen=True, kw_only=True)
+class MLA(LayerSpec):
+    """Layers that cache one compressed latent per token (kv_lora_rank + qk_rope_head_dim), with the per-head
+    sizes engines that expand it need."""
+
+    kind: Literal["mla"] = "mla"
+    """mla: multi-head latent attention."""
+    v_head_dim: PositiveInt | None = None
+    """Per-head value width, for engines that expand MLA per head."""
+    kv_lora_rank: PositiveInt
+    """Width of the compressed KV latent."""
+    qk_rope_head_dim: PositiveInt
+    """Width of the shared rotary key cached beside the latent."""
+    qk_nope_head_dim: PositiveInt | None = None
+    """Per-head non-rotary key width, for engines that expand MLA per head."""
+    num_heads: PositiveInt | None = None
+    """Query heads, for engines that expand MLA per head."""
+
+    caches_tokens: ClassVar[bool] = True
+    attends_all: ClassVar[bool] = True
+    bounded: ClassVar[tuple[str, ...]] = ("v_head_dim", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+                                          "num_heads")
+
+    def token_cost(self, dtype: KVDType) -> TokenCost:
+        return latent_cost(self, dtype)
+
+    def cache_shape(self) -> tuple[object, ...]:
+        return ("mla", self.kv_lora_rank, self.qk_rope_head_dim)
+
+
+def latent_cost(layer: MLA, dtype: KVDType) -> TokenCost:
     """One latent vector per token: kv_lora_rank + qk_rope_head_dim values."""
-    assert layer.kv_lora_rank is not None and layer.qk_rope_head_dim is not None
     nbytes = dtype.mla_latent_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim)
     width = layer.kv_lora_rank + layer.qk_rope_head_dim
     if dtype.block_elems == 1 and dtype.scale_bytes_per_vector == 0 and nbytes == width * dtype.block_bytes:
@@ -27,20 +61,18 @@ def latent_cost(layer: LayerSpec, dtype: KVDType) -> TokenCost:
     return TokenCost(nbytes, formula)
 
 
-def split_latent_cost(layer: LayerSpec, dtype: KVDType) -> TokenCost:
+def split_latent_cost(layer: MLA, dtype: KVDType) -> TokenCost:
     """The latent stored as two tensors, keys [kv_lora_rank] and values [qk_rope] (transformers 5)."""
-    assert layer.kv_lora_rank is not None and layer.qk_rope_head_dim is not None
     k = dtype.vector_bytes(layer.kv_lora_rank)
     v = dtype.vector_bytes(layer.qk_rope_head_dim)
     return TokenCost(k + v, f"latent K[{layer.kv_lora_rank}] {k} B + rope V[{layer.qk_rope_head_dim}] {v} B")
 
 
-def expanded_cost(layer: LayerSpec, dtype: KVDType) -> TokenCost:
+def expanded_cost(layer: MLA, dtype: KVDType) -> TokenCost:
     """Per-head K (qk_nope + qk_rope) and V (v_head_dim) for every query head."""
-    missing = [n for n in ("num_heads", "qk_nope_head_dim", "v_head_dim") if getattr(layer, n) is None]
-    if missing:
+    if layer.num_heads is None or layer.qk_nope_head_dim is None or layer.v_head_dim is None:
+        missing = [n for n in ("num_heads", "qk_nope_head_dim", "v_head_dim") if getattr(layer, n) is None]
         raise SpecError(f"expanded MLA cache needs {', '.join(missing)} in the layer description")
-    assert layer.num_heads and layer.qk_nope_head_dim and layer.qk_rope_head_dim and layer.v_head_dim
     k_dim = layer.qk_nope_head_dim + layer.qk_rope_head_dim
     k = dtype.vector_bytes(k_dim)
     v = dtype.vector_bytes(layer.v_head_dim)

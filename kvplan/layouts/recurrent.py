@@ -8,14 +8,43 @@ state in fp32, vLLM in the model dtype): the engine passes those in.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import prod
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec
+from kvplan.layouts.base import LayerSpec, PositiveInt, TokenCost, register
+
+if TYPE_CHECKING:
+    from kvplan.dtypes import KVDType
 
 
-def state_cost(layer: LayerSpec, *, conv_columns: int, conv_elem_bytes: int, ssm_elem_bytes: int) -> TokenCost:
-    assert layer.conv_dim is not None and layer.ssm_state is not None
+@register
+@dataclass(frozen=True, kw_only=True)
+class Recurrent(LayerSpec):
+    """Layers that keep a fixed-size state per sequence instead of per-token K/V."""
+
+    kind: Literal["recurrent"] = "recurrent"
+    """recurrent: a Mamba / linear-attention state."""
+    mixer: str | None = None
+    """Recurrent mixer family: mamba, mamba2, gated_delta_net, ..."""
+    conv_dim: PositiveInt
+    """Channels of the causal-convolution state."""
+    conv_kernel: PositiveInt
+    """Causal-convolution kernel width."""
+    ssm_state: tuple[PositiveInt, ...]
+    """Shape of the SSM / linear-attention state per sequence."""
+
+    bounded: ClassVar[tuple[str, ...]] = ("conv_dim", "conv_kernel")
+
+    def token_cost(self, dtype: KVDType | None = None) -> TokenCost:
+        return TokenCost(0, "no cache")  # its bytes are per sequence: state_cost
+
+    def state_cost(self, *, conv_columns: int, conv_elem_bytes: int, ssm_elem_bytes: int) -> TokenCost:
+        return state_cost(self, conv_columns=conv_columns, conv_elem_bytes=conv_elem_bytes,
+                          ssm_elem_bytes=ssm_elem_bytes)
+
+
+def state_cost(layer: Recurrent, *, conv_columns: int, conv_elem_bytes: int, ssm_elem_bytes: int) -> TokenCost:
     conv = layer.conv_dim * conv_columns * conv_elem_bytes
     ssm_elems = prod(layer.ssm_state)
     ssm = ssm_elems * ssm_elem_bytes

@@ -2,11 +2,51 @@
 
 from __future__ import annotations
 
-from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from kvplan.errors import SpecError
+from kvplan.layouts.base import LayerSpec, NonNegativeInt, TokenCost, register
+
+if TYPE_CHECKING:
+    from kvplan.dtypes import KVDType
 
 
-def token_cost(layer: LayerSpec) -> TokenCost:
-    if layer.kind == "shared":
-        return TokenCost(0, f"reuses layer {layer.shares_with}'s cache")
-    return TokenCost(0, "no cache")
+@register
+@dataclass(frozen=True, kw_only=True)
+class SharedKV(LayerSpec):
+    """Layers that read an earlier layer's cache and keep none of their own."""
+
+    kind: Literal["shared"] = "shared"
+    """shared: cross-layer KV sharing."""
+    shares_with: NonNegativeInt
+    """Index of the layer whose cache this one reuses."""
+
+    own_cache: ClassVar[bool] = False
+
+    def token_cost(self, dtype: KVDType | None = None) -> TokenCost:
+        return TokenCost(0, f"reuses layer {self.shares_with}'s cache")
+
+    def check_position(self, index: int) -> None:
+        if self.shares_with >= index:
+            raise SpecError(f"layer {index} shares the cache of layer {self.shares_with}, which is not an earlier "
+                            "layer")
+
+    def in_stage(self, start: int) -> LayerSpec:
+        # an owner in an earlier stage leaves no cache here
+        return NoCache() if self.shares_with < start else replace(self, shares_with=self.shares_with - start)
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class NoCache(LayerSpec):
+    """Layers that cache nothing."""
+
+    kind: Literal["none"] = "none"
+    """none: no cache."""
+
+    own_cache: ClassVar[bool] = False
+
+    def token_cost(self, dtype: KVDType | None = None) -> TokenCost:
+        return TokenCost(0, "no cache")
+

@@ -6,14 +6,26 @@ each engine decides (transformers keeps window - 1, vLLM the blocks that cover t
 
 from __future__ import annotations
 
-from kvplan.dtypes import KVDType
-from kvplan.layouts import full
-from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec
+from dataclasses import dataclass
+from typing import Literal
+
+from kvplan.layouts.base import PositiveInt, register
+from kvplan.layouts.full import LocalAttention
 
 
-def token_cost(layer: LayerSpec, dtype: KVDType) -> TokenCost:
-    return full.token_cost(layer, dtype)
+@register
+@dataclass(frozen=True, kw_only=True)
+class SlidingWindow(LocalAttention):
+    """Layers that attend to the last ``window`` tokens only."""
+
+    kind: Literal["sliding"] = "sliding"
+    """sliding: attention over a window of the latest tokens."""
+    window: PositiveInt
+    """Sliding-window length in tokens."""
+
+    @property
+    def span(self) -> int:
+        return self.window
 
 
 def tokens_kept(context: int, keep: int) -> int:

@@ -51,7 +51,7 @@ from kvplan.sources.families.reader import (  # noqa: F401  (some re-exported: t
     json_kind,
     short,
 )
-from kvplan.spec import LayerSpec, ModelSpec, RopeScaling, group_layers
+from kvplan.spec import LayerSpec, ModelSpec, RopeScaling, SlidingWindow, group_layers
 
 if TYPE_CHECKING:
     from kvplan.sources.families.tensors import ParamCount
@@ -203,7 +203,7 @@ def _spec(reader: ConfigReader, layers: list[LayerSpec], *, model_id: str, sourc
     heads = reader.int_field(*HEAD_ALIASES, required=False)
     hidden = reader.hidden_size(required=False)
     vocab = reader.int_field(*VOCAB_ALIASES, required=False, maximum=MAX_VOCAB)
-    windows = [layer.window for layer in layers if layer.kind == "sliding" and layer.window is not None]
+    windows = [layer.window for layer in layers if isinstance(layer, SlidingWindow)]
     if windows and max_positions is not None and min(windows) >= max_positions:
         reader.note(f"sliding_window={min(windows)} >= max_position_embeddings={max_positions}: the window never binds")
     mlp_width = _mlp_width(reader, hidden)

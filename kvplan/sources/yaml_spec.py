@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import ConfigError, KvplanError
-from kvplan.spec import LayerSpec, ModelSpec, RopeScaling
+from kvplan.spec import KINDS, LayerSpec, ModelSpec, RopeScaling, layer_from_fields
 
 if TYPE_CHECKING:  # bundled specs come through here on every start: no pathlib import at run time
     from pathlib import Path
@@ -54,8 +54,14 @@ def validate_spec(data: dict[str, Any], where: str) -> ModelSpec:
         return spec_adapter().validate_json(text, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "spec"
+        # a layer group is validated as the class its kind names: drop that tag (layers.0.full.kv_heads)
+        parts = [p for i, p in enumerate(err["loc"]) if not (i >= 2 and err["loc"][i - 2] == "layers" and p in KINDS)]
         msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            parts.append("kind")
+            tag = (err.get("ctx") or {}).get("tag")
+            msg = f"unknown layer kind '{tag}' (known: {', '.join(KINDS)})" if tag is not None else "Field required"
+        loc = ".".join(str(p) for p in parts) or "spec"
         if isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type"):
             msg = f"{str(err['input']).lower()} is a boolean, not a number"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
@@ -94,7 +100,7 @@ def _layer(group: dict[str, Any]) -> LayerSpec:
     group = dict(group)
     if group.get("ssm_state") is not None:
         group["ssm_state"] = tuple(group["ssm_state"])
-    return LayerSpec(**group)
+    return layer_from_fields(group)
 
 
 # left out at 0, their default in effect, so that specs without MTP layers read as they always did

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from kvplan.spec import MLA, KVAttention
 from kvplan.verify.allocate import Allocation, import_torch
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import LayerInfo
@@ -157,7 +158,7 @@ def _layer_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compu
     i = info.index
     if table is not None:
         return _paged_table_step(torch, alloc, info, spec, compute, gen, table.to(device))
-    if info.kind == "mla":
+    if isinstance(layer, MLA):
         assert layer.kv_lora_rank is not None and layer.qk_rope_head_dim is not None  # an MLA layer has both
         heads = layer.num_heads or spec.num_attention_heads or 1
         qk = (layer.qk_nope_head_dim or layer.kv_lora_rank) + layer.qk_rope_head_dim
@@ -191,8 +192,8 @@ def _layer_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any, compu
 
         return step, _nbytes(k, v)
 
+    assert isinstance(layer, KVAttention)  # the layers a step attends over: K/V attention or MLA
     kv_heads, head_dim = layer.kv_heads, layer.head_dim
-    assert kv_heads is not None and head_dim is not None  # an attention layer has both
     group = max(1, (spec.num_attention_heads or kv_heads) // kv_heads)
     k, v = views[(i, "K")], views[(i, "V")]
     if info.layout != "paged":
@@ -224,7 +225,7 @@ def _paged_table_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any,
     F = torch.nn.functional
     views, device, i, layer = alloc.views, alloc.device, info.index, info.layer
     seqs = table.shape[0]
-    if info.kind == "mla":
+    if isinstance(layer, MLA):
         assert layer.kv_lora_rank is not None and layer.qk_rope_head_dim is not None  # an MLA layer has both
         latent = views[(i, "latent")]
         heads = layer.num_heads or spec.num_attention_heads or 1
@@ -238,8 +239,8 @@ def _paged_table_step(torch: Any, alloc: Allocation, info: LayerInfo, spec: Any,
             return F.scaled_dot_product_attention(q, kv, kv[..., :rank], scale=scale)
 
         return mla_step, seqs * info.attend * latent.shape[-1] * latent.element_size()
+    assert isinstance(layer, KVAttention)  # the layers a step attends over: K/V attention or MLA
     kv_heads, head_dim = layer.kv_heads, layer.head_dim
-    assert kv_heads is not None and head_dim is not None  # an attention layer has both
     group = max(1, (spec.num_attention_heads or kv_heads) // kv_heads)
     planes = [views.get((i, role)) for role in ("K", "V", "K scale", "V scale")]
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.tensors import BlockTable
+from kvplan.spec import Recurrent
 from kvplan.verify.errors import VerifyError
 
 COMMON, REQUEST, SEQUENCE = 0, 1, 2
@@ -80,7 +81,7 @@ class _Group:
         self.index, self.table, self.rule = index, table, rule
         # the group's own page size, else the layout's (token pools page all layers alike)
         self.block = rule.block_size or block or table.default_block_size
-        self.recurrent = rule.kind == "recurrent"
+        self.recurrent = isinstance(rule.layer, Recurrent)
         self.free = list(range(table.first_block + table.blocks - 1, table.first_block - 1, -1))
         self.ref: dict[tuple[int, ...], list[int]] = {}  # key -> [block id, references]
         self.held: list[dict[int, tuple[int, ...]]] = [{} for _ in range(table.sequences)]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule
 from kvplan.engines.rules import PrefillKept, SinkWindow
 from kvplan.errors import UsageError
-from kvplan.spec import ModelSpec
+from kvplan.spec import FullAttention, ModelSpec, SlidingWindow
 
 # kvpress presses whose compress is ScorerPress.compress (one budget for every layer and head)
 SCORER_PRESSES = {
@@ -117,7 +117,7 @@ def _evict(layout: CacheLayout, evict: tuple[tuple[str, int], ...]) -> CacheLayo
         raise UsageError(f"--evict {keep_name}={keep},{names[1]}={recent}: the window must be positive",
                          field="evict")
     rule = SinkWindow(keep, recent, "heavy" if method == "H2O" else "sink")
-    groups = tuple(replace(g, tokens=rule) if g.kind in ("full", "mla") else g for g in layout.groups)
+    groups = tuple(replace(g, tokens=rule) if g.layer.attends_all else g for g in layout.groups)
     if method == "StreamingLLM":
         notes = [f"eviction changes the model's answers: StreamingLLM (arXiv:2309.17453) keeps {keep} attention "
                  f"sink tokens and the last {recent} tokens of every full-attention layer; sliding layers keep "
@@ -146,11 +146,12 @@ def _press(spec: ModelSpec, layout: CacheLayout, options: EngineOptions) -> Cach
     if not 0 <= ratio < 1:
         raise UsageError(f"--compression-ratio {ratio:g} must be in [0, 1) (ScorerPress asserts it)",
                          field="compression_ratio")
-    others = sorted({layer.kind for layer in spec.layers} - {"full"})
+    other_kinds = {type(layer) for layer in spec.layers} - {FullAttention}
+    others = sorted({layer.kind for layer in spec.layers if type(layer) in other_kinds})
     # kvpress 0.5.5 BasePress.__call__ hooks every decoder layer but skips the sliding-window ones of
     # Gemma3ForConditionalGeneration (model_type gemma3) only; transformers' sliding cache keeps its window
-    gemma3 = others == ["sliding"] and spec.model_type == "gemma3"
-    if others == ["sliding"] and not gemma3:
+    gemma3 = other_kinds == {SlidingWindow} and spec.model_type == "gemma3"
+    if other_kinds == {SlidingWindow} and not gemma3:
         raise UsageError(f"kvpress skips sliding-window layers on Gemma 3 (Gemma3ForConditionalGeneration) only "
                          f"(BasePress.__call__); on {spec.model_type} it hooks them too and compresses what "
                          "transformers' sliding cache holds after prefill, which kvplan does not model",
@@ -165,7 +166,7 @@ def _press(spec: ModelSpec, layout: CacheLayout, options: EngineOptions) -> Cach
         return replace(layout, assumptions=(*layout.assumptions, note))
     groups: list[GroupRule] = []
     for g in layout.groups:
-        if g.kind != "full":  # Gemma 3's sliding layers: not hooked
+        if not isinstance(g.layer, FullAttention):  # Gemma 3's sliding layers: not hooked
             groups.append(g)
         elif key in PER_LAYER_PRESSES:
             for offset in range(g.count):

@@ -23,22 +23,36 @@ transformers 5.23 itself allocated for 24 real configs (tests/data/cache_oracle_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import (
     CacheLayout,
     EngineOptions,
     GroupRule,
+    KindRules,
     build_groups,
     cacheless_group,
-    last_group,
     check_kv_dtype,
+    group_by_kind,
+    holds_nothing,
     no_tensor_parallel,
 )
 from kvplan.engines.rules import AllTokens, KeepLast
 from kvplan.engines.version import Version, render_version
 from kvplan.errors import UsageError
-from kvplan.layouts import full, mla, recurrent
-from kvplan.spec import LayerSpec, ModelSpec
+from kvplan.layouts import mla
+from kvplan.spec import (
+    MLA,
+    ChunkedLocal,
+    FullAttention,
+    LocalAttention,
+    ModelSpec,
+    NoCache,
+    Recurrent,
+    SharedKV,
+    SlidingWindow,
+)
 
 # fp8 only as QuantizedCache(backend="fp8") (5.21+, hf/quantized.py)
 KV_DTYPES = frozenset({"float32", "bfloat16", "float16", "fp8", "fp8_e4m3"})
@@ -79,11 +93,12 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
             f"transformers {render_version(version)} generates {spec.model_type} with the static "
             "HybridCache its generation_config asks for (sized to the sequence length)"
         )
-    groups = build_groups(spec, lambda layer, first: _group(layer, first, kv_dtype, version, assumptions, static))
+    context = _Context(kv_dtype, version, assumptions, static)
+    groups = build_groups(spec, lambda layer, first: group_by_kind(RULES, layer, first, context, "transformers"))
     pool = None
     if speculative.is_assisted(spec):  # a draft's (or MTP) layers in a cache of their own (hf/speculative.py)
         groups, pool = speculative.draft_groups(spec, groups)
-    if any(layer.kind == "recurrent" for layer in spec.layers):
+    if any(isinstance(layer, Recurrent) for layer in spec.layers):
         where = "float32" if version >= _FP32_STATE_SINCE else "the model dtype (4.x MambaCache)"
         assumptions.append(
             f"transformers keeps recurrent SSM state in {where} and the conv window in the model dtype"
@@ -93,41 +108,64 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     return eviction.apply(spec, result, options) if evicting else result
 
 
-def _group(layer: LayerSpec, first: int, dtype: KVDType, version: Version,
-           assumptions: list[str], static: bool) -> GroupRule:
-    kind = layer.kind
-    if kind == "full":
-        return GroupRule(layer, first, full.token_cost(layer, dtype), AllTokens())
-    if kind in ("sliding", "chunked"):
-        span = layer.window if kind == "sliding" else layer.chunk
-        assert span is not None
-        cost = full.token_cost(layer, dtype)
-        if static:
-            return GroupRule(layer, first, cost, KeepLast(span))
-        if version < _DYNAMIC_WINDOW_SINCE:
-            assumptions.append(
-                f"transformers {render_version(version)} DynamicCache keeps every token of "
-                f"{kind} layers (per-layer windows arrived in 4.56)"
-            )
-            return GroupRule(layer, first, cost, AllTokens())
-        return GroupRule(layer, first, cost, KeepLast(span, less=1))
-    if kind == "mla":
-        if _LATENT_MLA_UNSURE[0] <= version < _LATENT_MLA_UNSURE[1]:
-            assumptions.append(
-                "transformers switched MLA from per-head K/V to the latent between 5.12 and 5.16 "
-                "(PR #47761); kvplan assumes the latent from 5.13"
-            )
-        if version >= _LATENT_MLA_SINCE:
-            cost = mla.split_latent_cost(layer, dtype)
-        else:
-            cost = mla.expanded_cost(layer, dtype)
-            assumptions.append(
-                "transformers 4.x caches MLA as per-head K and V (up-projected), not the latent"
-            )
+@dataclass(frozen=True)
+class _Context:
+    """What hf's rules read besides the layer."""
+
+    dtype: KVDType
+    version: Version
+    assumptions: list[str]
+    static: bool
+
+
+def _full(layer: FullAttention, first: int, ctx: _Context) -> GroupRule:
+    return GroupRule(layer, first, layer.token_cost(ctx.dtype), AllTokens())
+
+
+def _windowed(layer: LocalAttention, first: int, ctx: _Context) -> GroupRule:
+    """Sliding layers, and chunked ones cached like sliding layers with the chunk as window."""
+    cost = layer.token_cost(ctx.dtype)
+    if ctx.static:
+        return GroupRule(layer, first, cost, KeepLast(layer.span))
+    if ctx.version < _DYNAMIC_WINDOW_SINCE:
+        ctx.assumptions.append(
+            f"transformers {render_version(ctx.version)} DynamicCache keeps every token of "
+            f"{layer.kind} layers (per-layer windows arrived in 4.56)"
+        )
         return GroupRule(layer, first, cost, AllTokens())
-    if kind == "recurrent":
-        ssm_bytes = 4 if version >= _FP32_STATE_SINCE else dtype.block_bytes
-        state = recurrent.state_cost(layer, conv_columns=layer.conv_kernel or 0,
-                                     conv_elem_bytes=dtype.block_bytes, ssm_elem_bytes=ssm_bytes)
-        return cacheless_group(layer, first, state)
-    return last_group(layer, first, "transformers")
+    return GroupRule(layer, first, cost, KeepLast(layer.span, less=1))
+
+
+def _mla(layer: MLA, first: int, ctx: _Context) -> GroupRule:
+    if _LATENT_MLA_UNSURE[0] <= ctx.version < _LATENT_MLA_UNSURE[1]:
+        ctx.assumptions.append(
+            "transformers switched MLA from per-head K/V to the latent between 5.12 and 5.16 "
+            "(PR #47761); kvplan assumes the latent from 5.13"
+        )
+    if ctx.version >= _LATENT_MLA_SINCE:
+        cost = mla.split_latent_cost(layer, ctx.dtype)
+    else:
+        cost = mla.expanded_cost(layer, ctx.dtype)
+        ctx.assumptions.append(
+            "transformers 4.x caches MLA as per-head K and V (up-projected), not the latent"
+        )
+    return GroupRule(layer, first, cost, AllTokens())
+
+
+def _recurrent(layer: Recurrent, first: int, ctx: _Context) -> GroupRule:
+    ssm_bytes = 4 if ctx.version >= _FP32_STATE_SINCE else ctx.dtype.block_bytes
+    state = layer.state_cost(conv_columns=layer.conv_kernel, conv_elem_bytes=ctx.dtype.block_bytes,
+                             ssm_elem_bytes=ssm_bytes)
+    return cacheless_group(layer, first, state)
+
+
+RULES: KindRules[_Context] = {
+    FullAttention: _full,
+    SlidingWindow: _windowed,
+    ChunkedLocal: _windowed,
+    MLA: _mla,
+    Recurrent: _recurrent,
+    SharedKV: holds_nothing,
+    NoCache: holds_nothing,
+}
+"""transformers' cache rule for each layer kind (``group_by_kind`` refuses a kind missing here)."""

@@ -30,12 +30,12 @@ from math import prod
 from typing import TYPE_CHECKING, Any
 
 from kvplan.dtypes import KVDType
-from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups
+from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, KindRules, build_groups, group_by_kind
 from kvplan.engines.rules import QuantizedResidual
 from kvplan.engines.version import Version, render_version
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec, ModelSpec
+from kvplan.spec import MLA, FullAttention, LayerSpec, ModelSpec
 
 if TYPE_CHECKING:
     from kvplan.engines.tensors import TensorPlan
@@ -265,7 +265,7 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     if quant.backend != "fp8" and kv_dtype.name not in FLOAT_DTYPES:
         raise UsageError(f"transformers' QuantizedCache computes in the model dtype, not '{kv_dtype.name}'",
                          field="kv_dtype")
-    others = sorted({layer.kind for layer in spec.layers} - {"full", "mla"})
+    others = sorted({layer.kind for layer in spec.layers if type(layer) not in RULES})
     if others:
         raise UsageError(f"transformers' QuantizedCache takes only models whose layers are all full attention; "
                          f"{spec.id} has {', '.join(others)} layers", field="kv_cache")
@@ -273,7 +273,8 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
         raise UsageError(f"prompt_len {options.prompt_len} must be a positive integer", field="prompt_len")
     elem_bytes = spec_elem_bytes(kv_dtype, spec)
     rule = QuantizedResidual(quant.residual_length, options.prompt_len)
-    groups = build_groups(spec, lambda layer, first: _group(layer, first, quant, rule, version, elem_bytes))
+    context = _Context(quant, rule, version, elem_bytes)
+    groups = build_groups(spec, lambda layer, first: group_by_kind(RULES, layer, first, context, title))
     assumptions = [quant.describe()]
     if quant.residual_length > 1:
         if options.prompt_len is None:
@@ -297,26 +298,41 @@ def spec_elem_bytes(kv_dtype: KVDType, spec: ModelSpec) -> int:
     return 4 if spec.dtype == "float32" else 2
 
 
-def _group(layer: LayerSpec, first: int, quant: QuantizedSettings, rule: QuantizedResidual, version: Version,
-           elem_bytes: int) -> GroupRule:
-    if layer.kind == "mla":
-        assert layer.kv_lora_rank and layer.qk_rope_head_dim
-        if version >= _LATENT_MLA_SINCE:
-            k, v = (1, layer.kv_lora_rank), (1, layer.qk_rope_head_dim)
-        else:
-            assert layer.num_heads and layer.qk_nope_head_dim and layer.v_head_dim
-            k = (layer.num_heads, layer.qk_nope_head_dim + layer.qk_rope_head_dim)
-            v = (layer.num_heads, layer.v_head_dim)
-    else:
-        assert layer.kv_heads and layer.head_dim
-        k, v = (layer.kv_heads, layer.head_dim), (layer.kv_heads, layer.v_dim)
+@dataclass(frozen=True)
+class _Context:
+    """What the quantized cache's rules read besides the layer."""
+
+    quant: QuantizedSettings
+    rule: QuantizedResidual
+    version: Version
+    elem_bytes: int
+
+
+def _kv_group(layer: FullAttention, first: int, ctx: _Context) -> GroupRule:
+    return _group(layer, first, ctx, (layer.kv_heads, layer.head_dim), (layer.kv_heads, layer.v_dim))
+
+
+def _mla_group(layer: MLA, first: int, ctx: _Context) -> GroupRule:
+    if ctx.version >= _LATENT_MLA_SINCE:
+        return _group(layer, first, ctx, (1, layer.kv_lora_rank), (1, layer.qk_rope_head_dim))
+    assert layer.num_heads and layer.qk_nope_head_dim and layer.v_head_dim
+    return _group(layer, first, ctx, (layer.num_heads, layer.qk_nope_head_dim + layer.qk_rope_head_dim),
+                  (layer.num_heads, layer.v_head_dim))
+
+
+RULES: KindRules[_Context] = {FullAttention: _kv_group, MLA: _mla_group}
+"""The layer kinds transformers' QuantizedCache takes (a model with any other is refused up front)."""
+
+
+def _group(layer: LayerSpec, first: int, ctx: _Context, k: tuple[int, int], v: tuple[int, int]) -> GroupRule:
+    quant, elem_bytes = ctx.quant, ctx.elem_bytes
     # The steady rate of the quantized part, for --explain; kv_bytes come from QuantizedGroup.layer_bytes.
     sample = 1024 * (getattr(quant.keys, "group_size", 1) or 1)
     rate = sum(p.tensor_bytes((1, h, sample, w), elem_bytes) for p, (h, w) in ((quant.keys, k), (quant.values, v)))
     per_token = rate // sample
     formula = (f"~{per_token} B quantized ({quant.keys.describe()}); residual {k[0]} x ({k[1]} + {v[1]}) x "
                f"{elem_bytes} B")
-    return QuantizedGroup(layer, first, TokenCost(per_token, formula), rule, keys=quant.keys, values=quant.values,
+    return QuantizedGroup(layer, first, TokenCost(per_token, formula), ctx.rule, keys=quant.keys, values=quant.values,
                           k_shape=k, v_shape=v, elem_bytes=elem_bytes)
 
 

@@ -40,7 +40,7 @@ from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.engines.rules import AllTokens, TokenRule
 from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
 from kvplan.errors import UsageError
-from kvplan.spec import LayerSpec, ModelSpec
+from kvplan.spec import LayerSpec, LocalAttention, ModelSpec, Recurrent
 
 DEFAULT_ASSISTANT_TOKENS = 20
 """transformers' ``GenerationConfig`` default ``num_assistant_tokens`` (generation/configuration_utils.py, the
@@ -48,7 +48,7 @@ defaults table: 20 with schedule "constant" in 5.x)."""
 _SOURCE = "transformers 5.23"
 # kinds whose cache past recording keeps whole until crop (the first verify pass holds the whole prompt
 # in a sliding layer, a linear-attention layer its conv history): kvplan has no rule for them yet
-_NO_RULE_KINDS = frozenset({"sliding", "chunked", "recurrent"})
+_NO_RULE_KINDS = (LocalAttention, Recurrent)
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def _mtp(spec: ModelSpec, speculation: Speculation, notes: list[str]) -> Specula
         raise UsageError(f"num-speculative-tokens {k}: transformers drafts one token per MTP layer "
                          f"(MTPCandidateGenerator), {count} here", field="num_speculative_tokens")
     last = spec.layers[-1]
-    if last.kind not in ("full", "mla"):
+    if not last.attends_all:
         raise UsageError(f"kvplan has no transformers MTP rule for a model whose last layer is {last.kind}",
                          field="speculative_method")
     notes.append(f"MTP (generate(use_mtp=True)): {count} layer(s) of the class of the model's last layer "
@@ -181,7 +181,7 @@ def _assisted(spec: ModelSpec, layers: tuple[LayerSpec, ...], draft_from: int, b
 
 
 def _refuse_kinds(spec: ModelSpec, what: str) -> None:
-    kinds = sorted({layer.kind for layer in spec.layers} & _NO_RULE_KINDS)
+    kinds = sorted({layer.kind for layer in spec.layers if isinstance(layer, _NO_RULE_KINDS)})
     if kinds:
         raise UsageError(
             f"kvplan has no rule yet for transformers speculative decoding when {what} has {', '.join(kinds)} "

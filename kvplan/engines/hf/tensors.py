@@ -27,7 +27,7 @@ from kvplan.engines.tensors import (
     component_names,
 )
 from kvplan.layouts import mla as mla_layout
-from kvplan.spec import LayerSpec, ModelSpec
+from kvplan.spec import MLA, KVAttention, ModelSpec, Recurrent
 
 
 def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
@@ -68,28 +68,25 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
             raise VerifyError(f"internal: {g.kind} layers hold {tokens} tokens for {batch} sequences")
         held = tokens // batch
         for index in range(g.first_layer, g.first_layer + g.count):
-            if g.kind in ("full", "sliding", "chunked"):
-                assert layer.kv_heads and layer.head_dim
+            if isinstance(layer, KVAttention):
                 tensor(index, "K", dt, (batch, layer.kv_heads, held, layer.head_dim))
                 tensor(index, "V", dt, (batch, layer.kv_heads, held, layer.v_dim))
                 layers.append(LayerInfo(index, g.kind, names[gi], layer, held, "bhtd"))
-            elif g.kind == "mla":
+            elif isinstance(layer, MLA):
                 k, v = _hf_mla_shapes(layer, dtype, g)
                 tensor(index, "K", dt, (batch, k[0], held, k[1]))
                 tensor(index, "V", dt, (batch, v[0], held, v[1]))
                 layers.append(LayerInfo(index, "mla", names[gi], layer, held, "bhtd"))
-            elif g.kind == "recurrent":
+            elif isinstance(layer, Recurrent):
                 conv, ssm_dtype = _hf_state(layer, dtype, g)
                 tensor(index, "conv", dt, (batch, *conv))
-                # the ignore: LayerSpec's ssm_state is optional, set on every recurrent layer
-                tensor(index, "ssm", ssm_dtype, (batch, *layer.ssm_state))  # type: ignore[misc]
+                tensor(index, "ssm", ssm_dtype, (batch, *layer.ssm_state))
                 layers.append(LayerInfo(index, "recurrent", names[gi], layer, 0, "bhtd"))
     return TensorPlan(tuple(buffers), tuple(layers))
 
 
-def _hf_mla_shapes(layer: LayerSpec, dtype: KVDType, g: GroupRule) -> tuple[tuple[int, int], tuple[int, int]]:
+def _hf_mla_shapes(layer: MLA, dtype: KVDType, g: GroupRule) -> tuple[tuple[int, int], tuple[int, int]]:
     """(heads, width) of K and V: the latent (5.x) or per-head K and V (4.x), as the rule's bytes say."""
-    assert layer.kv_lora_rank and layer.qk_rope_head_dim
     if g.token.bytes == mla_layout.split_latent_cost(layer, dtype).bytes:
         return (1, layer.kv_lora_rank), (1, layer.qk_rope_head_dim)
     if layer.num_heads and layer.qk_nope_head_dim and layer.v_head_dim and \
@@ -99,8 +96,8 @@ def _hf_mla_shapes(layer: LayerSpec, dtype: KVDType, g: GroupRule) -> tuple[tupl
     raise VerifyError(f"internal: no transformers MLA tensor layout stores {g.token.bytes} B per token")
 
 
-def _hf_state(layer: LayerSpec, dtype: KVDType, g: GroupRule) -> tuple[tuple[int, int], str]:
-    assert g.state is not None and layer.conv_dim and layer.conv_kernel and layer.ssm_state
+def _hf_state(layer: Recurrent, dtype: KVDType, g: GroupRule) -> tuple[tuple[int, int], str]:
+    assert g.state is not None
     conv = layer.conv_dim * layer.conv_kernel * dtype.block_bytes
     for ssm_dtype in ("float32", PLAIN[dtype.name]):
         if conv + prod(layer.ssm_state) * DTYPE_BYTES[ssm_dtype] == g.state.bytes:

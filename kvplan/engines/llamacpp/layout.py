@@ -18,24 +18,38 @@ Rules (ggml-org/llama.cpp, current rules only; see docs/engines.md for their his
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import (
     HOST_POOL,
     CacheLayout,
     EngineOptions,
     GroupRule,
+    KindRules,
     build_groups,
     cacheless_group,
-    last_group,
     check_kv_dtype,
+    group_by_kind,
+    holds_nothing,
     no_tensor_parallel,
 )
 from kvplan.engines.rules import SlidingCells, UnifiedCells
 from kvplan.engines.version import LATEST, Version
 from kvplan.errors import UsageError
-from kvplan.layouts import full, recurrent
 from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec, ModelSpec
+from kvplan.spec import (
+    MLA,
+    ChunkedLocal,
+    FullAttention,
+    KVAttention,
+    LocalAttention,
+    ModelSpec,
+    NoCache,
+    Recurrent,
+    SharedKV,
+    SlidingWindow,
+)
 
 CELL_PAD = 256
 DEFAULT_N_UBATCH = 512
@@ -69,8 +83,7 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
         "llama.cpp unified KV cache (llama-server's default): n_ctx = batch x context cells, padded to 256"
     ]
     has_swa = spec.model_type in SWA_MODEL_TYPES
-    kinds = spec.layer_kind_counts()
-    if "sliding" in kinds or "chunked" in kinds:
+    if any(isinstance(layer, LocalAttention) for layer in spec.layers):
         if has_swa and options.swa_full:
             assumptions.append("llama.cpp --swa-full: the sliding-window cache has n_ctx cells, like the base cache")
         elif has_swa:
@@ -81,27 +94,51 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     if options.no_kv_offload:
         assumptions.append(HOST_KV_NOTE)
     windowed = has_swa and not options.swa_full
-    groups = build_groups(spec, lambda layer, first: _group(layer, first, kv_dtype, windowed))
+    context = _Context(kv_dtype, windowed)
+    groups = build_groups(spec, lambda layer, first: group_by_kind(RULES, layer, first, context, "llama.cpp"))
     return CacheLayout("llamacpp", "current", kv_dtype, None, groups, tuple(assumptions),
                        pool=HOST_KV if options.no_kv_offload else None)
 
 
-def _group(layer: LayerSpec, first: int, dtype: KVDType, has_swa: bool) -> GroupRule:
-    kind = layer.kind
-    if kind in ("full", "sliding", "chunked"):
-        cost = full.token_cost(layer, dtype)
-        span = layer.window if kind == "sliding" else layer.chunk
-        if kind != "full" and has_swa and span is not None:
-            return GroupRule(layer, first, cost, SlidingCells(span, DEFAULT_N_UBATCH, CELL_PAD))
-        return GroupRule(layer, first, cost, _CELLS)
-    if kind == "mla":
-        assert layer.kv_lora_rank and layer.qk_rope_head_dim
-        width = layer.kv_lora_rank + layer.qk_rope_head_dim
-        nbytes = dtype.vector_bytes(width)
-        cost = TokenCost(nbytes, f"K row of {width} ({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) = {nbytes} B, no V")
-        return GroupRule(layer, first, cost, _CELLS)
-    if kind == "recurrent":
-        state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
-                                     conv_elem_bytes=4, ssm_elem_bytes=4)
-        return cacheless_group(layer, first, state)
-    return last_group(layer, first, "llama.cpp")
+@dataclass(frozen=True)
+class _Context:
+    """What llama.cpp's rules read besides the layer."""
+
+    dtype: KVDType
+    has_swa: bool
+    """The architecture has a sliding-window cache and --swa-full is off."""
+
+
+def _full(layer: KVAttention, first: int, ctx: _Context) -> GroupRule:
+    return GroupRule(layer, first, layer.token_cost(ctx.dtype), _CELLS)
+
+
+def _windowed(layer: LocalAttention, first: int, ctx: _Context) -> GroupRule:
+    """Sliding layers, and Llama 4's chunked layers with n_swa = chunk; full where llama.cpp has no SWA cache."""
+    if not ctx.has_swa:
+        return _full(layer, first, ctx)
+    return GroupRule(layer, first, layer.token_cost(ctx.dtype), SlidingCells(layer.span, DEFAULT_N_UBATCH, CELL_PAD))
+
+
+def _mla(layer: MLA, first: int, ctx: _Context) -> GroupRule:
+    width = layer.kv_lora_rank + layer.qk_rope_head_dim
+    nbytes = ctx.dtype.vector_bytes(width)
+    cost = TokenCost(nbytes, f"K row of {width} ({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) = {nbytes} B, no V")
+    return GroupRule(layer, first, cost, _CELLS)
+
+
+def _recurrent(layer: Recurrent, first: int, ctx: _Context) -> GroupRule:
+    state = layer.state_cost(conv_columns=layer.conv_kernel - 1, conv_elem_bytes=4, ssm_elem_bytes=4)
+    return cacheless_group(layer, first, state)
+
+
+RULES: KindRules[_Context] = {
+    FullAttention: _full,
+    SlidingWindow: _windowed,
+    ChunkedLocal: _windowed,
+    MLA: _mla,
+    Recurrent: _recurrent,
+    SharedKV: holds_nothing,
+    NoCache: holds_nothing,
+}
+"""llama.cpp's cache rule for each layer kind (``group_by_kind`` refuses a kind missing here)."""

@@ -18,7 +18,7 @@ from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, kv_item, w
 from kvplan.engines.protocol import Demand
 from kvplan.engines.sglang.fraction import Fraction, FractionInputs, default_fraction
 from kvplan.engines.version import LATEST, Version
-from kvplan.spec import ModelSpec
+from kvplan.spec import MLA, ModelSpec
 
 # Assumed: the memory in use when init_torch_distributed reads the free memory. The logs: 0.36 GiB (L4, tp 4,
 # 0.4.3), 2.51 GiB (H200, tp 8, 0.5.3, "Init torch distributed ends. mem usage=2.01 GB"): a CUDA context of
@@ -47,7 +47,7 @@ def fraction_inputs(spec: ModelSpec, total_bytes: int, tp: int, pp: int, demand:
     method = speculation.method if speculation is not None else demand.proposer
     return FractionInputs(
         gpu_mib=NVIDIA_SMI_MIB.get(demand.gpu_name, total_bytes / (1 << 20)), tp=tp, pp=pp, speculative=method,
-        mla=any(layer.kind == "mla" for layer in spec.layers), model_type=spec.model_type, model_id=spec.id,
+        mla=any(isinstance(layer, MLA) for layer in spec.layers), model_type=spec.model_type, model_id=spec.id,
         chunked_prefill_size=settings.max_num_batched_tokens, context_length=demand.max_model_len,
         enforce_eager=settings.enforce_eager, cpu_offload=bool(settings.cpu_offload_bytes))
 

@@ -13,13 +13,35 @@ Rules (sgl-project/sglang):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kvplan.dtypes import KVDType, engine_fp8
-from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype, last_group
+from kvplan.engines.layout import (
+    CacheLayout,
+    EngineOptions,
+    GroupRule,
+    KindRules,
+    build_groups,
+    cacheless_group,
+    check_kv_dtype,
+    group_by_kind,
+    holds_nothing,
+)
 from kvplan.engines.rules import AllTokens, KeepLast, WholePages
 from kvplan.engines.version import Version, render_version
-from kvplan.layouts import full, mla, recurrent
 from kvplan.parallel import shard_spec
-from kvplan.spec import LayerSpec, ModelSpec
+from kvplan.spec import (
+    MLA,
+    ChunkedLocal,
+    FullAttention,
+    KVAttention,
+    LocalAttention,
+    ModelSpec,
+    NoCache,
+    Recurrent,
+    SharedKV,
+    SlidingWindow,
+)
 
 DEFAULT_PAGE_SIZE = 1
 # Models whose sliding / chunked layers SGLang serves from the hybrid SWA pool (window-bounded).
@@ -39,30 +61,54 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     if options.block_size is None:
         assumptions.append("SGLang page size 1 (FlashInfer / FA3 / Triton backends; FlashMLA uses 64)")
     windowed = spec.model_type in HYBRID_SWA_MODEL_TYPES
-    kinds = spec.layer_kind_counts()
-    if ("sliding" in kinds or "chunked" in kinds) and not windowed:
+    if any(isinstance(layer, LocalAttention) for layer in spec.layers) and not windowed:
         assumptions.append(
             f"SGLang serves {spec.model_type}'s sliding layers without its hybrid SWA pool: "
             "they hold the whole sequence"
         )
-    groups = build_groups(spec, lambda layer, first: _group(layer, first, kv_dtype, page, windowed))
-    if "recurrent" in kinds:
+    context = _Context(kv_dtype, page, windowed)
+    groups = build_groups(spec, lambda layer, first: group_by_kind(RULES, layer, first, context, "SGLang"))
+    if any(isinstance(layer, Recurrent) for layer in spec.layers):
         assumptions.append("SGLang keeps the conv state in bf16 and the SSM state in float32 (--mamba-ssm-dtype)")
     return CacheLayout("sglang", render_version(version), kv_dtype, page, groups, tuple(assumptions))
 
 
-def _group(layer: LayerSpec, first: int, dtype: KVDType, page: int, windowed: bool) -> GroupRule:
-    kind = layer.kind
-    if kind in ("full", "sliding", "chunked"):
-        cost = full.token_cost(layer, dtype)
-        span = layer.window if kind == "sliding" else layer.chunk
-        if kind == "full" or not windowed or span is None:
-            return GroupRule(layer, first, cost, WholePages(AllTokens(), page))
-        return GroupRule(layer, first, cost, WholePages(KeepLast(span), page))
-    if kind == "mla":
-        return GroupRule(layer, first, mla.latent_cost(layer, dtype), WholePages(AllTokens(), page))
-    if kind == "recurrent":
-        state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
-                                     conv_elem_bytes=2, ssm_elem_bytes=4)
-        return cacheless_group(layer, first, state)
-    return last_group(layer, first, "SGLang")
+@dataclass(frozen=True)
+class _Context:
+    """What SGLang's rules read besides the layer."""
+
+    dtype: KVDType
+    page: int
+    windowed: bool
+    """The model's sliding / chunked layers are served from the hybrid SWA pool."""
+
+
+def _full(layer: KVAttention, first: int, ctx: _Context) -> GroupRule:
+    return GroupRule(layer, first, layer.token_cost(ctx.dtype), WholePages(AllTokens(), ctx.page))
+
+
+def _windowed(layer: LocalAttention, first: int, ctx: _Context) -> GroupRule:
+    if not ctx.windowed:
+        return _full(layer, first, ctx)
+    return GroupRule(layer, first, layer.token_cost(ctx.dtype), WholePages(KeepLast(layer.span), ctx.page))
+
+
+def _mla(layer: MLA, first: int, ctx: _Context) -> GroupRule:
+    return GroupRule(layer, first, layer.token_cost(ctx.dtype), WholePages(AllTokens(), ctx.page))
+
+
+def _recurrent(layer: Recurrent, first: int, ctx: _Context) -> GroupRule:
+    state = layer.state_cost(conv_columns=layer.conv_kernel - 1, conv_elem_bytes=2, ssm_elem_bytes=4)
+    return cacheless_group(layer, first, state)
+
+
+RULES: KindRules[_Context] = {
+    FullAttention: _full,
+    SlidingWindow: _windowed,
+    ChunkedLocal: _windowed,
+    MLA: _mla,
+    Recurrent: _recurrent,
+    SharedKV: holds_nothing,
+    NoCache: holds_nothing,
+}
+"""SGLang's cache rule for each layer kind (``group_by_kind`` refuses a kind missing here)."""

@@ -33,7 +33,7 @@ class RadixTokens(SharingRule):
                              field="beam_width")
 
     def spans(self, group: GroupRule, workload: Workload) -> SharedSpans:
-        if group.kind in ("recurrent", "shared", "none"):
+        if not group.layer.caches_tokens:
             return NOTHING_SHARED
         page = getattr(group.tokens, "page", 1)
         hit = floor_to(workload.prompt_len - 1, page)

@@ -52,7 +52,6 @@ HEADROOM_UNTIL: Version = (0, 5, 7)
 DEFAULT_MAX_RUNNING_REQUESTS = 48
 ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE", "ngram": "NGRAM"}
 NGRAM_DEFAULT_DRAFT_TOKENS = 12
-_CACHE_KINDS = ("full", "sliding", "chunked", "mla")
 # ModelConfig._config_draft_model (configs/model_config.py) turns only checkpoints with MTP layers into a
 # NEXTN draft (DeepseekV3ForCausalLMNextN, Glm4MoeForCausalLMNextN, Qwen3NextForCausalLMMTP, ...), and
 # ModelRunner treats num_nextn_predict_layers 0 as absent (model_runner.py)
@@ -128,7 +127,7 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
                  f"target's bytes per token grow by {count} of its own layer(s) for it (pool_configurator.py) and "
                  "the draft's weights are loaded before the pool is sized")
     own = _uniform_cache_layer(draft, role="draft")
-    if _shape(own) != _shape(layer):
+    if own.cache_shape() != layer.cache_shape():
         notes.append(f"draft {draft.id}: its layers cache another shape than the target's; SGLang sizes the token "
                      "count as if they were the target's, so the memory its pool really takes differs from this plan")
     return SpeculativeLayout(_with_draft(spec, layer, count, weights), extra, tuple(notes), target=spec,
@@ -194,16 +193,12 @@ def _uniform_cache_layer(spec: ModelSpec, role: str = "target") -> LayerSpec:
     by layer count is exact only there, and hybrid pools have rules of their own)."""
     from kvplan.engines.sglang.layout import HYBRID_SWA_MODEL_TYPES
 
-    shapes = {_shape(group) for group in spec.layers}
+    shapes = {group.cache_shape() for group in spec.layers}
     kinds = {group.kind for group in spec.layers}
-    if not kinds <= set(_CACHE_KINDS) or len(shapes) != 1 or spec.model_type in HYBRID_SWA_MODEL_TYPES:
+    alike = all(group.caches_tokens for group in spec.layers) and len(shapes) == 1
+    if not alike or spec.model_type in HYBRID_SWA_MODEL_TYPES:
         raise UsageError(f"kvplan's SGLang speculation rule covers models whose layers all cache alike; the {role} "
                          f"{spec.id} has {', '.join(sorted(kinds))} layers of {len(shapes)} cache shape(s)",
                          field="speculative_method")
     return spec.layers[-1]
 
-
-def _shape(layer: LayerSpec) -> tuple[object, ...]:
-    if layer.kind == "mla":
-        return ("mla", layer.kv_lora_rank, layer.qk_rope_head_dim)
-    return ("kv", layer.kv_heads, layer.head_dim, layer.v_head_dim or layer.head_dim)

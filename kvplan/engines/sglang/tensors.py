@@ -46,9 +46,7 @@ from kvplan.engines.tensors import (
     component_names,
     held_units,
 )
-from kvplan.spec import ModelSpec
-
-_ATTENTION = ("full", "sliding", "chunked", "mla")
+from kvplan.spec import MLA, KVAttention, ModelSpec, Recurrent
 
 
 def _dtypes(name: str) -> tuple[str, str]:
@@ -79,7 +77,7 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     pools: dict[TokenRule | str, list[tuple[int, GroupRule]]] = {}  # token rule, or "state"
     for gi, g in enumerate(layout.groups):
         if gi in names:
-            pools.setdefault("state" if g.kind == "recurrent" else g.tokens, []).append((gi, g))
+            pools.setdefault("state" if isinstance(g.layer, Recurrent) else g.tokens, []).append((gi, g))
     buffers: list[BufferSpec] = []
     infos: list[LayerInfo] = []
     tables: list[BlockTable] = []
@@ -100,12 +98,12 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
         first += table.blocks
         for gi, g in members:
             for index in range(g.first_layer, g.first_layer + g.count):
-                if g.kind == "recurrent":
+                if isinstance(g.layer, Recurrent):
                     buffers.extend(_state(g, index, sequences))
                     infos.append(LayerInfo(index, "recurrent", names[gi], g.layer, 0, "paged"))
                     padded_bytes += g.state.bytes if g.state is not None else 0
                     continue
-                if g.kind not in _ATTENTION:
+                if not g.layer.caches_tokens:
                     raise VerifyError(f"internal: no SGLang tensors for '{g.kind}' layers")
                 buffers.extend(_kv(g, index, table.blocks, page, store, read))
                 padded_bytes += page * g.token.bytes
@@ -150,13 +148,12 @@ def _pages(g: GroupRule, context: int, page: int, workload: Workload | None,
 def _kv(g: GroupRule, index: int, pages: int, page: int, store: str, read: str) -> list[BufferSpec]:
     """One layer's buffers and views: K and V (one fused allocation when their shapes agree), or the latent."""
     layer = g.layer
-    if g.kind == "mla":
-        assert layer.kv_lora_rank and layer.qk_rope_head_dim
+    if isinstance(layer, MLA):
         width = layer.kv_lora_rank + layer.qk_rope_head_dim
         view = ViewSpec(index, "latent", read, (pages, page, width))
         _same(g, view.nbytes // (pages * page) if pages else g.token.bytes, index)
         return [BufferSpec(f"layer {index} kv_buffer", store, (pages * page, 1, width), (view,))]
-    assert layer.kv_heads and layer.head_dim
+    assert isinstance(layer, KVAttention)  # the kinds that cache tokens: K/V attention or MLA
     heads, k_dim, v_dim = layer.kv_heads, layer.head_dim, layer.v_dim
     k = ViewSpec(index, "K", read, (pages, page, heads, k_dim))
     if pages:
@@ -178,7 +175,7 @@ def _same(g: GroupRule, per_token: int, index: int) -> None:
 def _state(g: GroupRule, index: int, sequences: int) -> list[BufferSpec]:
     """MambaPool rows of one layer: conv [conv_dim, conv_kernel - 1] in bf16, the SSM state in float32."""
     layer = g.layer
-    assert g.state is not None and layer.conv_dim and layer.conv_kernel and layer.ssm_state
+    assert g.state is not None and isinstance(layer, Recurrent)
     conv = (sequences, layer.conv_dim, layer.conv_kernel - 1)
     ssm = (sequences, *layer.ssm_state)
     if prod(conv[1:]) * 2 + prod(ssm[1:]) * 4 != g.state.bytes:

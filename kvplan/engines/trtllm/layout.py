@@ -14,13 +14,24 @@ Rules (NVIDIA/TensorRT-LLM):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kvplan.dtypes import KVDType, engine_fp8
-from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype, last_group
+from kvplan.engines.layout import (
+    CacheLayout,
+    EngineOptions,
+    GroupRule,
+    KindRules,
+    build_groups,
+    cacheless_group,
+    check_kv_dtype,
+    group_by_kind,
+    holds_nothing,
+)
 from kvplan.engines.rules import AllTokens, KeepLast, WholePages
 from kvplan.engines.version import Version, render_version
-from kvplan.layouts import full, mla, recurrent
 from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec, ModelSpec
+from kvplan.spec import MLA, ChunkedLocal, FullAttention, KVAttention, LocalAttention, ModelSpec, NoCache, Recurrent, SharedKV, SlidingWindow
 
 DEFAULT_TOKENS_PER_BLOCK = 32
 KV_DTYPES = frozenset({"float32", "bfloat16", "float16", "fp8", "int8", "nvfp4"})
@@ -34,40 +45,62 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     check_kv_dtype("TensorRT-LLM", KV_DTYPES, kv_dtype)
     block = options.block_size or DEFAULT_TOKENS_PER_BLOCK
     assumptions: list[str] = [fp8_note] if fp8_note else []
-    kinds = spec.layer_kind_counts()
-    if "sliding" in kinds or "chunked" in kinds:
+    if any(isinstance(layer, LocalAttention) for layer in spec.layers):
         assumptions.append(
             "TensorRT-LLM sliding layers: a cyclic window of min(context, window) tokens in whole "
             "blocks per sequence (variable-window pools are sized by byte share, see max-batch)"
         )
-    if "recurrent" in kinds:
+    if any(isinstance(layer, Recurrent) for layer in spec.layers):
         assumptions.append("TensorRT-LLM recurrent state assumed in the model dtype, conv window kernel - 1")
-    groups = build_groups(spec, lambda layer, first: _group(layer, first, kv_dtype, block, spec.dtype_bytes, options.tp))
+    context = _Context(kv_dtype, block, spec.dtype_bytes, options.tp)
+    groups = build_groups(spec, lambda layer, first: group_by_kind(RULES, layer, first, context, "TensorRT-LLM"))
     return CacheLayout("trtllm", render_version(version), kv_dtype, block, groups, tuple(assumptions))
 
 
-def _group(layer: LayerSpec, first: int, dtype: KVDType, block: int, model_bytes: int, tp: int) -> GroupRule:
-    kind = layer.kind
-    if kind == "full":
-        return GroupRule(layer, first, _kv_cost(layer, dtype, tp), WholePages(AllTokens(), block))
-    if kind in ("sliding", "chunked"):
-        span = layer.window if kind == "sliding" else layer.chunk
-        assert span is not None
-        return GroupRule(layer, first, _kv_cost(layer, dtype, tp), WholePages(KeepLast(span), block))
-    if kind == "mla":
-        return GroupRule(layer, first, mla.latent_cost(layer, dtype), WholePages(AllTokens(), block))
-    if kind == "recurrent":
-        state = recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
-                                     conv_elem_bytes=model_bytes, ssm_elem_bytes=model_bytes)
-        return cacheless_group(layer, first, state)
-    return last_group(layer, first, "TensorRT-LLM")
+@dataclass(frozen=True)
+class _Context:
+    """What TensorRT-LLM's rules read besides the layer."""
+
+    dtype: KVDType
+    block: int
+    model_bytes: int
+    tp: int
 
 
-def _kv_cost(layer: LayerSpec, dtype: KVDType, tp: int) -> TokenCost:
+def _full(layer: FullAttention, first: int, ctx: _Context) -> GroupRule:
+    return GroupRule(layer, first, _kv_cost(layer, ctx.dtype, ctx.tp), WholePages(AllTokens(), ctx.block))
+
+
+def _windowed(layer: LocalAttention, first: int, ctx: _Context) -> GroupRule:
+    return GroupRule(layer, first, _kv_cost(layer, ctx.dtype, ctx.tp), WholePages(KeepLast(layer.span), ctx.block))
+
+
+def _mla(layer: MLA, first: int, ctx: _Context) -> GroupRule:
+    return GroupRule(layer, first, layer.token_cost(ctx.dtype), WholePages(AllTokens(), ctx.block))
+
+
+def _recurrent(layer: Recurrent, first: int, ctx: _Context) -> GroupRule:
+    state = layer.state_cost(conv_columns=layer.conv_kernel - 1, conv_elem_bytes=ctx.model_bytes,
+                             ssm_elem_bytes=ctx.model_bytes)
+    return cacheless_group(layer, first, state)
+
+
+RULES: KindRules[_Context] = {
+    FullAttention: _full,
+    SlidingWindow: _windowed,
+    ChunkedLocal: _windowed,
+    MLA: _mla,
+    Recurrent: _recurrent,
+    SharedKV: holds_nothing,
+    NoCache: holds_nothing,
+}
+"""TensorRT-LLM's cache rule for each layer kind (``group_by_kind`` refuses a kind missing here)."""
+
+
+def _kv_cost(layer: KVAttention, dtype: KVDType, tp: int) -> TokenCost:
     """K and V bytes per token on one rank: ``head_dim x kv_heads // tp`` values each."""
     if tp == 1:
-        return full.token_cost(layer, dtype)
-    assert layer.kv_heads and layer.head_dim
+        return layer.token_cost(dtype)
     k_values = layer.head_dim * layer.kv_heads // tp
     v_values = layer.v_dim * layer.kv_heads // tp
     nbytes = dtype.vector_bytes(k_values) + dtype.vector_bytes(v_values)

@@ -35,7 +35,6 @@ from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count
 from kvplan.errors import UsageError
 from kvplan.spec import LayerSpec, ModelSpec
 
-_CACHE_KINDS = ("full", "sliding", "chunked", "mla")
 
 
 def one_model_slots(max_draft_len: int) -> int:
@@ -92,8 +91,8 @@ def speculate(spec: ModelSpec, speculation: Speculation, pp: int) -> Speculative
                      f"{count} layer(s) join the target's KV cache manager and cache like its layers; two-model "
                      "EAGLE-3 gives the head a cache of its own at its own size and k slots, which kvplan does "
                      "not plan")
-        own = {(g.kind, g.kv_heads, g.head_dim, g.kv_lora_rank) for g in draft.layers}
-        if own != {(target.kind, target.kv_heads, target.head_dim, target.kv_lora_rank)}:
+        own = {(g.kind, *g.cache_shape()) for g in draft.layers}
+        if own != {(target.kind, *target.cache_shape())}:
             notes.append(f"draft {draft.id}: its layers are declared with another cache shape; the target's manager "
                          "holds them at the target's")
         combined = _combined(spec, (replace(target, count=count),), draft, notes)
@@ -114,9 +113,8 @@ def _combined(spec: ModelSpec, layers: tuple[LayerSpec, ...], draft: ModelSpec, 
 
 def _uniform_layer(spec: ModelSpec) -> LayerSpec:
     """The target's cache layer that one-model draft layers copy (one head count and size per manager)."""
-    shapes = {(g.kind if g.kind == "mla" else "kv", g.kv_heads, g.head_dim, g.v_head_dim, g.kv_lora_rank)
-              for g in spec.layers}
-    if not {g.kind for g in spec.layers} <= set(_CACHE_KINDS) or len(shapes) != 1:
+    shapes = {g.cache_shape() for g in spec.layers}
+    if not all(g.caches_tokens for g in spec.layers) or len(shapes) != 1:
         raise UsageError(f"kvplan's TensorRT-LLM one-model speculation rule covers targets whose layers all cache "
                          f"alike; {spec.id} does not", field="speculative_method")
     return spec.layers[-1]

@@ -35,7 +35,7 @@ from kvplan.engines.tensors import (
     component_names,
     held_units,
 )
-from kvplan.spec import ModelSpec
+from kvplan.spec import MLA, KVAttention, ModelSpec, Recurrent
 
 _DTYPES = {**PLAIN, "fp8": "float8_e4m3fn", "int8": "int8"}
 
@@ -62,9 +62,9 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
     for gi, g in enumerate(layout.groups):
         if gi not in names:
             continue
-        if g.kind == "recurrent":
+        if isinstance(g.layer, Recurrent):
             states.append((gi, g))
-        elif g.kind in ("full", "sliding", "chunked", "mla"):
+        elif g.layer.caches_tokens:
             windows.setdefault(g.tokens, []).append((gi, g))
         else:
             raise VerifyError(f"internal: no TensorRT-LLM tensors for '{g.kind}' layers")
@@ -121,10 +121,9 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
 def _pool_key(g: GroupRule, itemsize: int) -> tuple[int, int, int]:
     """(kv_factor, KV heads on this rank, size per head) of a layer's pool."""
     layer = g.layer
-    if g.kind == "mla":
-        assert layer.kv_lora_rank and layer.qk_rope_head_dim
+    if isinstance(layer, MLA):
         return 1, 1, layer.kv_lora_rank + layer.qk_rope_head_dim
-    assert layer.kv_heads and layer.head_dim
+    assert isinstance(layer, KVAttention)  # the kinds that cache tokens: K/V attention or MLA
     if layer.v_dim != layer.head_dim:
         raise VerifyError(f"internal: TensorRT-LLM pools one size per head; layer {g.first_layer} has K "
                           f"{layer.head_dim} and V {layer.v_dim}")
@@ -148,14 +147,15 @@ def _states(spec: ModelSpec, states: list[tuple[int, GroupRule]], sequences: int
     if dt not in DTYPE_BYTES:
         raise VerifyError(f"internal: no torch dtype '{dt}' for TensorRT-LLM's recurrent state")
     layer0 = states[0][1].layer
-    assert layer0.conv_dim and layer0.conv_kernel and layer0.ssm_state
+    assert isinstance(layer0, Recurrent)
     conv = (layer0.conv_dim, layer0.conv_kernel - 1)
     ssm = tuple(layer0.ssm_state)
     indices = [(gi, g, i) for gi, g in states for i in range(g.first_layer, g.first_layer + g.count)]
     conv_views, ssm_views = [], []
     for slot, (gi, g, index) in enumerate(indices):
         layer = g.layer
-        if (layer.conv_dim, (layer.conv_kernel or 1) - 1) != conv or tuple(layer.ssm_state or ()) != ssm:
+        assert isinstance(layer, Recurrent)
+        if (layer.conv_dim, layer.conv_kernel - 1) != conv or tuple(layer.ssm_state) != ssm:
             raise VerifyError("internal: TensorRT-LLM's Mamba cache holds one state shape for all its layers")
         if (prod(conv) + prod(ssm)) * DTYPE_BYTES[dt] != (g.state.bytes if g.state is not None else -1):
             raise VerifyError(f"internal: TensorRT-LLM state of layer {index} differs from the rule")

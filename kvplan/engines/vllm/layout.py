@@ -27,15 +27,35 @@ Rules and where they come from (vllm-project/vllm):
 from __future__ import annotations
 
 from kvplan.dtypes import KVDType, engine_fp8
-from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, build_groups, cacheless_group, check_kv_dtype, last_group
+from kvplan.engines.layout import (
+    CacheLayout,
+    EngineOptions,
+    GroupRule,
+    KindRules,
+    build_groups,
+    cacheless_group,
+    check_kv_dtype,
+    group_by_kind,
+    holds_nothing,
+)
+from kvplan.engines.rules import AllTokens, ChunkBlocks, WholePages, WindowBlocks
 from kvplan.engines.version import Version, render_version
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, padding_groups, paged, pool_grouping, unify_pages
 from kvplan.errors import UsageError
-from kvplan.layouts import full, mla, recurrent
 from kvplan.layouts.base import TokenCost
 from kvplan.parallel import shard_spec
-from kvplan.spec import LayerSpec, ModelSpec
-from dataclasses import replace
+from kvplan.spec import (
+    MLA,
+    ChunkedLocal,
+    FullAttention,
+    KVAttention,
+    ModelSpec,
+    NoCache,
+    Recurrent,
+    SharedKV,
+    SlidingWindow,
+)
+from dataclasses import dataclass, replace
 
 FLASHMLA_BLOCK_SIZE = 64
 # Attention block sizes for hybrid Mamba models are multiples of the kernel alignment
@@ -79,18 +99,17 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     check_kv_dtype("vLLM", KV_DTYPES, kv_dtype)
     spec = shard_spec(spec, options.tp)
     assumptions: list[str] = [fp8_note] if fp8_note else []
-    state_costs = {id(layer): _state_cost(layer, spec) for layer in spec.layers if layer.kind == "recurrent"}
+    state_costs = {id(layer): _state_cost(layer, spec) for layer in spec.layers if isinstance(layer, Recurrent)}
     block = _block_size(spec, kv_dtype, version, options, state_costs, assumptions)
     chunked_as_full = _CHUNKED_AS_FULL[0] <= version < _CHUNKED_AS_FULL[1]
-    if chunked_as_full and "chunked" in spec.layer_kind_counts():
+    if chunked_as_full and any(isinstance(layer, ChunkedLocal) for layer in spec.layers):
         assumptions.append(
             f"vLLM {render_version(version)} turns the hybrid KV-cache manager off for chunked "
             "local attention by default: chunked layers hold the whole sequence"
         )
     lag = 2 if async_scheduling(version, options) else 1
-    groups = build_groups(
-        spec, lambda layer, first: _group(layer, first, kv_dtype, block, state_costs.get(id(layer)), chunked_as_full,
-                                          lag))
+    context = _Context(kv_dtype, block, state_costs, chunked_as_full, lag)
+    groups = build_groups(spec, lambda layer, first: group_by_kind(RULES, layer, first, context, "vLLM"))
     groups = unify_pages(groups, assumptions)
     pool = replace(pool_grouping(groups), in_flight_batches=in_flight_batches(version, options),
                    state_pages=_state_pages(spec, version, assumptions),
@@ -110,20 +129,19 @@ def layout(spec: ModelSpec, kv_dtype: KVDType, version: Version, options: Engine
     return CacheLayout("vllm", render_version(version), kv_dtype, block, groups, tuple(assumptions), pool)
 
 
-def _state_cost(layer: LayerSpec, spec: ModelSpec) -> TokenCost:
+def _state_cost(layer: Recurrent, spec: ModelSpec) -> TokenCost:
     elem = spec.dtype_bytes
-    return recurrent.state_cost(layer, conv_columns=(layer.conv_kernel or 1) - 1,
-                                conv_elem_bytes=elem, ssm_elem_bytes=elem)
+    return layer.state_cost(conv_columns=layer.conv_kernel - 1, conv_elem_bytes=elem, ssm_elem_bytes=elem)
 
 
 def _gdn_checkpoints(spec: ModelSpec, version: Version) -> bool:
     return version >= GDN_CHECKPOINT_SINCE and any(
-        layer.kind == "recurrent" and layer.mixer == "gated_delta_net" for layer in spec.layers)
+        isinstance(layer, Recurrent) and layer.mixer == "gated_delta_net" for layer in spec.layers)
 
 
 def _state_pages(spec: ModelSpec, version: Version, assumptions: list[str]) -> int:
     """Pages one Mamba group is admitted with (``MambaSpec.max_memory_usage_bytes``)."""
-    if not any(layer.kind == "recurrent" for layer in spec.layers) or version < MAMBA_ALIGN_SINCE:
+    if not any(isinstance(layer, Recurrent) for layer in spec.layers) or version < MAMBA_ALIGN_SINCE:
         return 1
     pages = 2 + (1 if _gdn_checkpoints(spec, version) else 0)
     assumptions.append(f"vLLM admits a request with {pages} state pages per Mamba group (prefix caching on: "
@@ -135,17 +153,16 @@ def _block_size(spec: ModelSpec, dtype: KVDType, version: Version, options: Engi
                 state_costs: dict[int, TokenCost], assumptions: list[str]) -> int:
     if options.block_size is not None:
         return options.block_size
-    kinds = spec.layer_kind_counts()
-    if "mla" in kinds:
+    if any(isinstance(layer, MLA) for layer in spec.layers):
         assumptions.append(
             "vLLM block size 64: FlashMLA, the MLA backend on Hopper GPUs (Ampere: 16, Blackwell "
             "CUTLASS MLA: 128; pass a block size to change)"
         )
         return FLASHMLA_BLOCK_SIZE
-    attention = [layer for layer in spec.layers if layer.kind in ("full", "sliding", "chunked")]
+    attention = [layer for layer in spec.layers if isinstance(layer, KVAttention)]
     if state_costs and attention:
         mamba_page = max(cost.bytes for cost in state_costs.values())
-        attn_per_token = max(full.token_cost(layer, dtype).bytes for layer in attention)
+        attn_per_token = max(layer.token_cost(dtype).bytes for layer in attention)
         align = _GDN_BLOCK_ALIGN if _gdn_checkpoints(spec, version) else _HYBRID_BLOCK_ALIGN
         block = align * -(-mamba_page // (align * attn_per_token))
         assumptions.append(
@@ -171,19 +188,52 @@ def in_flight_batches(version: Version, options: EngineOptions) -> int:
     return 2 if async_scheduling(version, options) else 1
 
 
-def _group(layer: LayerSpec, first: int, dtype: KVDType, block: int, state: TokenCost | None,
-           chunked_as_full: bool, lag: int) -> GroupRule:
-    kind = layer.kind
-    if kind == "chunked" and chunked_as_full:
+@dataclass(frozen=True)
+class _Context:
+    """What vLLM's rules read besides the layer."""
+
+    dtype: KVDType
+    block: int
+    state_costs: dict[int, TokenCost]
+    """Each recurrent group's state per sequence, by ``id`` of its layer."""
+    chunked_as_full: bool
+    lag: int
+
+
+def _full(layer: FullAttention, first: int, ctx: _Context) -> GroupRule:
+    return paged(layer, first, layer.token_cost(ctx.dtype), ctx.block, WholePages(AllTokens(), ctx.block))
+
+
+def _sliding(layer: SlidingWindow, first: int, ctx: _Context) -> GroupRule:
+    return paged(layer, first, layer.token_cost(ctx.dtype), ctx.block, WindowBlocks(ctx.block, layer.window, ctx.lag))
+
+
+def _chunked(layer: ChunkedLocal, first: int, ctx: _Context) -> GroupRule:
+    if ctx.chunked_as_full:
         # the hybrid manager is off: vLLM gives these layers a FullAttentionSpec
-        return paged(layer, first, full.token_cost(layer, dtype), block, lag, cache_kind="full")
-    if kind in ("full", "sliding", "chunked"):
-        return paged(layer, first, full.token_cost(layer, dtype), block, lag)
-    if kind == "mla":
-        if dtype.name in _NO_MLA_LAYOUT:
-            raise UsageError(f"vLLM's MLA cache has no '{dtype.name}' layout (MLA takes auto, fp8 or fp8_ds_mla)",
-                             field="kv_dtype")
-        return paged(layer, first, mla.latent_cost(layer, dtype), block, lag)
-    if kind == "recurrent":
-        return replace(cacheless_group(layer, first, state), block_size=block)
-    return last_group(layer, first, "vLLM")
+        return paged(layer, first, layer.token_cost(ctx.dtype), ctx.block, WholePages(AllTokens(), ctx.block),
+                     cache_kind="full")
+    return paged(layer, first, layer.token_cost(ctx.dtype), ctx.block, ChunkBlocks(ctx.block, layer.chunk, ctx.lag))
+
+
+def _mla(layer: MLA, first: int, ctx: _Context) -> GroupRule:
+    if ctx.dtype.name in _NO_MLA_LAYOUT:
+        raise UsageError(f"vLLM's MLA cache has no '{ctx.dtype.name}' layout (MLA takes auto, fp8 or fp8_ds_mla)",
+                         field="kv_dtype")
+    return paged(layer, first, layer.token_cost(ctx.dtype), ctx.block, WholePages(AllTokens(), ctx.block))
+
+
+def _recurrent(layer: Recurrent, first: int, ctx: _Context) -> GroupRule:
+    return replace(cacheless_group(layer, first, ctx.state_costs.get(id(layer))), block_size=ctx.block)
+
+
+RULES: KindRules[_Context] = {
+    FullAttention: _full,
+    SlidingWindow: _sliding,
+    ChunkedLocal: _chunked,
+    MLA: _mla,
+    Recurrent: _recurrent,
+    SharedKV: holds_nothing,
+    NoCache: holds_nothing,
+}
+"""vLLM's cache rule for each layer kind (``group_by_kind`` refuses a kind missing here)."""

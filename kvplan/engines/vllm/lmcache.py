@@ -44,6 +44,7 @@ from kvplan.engines.offload import DiskTier, OffloadTier, find_link, uniform_tok
 from kvplan.engines.protocol import Demand
 from kvplan.engines.serve_format import shown
 from kvplan.errors import UsageError
+from kvplan.spec import MLA
 
 LMCACHE_VERSION = "0.5.6"
 GIB = 1 << 30
@@ -240,7 +241,7 @@ def lmcache_tier(layouts: Sequence[CacheLayout], options: EngineOptions, tp: int
         raise UsageError(f"kvplan has not read how LMCache stores vLLM's {dtype} cache (its scales or packing); "
                          f"it plans LMCache with {', '.join(sorted(PLAIN_DTYPES))}", field="kv_dtype")
     per_token = [_rank_token_bytes(layout) for layout in layouts]  # one per pipeline stage
-    mla = any(g.kind == "mla" for layout in layouts for g in layout.groups)
+    mla = any(isinstance(g.layer, MLA) for layout in layouts for g in layout.groups)
     world = tp * len(layouts)
     first_only = mla and (s.save_only_first_rank is None or s.save_only_first_rank) and world > 1
     if first_only and len(layouts) > 1:

@@ -31,6 +31,7 @@ from kvplan.engines.protocol import Demand
 from kvplan.engines.version import Version
 from kvplan.engines.vllm.pinned import pinned_allocation_bytes, tensor_sets, torch_tensor_tiers
 from kvplan.errors import UsageError
+from kvplan.spec import MLA
 
 V1_SINCE = (0, 11)  # V0 (and --swap-space) removed in v0.11.0
 # --kv-offloading-size / --kv-offloading-backend: vllm-project/vllm PR #27621 ("cmdline argument parsing for KV
@@ -88,7 +89,7 @@ def offload_tier(layouts: Sequence[CacheLayout], version: Version, options: Engi
                              "'cpu_bytes_to_use must be specified'); leave the flag out for no host tier",
                              field="kv_offloading_bytes")
         host = options.kv_offloading_bytes
-        mla = all(g.kind == "mla" for layout in layouts for g in layout.groups)
+        mla = all(isinstance(g.layer, MLA) for layout in layouts for g in layout.groups)
         if version >= SHARED_REGION_SINCE:
             replicated = mla and tp > 1 and len(layouts) == 1
             copies = 1 if replicated else world

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 
 from kvplan.engines.layout import CacheLayout
 from kvplan.engines.version import Version
+from kvplan.spec import MLA
 
 CROSS_LAYER_MLA_UNTIL = (0, 18)  # 0.18: mla_attention.py's layered order keeps num_layers outermost
 CROSS_LAYER_MLA_AGAIN = (0, 24)  # 0.24: the MLA backends override it with (1, 0, 2, 3)
@@ -81,7 +82,7 @@ def torch_tensor_tiers(layouts: Sequence[CacheLayout], version: Version, tp: int
     cross_bytes = tp * sum(pinned_allocation_bytes(s) for s in cross)
     layer_bytes = tp * sum(pinned_allocation_bytes(s) for s in per_layer)
     held = tp * sum(cross)
-    mla = all(g.kind == "mla" for layout in layouts for g in layout.groups)
+    mla = all(isinstance(g.layer, MLA) for layout in layouts for g in layout.groups)
     settled = _settled(version, mla)
     rounding = ("PyTorch's pinned allocator rounds each pin_memory=True tensor up to a power of two "
                 "(CachingHostAllocator PowerOf2Ceil; vllm-project/vllm PR #48436: 40 GiB per worker took 64 GiB)")

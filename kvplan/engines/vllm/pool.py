@@ -20,10 +20,10 @@ from typing import Any
 from dataclasses import dataclass, replace
 
 from kvplan.engines.layout import CacheLayout, GroupRule
-from kvplan.engines.rules import ChunkBlocks, TokenRule, WholePages, AllTokens, WindowBlocks
+from kvplan.engines.rules import TokenRule
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
-from kvplan.spec import LayerSpec
+from kvplan.spec import LayerSpec, LocalAttention, Recurrent
 
 DEFAULT_BLOCK_SIZE = 16
 
@@ -68,23 +68,11 @@ class PoolGrouping:
         return tuple(g * self.group_size - t.layers for t, g in zip(self.types, self.groups_per_type))
 
 
-def block_rule(kind: str, layer: LayerSpec, block: int, lag: int) -> TokenRule:
-    """The blocks a sequence holds in one layer whose cache is of ``kind`` while its last token is
-    written; ``lag``: tokens not yet computed then (1 synchronous, 2 async scheduling)."""
-    if kind == "sliding":
-        assert layer.window is not None
-        return WindowBlocks(block, layer.window, lag)
-    if kind == "chunked":
-        assert layer.chunk is not None
-        return ChunkBlocks(block, layer.chunk, lag)
-    return WholePages(AllTokens(), block)
-
-
-def paged(layer: LayerSpec, first: int, token: TokenCost, block: int, lag: int,
+def paged(layer: LayerSpec, first: int, token: TokenCost, block: int, tokens: TokenRule,
           cache_kind: str | None = None) -> GroupRule:
-    """An attention group holding whole blocks of ``block`` tokens, by its (cache) kind's rule."""
-    return GroupRule(layer, first, token, block_rule(cache_kind or layer.kind, layer, block, lag),
-                     block_size=block, cache_kind=cache_kind)
+    """An attention group holding whole blocks of ``block`` tokens, as ``tokens`` says (the rule of its kind, or of
+    ``cache_kind`` where vLLM gives the layers another kind of cache)."""
+    return GroupRule(layer, first, token, tokens, block_size=block, cache_kind=cache_kind)
 
 
 PoolTypeKey = tuple[str, int | None, int, int, int | None]
@@ -94,19 +82,19 @@ PoolTypeKey = tuple[str, int | None, int, int, int | None]
 def pool_type_key(group: GroupRule) -> PoolTypeKey:
     """Layers with equal keys have equal vLLM KV-cache specs (kind, window or chunk, sizes, block)."""
     layer, kind = group.layer, group.cache_kind or group.kind
-    span = layer.window if kind == "sliding" else layer.chunk if kind == "chunked" else None
+    span = layer.span if isinstance(layer, LocalAttention) and group.cache_kind is None else None
     state = group.state.bytes if group.state is not None else 0
     return (kind, span, group.token.bytes, state, group.block_size)
 
 
 def page_bytes(group: GroupRule) -> int:
-    if group.kind == "recurrent":
+    if isinstance(group.layer, Recurrent):
         return group.state.bytes if group.state is not None else 0
     return group.token.bytes * (group.block_size or DEFAULT_BLOCK_SIZE)
 
 
 def _cached(group: GroupRule) -> bool:
-    return not group.padding and group.kind not in ("shared", "none")
+    return not group.padding and group.layer.own_cache
 
 
 def pool_grouping(groups: Iterable[GroupRule]) -> PoolGrouping:
@@ -138,14 +126,14 @@ def unify_pages(groups: tuple[GroupRule, ...], assumptions: list[str]) -> tuple[
     out = []
     raised, padded = set(), set()
     for group in groups:
-        if group.kind in ("shared", "none"):
+        if not group.layer.own_cache:
             out.append(group)
             continue
         page = page_bytes(group)
         block = group.block_size or DEFAULT_BLOCK_SIZE
         if page == largest:
             out.append(group)
-        elif group.kind == "recurrent":
+        elif isinstance(group.layer, Recurrent):
             assert group.state is not None
             state = TokenCost(largest, f"{group.state.formula}, padded to one {largest:,} B page")
             out.append(replace(group, state=state))

@@ -63,7 +63,7 @@ class PrefixCachingBlocks(SharingRule):
 
     def spans(self, group: GroupRule, workload: Workload) -> SharedSpans:
         # padding slots share too: a pool block index holds a page of every slot of its group
-        if group.kind in ("recurrent", "shared", "none"):
+        if not group.layer.caches_tokens:
             return NOTHING_SHARED
         block = math.lcm(group.block_size or DEFAULT_BLOCK_SIZE, self.align or 1)
         hit = floor_to(workload.prompt_len - 1, block)  # get_computed_blocks: num_tokens - 1

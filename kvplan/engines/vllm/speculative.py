@@ -62,7 +62,7 @@ def speculate(spec: ModelSpec, speculation: Speculation) -> SpeculativeLayout:
         return SpeculativeLayout(spec, k + lookahead, tuple(notes))
     if speculation.method == "mtp":
         last = spec.layers[-1]
-        if last.kind not in ("full", "mla"):
+        if not last.attends_all:
             raise UsageError(f"kvplan has no MTP rule for a model whose last layer is {last.kind}",
                              field="speculative_method")
         layers = (*spec.layers, replace(last, count=count))

@@ -36,7 +36,7 @@ from kvplan.engines.tensors import (
 )
 from kvplan.engines.vllm.pool import (DEFAULT_BLOCK_SIZE, PoolGrouping, PoolTypeKey, page_bytes, pool_grouping,
                                      pool_type_key)
-from kvplan.spec import LayerSpec, ModelSpec
+from kvplan.spec import MLA, KVAttention, LayerSpec, ModelSpec, Recurrent
 
 
 def _vector_layout(dtype: KVDType, n: int) -> tuple[str, int, str | None, int]:
@@ -63,8 +63,7 @@ def _vector_layout(dtype: KVDType, n: int) -> tuple[str, int, str | None, int]:
     return out
 
 
-def _mla_row(dtype: KVDType, layer: LayerSpec) -> tuple[str, int]:
-    assert layer.kv_lora_rank and layer.qk_rope_head_dim
+def _mla_row(dtype: KVDType, layer: MLA) -> tuple[str, int]:
     width = layer.kv_lora_rank + layer.qk_rope_head_dim
     if dtype.name == "fp8_ds_mla":
         return "uint8", dtype.mla_latent_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim)
@@ -146,7 +145,7 @@ def plan_tensors(spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
             views[slot].extend(_vllm_views(spec, layout.kv_dtype, rule, index, num_blocks, slot_pages[slot],
                                            first, count))
             attend = 0
-            if rule.kind != "recurrent":
+            if not isinstance(rule.layer, Recurrent):
                 block = rule.block_size or DEFAULT_BLOCK_SIZE
                 attend = rule.held(context) - (-(-context // block) * block - context)
             infos.append(LayerInfo(index, rule.kind, names[gi], rule.layer, attend, "paged"))
@@ -181,7 +180,7 @@ class _Tables:
     def counts(self, rule: GroupRule) -> tuple[int, int, int]:
         """For a group of ``rule``'s type (its padding slots page like it)."""
         held = _blocks_per_sequence(rule, self.context)
-        if self.workload is None or rule.kind == "recurrent":  # Mamba state: one block per sequence
+        if self.workload is None or isinstance(rule.layer, Recurrent):  # Mamba state: one block per sequence
             return 0, 0, held
         block = rule.block_size or DEFAULT_BLOCK_SIZE
         spans = self.rule.spans(rule, self.workload)
@@ -209,7 +208,7 @@ class _Tables:
 
 
 def _blocks_per_sequence(rule: GroupRule, context: int) -> int:
-    if rule.kind == "recurrent":
+    if isinstance(rule.layer, Recurrent):
         return 1
     block = rule.block_size or DEFAULT_BLOCK_SIZE
     held = rule.held(context)
@@ -222,8 +221,7 @@ def _vllm_views(spec: ModelSpec, dtype: KVDType, rule: GroupRule, index: int, nu
                 slot_page: int, first: int, count: int) -> list[ViewSpec]:
     layer = rule.layer
     block = rule.block_size or DEFAULT_BLOCK_SIZE
-    if rule.kind in ("full", "sliding", "chunked"):
-        assert layer.kv_heads and layer.head_dim
+    if isinstance(layer, KVAttention):
         heads = layer.kv_heads
         k = _vector_layout(dtype, layer.head_dim)
         v = _vector_layout(dtype, layer.v_dim)
@@ -251,12 +249,12 @@ def _vllm_views(spec: ModelSpec, dtype: KVDType, rule: GroupRule, index: int, nu
             start += per_block
         out.append(ViewSpec(index, "page padding", "uint8", (count, slot_page - natural), start, slot_page))
         return out
-    if rule.kind == "mla":
+    if isinstance(layer, MLA):
         dt, width = _mla_row(dtype, layer)
         per_block = block * width * DTYPE_BYTES[dt]
         return [ViewSpec(index, "latent", dt, (count, block, width), first * per_block)]
-    if rule.kind == "recurrent":
-        assert rule.state is not None and layer.conv_dim and layer.conv_kernel and layer.ssm_state
+    if isinstance(layer, Recurrent):
+        assert rule.state is not None
         dt = spec.dtype
         conv = (layer.conv_kernel - 1, layer.conv_dim)
         conv_bytes = prod(conv) * DTYPE_BYTES[dt]

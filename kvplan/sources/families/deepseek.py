@@ -12,13 +12,12 @@ from __future__ import annotations
 from kvplan.sources.families.reader import ConfigReader
 from kvplan.sources.families.registry import register
 from kvplan.sources.families.tensors import Counter, gated_mlp, intermediate, mtp_layers
-from kvplan.spec import LayerSpec
+from kvplan.spec import MLA, LayerSpec
 
 
 def mla_layers(reader: ConfigReader) -> list[LayerSpec]:
     n = reader.num_layers()
-    layer = LayerSpec(
-        kind="mla",
+    layer = MLA(
         kv_lora_rank=reader.int_field("kv_lora_rank"),
         qk_rope_head_dim=reader.int_field("qk_rope_head_dim"),
         qk_nope_head_dim=reader.int_field("qk_nope_head_dim", required=False),
@@ -42,6 +41,7 @@ def deepseek_params(b: Counter) -> None:
     """
     h, n_layers, nh = b.hidden, b.layers, b.heads
     mla = mla_layers(b.reader)[0]
+    assert isinstance(mla, MLA)
     kv_lora, rope = mla.kv_lora_rank, mla.qk_rope_head_dim
     nope = b.int("qk_nope_head_dim")
     v_dim = b.int("v_head_dim")

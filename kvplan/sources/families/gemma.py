@@ -10,7 +10,7 @@ from __future__ import annotations
 from kvplan.errors import ConfigError
 from kvplan.sources.families.llama import LlamaStyle, generic_layers, llama_like, styled
 from kvplan.sources.families.reader import ConfigReader
-from kvplan.spec import LayerSpec
+from kvplan.spec import LayerSpec, SharedKV
 from kvplan.sources.families.registry import register
 
 
@@ -45,7 +45,7 @@ def kv_shared_tail(reader: ConfigReader, layers: list[LayerSpec], types: list[st
         if not owners:
             raise ConfigError(f"num_kv_shared_layers={shared}: layer {index} ({types[index]}) has no earlier "
                               "non-shared layer of its type to share with")
-        out.append(LayerSpec(kind="shared", shares_with=owners[-1]))
+        out.append(SharedKV(shares_with=owners[-1]))
     reader.note(f"the last {shared} layers reuse earlier layers' KV cache (num_kv_shared_layers)")
     return out
 

@@ -15,7 +15,7 @@ from kvplan.sources.families.gemma4_towers import gemma4_audio, gemma4_vision
 from kvplan.sources.families.reader import ConfigReader, short_repr
 from kvplan.sources.families.registry import register
 from kvplan.sources.families.tensors import Counter, gated_mlp
-from kvplan.spec import LayerSpec
+from kvplan.spec import FullAttention, LayerSpec, SlidingWindow
 
 _GEMMA4_DEFAULTS = {
     # transformers Gemma4TextConfig defaults (configuration_gemma4.py, huggingface/transformers
@@ -119,9 +119,10 @@ def gemma4_geometry(reader: ConfigReader) -> Gemma4Geometry:
 def gemma4_layers(reader: ConfigReader) -> list[LayerSpec]:
     """Gemma 4's cache: sliding and global layers differ in shape; kv-shared layers hold none."""
     g = gemma4_geometry(reader)
-    layers = [LayerSpec(kind="sliding", kv_heads=kv, head_dim=dim, window=g.window) if t == "sliding_attention"
-              else LayerSpec(kind="full", kv_heads=kv, head_dim=dim)
-              for t, kv, dim in zip(g.types, g.kv_heads, g.head_dims)]
+    layers: list[LayerSpec] = [
+        SlidingWindow(kv_heads=kv, head_dim=dim, window=g.window) if t == "sliding_attention"
+        else FullAttention(kv_heads=kv, head_dim=dim)
+        for t, kv, dim in zip(g.types, g.kv_heads, g.head_dims)]
     return kv_shared_tail(reader, layers, g.types)
 
 

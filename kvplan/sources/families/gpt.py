@@ -7,7 +7,7 @@ from kvplan.sources.families.llama import generic_layers
 from kvplan.sources.families.reader import ConfigReader
 from kvplan.sources.families.registry import register
 from kvplan.sources.families.tensors import Counter
-from kvplan.spec import LayerSpec
+from kvplan.spec import FullAttention, LayerSpec
 
 
 def gpt2_params(b: Counter) -> None:
@@ -71,7 +71,7 @@ def falcon_layers(reader: ConfigReader) -> list[LayerSpec]:
             raise ConfigError(f"num_attention_heads={heads} is not a multiple of {name}={kv}")
     else:
         kv = 1  # legacy multi-query Falcon (7B): one K/V head shared by all query heads
-    return [LayerSpec(kind="full", kv_heads=kv, head_dim=hidden // heads)] * n
+    return [FullAttention(kv_heads=kv, head_dim=hidden // heads)] * n
 
 
 def gpt_bigcode_layers(reader: ConfigReader) -> list[LayerSpec]:
@@ -80,7 +80,7 @@ def gpt_bigcode_layers(reader: ConfigReader) -> list[LayerSpec]:
     heads = reader.num_heads()
     hd = reader.head_dim()
     kv = 1 if reader.bool_field("multi_query", True) else heads
-    return [LayerSpec(kind="full", kv_heads=kv, head_dim=hd)] * n
+    return [FullAttention(kv_heads=kv, head_dim=hd)] * n
 
 
 def falcon_params(b: Counter) -> None:
@@ -94,8 +94,8 @@ def falcon_params(b: Counter) -> None:
     """
     h, n_layers, nh = b.hidden, b.layers, b.heads
     cached = falcon_layers(b.reader)[0]  # the KV heads and head size the cache rule reads
+    assert isinstance(cached, FullAttention)
     nkv, hd = cached.kv_heads, cached.head_dim
-    assert nkv is not None and hd is not None
     bias = b.flag("bias", False)
     new_arch = b.flag("new_decoder_architecture", False)
     ffn = b.int("ffn_hidden_size", default=4 * h)

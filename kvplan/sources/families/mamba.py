@@ -15,11 +15,11 @@ from kvplan.errors import ConfigError
 from kvplan.sources.families.reader import ConfigReader
 from kvplan.sources.families.registry import register
 from kvplan.sources.families.tensors import Counter, gated_mlp, gqa_attention, intermediate
-from kvplan.spec import LayerSpec
+from kvplan.spec import LayerSpec, Recurrent
 
 
 def mamba1_state(reader: ConfigReader, *, expand: str, d_conv: str, d_state: str,
-                  intermediate: str | None) -> LayerSpec:
+                  intermediate: str | None) -> Recurrent:
     # Mamba (transformers MambaCache / vLLM MambaSpec): conv state [intermediate, d_conv] and
     # SSM state [intermediate, d_state], intermediate = expand x hidden_size.
     hidden = reader.hidden_size()
@@ -41,7 +41,7 @@ def mamba1_state(reader: ConfigReader, *, expand: str, d_conv: str, d_state: str
     if state is None:
         state = 16
         reader.note(f"{d_state} absent: assumed 16 (transformers default)")
-    return LayerSpec(kind="recurrent", mixer="mamba", conv_dim=inner, conv_kernel=kernel, ssm_state=(inner, state))
+    return Recurrent(mixer="mamba", conv_dim=inner, conv_kernel=kernel, ssm_state=(inner, state))
 
 
 def mamba_layers(reader: ConfigReader) -> list[LayerSpec]:
@@ -58,7 +58,7 @@ def mamba2_layers(reader: ConfigReader) -> list[LayerSpec]:
     # the SSM head, not an attention head.
     n = reader.num_layers()
     d = mamba2_dims(reader)
-    layer = LayerSpec(kind="recurrent", mixer="mamba2", conv_dim=d.inner + 2 * d.groups * d.state,
+    layer = Recurrent(mixer="mamba2", conv_dim=d.inner + 2 * d.groups * d.state,
                       conv_kernel=d.kernel, ssm_state=(d.heads, d.head_dim, d.state))
     return [layer] * n
 
@@ -110,7 +110,7 @@ def jamba_layers(reader: ConfigReader) -> list[LayerSpec]:
     mamba = mamba1_state(reader, expand="mamba_expand", d_conv="mamba_d_conv", d_state="mamba_d_state",
                           intermediate=None)
     window = reader.sliding_window()
-    attention = reader.attention("sliding", window=window) if window else reader.attention()
+    attention = reader.attention(window=window) if window else reader.attention()
     return [attention if i % period == offset else mamba for i in range(n)]
 
 
@@ -141,7 +141,7 @@ def mamba_params(b: Counter) -> None:
     norm_f, lm_head tied by default (``MambaConfig.tie_word_embeddings=True``)."""
     h, n_layers = b.hidden, b.layers
     layer = mamba_layers(b.reader)[0]  # the mixer sizes the cache rule reads
-    assert layer.conv_dim and layer.conv_kernel and layer.ssm_state
+    assert isinstance(layer, Recurrent)
     inner, conv, state = layer.conv_dim, layer.conv_kernel, layer.ssm_state[1]
     dt_rank = _dt_rank(b, b.get("time_step_rank"), h)
     vocab = b.vocab
@@ -191,19 +191,19 @@ def jamba_params(b: Counter) -> None:
     MoE (``num_experts``, router Linear(h, E)) on ``i % expert_layer_period == expert_layer_offset``,
     dense MLP elsewhere; input_layernorm + pre_ff_layernorm per layer."""
     h, n_layers = b.hidden, b.layers
-    kinds = [layer.kind for layer in jamba_layers(b.reader)]  # attention or Mamba, as the cache rule says
+    # Mamba or attention, as the cache rule says
+    mixers = [isinstance(layer, Recurrent) for layer in jamba_layers(b.reader)]
     e_period, e_offset = b.int("expert_layer_period", default=2), b.int("expert_layer_offset", default=1)
     experts = b.int("num_experts", default=1)
     inter = intermediate(b)
     mamba = mamba1_state(b.reader, expand="mamba_expand", d_conv="mamba_d_conv", d_state="mamba_d_state",
                          intermediate=None)
-    assert mamba.conv_dim and mamba.conv_kernel and mamba.ssm_state
     m_inner, conv, state = mamba.conv_dim, mamba.conv_kernel, mamba.ssm_state[1]
     dt_rank = _dt_rank(b, b.get("mamba_dt_rank"), h)
     b.embed()
     for i in range(n_layers):
         p = f"model.layers.{i}"
-        if kinds[i] != "recurrent":
+        if not mixers[i]:
             gqa_attention(b, f"{p}.self_attn", q_bias=False, kv_bias=False, o_bias=False)
         else:
             m = f"{p}.mamba"

@@ -43,7 +43,7 @@ def qwen2_layers(reader: ConfigReader) -> list[LayerSpec]:
     if max_window_layers is None:
         max_window_layers = 28
         reader.note("max_window_layers absent: transformers default 28")
-    sliding = reader.attention("sliding", window=window)
+    sliding = reader.attention(window=window)
     return [sliding if i >= max_window_layers else full for i in range(n)]
 
 
@@ -60,7 +60,7 @@ def qwen2_moe_layers(reader: ConfigReader) -> list[LayerSpec]:
     if window is None:
         return [full] * n
     max_window_layers = reader.int_field("max_window_layers", required=False, maximum=100_000) or 28
-    sliding = reader.attention("sliding", window=window)
+    sliding = reader.attention(window=window)
     return [sliding if (i + 1) % 2 and i < max_window_layers else full for i in range(n)]
 
 
@@ -74,7 +74,7 @@ def qwen3_moe_layers(reader: ConfigReader) -> list[LayerSpec]:
     window = qwen_window(reader)
     if window is None:
         return [reader.attention()] * n
-    return [reader.attention("sliding", window=window)] * n
+    return [reader.attention(window=window)] * n
 
 
 # modeling_qwen2.py Qwen2Attention: q/k/v always biased, o_proj never.

@@ -12,7 +12,7 @@ from kvplan.errors import ConfigError
 from kvplan.sources.families.reader import ConfigReader
 from kvplan.sources.families.registry import register
 from kvplan.sources.families.tensors import Counter, gated_mlp, gqa_attention, intermediate
-from kvplan.spec import LayerSpec
+from kvplan.spec import FullAttention, LayerSpec, Recurrent
 
 
 def qwen3_next_types(reader: ConfigReader) -> list[str]:
@@ -51,7 +51,7 @@ def qwen3_next_layers(reader: ConfigReader) -> list[LayerSpec]:
         if layer_type != "linear_attention":
             raise ConfigError(f"layer_types has '{layer_type}', which qwen3_next does not use")
         key_heads, key_dim, value_heads, value_dim, kernel = gdn_dims(reader)
-        return LayerSpec(kind="recurrent", mixer="gated_delta_net",
+        return Recurrent(mixer="gated_delta_net",
                          conv_dim=2 * key_heads * key_dim + value_heads * value_dim, conv_kernel=kernel,
                          ssm_state=(value_heads, key_dim, value_dim))
 
@@ -70,7 +70,7 @@ def qwen3_next_params(b: Counter) -> None:
     full attention, and the DeltaNet sizes, are the cache rule's (:func:`qwen3_next_layers`).
     """
     h, n_layers = b.hidden, b.layers
-    full = [layer.kind == "full" for layer in qwen3_next_layers(b.reader)]
+    full = [isinstance(layer, FullAttention) for layer in qwen3_next_layers(b.reader)]
     k_heads, k_dim, v_heads, v_dim, conv = gdn_dims(b.reader)
     key_dim, value_dim = k_heads * k_dim, v_heads * v_dim
     experts = b.int("num_experts", default=0)

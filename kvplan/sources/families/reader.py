@@ -19,7 +19,7 @@ from typing import Any
 
 from kvplan.errors import ConfigError
 from kvplan.safe_io import json_kind  # noqa: F401  (read here by the config readers)
-from kvplan.spec import LayerSpec
+from kvplan.spec import ChunkedLocal, FullAttention, KVAttention, LayerSpec, SlidingWindow
 
 # Same ceilings as kvplan.spec: far above any real model, low enough to catch typos.
 MAX_LAYERS = 100_000
@@ -210,15 +210,17 @@ class ConfigReader:
 
     # -- layer builders ------------------------------------------------------------------------
 
-    def attention(self, kind: str = "full", *, window: int | None = None, chunk: int | None = None,
-                  mha_family: bool | None = None) -> LayerSpec:
+    def attention(self, *, window: int | None = None, chunk: int | None = None,
+                  mha_family: bool | None = None) -> KVAttention:
+        """A K/V attention layer of the config's heads: sliding with a ``window``, chunked with a ``chunk``,
+        else full."""
         kv = self.kv_heads(mha_family=mha_family)
         hd = self.head_dim()
-        if kind == "sliding":
-            return LayerSpec(kind="sliding", kv_heads=kv, head_dim=hd, window=window)
-        if kind == "chunked":
-            return LayerSpec(kind="chunked", kv_heads=kv, head_dim=hd, chunk=chunk)
-        return LayerSpec(kind="full", kv_heads=kv, head_dim=hd)
+        if window is not None:
+            return SlidingWindow(kv_heads=kv, head_dim=hd, window=window)
+        if chunk is not None:
+            return ChunkedLocal(kv_heads=kv, head_dim=hd, chunk=chunk)
+        return FullAttention(kv_heads=kv, head_dim=hd)
 
     def uniform_attention(self, *, mha_family: bool | None = None) -> list[LayerSpec]:
         """No layer_types: one window (or none) for every layer, as transformers' DynamicCache does."""
@@ -226,7 +228,7 @@ class ConfigReader:
         window = self.sliding_window()
         if window is None:
             return [self.attention(mha_family=mha_family)] * n
-        return [self.attention("sliding", window=window, mha_family=mha_family)] * n
+        return [self.attention(window=window, mha_family=mha_family)] * n
 
     def layer_types(self) -> list[str] | None:
         types = self.cfg.get("layer_types")
@@ -262,12 +264,12 @@ class ConfigReader:
                 self.note(f"layer_types has '{layer_type}' but the config sets no sliding_window: "
                           "cached as full attention")
                 return self.attention(mha_family=mha_family)
-            return self.attention("sliding", window=window, mha_family=mha_family)
+            return self.attention(window=window, mha_family=mha_family)
         if layer_type in _CHUNKED_TYPES:
             chunk = self.int_field("attention_chunk_size", required=False, maximum=MAX_POSITIONS)
             if chunk is None:
                 raise ConfigError(f"layer_types[{index}]='{layer_type}' but the config has no attention_chunk_size")
-            return self.attention("chunked", chunk=chunk, mha_family=mha_family)
+            return self.attention(chunk=chunk, mha_family=mha_family)
         if layer_type in _RECURRENT_TYPES:
             if recurrent is None:
                 raise ConfigError(
