@@ -204,7 +204,7 @@ def human_int(text: str) -> int:
     '1M'; ValueError otherwise."""
     import re
 
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgtKMGT])", text.strip())
+    m = re.fullmatch(r"^(\d+(?:\.\d+)?)([kmgtKMGT])$", text.strip())  # anchored: linear under search too
     if m:
         digits, suffix = m.groups()
         if suffix.islower():
