@@ -118,3 +118,25 @@ def test_without_matplotlib_one_line_says_what_to_install(monkeypatch: pytest.Mo
     with pytest.raises(UsageError) as exc:
         charts.save(charts.budget_chart(plans), tmp_path / "x.png")
     assert exc.value.field == "plot" and "kvplan[plot]" in str(exc.value)
+
+
+def test_the_cli_draws_what_it_prints(tmp_path: Path) -> None:
+    import json
+
+    from conftest import run_cli
+
+    target = tmp_path / "mb.svg"
+    code, out, _ = run_cli(["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "-e",
+                            "vllm,sglang", "--max-model-len", "32k", "--plot", str(target), "-f", "json"])
+    assert code == 0
+    docs = json.loads(out)["results"]
+    drawn = charts.read_data(target)["plans"]
+    for doc, bar in zip(docs, drawn):
+        items = {i["name"]: i["bytes"] for i in doc["breakdown"]}
+        assert bar["engine"] == doc["engine"] and bar["weights"] == items["weights"]
+    target = tmp_path / "kv.png"
+    code, out, _ = run_cli(["estimate", "Qwen/Qwen3-8B", "-c", "1k..16k", "--plot-file", str(target), "-f", "json"])
+    assert code == 0
+    rows = json.loads(out)["rows"]
+    assert {(p["context"], p["kv_bytes"]) for p in charts.read_data(target)["points"]} == \
+        {(r["context"], r["kv_bytes"]) for r in rows}

@@ -27,6 +27,8 @@ LATER: tuple[Opt, ...] = (
     Opt("by_layer", ("--by-layer",), False, "Break every row down per layer.", flag=True),
     Opt("explain", ("--explain",), False, "Show the formula behind each number.", flag=True),
     Opt("plot", ("--plot",), False, "Draw KV size against context (terminal chart).", flag=True),
+    Opt("plot_file", ("--plot-file",), None, "Draw KV size against context into this file, .png or .svg (needs "
+        "the plot extra: pip install \"kvplan[plot]\")."),
     Opt("revision", ("--revision",), None,
         "Hugging Face Hub revision (branch, tag or commit) of MODEL; implies the Hub. Also MODEL@REV."),
     Opt("hub", ("--hub",), False, "Read MODEL from the Hugging Face Hub even when a bundled spec has its id.",
@@ -90,7 +92,7 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
         hub: bool = False, prompt_len: str | None = None, output_len: str | None = None,
         shared_prefix: str | None = None, n: str | None = None, beam_width: str | None = None,
         speculative_method: str | None = None, num_speculative_tokens: str | None = None,
-        speculative_model: str | None = None, **cache_flags: Any) -> None:
+        speculative_model: str | None = None, plot_file: str | None = None, **cache_flags: Any) -> None:
     """Parse the values, compute, render: the whole command, shared by both parsers."""
     from kvplan.cli.values import sharing_args, whole
     from kvplan.estimate import EstimateResult, estimate
@@ -100,6 +102,10 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
 
     fmt = fmt.lower()
     check_format(EstimateResult, fmt)
+    if plot_file is not None:
+        from kvplan.render.charts import check_path
+
+        check_path(plot_file)  # a bad name is said before any work
     engines = list(dict.fromkeys(parse_name_list(engine, "engine")))
     size = whole(block_size, "block_size")
     spec = load_model(model, revision=revision, hub=hub)
@@ -124,6 +130,10 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
         note = f"contexts default to 1k..max_position_embeddings ({contexts[-1]:,}); choose with --context"
         results = [replace(r, assumptions=(*r.assumptions, note)) for r in results]
     _render(results, fmt, by_layer, explain, plot)
+    if plot_file is not None:
+        from kvplan.render.charts import estimate_chart, save
+
+        save(estimate_chart(results), plot_file)
 
 
 def cache_options(flags: dict[str, Any]) -> dict[str, Any] | None:

@@ -44,6 +44,8 @@ NEUTRAL: tuple[Opt, ...] = (
     o.PROMPT_LEN.but(help="The prompt part of --context that samples or beams share (default: all of it)."),
     o.SPECULATIVE_METHOD, o.NUM_SPECULATIVE_TOKENS, o.SPECULATIVE_MODEL.but(help="The draft model or EAGLE head."),
     o.FORMAT.but(help="table, json, csv or markdown."),
+    Opt("plot", ("--plot",), None, "Also draw the GPU as each engine divides it into this file, .png or .svg (needs "
+        "the plot extra: pip install \"kvplan[plot]\")."),
     Opt("calibration", ("--calibration",), None, "A calibration file (`kvplan log --save`): plan from the items "
         "the engine measured, when model, GPU and engine version match.", path=True),
 )
@@ -113,11 +115,19 @@ def run(model: str, **values: Any) -> None:
 
     for name in engines:  # a flag of another engine is refused before anything is read
         o.refuse_foreign(get_engine(name), table, values)
+    if values.get("plot") is not None:
+        from kvplan.render.charts import check_path
+
+        check_path(values["plot"])
     planner = _Planner(model, values, table)
     plans = [planner.plan(name) for name in engines]
     calibrated = planner.calibrated
     write(plans, fmt, sys.stdout, calibration=None if calibrated is None else
           {"file": str(values["calibration"]), "items": list(calibrated.used)})
+    if values.get("plot") is not None:
+        from kvplan.render.charts import budget_chart, save
+
+        save(budget_chart(plans), values["plot"])
     _verdict(plans, values["solve"])
 
 

@@ -18,7 +18,7 @@ import typer
 
 TOOLS = {"estimate": "estimate", "max_batch": "max-batch", "check": "check", "log": "log", "fit": "fit"}
 """Tool name -> command. MCP tool names are identifiers: max-batch is max_batch."""
-_SKIPPED = {"fmt", "format", "help", "plot", "output"}  # the tool always answers JSON; files are the CLI's
+_SKIPPED = {"fmt", "format", "help", "plot", "plot_file", "output"}  # the tool always answers JSON; files are the CLI's
 
 
 def command() -> Callable[..., None]:
