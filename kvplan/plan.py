@@ -9,6 +9,8 @@ Nothing here depends on which engine it is.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -371,7 +373,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     options = _checked_options(eng, spec, settings, engine_options, block_size=block_size, tp=tp, swa_full=swa_full)
     version_text, version = eng.version_of(engine_version)
     dtype = resolve_kv_dtype(canonical_kv_dtype_name(kv_dtype), eng.auto_kv_dtype(spec))
-    layouts = eng.stage_layouts(spec, dtype, version, options, pp)
+    layouts = _stage_layouts(eng, spec, dtype, version, options, pp)
     model_limit = context_limit(spec)
     limit = max(max_model_len, context, model_limit or 0) if model_limit else 1 << 26
     # speculative slots: each running sequence holds them beyond its context, up to max_model_len
@@ -423,6 +425,23 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         speculation=speculation_dict(speculation, extra), misfit=misfit, ep=tp * dp if split_experts else tp,
         interval=interval,
     )
+
+
+def _stage_layouts(eng: Any, spec: ModelSpec, dtype: Any, version: Any, options: Any, pp: int) -> list[Any]:
+    """The engine's layouts per stage; the same for every GPU type, so a search over GPUs (fit, --solve gpus)
+    builds them once (layouts are frozen values; a caller gets its own list)."""
+    key = (eng.name, spec, dtype, version, options, pp)
+    try:
+        hash(key)
+    except TypeError:  # an option holding a mutable value: built each time
+        return list(eng.stage_layouts(spec, dtype, version, options, pp))
+    return list(_cached_layouts(key, eng))
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_layouts(key: tuple[Any, ...], eng: Any) -> tuple[Any, ...]:
+    _, spec, dtype, version, options, pp = key
+    return tuple(eng.stage_layouts(spec, dtype, version, options, pp))
 
 
 def _interval(eng: Any, layouts: Any, version: Any, budget: Any, demand: Demand, workload: Any,
@@ -680,10 +699,13 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
                     engine_options=engine_options, speculation=speculation, expert_parallel=search.expert_parallel,
                     with_interval=with_interval, **sharing.kwargs())
 
-    candidates = []
+    candidates: list[tuple[int, int, int, int, int]] = []
     refusal: UsageError | None = None
-    for tp, pp in search.splits(spec.num_layers):
-        most = _MAX_SEARCH_GPUS // (tp * pp)
+    # smallest splits first: a split whose tp x pp already exceeds the fewest GPUs found cannot win (min() below is
+    # order-free), and replicas beyond that count need not be searched
+    for tp, pp in sorted(search.splits(spec.num_layers), key=lambda split: split[0] * split[1]):
+        best_count = min(candidates)[0] if candidates else _MAX_SEARCH_GPUS
+        most = min(_MAX_SEARCH_GPUS, best_count) // (tp * pp)
         if most < 1:
             continue
         try:
