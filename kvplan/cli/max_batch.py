@@ -27,7 +27,8 @@ NEUTRAL: tuple[Opt, ...] = (
         "engines read it: 32k = 32,000, 32K = 32,768."),
     o.CONTEXT.but(help="Context for the max batch (default: --max-model-len)."),
     o.BATCH.but(help="Batch for the max context."),
-    Opt("solve", ("--solve",), "batch", "batch, context or gpus (with --concurrency)."),
+    Opt("solve", ("--solve",), "batch", "batch, context, gpus (the fewest GPUs for --concurrency) or utilization "
+        "(the least memory fraction holding --concurrency, else --batch)."),
     Opt("concurrency", ("--concurrency",), None, "Target concurrent sequences for --solve gpus (requests of n "
         "with --n or --beam-width)."),
     o.BLOCK_SIZE.but(help="Engine page size in tokens."),
