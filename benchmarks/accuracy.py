@@ -230,6 +230,17 @@ def table(rows: list[dict], before: dict[str, float]) -> str:
     return "\n".join(out)
 
 
+def replace_block(doc: str, name: str, text: str) -> str:
+    """docs/accuracy.md with the text between ``<!-- name -->`` and ``<!-- /name -->`` replaced (unchanged where
+    the markers are missing)."""
+    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    if start not in doc:
+        return doc
+    head, _, rest = doc.partition(start)
+    _, _, tail = rest.partition(end)
+    return f"{head}{start}\n{text}\n{end}{tail}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", help="write every case's figures here")
@@ -254,19 +265,10 @@ def main() -> None:
     print(text)
     if not opts.no_write:
         out = REPO / "docs" / "accuracy.md"
-        doc = out.read_text()
-        start, end = "<!-- budget-logs -->", "<!-- /budget-logs -->"
-        if start in doc:
-            head, _, rest = doc.partition(start)
-            _, _, tail = rest.partition(end)
-            doc = f"{head}{start}\n{text}\n{end}{tail}"
+        doc = replace_block(out.read_text(), "budget-logs", text)
         sgl = sglang_text()
         print("\n" + sgl)
-        start, end = "<!-- sglang-budget-logs -->", "<!-- /sglang-budget-logs -->"
-        if start in doc:
-            head, _, rest = doc.partition(start)
-            _, _, tail = rest.partition(end)
-            doc = f"{head}{start}\n{sgl}\n{end}{tail}"
+        doc = replace_block(doc, "sglang-budget-logs", sgl)
         out.write_text(doc)
 
 

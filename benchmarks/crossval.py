@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 import yaml  # noqa: E402
 
-from benchmarks.accuracy import MINIMUM_OVER_RANKS, STAND_INS, engine_version  # noqa: E402
+from benchmarks.accuracy import MINIMUM_OVER_RANKS, STAND_INS, engine_version, replace_block  # noqa: E402
 from benchmarks.accuracy import gpu_of as planner_gpu_of  # noqa: E402
 from kvplan.budgets import Settings  # noqa: E402
 from kvplan.engines import parse_version  # noqa: E402
@@ -371,12 +371,7 @@ def main() -> None:
     print(text)
     if not opts.no_write:
         out = REPO / "docs" / "accuracy.md"
-        doc = out.read_text()
-        start, end = "<!-- crossval -->", "<!-- /crossval -->"
-        if start in doc:
-            head, _, rest = doc.partition(start)
-            _, _, tail = rest.partition(end)
-            out.write_text(f"{head}{start}\n{text}\n{end}{tail}")
+        out.write_text(replace_block(out.read_text(), "crossval", text))
 
 
 if __name__ == "__main__":
