@@ -303,7 +303,10 @@ def test_cli(tmp_path):
     from typer.testing import CliRunner
 
     from kvplan.cli.app import app
-    from kvplan.cli.check import check_command
+    from kvplan.cli import check
+    from kvplan.cli.options import typer_command
+
+    check_command = typer_command(check, "check")
 
     if not any(c.name == "check" for c in app.registered_commands):
         app.command("check")(check_command)

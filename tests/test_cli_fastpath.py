@@ -1,11 +1,19 @@
-"""The estimate fast path (no typer import) must behave exactly like the typer command."""
+"""The table-driven reader (no typer import) must behave exactly like the typer command built from the same table,
+for every command it runs."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
-from kvplan.cli import main
-from kvplan.cli.estimate import OPTIONS, parse_fast
+from conftest import REPO
+from kvplan.cli import COMMANDS, main
+from kvplan.cli.parse import read
+
+LOG = str(REPO / "tests/data/logs/vllm-0.6-10517-llama31-8b-3090-29k.log")
+PASS, SPECS = str(REPO / "examples/pass"), str(REPO / "examples/specs")
+FAIL = str(REPO / "examples/fail")
 
 SAME = [
     ["estimate", "gpt2"],
@@ -21,39 +29,91 @@ SAME = [
     ["estimate", "gpt2", "-e", "tgi"],
     ["estimate", "gpt2", "--block-size", "x"],  # values are converted by run(), the same for both parsers
     ["estimate", "gpt2", "-c", "1k", "-e", "vllm,sglang", "-f", "json"],
+    ["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4"],
+    ["max-batch", "meta-llama/Llama-3.1-8B", "--gpu", "L4", "--max-model-len", "128k", "-f", "json"],  # exit 1
+    ["max-batch", "Qwen/Qwen3-8B", "-g", "H100", "-e", "sglang", "--mem-fraction-static", "0.8", "-f", "json"],
+    ["max-batch", "Qwen/Qwen3-8B", "-g", "H100", "-e", "vllm", "--mem-fraction-static", "0.8"],  # foreign flag
+    ["max-batch", "Qwen/Qwen3-8B", "-g", "H100", "--solve", "gpus", "--concurrency", "64", "-c", "32k"],
+    ["check", PASS, "--specs", SPECS, "-f", "json"],
+    ["check", FAIL, "--specs", SPECS],  # exit 1
+    ["check", "--gpu", "L4", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "131072"],
+    ["log", LOG, "-f", "json"],
+    ["log", LOG, "--compare", "--tp", "1"],
+    ["log", LOG, "--engine", "nope"],
+    ["models", "-f", "json"],
+    ["gpus", "--format", "json"],
+    ["schema", "deployment"],
+    ["schema"],
+    ["schema", "nope"],
+    ["spec", "gpt2"],
+    ["fit", "meta-llama/Llama-3.1-8B", "-c", "8k", "--concurrency", "16", "--gpus", "L4,H100", "-f", "json"],
 ]
 
 
-@pytest.mark.parametrize("args", SAME, ids=lambda a: " ".join(a[1:]))
-def test_fast_path_and_typer_agree(capsys, args):
-    assert parse_fast(args[1:]) is not None, "this invocation should take the fast path"
+@pytest.mark.parametrize("args", SAME, ids=lambda a: " ".join(a).replace(str(REPO) + "/", ""))
+def test_the_reader_and_typer_agree(capsys, args):
+    module = importlib.import_module(f"kvplan.cli.{COMMANDS[args[0]]}")
+    assert read(module, args[1:]) is not None, "this invocation should take the fast path"
     fast = (main(args), *capsys.readouterr())
     slow = (main(args, fast=False), *capsys.readouterr())
     assert fast == slow
 
 
 @pytest.mark.parametrize("args", [
-    [], ["--help"], ["-h"], ["gpt2", "--help"], ["gpt2", "--bogus"], ["gpt2", "extra"], ["gpt2", "-c"],
-    ["gpt2", "--by-layer=yes"], ["gpt2", "--", "-c"],
+    ["estimate"], ["estimate", "--help"], ["estimate", "-h"], ["estimate", "gpt2", "--help"],
+    ["estimate", "gpt2", "--bogus"], ["estimate", "gpt2", "extra"], ["estimate", "gpt2", "-c"],
+    ["estimate", "gpt2", "--by-layer=yes"], ["estimate", "gpt2", "--", "-c"],
+    ["check"], ["check", "--strict"], ["log", LOG, "--tp", "x"], ["log", LOG, LOG], ["models", "extra"],
+    ["fit", "gpt2", "-c", "8k"], ["report", "gpt2", "-c", "1k", "--concurrency", "1"], ["schema", "a", "b"],
 ])
 def test_anything_unusual_goes_to_typer(args):
-    assert parse_fast(args) is None
+    module = importlib.import_module(f"kvplan.cli.{COMMANDS[args[0]]}")
+    assert read(module, args[1:]) is None
 
 
-def test_every_option_has_a_long_name_and_help():
-    assert all(opt.names[0].startswith("--") and opt.help for opt in OPTIONS)
+@pytest.mark.parametrize("args", [
+    ["estimate", "gpt2", "--bogus"], ["check"], ["log", LOG, "--tp", "x"], ["fit", "gpt2", "-c", "8k"],
+    ["models", "extra"],
+])
+def test_what_the_reader_leaves_is_one_line_and_exit_2(capsys, args):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kvplan: error: ") and err.count("\n") == 1
 
 
-def test_the_typer_command_is_built_from_the_same_table():
-    """One options table: the typer command declares exactly OPTIONS (names, defaults, switches)."""
+RUN_BY_THE_READER = [name for name, module in COMMANDS.items() if name != "mcp"]
+
+
+def test_every_command_but_the_mcp_server_is_read_from_its_table():
+    for name in RUN_BY_THE_READER:
+        module = importlib.import_module(f"kvplan.cli.{COMMANDS[name]}")
+        assert hasattr(module, "run") and hasattr(module, "options") and module.DOC, name
+
+
+@pytest.mark.parametrize("name", RUN_BY_THE_READER)
+def test_every_option_has_a_long_name_and_help(name):
+    module = importlib.import_module(f"kvplan.cli.{COMMANDS[name]}")
+    assert all(opt.names[0].startswith("--") and opt.help for opt in module.options())
+
+
+@pytest.mark.parametrize("name", RUN_BY_THE_READER)
+def test_the_typer_command_is_built_from_the_same_table(name):
+    """One options table: the typer command declares exactly the table (names, defaults, switches, required)."""
     import typer
 
     from kvplan.cli.app import app
 
-    command = typer.main.get_command(app).commands["estimate"]
+    module = importlib.import_module(f"kvplan.cli.{COMMANDS[name]}")
+    command = typer.main.get_command(app).commands[name]
     options = {p.name: p for p in command.params if p.param_type_name == "option"}
-    assert set(options) == {opt.dest for opt in OPTIONS}
-    for opt in OPTIONS:
+    table = module.options()
+    assert set(options) == {opt.dest for opt in table}
+    for opt in table:
         assert set(options[opt.dest].opts) == set(opt.names), opt.dest
-        assert options[opt.dest].default == opt.default, opt.dest
+        assert bool(options[opt.dest].required) == opt.required, opt.dest
+        if not opt.required:
+            assert options[opt.dest].default == opt.default, opt.dest
         assert bool(options[opt.dest].is_flag) == opt.flag, opt.dest
+    arguments = [p for p in command.params if p.param_type_name == "argument"]
+    argument = getattr(module, "ARGUMENT", None)
+    assert [p.name for p in arguments] == ([argument.dest] if argument else [])

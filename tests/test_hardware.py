@@ -237,7 +237,10 @@ def test_memory_gib_and_mib_are_converted(tmp_path):
 # ----------------------------------------------------------------------------------- CLI
 
 def test_gpus_command_json(capsys):
-    from kvplan.cli.gpus import gpus_command
+    from kvplan.cli import gpus
+    from kvplan.cli.options import typer_command
+
+    gpus_command = typer_command(gpus, "gpus")
 
     gpus_command(fmt="json", catalog=None)
     data = json.loads(capsys.readouterr().out)
@@ -254,7 +257,10 @@ def test_gpus_command_table_through_typer(tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from kvplan.cli.gpus import gpus_command
+    from kvplan.cli import gpus
+    from kvplan.cli.options import typer_command
+
+    gpus_command = typer_command(gpus, "gpus")
 
     app = typer.Typer()
     app.command()(gpus_command)
@@ -269,7 +275,10 @@ def test_gpus_command_table_through_typer(tmp_path):
 
 
 def test_gpus_command_rejects_unknown_format():
-    from kvplan.cli.gpus import gpus_command
+    from kvplan.cli import gpus
+    from kvplan.cli.options import typer_command
+
+    gpus_command = typer_command(gpus, "gpus")
 
     with pytest.raises(KvplanError, match="fmt: unknown format 'xml'"):
         gpus_command(fmt="xml", catalog=None)

@@ -289,7 +289,10 @@ def _run_cli(args: list[str]) -> tuple[int, str, str]:
     import typer
     from typer.testing import CliRunner
 
-    from kvplan.cli.verify import verify_command
+    from kvplan.cli import verify
+    from kvplan.cli.options import typer_command
+
+    verify_command = typer_command(verify, "verify")
 
     app = typer.Typer()
     app.command("verify")(verify_command)

@@ -1,30 +1,44 @@
 """The ``kvplan`` command line: parses arguments, calls the library, renders. No arithmetic here.
 
-``main`` is the console entry point. A plain ``kvplan estimate ...`` runs through a fast path that
-never imports typer (see ``kvplan.cli.estimate``); everything else goes to the typer app.
+``main`` is the console entry point. Each command is a module here declaring its options once (``options()``,
+``ARGUMENT``, ``DOC``, ``run``); a plain invocation is read from that table by ``kvplan.cli.parse`` without
+importing typer, and everything else (help, a mistake the reader leaves to the parser's words, ``kvplan mcp``) goes
+to the typer app built from the same tables (``kvplan.cli.app``).
 
-Every user mistake ends as ONE line on stderr and exit status 2: kvplan's own errors
-(``KvplanError``, whose ``field`` names the library parameter at fault; each command's table of
-options turns it into the command's own flag) and the parser's usage errors (``kvplan.cli.usage``).
+Every user mistake ends as ONE line on stderr and exit status 2: kvplan's own errors (``KvplanError``, whose
+``field`` names the library parameter at fault; each command's table of options turns it into the command's own
+flag) and the parser's usage errors (``kvplan.cli.usage``).
 """
 
 from __future__ import annotations
 
 import sys
 
+from kvplan.cli.commands import COMMANDS
 from kvplan.cli.guard import EXIT_USAGE, LONGEST_WORD, error_line, guarded
 
-__all__ = ["EXIT_USAGE", "LONGEST_WORD", "error_line", "guarded", "main"]
+__all__ = ["COMMANDS", "EXIT_USAGE", "LONGEST_WORD", "error_line", "guarded", "main"]
+
 
 
 def main(argv: list[str] | None = None, *, fast: bool = True) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if fast and args[:1] == ["estimate"]:
-        from kvplan.cli.estimate import flags, parse_fast, run
+    if args == ["--version"]:
+        from kvplan._version import __version__
 
-        values = parse_fast(args[1:])
+        sys.stdout.write(f"kvplan {__version__}\n")
+        return 0
+    if fast and args and args[0] in COMMANDS:
+        from importlib import import_module
+
+        from kvplan.cli.parse import read
+
+        module = import_module(f"kvplan.cli.{COMMANDS[args[0]]}")
+        values = read(module, args[1:])
         if values is not None:
-            return guarded(lambda: run(**values), flags)
+            from kvplan.cli.options import command_flags
+
+            return guarded(lambda: module.run(**values), lambda: command_flags(module))
     from kvplan.cli.app import run_app
 
     return run_app(args)

@@ -9,13 +9,15 @@ from types import ModuleType
 import typer
 
 from kvplan._version import __version__
+from kvplan.cli.options import typer_command
 
 
 def _commands() -> dict[str, ModuleType]:
-    from kvplan.cli import check, estimate, fit, gpus, log, max_batch, mcp, models, report, schema, spec, verify
+    from importlib import import_module
 
-    return {"estimate": estimate, "models": models, "schema": schema, "spec": spec, "max-batch": max_batch,
-            "fit": fit, "report": report, "gpus": gpus, "check": check, "verify": verify, "log": log, "mcp": mcp}
+    from kvplan.cli.commands import COMMANDS as NAMES
+
+    return {name: import_module(f"kvplan.cli.{module}") for name, module in NAMES.items()}
 
 
 COMMANDS = _commands()
@@ -55,7 +57,7 @@ def build_app(light: bool = False) -> typer.Typer:
     )
     built.callback()(_root)
     for name, module in COMMANDS.items():
-        built.command(name)(_stub(module) if light else module.command())
+        built.command(name)(_stub(module) if light else typer_command(module, name))
     return built
 
 
@@ -63,7 +65,7 @@ def _stub(module: ModuleType) -> Callable[[], None]:
     def command() -> None:  # pragma: no cover - a light app lists commands, it never runs one
         raise NotImplementedError
 
-    command.__doc__ = getattr(module, "DOC", None) or module.command().__doc__
+    command.__doc__ = getattr(module, "DOC", None) or module.command().__doc__  # kvplan mcp: its own function
     return command
 
 

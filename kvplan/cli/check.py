@@ -2,43 +2,40 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
-from pathlib import Path
-from typing import List, Optional
-
-import typer
+from kvplan.cli.options import GPU_CATALOG, Arg, Opt
 
 FIELDS: dict[str, str] = {"catalog": "gpu_catalog", "format": "fmt"}
 """Library parameter -> this command's parameter, where they differ."""
 
+ARGUMENT = Arg("paths", "Files, directories or globs ('deploy/**/*.yaml'): kvplan deployment files, Kubernetes "
+               "manifests, compose files, Helm values (production-stack, llm-d modelservice, vLLM's chart), SkyPilot "
+               "tasks, Ray Serve LLM configs, shell scripts.", many=True)
+OPTIONS: tuple[Opt, ...] = (
+    Opt("fmt", ("--format", "-f"), "table", "table, json, junit, github or markdown."),
+    Opt("gpu", ("--gpu", "-g"), None, "GPU type for deployments that name none (a `kvplan gpus` name or a node "
+        "label such as NVIDIA-L4)."),
+    GPU_CATALOG,
+    Opt("specs", ("--specs",), None, "A directory of pinned model specs (`kvplan spec` output), found by model id.",
+        path=True),
+    Opt("online", ("--online",), False, "Read models neither bundled nor pinned from the Hugging Face Hub (off by "
+        "default: CI stays offline).", flag=True),
+    Opt("strict", ("--strict",), False, "Warnings fail too (exit 1).", flag=True),
+    Opt("ignore_unrecognized", ("--ignore-unrecognized",), False, "Skip files that hold no deployment (for "
+        "pre-commit, which passes every matching file); a file that runs an engine kvplan cannot read is still "
+        "reported (a warning).", flag=True),
+    Opt("calibration", ("--calibration",), None, "A calibration file (`kvplan log --save`): deployments of its "
+        "model, GPU and engine version use its measured items.", path=True),
+)
 
-def command() -> Callable[..., None]:
-    """The typer command function."""
-    return check_command
+
+def options() -> tuple[Opt, ...]:
+    return OPTIONS
 
 
-def check_command(
-    paths: List[str] = typer.Argument(..., help="Files, directories or globs ('deploy/**/*.yaml'): kvplan "
-                                      "deployment files, Kubernetes manifests, compose files, Helm values "
-                                      "(production-stack, llm-d modelservice, vLLM's chart), SkyPilot tasks, Ray "
-                                      "Serve LLM configs, shell scripts."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, json, junit, github or markdown."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="GPU type for deployments that name none "
-                                      "(a `kvplan gpus` name or a node label such as NVIDIA-L4)."),
-    gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="A YAML file adding GPUs to the catalog."),
-    specs: Optional[Path] = typer.Option(None, "--specs", help="A directory of pinned model specs (`kvplan spec` "
-                                         "output), found by model id."),
-    online: bool = typer.Option(False, "--online", help="Read models neither bundled nor pinned from the Hugging "
-                                "Face Hub (off by default: CI stays offline)."),
-    strict: bool = typer.Option(False, "--strict", help="Warnings fail too (exit 1)."),
-    ignore_unrecognized: bool = typer.Option(False, "--ignore-unrecognized", help="Skip files that hold no "
-                                             "deployment (for pre-commit, which passes every matching file); a file "
-                                             "that runs an engine kvplan cannot read is still reported (a warning)."),
-    calibration: Optional[Path] = typer.Option(None, "--calibration", help="A calibration file (`kvplan log --save`): "
-                                               "deployments of its model, GPU and engine version use its measured items."),
-) -> None:
-    """Check that every deployment fits its GPUs and meets its requirements.
+
+DOC = """Check that every deployment fits its GPUs and meets its requirements.
 
     Examples:
 
@@ -60,6 +57,11 @@ def check_command(
     Exit status 0 when every deployment fits and meets its requirements, 1 when one does not, 2 when an
     input is invalid (other files are still checked).
     """
+
+
+def run(paths: list[str], fmt: str, gpu: str | None, gpu_catalog: Any, specs: Any, online: bool, strict: bool,
+        ignore_unrecognized: bool, calibration: Any) -> int:
+    """Check the files (or one literal command); 1 where a deployment does not fit."""
     import sys
 
     from kvplan.deploy import check
@@ -82,5 +84,4 @@ def check_command(
 
         width = shutil.get_terminal_size().columns
     write(report, fmt, sys.stdout, width=width)
-    if report.exit_code:
-        raise typer.Exit(report.exit_code)
+    return report.exit_code

@@ -1,19 +1,17 @@
 """``kvplan estimate``: KV-cache footprint tables and sweeps.
 
-The options are declared once, in ``OPTIONS``; the typer command is built from that table, and so is
-the fast path (``parse_fast``) that runs plain invocations without importing typer, which costs
-more than the estimate itself (docs/performance.md). Anything the fast parser is unsure of goes to
-typer, and tests/test_cli_fastpath.py holds both paths to the same output.
+The options are declared once, in ``options()``; the typer command is built from that table, and so is
+the fast reader (``kvplan.cli.parse``) that runs plain invocations without importing typer. The engines'
+layout settings join the table only where a flag needs them (``fast_options`` is read first).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 from kvplan.cli import options as o
-from kvplan.cli.options import MODEL_HELP, Opt
+from kvplan.cli.options import MODEL_HELP, Arg, Opt
 
 NEUTRAL: tuple[Opt, ...] = (
     o.CONTEXT.but(help="Context lengths in tokens: 8192, 8k (k = 1024), lists 4k,32k, ranges 1k..128k (doubling) "
@@ -37,8 +35,11 @@ LATER: tuple[Opt, ...] = (
 )
 
 
+ARGUMENT = Arg("model", MODEL_HELP)
+
+
 @lru_cache(maxsize=None)
-def _neutral() -> tuple[Opt, ...]:
+def fast_options() -> tuple[Opt, ...]:
     """The options no engine declares, --engine among them (its help from the registry, no engine imported)."""
     engine = o.engine_opt("Cache layout rules, one or a list to compare", several=True)
     return (*NEUTRAL, engine, *LATER)
@@ -47,7 +48,7 @@ def _neutral() -> tuple[Opt, ...]:
 @lru_cache(maxsize=None)
 def options() -> tuple[Opt, ...]:
     """Every option of the command: the neutral ones, --engine, then the engines' layout settings."""
-    return (*_neutral(), *o.setting_opts(o.engine_settings(estimate_only=True)))
+    return (*fast_options(), *o.setting_opts(o.engine_settings(estimate_only=True)))
 
 
 def __getattr__(name: str) -> Any:
@@ -65,12 +66,6 @@ def fields() -> dict[str, str]:
     """Library parameter (``kvplan.estimate``, ``load_model``, ``EngineOptions``) -> this command's parameter,
     where they differ."""
     return _FIELDS | o.setting_fields(o.engine_settings(estimate_only=True))
-
-
-def flags() -> dict[str, str]:
-    """Library field -> flag, for one-line errors (the same table the typer command is built from)."""
-    table = {opt.dest: opt.names[0] for opt in options()} | {"model": "MODEL"}
-    return table | {field: table[dest] for field, dest in fields().items()}
 
 
 DOC = """KV-cache bytes per (batch, context, kv dtype): exact integers, with the formula and every assumption.
@@ -155,57 +150,3 @@ def _render(results: list[Any], fmt: str, by_layer: bool, explain: bool, plot: b
     write(results, fmt, sys.stdout, by_layer=by_layer, explain=explain, plot=plot)
     if plot and fmt != "table":
         sys.stderr.write("kvplan: --plot draws only with --format table\n")
-
-
-def parse_fast(args: list[str]) -> dict[str, Any] | None:
-    """Values for ``run`` from the arguments after 'estimate', or None to leave them to typer.
-
-    A thin reader of ``OPTIONS``, the table the typer command is built from: it accepts what click
-    accepts for these options (``--opt value``, ``--opt=value``, ``-o value``, ``-ovalue``, flags, the
-    last repeat winning) and gives up on anything else (help, unknown or incomplete options, a missing
-    or second MODEL), which typer then reports. Values stay text: ``run`` converts them for both.
-    """
-    values = _parse_fast(args, _neutral())  # the engines' settings are read only where a flag needs them
-    return values if values is not None else _parse_fast(args, options())
-
-
-def _parse_fast(args: list[str], table: tuple[Opt, ...]) -> dict[str, Any] | None:
-    by_name = {name: opt for opt in table for name in opt.names}
-    values: dict[str, Any] = {opt.dest: opt.default for opt in table}
-    model: str | None = None
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if not arg.startswith("-") or arg == "-":
-            if model is not None:
-                return None
-            model = arg
-            continue
-        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
-        opt = by_name.get(name)
-        if opt is None:
-            return None
-        if opt.flag:
-            if eq or inline:
-                return None
-            values[opt.dest] = True
-            continue
-        if eq or inline:
-            value = inline
-        elif i < len(args):
-            value, i = args[i], i + 1
-        else:
-            return None
-        values[opt.dest] = value
-    if model is None:
-        return None
-    return {"model": model, **values}
-
-
-def command() -> Callable[..., None]:
-    """The typer command, its options built from ``options()``."""
-    return o.build(options(), run, DOC, ("model", MODEL_HELP), name="estimate_command")
-
-
-typer_command = command

@@ -3,47 +3,42 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import Optional
+from typing import Any
 
-import typer
-
-from kvplan.cli.options import engine_help
-from kvplan.engines import DEFAULT_ENGINE
+from kvplan.cli import options as o
+from kvplan.cli.options import Arg, Opt
 
 FIELDS = {"gpus": "gpus", "engines": "engine", "kv_dtypes": "kv_dtype", "catalog": "gpu_catalog", "name": "model",
           "format": "fmt"}
 """Library parameter (``kvplan.fit``) -> this command's parameter, where they differ."""
 
-
-def command() -> Callable[..., None]:
-    return fit_command
+ARGUMENT = Arg("model", "Bundled model id, config.json, model directory or YAML spec.")
 
 
-def fit_command(
-    model: str = typer.Argument(..., help="Bundled model id, config.json, model directory or YAML spec."),
-    context: str = typer.Option(..., "--context", "-c", help="Tokens per sequence (its max-model-len), e.g. 32k "
-                                "(k = 1024)."),
-    concurrency: str = typer.Option(..., "--concurrency", help="Sequences of --context served at once, e.g. 64."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU types to rank, e.g. H100,H200,MI300X (default: "
-                                       "every GPU in `kvplan gpus`, or every GPU priced in --prices)."),
-    engine: str = typer.Option(DEFAULT_ENGINE, "--engine", "-e", help=engine_help("Engines to compare", several=True)),
-    kv_dtype: str = typer.Option("auto", "--kv-dtype", "--kv-cache-dtype", help="KV dtypes to compare, e.g. "
-                                 "auto,fp8."),
-    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's rules (default: "
-                                                 "the newest kvplan knows)."),
-    gpus_per_node: str = typer.Option("8", "--gpus-per-node", help="GPUs a node holds: tp within a node, "
-                                      "pipeline stages across nodes."),
-    prompt_len: Optional[str] = typer.Option(None, "--prompt-len", help="Prompt tokens of a request, for the "
-                                             "time-to-first-token bound (default: the context)."),
-    prices: Optional[Path] = typer.Option(None, "--prices", help="Your $/GPU-hour (YAML or JSON; `kvplan schema "
-                                          "prices`): rows sorted by $/hour, with $ per million output tokens."),
-    gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="A YAML file adding GPUs to the catalog."),
-    plot: Optional[str] = typer.Option(None, "--plot", help="Also draw GPUs (or $/hour) per GPU type into this "
-                                       "file: .png or .svg."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, json, csv or markdown."),
-) -> None:
-    """The smallest deployment of each GPU type that holds a workload, by each engine's own memory rules.
+def options() -> tuple[Opt, ...]:
+    return (
+        Opt("context", ("--context", "-c"), None, "Tokens per sequence (its max-model-len), e.g. 32k (k = 1024).",
+            required=True),
+        Opt("concurrency", ("--concurrency",), None, "Sequences of --context served at once, e.g. 64.",
+            required=True),
+        Opt("gpus", ("--gpus",), None, "GPU types to rank, e.g. H100,H200,MI300X (default: every GPU in `kvplan "
+            "gpus`, or every GPU priced in --prices)."),
+        o.engine_opt("Engines to compare", several=True),
+        Opt("kv_dtype", ("--kv-dtype", "--kv-cache-dtype"), "auto", "KV dtypes to compare, e.g. auto,fp8."),
+        o.ENGINE_VERSION.but(help="Which release's rules (default: the newest kvplan knows)."),
+        Opt("gpus_per_node", ("--gpus-per-node",), "8", "GPUs a node holds: tp within a node, pipeline stages "
+            "across nodes."),
+        Opt("prompt_len", ("--prompt-len",), None, "Prompt tokens of a request, for the time-to-first-token bound "
+            "(default: the context)."),
+        Opt("prices", ("--prices",), None, "Your $/GPU-hour (YAML or JSON; `kvplan schema prices`): rows sorted "
+            "by $/hour, with $ per million output tokens.", path=True),
+        o.GPU_CATALOG,
+        Opt("plot", ("--plot",), None, "Also draw GPUs (or $/hour) per GPU type into this file: .png or .svg."),
+        Opt("fmt", ("--format", "-f"), "table", "table, json, csv or markdown."),
+    )
+
+
+DOC = """The smallest deployment of each GPU type that holds a workload, by each engine's own memory rules.
 
     Each row: GPUs (tp x pp x dp), the KV tokens and concurrency it holds (what `kvplan max-batch` prints for
     that deployment), the KV memory left over, the decode-step and time-to-first-token bounds, your prices, and
@@ -60,6 +55,11 @@ def fit_command(
     Exit status 1 when no GPU type asked for holds the workload.
     """
 
+
+def run(model: str, context: str, concurrency: str, gpus: str | None, engine: str, kv_dtype: str,
+        engine_version: str | None, gpus_per_node: str, prompt_len: str | None, prices: Any, gpu_catalog: Any,
+        plot: str | None, fmt: str) -> int:
+    """Rank the deployments; 1 where no GPU type holds the workload."""
     from kvplan.cli.values import whole
     from kvplan.fit import fit, load_prices
     from kvplan.render.formats import check_format
@@ -84,8 +84,7 @@ def fit_command(
         from kvplan.render.charts import fit_chart, save
 
         save(fit_chart(result), plot)
-    if not result.rows:
-        raise typer.Exit(1)
+    return 0 if result.rows else 1
 
 
 def _progress() -> Callable[[int, int], None] | None:

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
-from pathlib import Path
-from typing import Optional
-
-import typer
+from kvplan.cli.options import Arg, Opt
 
 FIELDS: dict[str, str] = {"format": "fmt"}
 """Library parameter -> this command's parameter, where they differ."""
 
+ARGUMENT: Arg | None = None
+OPTIONS: tuple[Opt, ...] = (
+    Opt("fmt", ("--format", "-f"), "table", "table or json."),
+    Opt("catalog", ("--catalog",), None, "A YAML GPU catalog (kvplan/data/gpus.yaml format) that adds or replaces "
+        "GPUs.", path=True),
+)
+DOC = "List the GPUs kvplan knows: memory as torch reports it (not the marketing GB), with sources."
 
-def command() -> Callable[..., None]:
-    """The typer command function."""
-    return gpus_command
+
+def options() -> tuple[Opt, ...]:
+    return OPTIONS
 
 
-def gpus_command(
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
-    catalog: Optional[Path] = typer.Option(  # noqa: UP045, B008 - typer evaluates Optional[...]
-        None, "--catalog", help="A YAML GPU catalog (kvplan/data/gpus.yaml format) that adds or replaces GPUs."),
-) -> None:
-    """List the GPUs kvplan knows: memory as torch reports it (not the marketing GB), with sources."""
+
+def run(fmt: str, catalog: Any) -> None:
     import sys
 
     from kvplan.hardware import GPU, load_catalog

@@ -11,6 +11,15 @@ from collections.abc import Callable, Mapping
 EXIT_USAGE = 2
 
 
+class Exit(Exception):
+    """The end of a command with this status, raised where the verdict is found (1: does not fit; 0: a rank
+    process that has said its part): the reader that ran the command returns it."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 def error_line(exc: Exception, flags: Mapping[str, str]) -> str:
     """``kvplan: error: --max-model-len: must be at least 1``: the field as the command's flag."""
     field = getattr(exc, "field", None)
@@ -31,16 +40,19 @@ def _clip(word: str) -> str:
 
 def guarded(action: Callable[[], object],
             flags: Mapping[str, str] | Callable[[], Mapping[str, str]] | None = None) -> int:
-    """Run a command: user mistakes become one line on stderr and exit status 2 (``flags``: the command's
-    field -> flag table, or the function that makes it, called only for an error)."""
+    """Run a command and return its exit status (what it returns or raises as ``Exit``; 0 for None): user
+    mistakes become one line on stderr and status 2 (``flags``: the command's field -> flag table, or the
+    function that makes it, called only for an error)."""
     from kvplan.errors import KvplanError
 
     try:
-        action()
+        code = action()
+    except Exit as done:
+        return done.code
     except KvplanError as exc:
         table = flags() if callable(flags) else flags
         sys.stderr.write(error_line(exc, table or {}) + "\n")
         return EXIT_USAGE
     except BrokenPipeError:
         return 0
-    return 0
+    return code if isinstance(code, int) else 0

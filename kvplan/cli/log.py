@@ -7,10 +7,9 @@ written, a bad flag. Never 1, which ``max-batch`` and ``check`` reserve for "doe
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-import typer
+from kvplan.cli.options import Arg, Opt
 
 
 def _engine_help() -> str:
@@ -21,32 +20,36 @@ def _engine_help() -> str:
     return f"{', '.join(named)} (default: detected)."
 
 
-_ENGINE = typer.Option(None, "--engine", "-e", help="")
-"""--engine: its help names the engines with a log reader, found when the command is built (``command``)."""
+ARGUMENT = Arg("file", "The engine's start-up log, or - for standard input.")
+FIELDS: dict[str, str] = {"format": "fmt", "kv_dtype": "kv_cache_dtype"}
+"""Library parameter -> this command's parameter, where they differ."""
 
 
-def command() -> Any:
-    """The typer command function."""
-    _ENGINE.help = _engine_help()
-    return log_command
+def options(helped: bool = True) -> tuple[Opt, ...]:
+    """The options; --engine's help names the engines with a log reader (``helped``: read them, which imports
+    every engine; the fast reader needs only the names of the options)."""
+    return (
+        Opt("compare", ("--compare",), False, "Put kvplan's prediction for the same settings beside each item.",
+            flag=True),
+        Opt("save", ("--save",), None, "Write the measured items to a calibration file (YAML).", path=True),
+        Opt("fmt", ("--format", "-f"), "table", "table or json."),
+        Opt("engine", ("--engine", "-e"), None, _engine_help() if helped else ""),
+        Opt("model", ("--model", "-m"), None, "The model, where the log names none (or another id for it)."),
+        Opt("gpu", ("--gpu", "-g"), None, "GPU type for --compare (default: the total memory the log printed)."),
+        Opt("gpu_memory", ("--gpu-memory",), None, "GPU total memory for --compare, e.g. 79.19GiB."),
+        Opt("tp", ("--tp",), None, "Tensor-parallel size, where the log names none.", integer=True),
+        Opt("pp", ("--pp",), None, "Pipeline-parallel size, where the log names none.", integer=True),
+        Opt("engine_version", ("--engine-version",), None, "The engine release, where the log names none."),
+        Opt("kv_cache_dtype", ("--kv-cache-dtype", "--kv-dtype"), None, "KV dtype, where the log names none."),
+        Opt("max_model_len", ("--max-model-len",), None, "Max model len, where the log names none."),
+    )
 
 
-def log_command(
-    file: str = typer.Argument(..., help="The engine's start-up log, or - for standard input."),
-    compare: bool = typer.Option(False, "--compare", help="Put kvplan's prediction for the same settings beside each item."),
-    save: Optional[Path] = typer.Option(None, "--save", help="Write the measured items to a calibration file (YAML)."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
-    engine: Optional[str] = _ENGINE,
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="The model, where the log names none (or another id for it)."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help="GPU type for --compare (default: the total memory the log printed)."),
-    gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="GPU total memory for --compare, e.g. 79.19GiB."),
-    tp: Optional[int] = typer.Option(None, "--tp", help="Tensor-parallel size, where the log names none."),
-    pp: Optional[int] = typer.Option(None, "--pp", help="Pipeline-parallel size, where the log names none."),
-    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="The engine release, where the log names none."),
-    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", "--kv-dtype", help="KV dtype, where the log names none."),
-    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Max model len, where the log names none."),
-) -> None:
-    """Read a vLLM, SGLang, TensorRT-LLM or llama.cpp start-up log: where the GPU's memory went.
+def fast_options() -> tuple[Opt, ...]:
+    return options(helped=False)
+
+
+DOC = """Read a vLLM, SGLang, TensorRT-LLM or llama.cpp start-up log: where the GPU's memory went.
 
     Examples:
 
@@ -58,6 +61,11 @@ def log_command(
 
       docker logs vllm 2>&1 | kvplan log -
     """
+
+
+def run(file: str, compare: bool, save: Any, fmt: str, engine: str | None, model: str | None, gpu: str | None,
+        gpu_memory: str | None, tp: int | None, pp: int | None, engine_version: str | None,
+        kv_cache_dtype: str | None, max_model_len: str | None) -> None:
     import sys
 
     from kvplan.errors import UsageError
@@ -101,10 +109,6 @@ def log_command(
 
 
 
-DOC = log_command.__doc__
-"""The help (the light app lists it without building the command)."""
-
-
 def refuse(log: Any, name: str) -> None:
     """A log kvplan does not read, as one UsageError: not a start-up log, another engine's log than the one
     asked for, or values no start-up logs."""
@@ -138,7 +142,7 @@ def _identity(file: str) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-def write_save(save: Path, text: str, reading: tuple[int, int] | None) -> None:
+def write_save(save: Any, text: str, reading: tuple[int, int] | None) -> None:
     """Write the calibration to a regular file that is not the log being read (never truncated before both are
     checked on the opened file: no race between the check and the write)."""
     import os

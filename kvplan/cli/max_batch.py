@@ -7,11 +7,10 @@ engine that lacks it is refused by name from the same tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kvplan.cli import options as o
-from kvplan.cli.options import Opt
+from kvplan.cli.options import Arg, Opt
 
 NEUTRAL: tuple[Opt, ...] = (
     o.GPU, o.GPU_MEMORY, o.GPU_CATALOG,
@@ -91,13 +90,10 @@ def options() -> tuple[Opt, ...]:
     return (*NEUTRAL[:7], engine, *NEUTRAL[7:], *o.setting_opts(o.engine_settings()))
 
 
-def command() -> Callable[..., None]:
-    """The typer command, built from ``options()``."""
-    return o.build(options(), run, DOC, ("model", "Bundled model id, config.json, model directory or YAML spec."),
-                   name="max_batch_command")
+ARGUMENT = Arg("model", "Bundled model id, config.json, model directory or YAML spec.")
 
 
-def run(model: str, **values: Any) -> None:
+def run(model: str, **values: Any) -> int:
     """Parse the values, plan each engine, render, and exit 1 where nothing fits."""
     import sys
 
@@ -129,7 +125,7 @@ def run(model: str, **values: Any) -> None:
         from kvplan.render.charts import budget_chart, save
 
         save(budget_chart(plans), values["plot"])
-    _verdict(plans, values["solve"])
+    return _verdict(plans, values["solve"])
 
 
 class _Planner:
@@ -221,20 +217,19 @@ def _settings(values: dict[str, Any], settings: list[Any]) -> Any:
     return Settings(**given)
 
 
-def _verdict(plans: list[Any], solve: str) -> None:
+def _verdict(plans: list[Any], solve: str) -> int:
     """Exit status 1, each engine's reason on stderr, where not one sequence fits."""
     import sys
 
-    import typer
-
     if solve == "context" and all(p.max_context > 0 for p in plans):
-        return  # the question was the longest context: answered, whatever max-model-len asks
+        return 0  # the question was the longest context: answered, whatever max-model-len asks
     unfit = [p for p in plans if not p.fits and not (solve == "context" and p.max_context > 0)]
     if unfit:
         for p in unfit:
             who = f" ({p.engine})" if len(plans) > 1 else ""
             sys.stderr.write(f"kvplan: does not fit{who}: {_short_pool_message(p) or p.message}\n")
-        raise typer.Exit(1)
+        return 1
+    return 0
 
 
 def _engine_model(model: str, engine: Any, engine_version: str | None, values: dict[str, Any],

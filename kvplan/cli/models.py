@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import typer
+from kvplan.cli.options import Arg, Opt
 
 FIELDS: dict[str, str] = {"format": "fmt"}
 """Library parameter -> this command's parameter, where they differ."""
 
+ARGUMENT: Arg | None = None
+OPTIONS: tuple[Opt, ...] = (Opt("fmt", ("--format", "-f"), "table", "table or json."),)
+DOC = "List the bundled models (usable offline by id), with their layer kinds and KV bytes per token."
 
-def command() -> Callable[..., None]:
-    """The typer command function."""
-    return models_command
+
+def options() -> tuple[Opt, ...]:
+    return OPTIONS
 
 
-def models_command(
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
-) -> None:
-    """List the bundled models (usable offline by id), with their layer kinds and KV bytes per token."""
+
+def run(fmt: str) -> None:
     import sys
 
     from kvplan.engines import LIBRARY_ENGINE

@@ -26,7 +26,11 @@ class Opt:
     flag: bool = False
     """A switch without a value; every other option takes text, which the command converts."""
     path: bool = False
-    """A file the parser opens-checks as a path (``--gpu-catalog``)."""
+    """A file, handed to ``run`` as a ``pathlib.Path`` (``--gpu-catalog``)."""
+    integer: bool = False
+    """A whole number the parser converts (``int``); a value that is not one is the parser's usage error."""
+    required: bool = False
+    """The command cannot run without it (a missing one is the parser's usage error)."""
 
     def but(self, **changes: Any) -> "Opt":
         """This option as one command words it (another help, another first flag)."""
@@ -126,33 +130,78 @@ def refuse_foreign(engine: Any, table: dict[str, Any], values: dict[str, Any]) -
             raise owned.refuse(engine)
 
 
+@dataclass(frozen=True)
+class Arg:
+    """A command's positional argument."""
+
+    dest: str
+    help: str
+    many: bool = False
+    """One or more values (a list), e.g. check's files; otherwise exactly one."""
+    default: str | None = None
+    """The value when none is given; None: the argument is required."""
+
+
+def flags_of(opts: Iterable[Opt], argument: Arg | None, fields: dict[str, str]) -> dict[str, str]:
+    """Library field -> this command's flag, for one-line errors: each option under its own name, the argument
+    as its upper-case name, then the library's names for them (``fields``: field -> parameter)."""
+    table = {opt.dest: opt.names[0] for opt in opts}
+    if argument is not None:
+        table[argument.dest] = argument.dest.upper()
+    return table | {field: table[dest] for field, dest in fields.items() if dest in table}
+
+
 # ------------------------------------------------------------------------------- the typer command
 
-def build(opts: Iterable[Opt], run: Callable[..., None], doc: str, argument: tuple[str, str] | None = None,
+def build(opts: Iterable[Opt], run: Callable[..., Any], doc: str, argument: Arg | None = None,
           name: str = "command") -> Callable[..., None]:
-    """A typer command whose parameters are ``opts`` (and one required ``argument``: name, help): typer
-    reads them from the function's signature, which is built here, and the function calls ``run`` with
-    every value by keyword."""
+    """A typer command whose parameters are ``opts`` (and ``argument``): typer reads them from the function's
+    signature, which is built here, and the function calls ``run`` with every value by keyword; the status
+    ``run`` returns (1: a verdict) becomes typer's exit."""
     import inspect
-    from typing import Optional
+    from typing import List, Optional
 
     import typer
 
     params, hints = [], {}
     if argument is not None:
-        params.append(inspect.Parameter(argument[0], inspect.Parameter.KEYWORD_ONLY,
-                                        default=typer.Argument(..., help=argument[1], show_default=False)))
-        hints[argument[0]] = str
+        info = typer.Argument(... if argument.default is None else argument.default, help=argument.help,
+                              show_default=argument.default is not None)
+        params.append(inspect.Parameter(argument.dest, inspect.Parameter.KEYWORD_ONLY, default=info))
+        hints[argument.dest] = List[str] if argument.many else str
     for opt in opts:
-        info = typer.Option(opt.default, *opt.names, help=opt.help, show_default=opt.default not in (None, False))
+        info = typer.Option(... if opt.required else opt.default, *opt.names, help=opt.help,
+                            show_default=opt.default not in (None, False) and not opt.required)
         params.append(inspect.Parameter(opt.dest, inspect.Parameter.KEYWORD_ONLY, default=info))
-        hints[opt.dest] = bool if opt.flag else Optional[Path] if opt.path else Optional[str]
+        kind: Any = Path if opt.path else int if opt.integer else str
+        hints[opt.dest] = bool if opt.flag else kind if opt.required else Optional[kind]
 
     def command(**values: Any) -> None:
-        run(**values)
+        from kvplan.cli.guard import Exit
+
+        try:
+            code = run(**values)
+        except Exit as done:
+            code = done.code
+        if code:
+            raise typer.Exit(code)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = hints
     command.__doc__ = doc
     command.__name__ = command.__qualname__ = name
     return command
+
+
+def command_flags(module: Any) -> dict[str, str]:
+    """A command module's field -> flag table (its ``options()``, ``ARGUMENT`` and ``FIELDS`` or ``fields()``)."""
+    fields = module.fields() if callable(getattr(module, "fields", None)) else getattr(module, "FIELDS", {})
+    return flags_of(module.options(), getattr(module, "ARGUMENT", None), fields)
+
+
+def typer_command(module: Any, name: str) -> Callable[..., None]:
+    """The typer command of a command module: its own where it builds one (``command()``), else from its table."""
+    if hasattr(module, "command"):
+        return module.command()  # type: ignore[no-any-return]
+    return build(module.options(), module.run, module.DOC, getattr(module, "ARGUMENT", None),
+                 name=f"{name.replace('-', '_')}_command")

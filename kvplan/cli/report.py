@@ -4,35 +4,32 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Optional
+from typing import Any
 
-import typer
-
-from kvplan.cli.options import engine_help
-from kvplan.engines import DEFAULT_ENGINE
+from kvplan.cli import options as o
+from kvplan.cli.options import Arg, Opt
 
 FIELDS = {"gpus": "gpus", "engines": "engine", "kv_dtypes": "kv_dtype", "name": "model", "plot": "output"}
 """Library parameter (``kvplan.report.build``) -> this command's parameter, where they differ."""
 
-
-def command() -> Callable[..., None]:
-    return report_command
+ARGUMENT = Arg("model", "Bundled model id, config.json, model directory or YAML spec.")
 
 
-def report_command(
-    model: str = typer.Argument(..., help="Bundled model id, config.json, model directory or YAML spec."),
-    context: str = typer.Option(..., "--context", "-c", help="Tokens per sequence, e.g. 32k (k = 1024)."),
-    concurrency: str = typer.Option(..., "--concurrency", help="Sequences of --context served at once, e.g. 64."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU types to plan, e.g. H100,H200,A100-80GB "
-                                       "(default: the whole catalog)."),
-    engine: str = typer.Option(DEFAULT_ENGINE, "--engine", "-e", help=engine_help("Engines to compare", several=True)),
-    kv_dtype: str = typer.Option("auto", "--kv-dtype", "--kv-cache-dtype", help="KV dtypes, e.g. auto,fp8."),
-    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="Which release's rules."),
-    output: Path = typer.Option(..., "--output", "-o", help="The HTML file to write, e.g. report.html."),
-) -> None:
-    """Write one self-contained HTML page: the model and its per-layer cache with formulas, KV against context,
+def options() -> tuple[Opt, ...]:
+    return (
+        Opt("context", ("--context", "-c"), None, "Tokens per sequence, e.g. 32k (k = 1024).", required=True),
+        Opt("concurrency", ("--concurrency",), None, "Sequences of --context served at once, e.g. 64.",
+            required=True),
+        Opt("gpus", ("--gpus",), None, "GPU types to plan, e.g. H100,H200,A100-80GB (default: the whole catalog)."),
+        o.engine_opt("Engines to compare", several=True),
+        Opt("kv_dtype", ("--kv-dtype", "--kv-cache-dtype"), "auto", "KV dtypes, e.g. auto,fp8."),
+        o.ENGINE_VERSION.but(help="Which release's rules."),
+        Opt("output", ("--output", "-o"), None, "The HTML file to write, e.g. report.html.", path=True,
+            required=True),
+    )
+
+
+DOC = """Write one self-contained HTML page: the model and its per-layer cache with formulas, KV against context,
     which GPUs and how many (with launch commands), each GPU as the engine divides it, every assumption, and
     the command that made it. Nothing on it is fetched from the network: it opens from a file, offline.
 
@@ -40,6 +37,10 @@ def report_command(
 
       kvplan report meta-llama/Llama-3.1-70B -c 32k --concurrency 64 --gpus H100,H200,A100-80GB -o report.html
     """
+
+
+def run(model: str, context: str, concurrency: str, gpus: str | None, engine: str, kv_dtype: str,
+        engine_version: str | None, output: Any) -> None:
     from kvplan.cli.values import whole
     from kvplan.errors import UsageError
     from kvplan.render.charts import require_matplotlib
@@ -63,7 +64,7 @@ def report_command(
 
 
 def _command_line(model: str, context: str, concurrency: str, gpus: str | None, engine: str, kv_dtype: str,
-                  engine_version: str | None, output: Path) -> str:
+                  engine_version: str | None, output: Any) -> str:
     """The command that makes this page again, as the options were given."""
     words = ["kvplan", "report", model, "--context", context, "--concurrency", concurrency]
     for flag, value in (("--gpus", gpus), ("--engine", engine), ("--kv-dtype", kv_dtype),

@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import typer
+from kvplan.cli.options import Arg, Opt
 
 FIELDS: dict[str, str] = {}
 """Library parameter -> this command's parameter, where they differ."""
 
+ARGUMENT = Arg("what", "Which schema: model (the YAML model spec format), deployment (the `kvplan check` deployment "
+               "file), calibration (`kvplan log --save`) or prices (`kvplan fit --prices`).", default="model")
+OPTIONS: tuple[Opt, ...] = ()
+DOC = "Print the JSON schema of a kvplan file format, for editors and validators."
 
-def command() -> Callable[..., None]:
-    """The typer command function."""
-    return schema_command
+
+def options() -> tuple[Opt, ...]:
+    return OPTIONS
 
 
-def schema_command(
-    what: str = typer.Argument("model", help="Which schema: model (the YAML model spec format), deployment "
-                                             "(the `kvplan check` deployment file), calibration (`kvplan log --save`) or prices (`kvplan fit --prices`)."),
-) -> None:
-    """Print the JSON schema of a kvplan file format, for editors and validators."""
+
+def run(what: str) -> None:
     import json
     import sys
 

@@ -2,35 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
-from pathlib import Path
-
-import typer
-
-from kvplan.cli.estimate import MODEL_HELP
+from kvplan.cli.options import MODEL_HELP, Arg, Opt
 
 FIELDS: dict[str, str] = {"name": "model", "id": "model_id"}
 """Library parameter -> this command's parameter, where they differ."""
 
-
-def command() -> Callable[..., None]:
-    """The typer command function."""
-    return spec_command
-
-
-def spec_command(
-    model: str = typer.Argument(..., help=MODEL_HELP, show_default=False),
-    revision: str | None = typer.Option(None, "--revision",
-                                        help="Hugging Face Hub revision (branch, tag or commit); implies the Hub."),
-    hub: bool = typer.Option(False, "--hub", help="Read MODEL from the Hub even when a bundled spec has its id."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout.",
-                                       show_default=False),
-    model_id: str | None = typer.Option(None, "--id", help="The spec's id, as deployments name the model (org/name): "
-                                        "for a local config.json, whose id is otherwise its directory's name.",
-                                        show_default=False),
-) -> None:
-    """Print the model description kvplan computes with, as a YAML spec (the format of model_specs/).
+ARGUMENT = Arg("model", MODEL_HELP)
+OPTIONS: tuple[Opt, ...] = (
+    Opt("revision", ("--revision",), None, "Hugging Face Hub revision (branch, tag or commit); implies the Hub."),
+    Opt("hub", ("--hub",), False, "Read MODEL from the Hub even when a bundled spec has its id.", flag=True),
+    Opt("output", ("--output", "-o"), None, "Write to this file instead of stdout.", path=True),
+    Opt("model_id", ("--id",), None, "The spec's id, as deployments name the model (org/name): for a local "
+        "config.json, whose id is otherwise its directory's name."),
+)
+DOC = """Print the model description kvplan computes with, as a YAML spec (the format of model_specs/).
 
     The spec names its source, the Hub commit and the weights bytes; `kvplan estimate spec.yaml` reads
     it back without network, so CI can pin a model:
@@ -42,6 +29,13 @@ def spec_command(
 
       kvplan spec ./Qwen3-32B/config.json --id Qwen/Qwen3-32B > specs/qwen3-32b.yaml
     """
+
+
+def options() -> tuple[Opt, ...]:
+    return OPTIONS
+
+
+def run(model: str, revision: str | None, hub: bool, output: Any, model_id: str | None) -> None:
     import sys
 
     from kvplan.sources.resolve import load_model

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 from typing import Any
 
-import typer
-
 from kvplan.cli import options as o
-from kvplan.cli.options import Opt
+from kvplan.cli.guard import Exit
+from kvplan.cli.options import Arg, Opt
 
 FIELDS: dict[str, str] = {"name": "model", "format": "fmt", "contexts": "context", "batches": "batch"}
 """Library parameter -> this command's parameter, where they differ."""
@@ -95,16 +93,7 @@ def options() -> tuple[Opt, ...]:
     return (*BEFORE, o.engine_opt("Tensor layout", tensor_engines()), *AFTER)
 
 
-def command() -> Callable[..., None]:
-    """The typer command, built from ``options()``."""
-    return o.build(options(), run, DOC, ("model", "Bundled model id, config.json, model directory, YAML spec or "
-                                         "Hub id."), name="verify_command")
-
-
-def __getattr__(name: str) -> Any:
-    if name == "verify_command":  # the typer command function, built on first use
-        return command()
-    raise AttributeError(name)
+ARGUMENT = Arg("model", "Bundled model id, config.json, model directory, YAML spec or Hub id.")
 
 
 def run(model: str, **v: Any) -> None:
@@ -177,11 +166,11 @@ def _one(model: str, v: dict[str, Any], fmt: str, steps: int, sharing: dict[str,
     if not result.exact:
         sys.stderr.write(f"kvplan: verify: the tensors hold {result.measured_storage_bytes:,} B, "
                          f"the prediction is {result.predicted_bytes:,} B\n")
-        raise typer.Exit(1)
+        raise Exit(1)
     if act is not None and act.skipped is None and not act.cache_exact:
         sys.stderr.write(f"kvplan: verify: transformers' cache holds {act.cache_bytes:,} B, kvplan's hf rule "
                          f"predicts {act.predicted_cache_bytes:,} B\n")
-        raise typer.Exit(1)
+        raise Exit(1)
 
 
 def _ranks(model: str, batch: int, context: int | None, engine: str, engine_version: str | None, kv_dtype: str,
@@ -210,10 +199,10 @@ def _ranks(model: str, batch: int, context: int | None, engine: str, engine_vers
                 # every rank refuses the same flags: rank 0 says it once; wait so torchrun does not
                 # stop rank 0 before it has
                 time.sleep(2)
-                raise typer.Exit(2) from None
+                raise Exit(2) from None
             raise
         if rank != 0:
-            raise typer.Exit(0)
+            raise Exit(0)
     else:
         from kvplan.errors import UsageError
 
@@ -227,8 +216,8 @@ def _ranks(model: str, batch: int, context: int | None, engine: str, engine_vers
         first = result.errors[0]
         more = f" (and {len(result.errors) - 1} more rank(s))" if len(result.errors) > 1 else ""
         sys.stderr.write(f"kvplan: error: rank {first.rank}: {first.error}{more}\n")
-        raise typer.Exit(2)
+        raise Exit(2)
     if not result.exact:
         wrong = [r.rank for r in result.ranks if not r.exact]
         sys.stderr.write(f"kvplan: verify: rank(s) {', '.join(map(str, wrong))} hold other bytes than predicted\n")
-        raise typer.Exit(1)
+        raise Exit(1)

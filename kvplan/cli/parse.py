@@ -1,0 +1,99 @@
+"""One reader of every command's option table (``kvplan.cli.options.Opt``), so a plain invocation runs without
+importing typer, which costs more than most commands' work (docs/performance.md).
+
+It accepts what click accepts for these tables (``--opt value``, ``--opt=value``, ``-o value``, ``-ovalue``,
+switches, the last repeat winning, options between arguments, ``--`` ending the options) and gives up (None) on
+anything else: help, an unknown or incomplete option, a value that is not a whole number where one is needed, a
+missing argument or required option. typer, built from the same tables, then reports it in its own words, so
+both readers accept and refuse alike (tests/test_cli_fastpath.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvplan.cli.options import Arg, Opt
+
+HELP = frozenset(("-h", "--help"))
+
+
+def parse(args: list[str], table: tuple[Opt, ...], argument: Arg | None) -> dict[str, Any] | None:
+    """The values of ``args`` (the words after the command's name) by the command's ``run`` keywords, or None."""
+    by_name = {name: opt for opt in table for name in opt.names}
+    values: dict[str, Any] = {opt.dest: opt.default for opt in table}
+    given: set[str] = set()
+    words: list[str] = []
+    i, ended = 0, False
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if ended or not arg.startswith("-") or arg == "-":
+            words.append(arg)
+            continue
+        if arg == "--":
+            ended = True
+            continue
+        if arg in HELP:
+            return None
+        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
+        opt = by_name.get(name)
+        if opt is None:
+            return None
+        if opt.flag:
+            if eq or inline:
+                return None
+            values[opt.dest] = True
+            continue
+        if eq or inline:
+            value = inline
+        elif i < len(args):
+            value, i = args[i], i + 1
+        else:
+            return None
+        values[opt.dest] = value
+        given.add(opt.dest)
+    if any(opt.required and opt.dest not in given for opt in table):
+        return None
+    for opt in table:
+        if opt.dest in given and not _convert(opt, values):
+            return None
+    return _with_argument(values, words, argument)
+
+
+def _convert(opt: Opt, values: dict[str, Any]) -> bool:
+    """The value as typer hands it to ``run`` (an int, a Path); False where it is not one."""
+    if opt.integer:
+        try:
+            values[opt.dest] = int(values[opt.dest])
+        except ValueError:
+            return False
+    elif opt.path:
+        from pathlib import Path  # only when a path is given: pathlib costs more than a plain estimate
+
+        values[opt.dest] = Path(values[opt.dest])
+    return True
+
+
+def _with_argument(values: dict[str, Any], words: list[str], argument: Arg | None) -> dict[str, Any] | None:
+    if argument is None:
+        return values if not words else None
+    if argument.many:
+        return {argument.dest: words, **values} if words else None
+    if len(words) > 1 or (not words and argument.default is None):
+        return None
+    return {argument.dest: words[0] if words else argument.default, **values}
+
+
+def read(module: Any, args: list[str]) -> dict[str, Any] | None:
+    """The values of a command module's invocation, or None (its ``fast_options`` first where it has them: a table
+    read without importing what only some flags or the help need; then the whole table)."""
+    if not hasattr(module, "run") or not hasattr(module, "options"):
+        return None  # a command only the typer app runs (kvplan mcp)
+    argument = getattr(module, "ARGUMENT", None)
+    quick = getattr(module, "fast_options", None)
+    if quick is not None:
+        values = parse(args, quick(), argument)
+        if values is not None:
+            return values
+    return parse(args, module.options(), argument)
