@@ -34,6 +34,9 @@ SAME = [
     ["max-batch", "Qwen/Qwen3-8B", "-g", "H100", "-e", "sglang", "--mem-fraction-static", "0.8", "-f", "json"],
     ["max-batch", "Qwen/Qwen3-8B", "-g", "H100", "-e", "vllm", "--mem-fraction-static", "0.8"],  # foreign flag
     ["max-batch", "Qwen/Qwen3-8B", "-g", "H100", "--solve", "gpus", "--concurrency", "64", "-c", "32k"],
+    ["max-batch", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "-e", "llamacpp", "--dp", "2", "-ep"],  # -ep: one name
+    ["max-batch", "deepseek-ai/DeepSeek-V2-Lite", "--gpu", "H100", "--tp", "2", "-ep", "-f", "json"],
+    ["estimate", "gpt2", "-c=1k", "-f", "json"],  # click reads '=1k' as -c's value: both refuse it alike
     ["check", PASS, "--specs", SPECS, "-f", "json"],
     ["check", FAIL, "--specs", SPECS],  # exit 1
     ["check", "--gpu", "L4", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "131072"],
