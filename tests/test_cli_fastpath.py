@@ -84,10 +84,10 @@ def test_what_the_reader_leaves_is_one_line_and_exit_2(capsys, args):
     assert err.startswith("kvplan: error: ") and err.count("\n") == 1
 
 
-RUN_BY_THE_READER = [name for name, module in COMMANDS.items() if name != "mcp"]
+RUN_BY_THE_READER = list(COMMANDS)
 
 
-def test_every_command_but_the_mcp_server_is_read_from_its_table():
+def test_every_command_is_read_from_its_table():
     for name in RUN_BY_THE_READER:
         module = importlib.import_module(f"kvplan.cli.{COMMANDS[name]}")
         assert hasattr(module, "run") and hasattr(module, "options") and module.DOC, name
@@ -120,3 +120,31 @@ def test_the_typer_command_is_built_from_the_same_table(name):
     arguments = [p for p in command.params if p.param_type_name == "argument"]
     argument = getattr(module, "ARGUMENT", None)
     assert [p.name for p in arguments] == ([argument.dest] if argument else [])
+
+
+def test_the_top_level_help_lists_every_command_without_the_parser(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for name in COMMANDS:
+        assert f"\n  {name} " in out, name
+    assert "--version" in out and max(map(len, out.splitlines())) <= 130  # never wider than a command's summary
+    assert main([]) == 2 and capsys.readouterr().out == out  # bare `kvplan`: the same help, status 2
+    assert main(["--help"], fast=False) == 0 and "max-batch" in capsys.readouterr().out  # typer's, as before
+
+
+def test_plot_takes_a_file_name_or_draws_in_the_terminal(tmp_path):
+    from kvplan.cli import estimate
+
+    svg = str(tmp_path / "kv.svg")
+    for args, plot, plot_file in [
+        (["gpt2", "--plot", svg], False, svg),
+        (["gpt2", f"--plot={svg}"], False, svg),
+        (["--plot", svg, "gpt2"], False, svg),
+        (["gpt2", "--plot"], True, None),
+        (["gpt2", "--plot", "-c", "1k"], True, None),
+        (["gpt2", "--plot-file", svg], False, svg),
+    ]:
+        values = read(estimate, args)
+        assert values is not None and (values["plot"], values["plot_file"], values["model"]) == (plot, plot_file,
+                                                                                               "gpt2"), args
+    assert read(estimate, ["gpt2", "--plot", "kv.txt"]) is None  # a second MODEL: left to typer, which refuses it

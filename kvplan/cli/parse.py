@@ -40,6 +40,10 @@ def parse(args: list[str], table: tuple[Opt, ...], argument: Arg | None) -> dict
         if opt is None:
             return None
         if opt.flag:
+            if opt.file_dest is not None and (eq or _names_file(opt, args[i:i + 1])):
+                values[opt.file_dest] = inline if eq else args[i]
+                i += 0 if eq else 1
+                continue
             if eq or inline:
                 return None
             values[opt.dest] = True
@@ -58,6 +62,11 @@ def parse(args: list[str], table: tuple[Opt, ...], argument: Arg | None) -> dict
         if opt.dest in given and not _convert(opt, values):
             return None
     return _with_argument(values, words, argument)
+
+
+def _names_file(opt: Opt, following: list[str]) -> bool:
+    """Whether the word after a switch that may take a file is that file (``--plot kv.svg``)."""
+    return bool(following) and following[0].lower().endswith(opt.file_suffixes)
 
 
 def _option(arg: str, by_name: dict[str, Opt]) -> tuple[Opt | None, str, str]:
@@ -99,8 +108,6 @@ def _with_argument(values: dict[str, Any], words: list[str], argument: Arg | Non
 def read(module: Any, args: list[str]) -> dict[str, Any] | None:
     """The values of a command module's invocation, or None (its ``fast_options`` first where it has them: a table
     read without importing what only some flags or the help need; then the whole table)."""
-    if not hasattr(module, "run") or not hasattr(module, "options"):
-        return None  # a command only the typer app runs (kvplan mcp)
     argument = getattr(module, "ARGUMENT", None)
     quick = getattr(module, "fast_options", None)
     if quick is not None:
