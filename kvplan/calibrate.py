@@ -9,7 +9,7 @@ that the floors below the planner never reach up to it.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from kvplan.record import replace
 from typing import TYPE_CHECKING, Any
 
 from kvplan.budgets import Settings

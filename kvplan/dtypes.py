@@ -18,7 +18,7 @@ Sources:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.errors import UsageError
 

@@ -7,7 +7,7 @@ evaluates each group's token rule, so sweeps of 10^5 points stay well under a se
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import Any
 
 from kvplan._version import __version__
@@ -335,7 +335,7 @@ def _sized(eng: Any, layouts: list[tuple[str, CacheLayout]], counts: _Counts, wo
     if extra:
         rows = [_unshift(row, extra) for row in rows]
     if first_workload is not None and extra:
-        from dataclasses import replace as _replace
+        from kvplan.record import replace as _replace
 
         first_workload = _replace(first_workload, output_len=first_workload.output_len - extra)
     return rows, terms, first_workload
@@ -353,7 +353,7 @@ def _summary(target: ModelSpec) -> ModelSummary:
 def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: Workload, rule: SharingRule,
            by_layer: bool, eng: Engine | None = None) -> EstimateRow:
     """The row's bytes with the engine's sharing applied; the plain figure kept beside them."""
-    from dataclasses import replace
+    from kvplan.record import replace
 
     from kvplan.workload import shared_figures
 
@@ -371,7 +371,7 @@ def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: W
 
 def _unshift(row: EstimateRow, extra: int) -> EstimateRow:
     """A row computed at context + the speculative slots, reported at its context."""
-    from dataclasses import replace
+    from kvplan.record import replace
 
     context = row.context - extra
     sequences = row.sharing.sequences if row.sharing is not None else row.batch

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from kvplan.record import dataclass, field, replace
 from typing import Any
 
 from kvplan.errors import UsageError

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from kvplan.record import replace
 
 from kvplan.errors import UsageError
 from kvplan.spec import MLA, KVAttention, LayerSpec, ModelSpec, Recurrent, group_layers

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import Any, Literal
 
 from kvplan._version import __version__
@@ -481,7 +481,7 @@ def _expert_parallel(eng: Any, spec: ModelSpec, settings: Settings, expert_paral
     elif split_experts:
         # vLLM FusedMoEParallelConfig.make (model_executor/layers/fused_moe/config.py): EP size = tp x dp, each
         # device owning whole experts; attention and its KV cache stay per DP rank, split over its tp
-        from dataclasses import replace as _replace
+        from kvplan.record import replace as _replace
 
         settings = _replace(settings, expert_dp=dp)
         how = "" if expert_parallel else (f" ({eng.title} with data parallelism: its MoE layers shard the experts "
@@ -525,7 +525,7 @@ def _shared_capacity(eng: Any, layouts: Any, kv: int, version: Any, budget: Any,
                      workload: Any, prompt_len: int | None, dp: int) -> tuple[Any, int, str]:
     """(the capacity with what the requests share stored once, the max batch with nothing shared, why no request
     fits where the engine starts but none does)."""
-    from dataclasses import replace
+    from kvplan.record import replace
 
     eng.sharing.check(workload)  # refused by field where the engine has no rule for samples or beams
     plain_sequences = cap.max_batch
@@ -745,6 +745,6 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
     ep = f", experts over ep = {best.ep}" if best.ep > best.tp else ""
     note = (f"fewest {hw.name} GPUs for {concurrency} concurrent {what} of {context or mml:,} tokens{shared}: "
             f"{count} (tp {tp} x pp {pp} x dp {dp}{ep}; {how})")
-    from dataclasses import replace
+    from kvplan.record import replace
 
     return replace(best, assumptions=(note, *best.assumptions))

@@ -9,7 +9,7 @@ The JSON documents are the ones ``-f json`` prints for the same questions, embed
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines import DEFAULT_ENGINE

@@ -11,7 +11,7 @@ depends on it (the batch defaults and the activation peak do not), so a bisectio
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from kvplan.record import replace
 from typing import Any
 
 from kvplan.errors import UsageError

@@ -14,7 +14,7 @@ constraints are cheap markers that pydantic reads only when it is asked to valid
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import Annotated, Any, Literal
 
 from kvplan.errors import SpecError
@@ -186,7 +186,7 @@ class ModelSpec:
 
 def group_layers(layers: list[LayerSpec]) -> tuple[LayerSpec, ...]:
     """Run-length encode a per-layer list (each entry count 1) into groups."""
-    from dataclasses import replace
+    from kvplan.record import replace
 
     groups: list[LayerSpec] = []
     for layer in layers:

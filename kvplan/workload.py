@@ -4,7 +4,7 @@ row with the engine's sharing applied (docs/sharing.md). The rules themselves ar
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines.layout import CacheLayout

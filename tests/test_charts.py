@@ -135,7 +135,7 @@ def test_the_cli_draws_what_it_prints(tmp_path: Path) -> None:
         items = {i["name"]: i["bytes"] for i in doc["breakdown"]}
         assert bar["engine"] == doc["engine"] and bar["weights"] == items["weights"]
     target = tmp_path / "kv.png"
-    code, out, _ = run_cli(["estimate", "Qwen/Qwen3-8B", "-c", "1k..16k", "--plot-file", str(target), "-f", "json"])
+    code, out, _ = run_cli(["estimate", "Qwen/Qwen3-8B", "-c", "1k..16k", "--plot", str(target), "-f", "json"])
     assert code == 0
     rows = json.loads(out)["rows"]
     assert {(p["context"], p["kv_bytes"]) for p in charts.read_data(target)["points"]} == \

@@ -99,8 +99,7 @@ def test_library_maps_every_field_it_raises_to_a_flag():
     from kvplan.cli.options import command_flags
 
     for name, module in COMMANDS.items():  # the reader's tables are the typer commands'
-        if name != "mcp":
-            assert command_flags(module) == flag_table(group.commands[name], getattr(module, "FIELDS", {})), name
+        assert command_flags(module) == flag_table(group.commands[name], getattr(module, "FIELDS", {})), name
     mb = flag_table(group.commands["max-batch"], COMMANDS["max-batch"].FIELDS)
     assert mb["kv_dtype"] == "--kv-cache-dtype" and mb["catalog"] == "--gpu-catalog"
 

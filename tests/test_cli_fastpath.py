@@ -34,6 +34,9 @@ SAME = [
     ["max-batch", "Qwen/Qwen3-8B", "-g", "H100", "-e", "sglang", "--mem-fraction-static", "0.8", "-f", "json"],
     ["max-batch", "Qwen/Qwen3-8B", "-g", "H100", "-e", "vllm", "--mem-fraction-static", "0.8"],  # foreign flag
     ["max-batch", "Qwen/Qwen3-8B", "-g", "H100", "--solve", "gpus", "--concurrency", "64", "-c", "32k"],
+    ["max-batch", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "-e", "llamacpp", "--dp", "2", "-ep"],  # -ep: one name
+    ["max-batch", "deepseek-ai/DeepSeek-V2-Lite", "--gpu", "H100", "--tp", "2", "-ep", "-f", "json"],
+    ["estimate", "gpt2", "-c=1k", "-f", "json"],  # click reads '=1k' as -c's value: both refuse it alike
     ["check", PASS, "--specs", SPECS, "-f", "json"],
     ["check", FAIL, "--specs", SPECS],  # exit 1
     ["check", "--gpu", "L4", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "131072"],
@@ -81,10 +84,10 @@ def test_what_the_reader_leaves_is_one_line_and_exit_2(capsys, args):
     assert err.startswith("kvplan: error: ") and err.count("\n") == 1
 
 
-RUN_BY_THE_READER = [name for name, module in COMMANDS.items() if name != "mcp"]
+RUN_BY_THE_READER = list(COMMANDS)
 
 
-def test_every_command_but_the_mcp_server_is_read_from_its_table():
+def test_every_command_is_read_from_its_table():
     for name in RUN_BY_THE_READER:
         module = importlib.import_module(f"kvplan.cli.{COMMANDS[name]}")
         assert hasattr(module, "run") and hasattr(module, "options") and module.DOC, name
@@ -117,3 +120,31 @@ def test_the_typer_command_is_built_from_the_same_table(name):
     arguments = [p for p in command.params if p.param_type_name == "argument"]
     argument = getattr(module, "ARGUMENT", None)
     assert [p.name for p in arguments] == ([argument.dest] if argument else [])
+
+
+def test_the_top_level_help_lists_every_command_without_the_parser(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for name in COMMANDS:
+        assert f"\n  {name} " in out, name
+    assert "--version" in out and max(map(len, out.splitlines())) <= 130  # never wider than a command's summary
+    assert main([]) == 2 and capsys.readouterr().out == out  # bare `kvplan`: the same help, status 2
+    assert main(["--help"], fast=False) == 0 and "max-batch" in capsys.readouterr().out  # typer's, as before
+
+
+def test_plot_takes_a_file_name_or_draws_in_the_terminal(tmp_path):
+    from kvplan.cli import estimate
+
+    svg = str(tmp_path / "kv.svg")
+    for args, plot, plot_file in [
+        (["gpt2", "--plot", svg], False, svg),
+        (["gpt2", f"--plot={svg}"], False, svg),
+        (["--plot", svg, "gpt2"], False, svg),
+        (["gpt2", "--plot"], True, None),
+        (["gpt2", "--plot", "-c", "1k"], True, None),
+        (["gpt2", "--plot-file", svg], False, svg),
+    ]:
+        values = read(estimate, args)
+        assert values is not None and (values["plot"], values["plot_file"], values["model"]) == (plot, plot_file,
+                                                                                               "gpt2"), args
+    assert read(estimate, ["gpt2", "--plot", "kv.txt"]) is None  # a second MODEL: left to typer, which refuses it

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import Literal
 
 from kvplan.errors import UsageError

@@ -14,7 +14,7 @@ and said (tied: vocab x hidden parameters more in the low precision than planned
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 
 from kvplan.spec import MODEL_DTYPE_BYTES, KVAttention, ModelSpec
 

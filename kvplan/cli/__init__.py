@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> int:
 
         sys.stdout.write(f"kvplan {__version__}\n")
         return 0
+    if fast and (not args or args in (["--help"], ["-h"])):  # bare `kvplan` shows the help too, with status 2
+        from kvplan.cli.commands import top_help
+
+        sys.stdout.write(top_help())
+        return 0 if args else EXIT_USAGE
     if fast and args and args[0] in COMMANDS:
         from importlib import import_module
 

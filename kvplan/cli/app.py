@@ -9,6 +9,7 @@ from types import ModuleType
 import typer
 
 from kvplan._version import __version__
+from kvplan.cli.commands import DESCRIPTION, SUMMARY
 from kvplan.cli.options import typer_command
 
 
@@ -33,7 +34,7 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
 ) -> None:
-    """Plan KV-cache memory for LLM serving."""
+    """Plan KV-cache memory for LLM serving."""  # the app's help is SUMMARY and DESCRIPTION
 
 
 def build_app(light: bool = False) -> typer.Typer:
@@ -42,14 +43,7 @@ def build_app(light: bool = False) -> typer.Typer:
     options are built, so no engine is imported)."""
     built = typer.Typer(
         name="kvplan",
-        help=(
-            "Plan KV-cache memory for LLM serving.\n\n"
-            "kvplan reads a model's architecture (a bundled model id, a config.json, a model directory, "
-            "a YAML spec or any Hugging Face Hub model id) and computes exactly how many bytes each serving "
-            "engine (vLLM, SGLang, "
-            "TensorRT-LLM, llama.cpp, transformers) holds in its KV cache, layer by layer. "
-            "Sizes are printed in binary units: GiB = 2^30 bytes."
-        ),
+        help=f"{SUMMARY}\n\n{DESCRIPTION}",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -65,7 +59,7 @@ def _stub(module: ModuleType) -> Callable[[], None]:
     def command() -> None:  # pragma: no cover - a light app lists commands, it never runs one
         raise NotImplementedError
 
-    command.__doc__ = getattr(module, "DOC", None) or module.command().__doc__  # kvplan mcp: its own function
+    command.__doc__ = module.DOC
     return command
 
 

@@ -24,9 +24,11 @@ LATER: tuple[Opt, ...] = (
     o.ENGINE_VERSION, o.BLOCK_SIZE, o.FORMAT,
     Opt("by_layer", ("--by-layer",), False, "Break every row down per layer.", flag=True),
     Opt("explain", ("--explain",), False, "Show the formula behind each number.", flag=True),
-    Opt("plot", ("--plot",), False, "Draw KV size against context (terminal chart).", flag=True),
-    Opt("plot_file", ("--plot-file",), None, "Draw KV size against context into this file, .png or .svg (needs "
-        "the plot extra: pip install \"kvplan[plot]\")."),
+    Opt("plot", ("--plot",), False, "Draw KV size against context: in the terminal, or into a file when a .png or "
+        ".svg name follows (--plot kv.svg; needs the plot extra: pip install \"kvplan[plot]\").", flag=True,
+        file_dest="plot_file", file_suffixes=(".png", ".svg")),
+    Opt("plot_file", ("--plot-file",), None, "Draw KV size against context into this file, .png or .svg (the same "
+        "as --plot FILE)."),
     Opt("revision", ("--revision",), None,
         "Hugging Face Hub revision (branch, tag or commit) of MODEL; implies the Hub. Also MODEL@REV."),
     Opt("hub", ("--hub",), False, "Read MODEL from the Hugging Face Hub even when a bundled spec has its id.",
@@ -120,7 +122,7 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
                         engine_options=cache_options(cache_flags), **sharing)
                for name in engines]
     if context is None and contexts is not None:
-        from dataclasses import replace
+        from kvplan.record import replace
 
         note = f"contexts default to 1k..max_position_embeddings ({contexts[-1]:,}); choose with --context"
         results = [replace(r, assumptions=(*r.assumptions, note)) for r in results]

@@ -7,7 +7,7 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import replace
+from kvplan.record import replace
 from pathlib import Path
 from typing import Any
 

@@ -159,7 +159,7 @@ class _Planner:
         loaded, engine_notes = _engine_model(self.model, engine, self.engine_version, self.values, self.mml)
         result = self._max_batch(loaded, name, options)
         if self.calibrated is not None or engine_notes:
-            from dataclasses import replace
+            from kvplan.record import replace
 
             result = replace(result, assumptions=(*(self.calibrated.notes if self.calibrated is not None else ()),
                                                   *engine_notes, *result.assumptions))

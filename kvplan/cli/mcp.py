@@ -11,22 +11,24 @@ result, not an error. The protocol's official Python SDK is an optional extra (`
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
-import typer
+from kvplan.cli.options import Arg, Opt
 
 TOOLS = {"estimate": "estimate", "max_batch": "max-batch", "check": "check", "log": "log", "fit": "fit"}
 """Tool name -> command. MCP tool names are identifiers: max-batch is max_batch."""
 _SKIPPED = {"fmt", "format", "help", "plot", "plot_file", "output"}  # the tool always answers JSON; files are the CLI's
 
 
-def command() -> Callable[..., None]:
-    return mcp_command
+ARGUMENT: Arg | None = None
+OPTIONS: tuple[Opt, ...] = ()
 
 
-def mcp_command(ctx: typer.Context) -> None:
-    """Serve kvplan's commands as Model Context Protocol tools on stdin/stdout (for agents).
+def options() -> tuple[Opt, ...]:
+    return OPTIONS
+
+
+DOC = """Serve kvplan's commands as Model Context Protocol tools on stdin/stdout (for agents).
 
     Tools: estimate, max_batch, check, log, fit; each takes the command's options by name (the same help as
     `kvplan COMMAND --help`) and returns what `-f json` prints.
@@ -35,16 +37,22 @@ def mcp_command(ctx: typer.Context) -> None:
 
       {"command": "kvplan", "args": ["mcp"]}
     """
-    import anyio
 
+
+def run() -> None:
     try:
+        import anyio
         from mcp.server.lowlevel import Server
         from mcp.server.stdio import stdio_server
     except ImportError:
         from kvplan.errors import UsageError
 
         raise UsageError('kvplan mcp needs the MCP SDK: pip install "kvplan[mcp]"', field="mcp") from None
-    server = build_server(Server, ctx.find_root().command)  # the running CLI's own commands
+    import typer
+
+    from kvplan.cli.app import app
+
+    server = build_server(Server, typer.main.get_command(app))  # the CLI's own commands, from the same tables
 
     async def serve() -> None:
         async with stdio_server() as (read, write):

@@ -9,8 +9,7 @@ Imported by the estimate fast path: no typer here except inside ``build``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from kvplan.record import dataclass, replace
 from typing import Any
 
 from kvplan.render import FORMATS
@@ -31,6 +30,11 @@ class Opt:
     """A whole number the parser converts (``int``); a value that is not one is the parser's usage error."""
     required: bool = False
     """The command cannot run without it (a missing one is the parser's usage error)."""
+    file_dest: str | None = None
+    """A switch that may take a file: ``--plot kv.svg`` (the next word ending in one of ``file_suffixes``) or
+    ``--plot=kv.svg`` sets this parameter instead of the switch (read by ``cli/parse.py``; typer knows the switch
+    and the option of that name)."""
+    file_suffixes: tuple[str, ...] = ()
 
     def but(self, **changes: Any) -> "Opt":
         """This option as one command words it (another help, another first flag)."""
@@ -159,6 +163,7 @@ def build(opts: Iterable[Opt], run: Callable[..., Any], doc: str, argument: Arg 
     signature, which is built here, and the function calls ``run`` with every value by keyword; the status
     ``run`` returns (1: a verdict) becomes typer's exit."""
     import inspect
+    from pathlib import Path
     from typing import List, Optional
 
     import typer
@@ -200,8 +205,6 @@ def command_flags(module: Any) -> dict[str, str]:
 
 
 def typer_command(module: Any, name: str) -> Callable[..., None]:
-    """The typer command of a command module: its own where it builds one (``command()``), else from its table."""
-    if hasattr(module, "command"):
-        return module.command()  # type: ignore[no-any-return]
+    """The typer command of a command module, built from its table."""
     return build(module.options(), module.run, module.DOC, getattr(module, "ARGUMENT", None),
                  name=f"{name.replace('-', '_')}_command")

@@ -2,7 +2,7 @@
 importing typer, which costs more than most commands' work (docs/performance.md).
 
 It accepts what click accepts for these tables (``--opt value``, ``--opt=value``, ``-o value``, ``-ovalue``,
-switches, the last repeat winning, options between arguments, ``--`` ending the options) and gives up (None) on
+one-dash names of several letters (``-ep``), switches, the last repeat winning, options between arguments, ``--`` ending the options) and gives up (None) on
 anything else: help, an unknown or incomplete option, a value that is not a whole number where one is needed, a
 missing argument or required option. typer, built from the same tables, then reports it in its own words, so
 both readers accept and refuse alike (tests/test_cli_fastpath.py).
@@ -36,11 +36,14 @@ def parse(args: list[str], table: tuple[Opt, ...], argument: Arg | None) -> dict
             continue
         if arg in HELP:
             return None
-        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
-        opt = by_name.get(name)
+        opt, eq, inline = _option(arg, by_name)
         if opt is None:
             return None
         if opt.flag:
+            if opt.file_dest is not None and (eq or _names_file(opt, args[i:i + 1])):
+                values[opt.file_dest] = inline if eq else args[i]
+                i += 0 if eq else 1
+                continue
             if eq or inline:
                 return None
             values[opt.dest] = True
@@ -59,6 +62,23 @@ def parse(args: list[str], table: tuple[Opt, ...], argument: Arg | None) -> dict
         if opt.dest in given and not _convert(opt, values):
             return None
     return _with_argument(values, words, argument)
+
+
+def _names_file(opt: Opt, following: list[str]) -> bool:
+    """Whether the word after a switch that may take a file is that file (``--plot kv.svg``)."""
+    return bool(following) and following[0].lower().endswith(opt.file_suffixes)
+
+
+def _option(arg: str, by_name: dict[str, Opt]) -> tuple[Opt | None, str, str]:
+    """The option ``arg`` names, as click finds it: the whole word up to '=' where that is a long name (``--x``, or
+    a one-dash name of several letters such as vLLM's ``-ep``), else a one-letter ``-x`` with the rest its value."""
+    head, eq, inline = arg.partition("=")
+    opt = by_name.get(head)
+    if opt is not None and (arg.startswith("--") or len(head) > 2):
+        return opt, eq, inline
+    if arg.startswith("--"):
+        return None, "", ""
+    return by_name.get(arg[:2]), "", arg[2:]
 
 
 def _convert(opt: Opt, values: dict[str, Any]) -> bool:
@@ -88,8 +108,6 @@ def _with_argument(values: dict[str, Any], words: list[str], argument: Arg | Non
 def read(module: Any, args: list[str]) -> dict[str, Any] | None:
     """The values of a command module's invocation, or None (its ``fast_options`` first where it has them: a table
     read without importing what only some flags or the help need; then the whole table)."""
-    if not hasattr(module, "run") or not hasattr(module, "options"):
-        return None  # a command only the typer app runs (kvplan mcp)
     argument = getattr(module, "ARGUMENT", None)
     quick = getattr(module, "fast_options", None)
     if quick is not None:

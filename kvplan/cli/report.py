@@ -29,7 +29,9 @@ def options() -> tuple[Opt, ...]:
     )
 
 
-DOC = """Write one self-contained HTML page: the model and its per-layer cache with formulas, KV against context,
+DOC = """Write one self-contained HTML page to share, that opens offline.
+
+    The page holds the model and its per-layer cache with formulas, KV against context,
     which GPUs and how many (with launch commands), each GPU as the engine divides it, every assumption, and
     the command that made it. Nothing on it is fetched from the network: it opens from a file, offline.
 

@@ -43,7 +43,7 @@ def run(model: str, revision: str | None, hub: bool, output: Any, model_id: str 
 
     spec = load_model(model, revision=revision, hub=hub)
     if model_id is not None:
-        from dataclasses import replace
+        from kvplan.record import replace
 
         spec = replace(spec, id=checked_id(model_id))
     where = f"{spec.source or spec.id}" + (f" at commit {spec.revision}" if spec.revision else "")

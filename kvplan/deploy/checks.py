@@ -11,7 +11,7 @@ Per deployment and GPU type:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from kvplan.record import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 

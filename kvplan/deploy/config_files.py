@@ -44,7 +44,7 @@ def merge_settings(dep: Deployment) -> tuple[Deployment, list[Any]]:
     """The deployment with the settings its engine config files decide (TensorRT-LLM's extra_llm_api_options),
     merged by the engine's precedence rule (``ServeFlags.merge``), and the merge's remarks. A file the engine
     would refuse raises a KvplanError carrying the flag's line."""
-    from dataclasses import replace
+    from kvplan.record import replace
 
     from kvplan.errors import KvplanError
 

@@ -6,7 +6,7 @@ Each value keeps the line it came from and how it was written (``--max-model-len
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from pathlib import Path
 from typing import Any
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 
 from kvplan.deploy.report import Finding
 from kvplan.engines import DEFAULT_ENGINE

@@ -6,7 +6,7 @@ is an error (or, with ``strict``, a warning), else 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import Any, Literal
 
 from kvplan.engines import DEFAULT_ENGINE

@@ -135,7 +135,7 @@ def capped_plan(dep: Deployment, plan: Any, cap: int, kwargs: dict[str, Any], ru
     if tokens >= plan.kv_cache_tokens:
         return plan
     capped = plan.per_gpu.kv_cache_bytes * tokens // plan.kv_cache_tokens
-    from dataclasses import replace
+    from kvplan.record import replace
 
     kwargs["settings"] = replace(kwargs["settings"], kv_cache_memory_bytes=capped)
     add(_finding(dep, "note", "kv-token-cap", f"kv_cache_config.max_tokens {cap:,}: the pool holds {tokens:,} tokens "

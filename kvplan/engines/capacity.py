@@ -5,7 +5,7 @@ rules (``token_pool.py``) compute with. The engine protocol (``protocol.py``) re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:

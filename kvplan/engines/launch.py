@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ by-layer tables, pools, verify's tensor shapes) reads this.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import Any, TypeVar
 
 from kvplan.dtypes import KVDType

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from kvplan.record import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 

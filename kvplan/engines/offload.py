@@ -6,7 +6,7 @@ vLLM's in ``engines/vllm/offload.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any

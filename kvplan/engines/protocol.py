@@ -233,9 +233,9 @@ class EngineDefaults:
 
 def make_engine_options(**values: Any) -> EngineOptions:
     """``EngineOptions`` from keyword values, an unknown name refused by name (estimate and plan)."""
-    from dataclasses import fields
+    from kvplan.record import field_names
 
-    known = {f.name for f in fields(EngineOptions)}
+    known = set(field_names(EngineOptions))
     for name in values:
         if name not in known:
             raise UsageError(f"unknown engine option '{name}'", field=name)
@@ -244,13 +244,14 @@ def make_engine_options(**values: Any) -> EngineOptions:
 
 def check_options(engine: Engine, options: EngineOptions) -> None:
     """Refuse an option the engine does not have, naming it (never silently ignore it)."""
-    from dataclasses import fields
+    from kvplan.record import field_defaults, field_names
 
-    for f in fields(options):
-        if f.name in ("block_size", "tp") or getattr(options, f.name) == f.default:
+    defaults = field_defaults(options)
+    for name in field_names(options):
+        if name in ("block_size", "tp") or (name in defaults and getattr(options, name) == defaults[name]):
             continue
-        if f.name not in engine.extra_options:
-            raise UsageError(f"{engine.title} has no {f.name.replace('_', '-')} option", field=f.name)
+        if name not in engine.extra_options:
+            raise UsageError(f"{engine.title} has no {name.replace('_', '-')} option", field=name)
 
 
 def refuse_uneven_heads(title: str, spec: ModelSpec, tp: int) -> None:

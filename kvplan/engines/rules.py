@@ -9,7 +9,7 @@ fields for ``--explain``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 from typing import Protocol
 
 

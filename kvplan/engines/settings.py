@@ -9,7 +9,7 @@ This module is imported by the estimate fast path: it stays free of typer, pydan
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 from typing import Any, Literal
 
 from kvplan.errors import UsageError

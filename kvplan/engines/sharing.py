@@ -16,7 +16,7 @@ prefix shares nothing. Recurrent state stays per sequence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines.layout import CacheLayout, GroupRule

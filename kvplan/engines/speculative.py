@@ -7,7 +7,7 @@ token slots each sequence holds beyond its context; engines without one refuse i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec

@@ -7,7 +7,7 @@ package that ``verify`` supports builds one from its ``CacheLayout`` (``Engine.t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from math import prod
 from typing import TYPE_CHECKING
 

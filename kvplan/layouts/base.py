@@ -11,7 +11,7 @@ constraints below are cheap markers that pydantic reads only when it is asked to
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, fields
+from kvplan.record import dataclass, required_fields
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 from kvplan.errors import SpecError
@@ -72,7 +72,7 @@ _L = TypeVar("_L", bound="type[LayerSpec]")
 def register(cls: _L) -> _L:
     """Make a kind class one a spec may name by its ``kind``; a class not registered (a test's) can still be
     planned by an engine whose table has it, but no YAML reaches it."""
-    kind = next(f.default for f in fields(cls) if f.name == "kind")  # the class's kind: name
+    kind = getattr(cls, "kind", None)  # the class's kind: name (a field's default is its class attribute)
     assert isinstance(kind, str), f"{cls.__name__} fixes no kind"
     KINDS[kind] = cls
     return cls
@@ -119,14 +119,14 @@ class LayerSpec:
         target = KINDS.get(kind) if isinstance(kind, str) else None
         if target is None:
             raise SpecError(f"unknown layer kind {kind!r} (known: {', '.join(KINDS)})")
-        missing = [f.name for f in fields(target) if f.default is MISSING and fields_.get(f.name) is None]
+        missing = [name for name in required_fields(target) if fields_.get(name) is None]
         if missing:
             raise SpecError(f"a '{kind}' layer needs {', '.join(missing)}")
         return super().__new__(target)  # Python then runs target.__init__ with the same fields
 
     def __post_init__(self) -> None:
         # a reader may pass None for a field it could not find: the field is named, not a None computed with
-        missing = [f.name for f in fields(self) if f.default is MISSING and getattr(self, f.name) is None]
+        missing = [name for name in required_fields(self) if getattr(self, name) is None]
         if missing:
             raise SpecError(f"a '{self.kind}' layer needs {', '.join(missing)}")
         for name in self.bounded:

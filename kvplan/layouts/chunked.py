@@ -6,7 +6,7 @@ differ: transformers caches it like a sliding window of ``chunk``, vLLM frees wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Literal
 
 from kvplan.layouts.base import PositiveInt, register

@@ -7,7 +7,7 @@ MHA, GQA and MQA are the same arithmetic with kv_heads = heads, a divisor of hea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from kvplan.layouts.base import Doc, LayerSpec, PositiveInt, TokenCost, register

@@ -9,7 +9,7 @@ first and cached per-head K (qk_nope + qk_rope) and V (v_head_dim) for every que
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from kvplan.errors import SpecError

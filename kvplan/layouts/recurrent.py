@@ -8,7 +8,7 @@ state in fp32, vLLM in the model dtype): the engine passes those in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from math import prod
 from typing import TYPE_CHECKING, ClassVar, Literal
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from kvplan.errors import SpecError

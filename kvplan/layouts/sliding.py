@@ -6,7 +6,7 @@ each engine decides (transformers keeps window - 1, vLLM the blocks that cover t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Literal
 
 from kvplan.layouts.base import PositiveInt, register

@@ -7,7 +7,7 @@ settings (``kvplan.max_batch``) and hands the plan here; only ``CapacityPlan`` f
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.logs.model import ParsedLog

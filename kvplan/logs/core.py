@@ -8,7 +8,7 @@ re-exported here for code that read them from this module.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import BinaryIO
 
 from kvplan.engines.log_format import (COUNT, MAX_INT_DIGITS, NUMBER, Line, Logged, exact_bytes, logged_size, to_float,

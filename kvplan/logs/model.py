@@ -6,7 +6,7 @@ The settings a log names and the collector a reader fills are the engines' log f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 
 from kvplan.engines.log_format import Collector, Logged, LogSettings
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from pathlib import Path
 from typing import Any
 

@@ -61,7 +61,7 @@ def load_bundled(name: str) -> ModelSpec | None:
 
     spec = spec_from_trusted_dict(_bundle()["specs"][file], os.path.join(_specs_dir(), file))
     if display != spec.id:
-        from dataclasses import replace
+        from kvplan.record import replace
 
         note = f"{display} has the same architecture as {spec.id}: kvplan uses that bundled spec"
         spec = replace(spec, id=display, assumptions=(*spec.assumptions, note))

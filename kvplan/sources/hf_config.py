@@ -28,7 +28,7 @@ Generic rules:
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from kvplan.record import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 

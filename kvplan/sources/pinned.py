@@ -47,7 +47,7 @@ class PinnedSpecs(dict):  # type: ignore[type-arg]
 
 def load_dir(model_id: str, directory: str) -> Any:
     """The spec of a pinned model directory, its id the one its path gives."""
-    from dataclasses import replace
+    from kvplan.record import replace
     from pathlib import Path
 
     from kvplan.sources.resolve import load_path

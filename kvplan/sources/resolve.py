@@ -81,7 +81,7 @@ def with_local_weights(spec: ModelSpec, config: dict, count: ParamCount | None, 
     """``spec`` with the weights of its model directory: exact bytes and parameters from the
     safetensors headers there (the files ``model.safetensors.index.json`` lists, else the
     ``model*.safetensors`` set), else an analytic count from the config, labelled as such."""
-    from dataclasses import replace
+    from kvplan.record import replace
 
     from kvplan.errors import ConfigError
     from kvplan.sources.hf_params import checkpoint_dtype, weights_bytes

@@ -23,7 +23,7 @@ import math
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import Any
 
 from kvplan.errors import ConfigError

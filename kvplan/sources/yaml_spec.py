@@ -109,7 +109,7 @@ _ZERO_LEFT_OUT = frozenset({"mtp_layers", "mtp_weights_bytes"})
 
 def spec_to_dict(spec: ModelSpec) -> dict[str, Any]:
     """A spec as plain data in YAML field order, leaving out fields that are unset (and MTP fields at 0)."""
-    from dataclasses import fields as dc_fields
+    from kvplan.record import fields as dc_fields
 
     def clean(obj: Any) -> Any:
         if hasattr(obj, "__dataclass_fields__"):
@@ -146,6 +146,6 @@ def dump_spec_yaml(spec: ModelSpec) -> str:
 
 
 def _with_source(spec: ModelSpec, source: str) -> ModelSpec:
-    from dataclasses import replace
+    from kvplan.record import replace
 
     return replace(spec, source=source)

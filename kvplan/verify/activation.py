@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import gc
 import os
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import Any
 
 from kvplan.engines import LIBRARY_ENGINE, get_engine

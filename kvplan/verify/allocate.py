@@ -19,7 +19,7 @@ from __future__ import annotations
 import gc
 import os
 import weakref
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.verify.errors import VerifyError

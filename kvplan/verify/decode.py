@@ -21,7 +21,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.spec import MLA, KVAttention

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any, TypedDict
 
 from kvplan.engines import DEFAULT_ENGINE

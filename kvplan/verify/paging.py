@@ -23,7 +23,7 @@ tokens back through its block table.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.sharing import SharingRule, Workload

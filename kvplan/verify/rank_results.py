@@ -6,7 +6,7 @@ renamed) that also travels between the processes (``all_gather_object``, the --l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.verify.results import ComponentCheck

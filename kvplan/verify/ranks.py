@@ -16,7 +16,7 @@ Every rank of one stage holds the same shard: the heads split evenly, whatever t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine

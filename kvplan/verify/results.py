@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import Any
 
 DEFAULT_UTILIZATION = 0.9

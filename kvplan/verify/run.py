@@ -5,7 +5,7 @@ then compare with the prediction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines import DEFAULT_ENGINE

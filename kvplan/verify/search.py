@@ -10,7 +10,7 @@ With a shared prefix, samples, beams or speculative slots every probe allocates 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines import CacheLayout

@@ -7,7 +7,7 @@ every view lies inside its buffer and that the views add up to the prediction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import Any
 
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 

@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule
 from kvplan.engines.rules import PrefillKept, SinkWindow

@@ -23,7 +23,7 @@ transformers 5.23 itself allocated for 24 real configs (tests/data/cache_oracle_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import (

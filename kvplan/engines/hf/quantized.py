@@ -25,7 +25,7 @@ Sources (read from the released wheels; the code wins over the docs):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from math import prod
 from typing import TYPE_CHECKING, Any
 

@@ -10,7 +10,7 @@ Rules and where they come from (huggingface/transformers, ``src/transformers/gen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.engines.sharing import SharingRule, Workload
 

@@ -33,7 +33,7 @@ measured on CPU with two tiny random models (tests/test_speculative_hf.py):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.protocol import Demand, KvCapacity
@@ -173,7 +173,7 @@ def _mtp(spec: ModelSpec, speculation: Speculation, notes: list[str]) -> Specula
 
 def _assisted(spec: ModelSpec, layers: tuple[LayerSpec, ...], draft_from: int, behind: int,
               method: str) -> AssistedSpec:
-    from dataclasses import fields
+    from kvplan.record import fields
 
     values = {f.name: getattr(spec, f.name) for f in fields(ModelSpec)}
     values["layers"] = layers

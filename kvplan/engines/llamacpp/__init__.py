@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType

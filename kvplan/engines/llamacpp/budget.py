@@ -38,7 +38,7 @@ def host_kv_capacity(layouts: Sequence[CacheLayout], budget: GpuBudget, demand: 
     take must be given (``--kv-cache-memory``), and the GPU must still hold the weights, the compute
     buffer (kvplan's estimate; with the cache on the host, attention runs on the CPU: an upper bound) and
     the context."""
-    from dataclasses import replace
+    from kvplan.record import replace
 
     from kvplan.engines.token_pool import byte_pool_capacity
 

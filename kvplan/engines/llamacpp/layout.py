@@ -18,7 +18,7 @@ Rules (ggml-org/llama.cpp, current rules only; see docs/engines.md for their his
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import (

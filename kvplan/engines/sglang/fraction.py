@@ -9,7 +9,7 @@ over the GPUs), about 0.5 GiB more than torch's total; kvplan passes the catalog
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.engines.version import Version
 

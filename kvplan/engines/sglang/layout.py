@@ -13,7 +13,7 @@ Rules (sgl-project/sglang):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.dtypes import KVDType, engine_fp8
 from kvplan.engines.layout import (

@@ -14,7 +14,7 @@ host memory for hierarchical KV cache." with X = bytes / 10^9 (decimal GB, unlik
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from kvplan.record import replace
 
 from kvplan.engines.log_format import (COUNT, NUMBER, Calibrated, CalibrationCase, Collector, Draft, Line, Logged,
                                        LogReader, LogSettings, kv_only, to_float, to_int)

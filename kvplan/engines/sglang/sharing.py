@@ -14,7 +14,7 @@ Rules and where they come from (sgl-project/sglang):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.engines.layout import GroupRule
 from kvplan.engines.sharing import NOTHING_SHARED, SharedSpans, SharingRule, Workload, floor_to

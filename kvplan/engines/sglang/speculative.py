@@ -36,7 +36,7 @@ Rules read in sglang 0.5.14 and 0.5.23 (the PyPI wheels), ``python/sglang/srt/``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from kvplan.record import replace
 
 from kvplan.engines.layout import CacheLayout
 from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights

@@ -14,7 +14,7 @@ Rules (NVIDIA/TensorRT-LLM):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.dtypes import KVDType, engine_fp8
 from kvplan.engines.layout import (

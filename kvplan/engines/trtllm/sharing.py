@@ -14,7 +14,7 @@ Rules and where they come from (NVIDIA/TensorRT-LLM, ``cpp/tensorrt_llm/batch_ma
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.engines.layout import GroupRule
 from kvplan.engines.rules import AllTokens, WholePages

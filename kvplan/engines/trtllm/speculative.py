@@ -29,7 +29,7 @@ Rules (NVIDIA/TensorRT-LLM, ``tensorrt_llm/_torch/``; read in several 1.x versio
 
 from __future__ import annotations
 
-from dataclasses import replace
+from kvplan.record import replace
 
 from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
 from kvplan.errors import UsageError

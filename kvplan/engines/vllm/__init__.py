@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType
@@ -87,7 +87,7 @@ class VLLMEngine(EngineDefaults):
         batched = int(budget.defaults.get("max_num_batched_tokens", admission.DEFAULT_BATCHED_TOKENS))
         cap = admission.capacity(layouts, kv_bytes, version, batched, demand, demand.limit)
         if demand.shared_prefix or demand.n > 1 or demand.beam_width > 1:
-            from dataclasses import replace
+            from kvplan.record import replace
 
             from kvplan.engines.vllm.sharing import PREFIX_CACHED_NOTE, shared_capacity
 

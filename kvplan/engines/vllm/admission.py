@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.engines.layout import CacheLayout
 from kvplan.engines.protocol import Demand, KvCapacity

@@ -14,7 +14,7 @@ Computed from vLLM's code (docs/research-vllm.md section 1):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Literal
 
 from kvplan.budgets.base import GIB

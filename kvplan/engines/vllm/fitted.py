@@ -10,7 +10,7 @@ fitted to. Sizes: the median of what the logs of the band print for the item (be
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.version import Version

@@ -55,7 +55,7 @@ from kvplan.spec import (
     SharedKV,
     SlidingWindow,
 )
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 
 FLASHMLA_BLOCK_SIZE = 64
 # Attention block sizes for hybrid Mamba models are multiples of the kernel alignment

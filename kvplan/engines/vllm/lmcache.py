@@ -36,7 +36,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from kvplan.record import dataclass, fields
 from typing import Any
 
 from kvplan.engines.layout import CacheLayout, EngineOptions

@@ -36,7 +36,7 @@ import ast
 import math
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from kvplan.record import replace
 from typing import Any
 
 from kvplan.budgets import Settings

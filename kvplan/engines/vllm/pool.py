@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.rules import TokenRule

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kvplan.engines.layout import CacheLayout, GroupRule

@@ -25,7 +25,7 @@ Rules and where they come from (vllm-project/vllm):
 
 from __future__ import annotations
 
-from dataclasses import replace
+from kvplan.record import replace
 
 from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
 from kvplan.errors import UsageError

@@ -6,7 +6,7 @@ Both read the attention layout from :func:`gemma4_geometry`; the vision and audi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.errors import ConfigError

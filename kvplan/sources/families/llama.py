@@ -25,7 +25,7 @@ a :class:`LlamaStyle`:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Literal
 
 from kvplan.sources.families.reader import ConfigReader

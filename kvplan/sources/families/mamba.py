@@ -8,7 +8,7 @@ Layers: the conv and SSM state each layer keeps per sequence (transformers ``Mam
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.errors import ConfigError

@@ -11,7 +11,7 @@ assumptions.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from kvplan.record import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 

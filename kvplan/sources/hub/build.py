@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from kvplan.record import replace
 from pathlib import Path
 from typing import Any
 

@@ -7,7 +7,7 @@ and a URL may carry credentials.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from types import TracebackType
 
 from kvplan.errors import (

@@ -24,7 +24,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from functools import lru_cache
 from typing import Any
 

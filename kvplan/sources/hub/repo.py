@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from pathlib import Path
 
 from kvplan.errors import ConfigError, HubError

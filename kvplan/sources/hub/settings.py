@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 from kvplan.errors import UsageError
 

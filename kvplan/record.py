@@ -1,0 +1,318 @@
+"""``dataclass`` and ``field`` as kvplan's classes use them, cheap to define.
+
+The standard ``dataclasses.dataclass`` compiles six methods with ``exec`` for every class (about 1 ms each class
+on a 2-core machine) and imports ``inspect``; kvplan defines some 50 classes before a plain ``kvplan estimate``
+prints, which made class creation most of its start-up time (docs/performance.md). Here a class gets the same
+methods and the same behaviour (frozen, compared and hashed by value, ``__match_args__``, ``__post_init__``),
+with one difference in cost only:
+
+- ``__init__`` is compiled on the first instance (one ``exec``, the same code dataclasses would write), so a
+  class that is never instantiated costs nothing; ``__repr__``, ``__eq__``, ``__hash__`` and the frozen
+  ``__setattr__``/``__delattr__`` are shared functions reading the class's field names;
+- ``__dataclass_fields__`` and ``__dataclass_params__`` are built with the real ``dataclasses`` on first access,
+  so ``dataclasses.fields``, ``replace``, ``asdict`` and ``is_dataclass`` work unchanged (and import it then).
+
+Whatever this does not cover (``kw_only``, ``order``, ``slots``, ``unsafe_hash``, ``init=False`` fields,
+``InitVar``, a field option other than ``default``/``default_factory``/``compare``, a base that is a standard
+dataclass) goes to ``dataclasses.dataclass`` itself: never a silent difference. mypy checks the classes as
+standard dataclasses (the ``TYPE_CHECKING`` branch), and tests/test_record.py holds both to the same behaviour.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from dataclasses import MISSING, dataclass, field, fields, replace
+
+    def required_fields(obj: object) -> tuple[str, ...]: ...
+
+    def field_defaults(obj: object) -> dict[str, object]: ...
+
+    def field_names(obj: object) -> tuple[str, ...]: ...
+else:
+    __all__ = ["MISSING", "dataclass", "field", "field_defaults", "field_names", "fields", "replace", "required_fields"]
+
+    def replace(obj, /, **changes):
+        """``dataclasses.replace``: a copy with ``changes`` (a record is rebuilt from its fields without importing
+        dataclasses; anything else goes to dataclasses)."""
+        record = getattr(type(obj), "__kvplan_record__", None)
+        if record is None or any(name not in {f[0] for f in record[0]} for name in changes):
+            import dataclasses
+
+            return dataclasses.replace(obj, **changes)
+        values = {f[0]: changes[f[0]] if f[0] in changes else getattr(obj, f[0]) for f in record[0]}
+        return type(obj)(**values)
+
+    def fields(obj):
+        import dataclasses
+
+        return dataclasses.fields(obj)
+
+    def required_fields(obj):
+        """The names of the fields without a default, in order (a class or an instance)."""
+        cls = obj if isinstance(obj, type) else type(obj)
+        record = getattr(cls, "__kvplan_record__", None)
+        if record is not None:
+            return tuple(f[0] for f in record[0] if f[1] is _MISSING and f[2] is _MISSING)
+        import dataclasses
+
+        return tuple(f.name for f in dataclasses.fields(cls)
+                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+
+    def field_names(obj):
+        """The names of the fields, in order (a class or an instance)."""
+        cls = obj if isinstance(obj, type) else type(obj)
+        record = getattr(cls, "__kvplan_record__", None)
+        if record is not None:
+            return tuple(f[0] for f in record[0])
+        import dataclasses
+
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def field_defaults(obj):
+        """The fields with a plain default (not a factory): name -> default, in order."""
+        cls = obj if isinstance(obj, type) else type(obj)
+        record = getattr(cls, "__kvplan_record__", None)
+        if record is not None:
+            return {f[0]: f[1] for f in record[0] if f[1] is not _MISSING}
+        import dataclasses
+
+        return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+    def __getattr__(name):
+        if name == "MISSING":
+            import dataclasses
+
+            return dataclasses.MISSING
+        raise AttributeError(name)
+
+    _MISSING = object()
+    _SIMPLE = frozenset(("default", "default_factory", "compare", "hash", "repr"))
+
+    class _Field:
+        """What ``field(...)`` leaves in the class body until the decorator reads it."""
+
+        __slots__ = ("kwargs",)
+
+        def __init__(self, kwargs: dict) -> None:
+            self.kwargs = kwargs
+
+    def field(**kwargs):
+        return _Field(kwargs)
+
+    def dataclass(cls=None, /, **params):
+        """``@dataclass``, ``@dataclass(frozen=True)``, ``@dataclass(eq=False)``; anything else: the standard one."""
+        if cls is None:
+            return lambda c: _make(c, params)
+        return _make(cls, params)
+
+    def _standard(cls, params):
+        import dataclasses
+
+        for name, value in list(vars(cls).items()):
+            if isinstance(value, _Field):
+                setattr(cls, name, dataclasses.field(**value.kwargs))
+        return dataclasses.dataclass(cls, **params)
+
+    def _own_fields(cls, kw_only):
+        """(name, default, factory, compare, kw_only, hashed, repr) of the fields this class declares, or None where it needs
+        the standard decorator."""
+        annotations = cls.__dict__.get("__annotations__", {})
+        found = []
+        for name, kind in annotations.items():
+            text = kind if isinstance(kind, str) else getattr(kind, "__name__", "")
+            if "ClassVar" in text or "InitVar" in text or not isinstance(kind, str):
+                if "ClassVar" in text and isinstance(kind, str):
+                    continue  # a class variable, as dataclasses leaves it
+                return None
+            value = getattr(cls, name, _MISSING)  # an inherited class attribute is a default, as in dataclasses
+            default, factory, compare, hashed, shown = value, _MISSING, True, None, True
+            if isinstance(value, _Field):
+                if not set(value.kwargs) <= _SIMPLE:
+                    return None
+                default = value.kwargs.get("default", _MISSING)
+                factory = value.kwargs.get("default_factory", _MISSING)
+                compare = value.kwargs.get("compare", True)
+                hashed = value.kwargs.get("hash")
+                shown = value.kwargs.get("repr", True)
+            if default is not _MISSING and default.__class__.__hash__ is None:
+                return None  # a mutable default: dataclasses refuses it, in its words
+            found.append((name, default, factory, compare, kw_only, compare if hashed is None else hashed, shown))
+        return found
+
+    def _make(cls, params):
+        frozen = params.get("frozen", False)
+        eq = params.get("eq", True)
+        if set(params) - {"frozen", "eq", "kw_only"} or "__slots__" in cls.__dict__:
+            return _standard(cls, params)
+        own = _own_fields(cls, params.get("kw_only", False))
+        if own is None:
+            return _standard(cls, params)
+        inherited = {}
+        for base in cls.__mro__[-1:0:-1]:
+            table = base.__dict__.get("__kvplan_record__")
+            if table is not None:
+                if table[1] != frozen:
+                    return _standard(cls, params)  # dataclasses refuses the mix: let it say so
+                inherited.update({f[0]: f for f in table[0]})
+            elif "__dataclass_fields__" in base.__dict__:
+                return _standard(cls, params)  # a standard dataclass base
+        fields = dict(inherited)
+        fields.update({f[0]: f for f in own})
+        ordered = tuple(fields.values())
+        seen_default = False
+        for name, default, factory, _, kw, _, _ in ordered:
+            if kw:
+                continue  # keyword-only: no order between defaults
+            has = default is not _MISSING or factory is not _MISSING
+            if seen_default and not has:
+                return _standard(cls, params)  # dataclasses' own TypeError, in its words
+            seen_default = seen_default or has
+        for name, default, factory, *_ in own:
+            if factory is not _MISSING or isinstance(cls.__dict__.get(name), _Field):
+                if default is _MISSING:
+                    if name in cls.__dict__:
+                        delattr(cls, name)
+                else:
+                    setattr(cls, name, default)
+        cls.__kvplan_record__ = (ordered, frozen)
+        cls.__kvplan_compared__ = tuple(f[0] for f in ordered if f[3])
+        cls.__kvplan_hashed__ = tuple(f[0] for f in ordered if f[5])
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = _lazy_init
+        if "__repr__" not in cls.__dict__:
+            cls.__repr__ = _repr
+        if eq and "__eq__" not in cls.__dict__:
+            cls.__eq__ = _eq
+        own_hash = cls.__dict__.get("__hash__", _MISSING)
+        if own_hash is _MISSING or (own_hash is None and "__eq__" in cls.__dict__):  # dataclasses' rule
+            if eq and frozen:
+                cls.__hash__ = _hash
+            elif eq:
+                cls.__hash__ = None
+        if frozen:
+            cls.__setattr__ = _frozen_setattr
+            cls.__delattr__ = _frozen_delattr
+        if "__match_args__" not in cls.__dict__:
+            cls.__match_args__ = tuple(f[0] for f in ordered if not f[4])
+        cls.__dataclass_fields__ = _Lazy("fields")
+        cls.__dataclass_params__ = _Lazy("params")
+        return cls
+
+    class _Lazy:
+        """``__dataclass_fields__`` / ``__dataclass_params__``, made by the real dataclasses when first read."""
+
+        def __init__(self, what):
+            self.what = what
+
+        def __get__(self, obj, owner):
+            import dataclasses
+
+            record = owner.__dict__.get("__kvplan_record__")
+            if record is None:  # a plain subclass: its record base's
+                holder = next(b for b in owner.__mro__ if "__kvplan_record__" in b.__dict__)
+                return getattr(holder, self.what_attr())
+            ordered, frozen = record
+            if self.what == "params":
+                value = _params(dataclasses, frozen, "__eq__" in owner.__dict__ and owner.__eq__ is _eq)
+            else:
+                value = {}
+                for name, default, factory, compare, kw, hashed, shown in ordered:
+                    kwargs = {"compare": compare, "kw_only": kw, "hash": None if hashed == compare else hashed,
+                              "repr": shown}
+                    if default is not _MISSING:
+                        kwargs["default"] = default
+                    if factory is not _MISSING:
+                        kwargs["default_factory"] = factory
+                    made = dataclasses.field(**kwargs)
+                    made.name = name
+                    made.type = _annotation(owner, name)
+                    made._field_type = dataclasses._FIELD
+                    value[name] = made
+            type.__setattr__(owner, self.what_attr(), value)
+            return value
+
+        def what_attr(self):
+            return "__dataclass_fields__" if self.what == "fields" else "__dataclass_params__"
+
+    def _params(dataclasses, frozen, eq):
+        try:
+            return dataclasses._DataclassParams(True, True, eq, False, False, frozen)
+        except TypeError:  # later Pythons add parameters (match_args, kw_only, slots, weakref_slot)
+            return dataclasses._DataclassParams(True, True, eq, False, False, frozen, True, False, False, False)
+
+    def _annotation(owner, name):
+        for base in owner.__mro__:
+            found = base.__dict__.get("__annotations__", {})
+            if name in found:
+                return found[name]
+        return None
+
+    def _lazy_init(self, *args, **kwargs):
+        """The first instance of the class compiles its ``__init__`` (the code dataclasses writes) and uses it."""
+        cls = type(self)
+        owner = next(b for b in cls.__mro__ if b.__dict__.get("__init__") is _lazy_init)
+        owner.__init__ = _compile_init(owner)
+        owner.__init__(self, *args, **kwargs)
+
+    def _compile_init(cls):
+        ordered, frozen = cls.__kvplan_record__
+        params, keywords, lines = ["self"], [], []
+        namespace = {"__object_setattr": object.__setattr__, "__MISSING": _MISSING}
+        for name, default, factory, _, kw, *_ in ordered:
+            where = keywords if kw else params
+            if factory is not _MISSING:
+                namespace[f"__factory_{name}"] = factory
+                where.append(f"{name}=__MISSING")
+                value = f"__factory_{name}() if {name} is __MISSING else {name}"
+            elif default is not _MISSING:
+                namespace[f"__default_{name}"] = default
+                where.append(f"{name}=__default_{name}")
+                value = name
+            else:
+                where.append(name)
+                value = name
+            lines.append(f"__object_setattr(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
+        if hasattr(cls, "__post_init__"):
+            lines.append("self.__post_init__()")
+        body = "\n".join(f"  {line}" for line in lines or ["pass"])
+        if keywords:  # dataclasses puts keyword-only fields after the others, behind a '*'
+            params += ["*", *keywords]
+        source = f"def __init__({', '.join(params)}):\n{body}\n"
+        exec(compile(source, f"<kvplan.record {cls.__qualname__}.__init__>", "exec"), namespace)  # noqa: S102
+        init = namespace["__init__"]
+        init.__qualname__ = f"{cls.__qualname__}.__init__"
+        return init
+
+    def _repr(self):
+        shown = [f[0] for f in type(self).__kvplan_record__[0] if f[6]]
+        return f"{type(self).__qualname__}({', '.join(f'{name}={getattr(self, name)!r}' for name in shown)})"
+
+    def _eq(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = self.__kvplan_compared__
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+    def _hash(self):
+        return hash(tuple(getattr(self, n) for n in self.__kvplan_hashed__))
+
+    def _frozen_setattr(self, name, value):
+        if type(self).__dict__.get("__kvplan_record__") is not None or name in _names(self):
+            import dataclasses
+
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(_owner(self), self).__setattr__(name, value)
+
+    def _frozen_delattr(self, name):
+        if type(self).__dict__.get("__kvplan_record__") is not None or name in _names(self):
+            import dataclasses
+
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(_owner(self), self).__delattr__(name)
+
+    def _names(self):
+        return {f[0] for f in type(self).__kvplan_record__[0]}
+
+    def _owner(self):
+        return next(b for b in type(self).__mro__ if "__kvplan_record__" in b.__dict__)
