@@ -45,7 +45,7 @@ COMMANDS: list[tuple[str, list[str], float | None]] = [
 
 def install(target: Path) -> Path:
     """kvplan installed from this tree into ``target`` as pip installs it; its console script."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "--target", str(target), str(REPO)], check=True, capture_output=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(target / "kvplan")], check=True)
     script = target / "bin" / "kvplan"
