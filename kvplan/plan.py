@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 
-from kvplan.record import dataclass, field
+from collections.abc import Callable
+
+from kvplan.record import dataclass, field, replace
 from typing import Any, Literal
 
 from kvplan._version import __version__
@@ -52,6 +54,19 @@ class PerGpu:
     cudagraph_bytes: int
     non_torch_bytes: int
     kv_cache_bytes: int
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a plan was asked, kept beside it (never in its JSON) so a chart can ask again at other contexts."""
+
+    replan: Callable[[int], CapacityPlan]
+    """The same deployment, settings and workload planned at another context (max_model_len unchanged): what
+    ``max_batch(..., context=c)`` answers."""
+    context: int | None = None
+    """The context asked for (None: max_model_len, the default)."""
+    concurrency: int | None = None
+    """The concurrency asked for (``--solve gpus`` or ``utilization``), else None."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +132,15 @@ class CapacityPlan:
     measured, or the engine has no record of its error."""
     solved: dict[str, Any] | None = None
     """``--solve utilization``: the engine's memory fraction found (setting, engine flag, value); else None."""
+    asked: Asked | None = field(default=None, compare=False, repr=False)
+    """How to plan it again at another context (``max_batch``'s plans; None for a bare ``plan``)."""
+
+    def at_context(self, context: int) -> CapacityPlan:
+        """This deployment and workload planned at ``context`` tokens, as ``max_batch(..., context=context)``
+        plans it (the concurrency-against-context chart's points)."""
+        if self.asked is None:
+            raise ValueError("a plan made by max_batch can be planned again at another context")
+        return self.asked.replan(context)
 
     @property
     def samples(self) -> int:
@@ -249,10 +273,9 @@ def max_batch(
     (vLLM: n child requests, each a sequence its scheduler counts against ``max_num_seqs``).
     ``prompt_len``: the prompt part of ``context`` the samples share (default: all of it).
 
-    Speculative decoding (``speculative_method`` with ``num_speculative_tokens``, a draft as
-    ``speculative_model``): the draft's layers and weights join the target's, and each sequence
-    holds the engine's extra slots, by the engine's own rule (``Engine.speculate``: vLLM, SGLang,
-    TensorRT-LLM and transformers have one; docs/sharing.md).
+    Speculative decoding (``speculative_method`` with ``num_speculative_tokens``, a draft as ``speculative_model``):
+    the draft's layers and weights join the target's, and each sequence holds the engine's extra slots, by the
+    engine's own rule (``Engine.speculate``: vLLM, SGLang, TensorRT-LLM and transformers have one; docs/sharing.md).
 
     ``tp``, ``pp``: per replica (default 1); ``dp``: replicas, each with its own KV cache for its own
     requests. ``expert_parallel``: the dp replicas form one expert-parallel group, the routed experts
@@ -279,11 +302,12 @@ def max_batch(
     if solve not in ("batch", "context", "utilization"):
         raise UsageError(f"'{solve}': choose batch, context, gpus or utilization", field="solve")
 
-    def planned(chosen: Settings, rows: int) -> CapacityPlan:
+    def planned(chosen: Settings, rows: int, at: int | None = None) -> CapacityPlan:  # at: another context
+        again = Asked(functools.partial(planned, chosen, rows), context, concurrency)  # the settings found stay
         return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
-                    max_model_len=mml, context=context or mml, batch=rows, block_size=block_size, settings=chosen,
+                    max_model_len=mml, context=at or context or mml, batch=rows, block_size=block_size, settings=chosen,
                     swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation, n=n, beam_width=beam_width,
-                    engine_options=engine_options, prompt_len=prompt_len, expert_parallel=expert_parallel)
+                    engine_options=engine_options, prompt_len=prompt_len, expert_parallel=expert_parallel, asked=again)
     return _solve_utilization(engine, settings, planned, batch if concurrency is None else concurrency) \
         if solve == "utilization" else planned(settings, batch)
 
@@ -361,7 +385,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
          settings: Settings, swa_full: bool = False, shared_prefix: int = 0,
          speculation: Any = None, engine_options: dict[str, Any] | None = None, n: int = 1, beam_width: int = 1,
          prompt_len: int | None = None, expert_parallel: bool | None = None,
-         with_interval: bool = True) -> CapacityPlan:
+         with_interval: bool = True, asked: Asked | None = None) -> CapacityPlan:
     eng = get_engine(engine)
     _check_vendor(eng, hw)
     settings, split_experts, ep_notes = _expert_parallel(eng, spec, settings, expert_parallel, tp, dp)
@@ -423,7 +447,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
         mtp_layers=mtp_layers, mtp_weights_bytes=mtp_weights,
         speculation=speculation_dict(speculation, extra), misfit=misfit, ep=tp * dp if split_experts else tp,
-        interval=interval,
+        interval=interval, asked=asked,
     )
 
 
@@ -692,9 +716,9 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
         raise UsageError("solving for GPUs needs a concurrency (sequences of max-model-len to serve at once)",
                          field="concurrency")
 
-    def one(tp: int, pp: int, dp: int, with_interval: bool = False) -> CapacityPlan:
+    def one(tp: int, pp: int, dp: int, with_interval: bool = False, at: int | None = None) -> CapacityPlan:
         return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version,
-                    kv_dtype=kv_dtype, max_model_len=mml, context=context or mml, batch=1,
+                    kv_dtype=kv_dtype, max_model_len=mml, context=at or context or mml, batch=1,
                     block_size=block_size, settings=settings, swa_full=swa_full,
                     engine_options=engine_options, speculation=speculation, expert_parallel=search.expert_parallel,
                     with_interval=with_interval, **sharing.kwargs())
@@ -745,6 +769,5 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
     ep = f", experts over ep = {best.ep}" if best.ep > best.tp else ""
     note = (f"fewest {hw.name} GPUs for {concurrency} concurrent {what} of {context or mml:,} tokens{shared}: "
             f"{count} (tp {tp} x pp {pp} x dp {dp}{ep}; {how})")
-    from kvplan.record import replace
-
-    return replace(best, assumptions=(note, *best.assumptions))
+    again = Asked(lambda at: one(tp, pp, dp, with_interval=True, at=at), context, concurrency)
+    return replace(best, assumptions=(note, *best.assumptions), asked=again)

@@ -69,6 +69,54 @@ def test_budget_chart_carries_each_plans_items(plans, tmp_path: Path, suffix: st
         assert parts == doc["gpu"]["total_bytes"]  # the bar is the whole GPU
 
 
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_max_batch_chart_draws_concurrency_against_context(plans, tmp_path: Path, suffix: str) -> None:
+    """The second panel: each engine's max batch at each context up to max-model-len, planned again by
+    max_batch itself, with the engine's range where it has one."""
+    path = charts.save(charts.budget_chart(plans), tmp_path / f"mb{suffix}")
+    _open(path)
+    curves = charts.read_data(path)["curves"]
+    assert [c["engine"] for c in curves] == [p.engine for p in plans]
+    for plan, curve in zip(plans, curves):
+        contexts = [q["context"] for q in curve["points"]]
+        assert contexts == [1024, 2048, 4096, 8192, 16384, 32768]  # doubling, up to --max-model-len
+        batches = [q["max_batch"] for q in curve["points"]]
+        assert batches == sorted(batches, reverse=True) and batches[0] > 10 * batches[-1]
+        assert curve["points"][-1]["max_batch"] == plan.max_batch  # the plan asked is the curve's last point
+        for q in curve["points"][1::2]:
+            again = max_batch("meta-llama/Llama-3.1-70B", gpu="H100", tp=4, engine=plan.engine, max_model_len=32768,
+                              context=q["context"]).to_dict()
+            assert q["max_batch"] == again["max_batch"] and q["max_concurrency"] == again["max_concurrency"]
+            assert q["max_batch_interval"] == (again["interval"]["max_batch"] if "interval" in again else None)
+    assert any(q["max_batch_interval"] for c in curves for q in c["points"])  # vLLM's range is drawn
+    if suffix == ".svg":
+        texts = " ".join(t.text or "" for t in ET.parse(path).getroot().iter() if t.tag.endswith("text"))
+        assert "against context" in texts and "One GPU's memory" in texts  # both panels, in one file
+
+
+def test_a_plan_made_without_max_batch_draws_the_bars_alone(plans) -> None:
+    from dataclasses import replace
+
+    chart = charts.budget_chart([replace(p, asked=None) for p in plans])
+    assert chart.below is None and "curves" not in chart.data
+
+
+def test_the_sweep_reaches_max_model_len_and_holds_the_context_asked() -> None:
+    assert charts.sweep(32000, 5000) == [1024, 2048, 4096, 5000, 8192, 16384, 32000]
+    assert charts.sweep(131072) == [1024 << k for k in range(8)]
+    assert charts.sweep(2048) == [256, 512, 1024, 2048]  # a short max-model-len starts lower
+
+
+def test_the_asked_workload_is_marked(tmp_path: Path) -> None:
+    plan = max_batch("Qwen/Qwen3-8B", gpu="H100", solve="utilization", concurrency=8, context=4096,
+                     max_model_len=32768)
+    chart = charts.budget_chart([plan]).below
+    assert chart is not None and chart.vertical == ("context asked: 4k", 4096.0)
+    assert chart.reference is not None and chart.reference[1] == 8.0
+    point = next(q for q in chart.data["curves"][0]["points"] if q["context"] == 4096)
+    assert point["max_batch"] >= 8  # the fraction solved for holds the concurrency asked, at the context asked
+
+
 def test_fit_chart_carries_the_rows(tmp_path: Path) -> None:
     res = fit("meta-llama/Llama-3.1-8B", context=8192, concurrency=64, gpus=["H100", "L4", "A100-40GB"],
               engines=("vllm", "sglang"))
@@ -134,6 +182,15 @@ def test_the_cli_draws_what_it_prints(tmp_path: Path) -> None:
     for doc, bar in zip(docs, drawn):
         items = {i["name"]: i["bytes"] for i in doc["breakdown"]}
         assert bar["engine"] == doc["engine"] and bar["weights"] == items["weights"]
+    curves = charts.read_data(target)["curves"]
+    for context in (4096, 16384):  # the concurrency-against-context panel says what max-batch --context says
+        code, out, _ = run_cli(["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "-e",
+                                "vllm,sglang", "--max-model-len", "32k", "-c", str(context), "-f", "json"])
+        assert code == 0
+        for doc, curve in zip(json.loads(out)["results"], curves):
+            point = next(q for q in curve["points"] if q["context"] == context)
+            assert (curve["engine"], point["max_batch"], point["max_concurrency"]) == \
+                (doc["engine"], doc["max_batch"], doc["max_concurrency"])
     target = tmp_path / "kv.png"
     code, out, _ = run_cli(["estimate", "Qwen/Qwen3-8B", "-c", "1k..16k", "--plot", str(target), "-f", "json"])
     assert code == 0

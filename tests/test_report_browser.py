@@ -68,6 +68,13 @@ def test_the_embedded_json_is_what_the_library_returns(report, page: str) -> Non
     assert doc["plans"][0]["per_gpu"] == json.loads(json.dumps(plan.to_dict()["per_gpu"]))
 
 
+def test_the_budget_figure_shows_concurrency_against_context(report, page: str) -> None:
+    """The max-batch chart's second panel, with the workload's concurrency and context marked."""
+    figure = page.split("Each GPU as the engine divides it")[1]
+    assert "Concurrent sequences against context" in figure
+    assert "concurrency asked: 32" in figure and "context asked: 8k" in figure
+
+
 class _Probe(HTMLParser):
     found: str | None = None
 

@@ -73,7 +73,7 @@ def render(report: Any) -> str:
         parts += ["<h2>Which GPUs, how many</h2>", _fit_table(doc),
                   f"<figure>{_svg(charts.fit_chart(report.fit))}</figure>",
                   "<h2>Each GPU as the engine divides it</h2>", _budget_table(doc),
-                  f"<figure>{_svg(charts.budget_chart(report.plans))}</figure>"]
+                  f"<figure>{_svg(charts.budget_chart(report.plans, report.fit.concurrency))}</figure>"]
     if doc["fit"]["refused"]:
         parts += ["<h2>GPU types that cannot hold it</h2>", "<ul class=notes>" + "".join(
             f"<li>{_e(r['gpu'])}, {_e(r['engine'])}, {_e(r['kv_dtype'])}: {_e(r['reason'])}</li>"
