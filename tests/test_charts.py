@@ -117,6 +117,19 @@ def test_the_asked_workload_is_marked(tmp_path: Path) -> None:
     assert point["max_batch"] >= 8  # the fraction solved for holds the concurrency asked, at the context asked
 
 
+def test_contexts_where_none_fits_are_kept_and_marked() -> None:
+    """Up to the model's limit: the contexts where not one sequence fits stay in the data (max batch 0) and are
+    marked on the foot of the log axis, not dropped from it."""
+    plan = max_batch("meta-llama/Llama-3.1-70B", gpu="H100", tp=2, engine="vllm")
+    chart = charts.budget_chart([plan]).below
+    assert chart is not None
+    points = chart.data["curves"][0]["points"]
+    assert points[-1]["context"] == plan.max_model_len and points[-1]["max_batch"] == plan.max_batch == 0
+    unfit = [q["context"] for q in points if q["max_batch"] == 0]
+    assert unfit and chart.series[0].none == tuple(float(c) for c in unfit)
+    assert chart.y_floor is not None and chart.y_floor < min(chart.series[0].y)
+
+
 def test_fit_chart_carries_the_rows(tmp_path: Path) -> None:
     res = fit("meta-llama/Llama-3.1-8B", context=8192, concurrency=64, gpus=["H100", "L4", "A100-40GB"],
               engines=("vllm", "sglang"))
