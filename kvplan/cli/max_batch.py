@@ -44,7 +44,8 @@ NEUTRAL: tuple[Opt, ...] = (
     o.PROMPT_LEN.but(help="The prompt part of --context that samples or beams share (default: all of it)."),
     o.SPECULATIVE_METHOD, o.NUM_SPECULATIVE_TOKENS, o.SPECULATIVE_MODEL.but(help="The draft model or EAGLE head."),
     o.FORMAT.but(help="table, json, csv or markdown."),
-    Opt("plot", ("--plot",), None, "Also draw the GPU as each engine divides it into this file, .png or .svg (needs "
+    Opt("plot", ("--plot",), None, "Also draw the GPU as each engine divides it, and the sequences each fits against "
+        "context, into this file, .png or .svg (needs "
         "the plot extra: pip install \"kvplan[plot]\")."),
     Opt("calibration", ("--calibration",), None, "A calibration file (`kvplan log --save`): plan from the items "
         "the engine measured, when model, GPU and engine version match.", path=True),
