@@ -1,7 +1,8 @@
 """GPUs kvplan can plan for: the memory each one reports to torch, and its spec-sheet rates.
 
 The catalog ships as ``kvplan/data/gpus.yaml``; every figure in it names the log or sheet it comes
-from. ``memory_bytes`` is what ``torch.cuda.get_device_properties(i).total_memory`` (and the total of
+from. Commands read its JSON twin ``gpus.json`` (``tools/build_data.py`` writes it; a test holds the two
+equal), so looking up a GPU imports no yaml. ``memory_bytes`` is what ``torch.cuda.get_device_properties(i).total_memory`` (and the total of
 ``torch.cuda.mem_get_info()``) reports, not the marketing size: an "80 GB" H100 reports 79.18 GiB.
 A user catalog in the same format can add GPUs or replace shipped ones (``load_catalog(extra=...)``).
 
@@ -165,13 +166,20 @@ def _read_catalog_version(path: str, mtime_ns: int, size: int) -> tuple[GPU, ...
 
 
 def _read_catalog(path: Path) -> tuple[GPU, ...]:
-    from kvplan.safe_io import load_yaml, read_text
-
     where = str(path)
-    if not path.exists():
-        raise ConfigError(f"{where}: GPU catalog not found")
-    # regular files only, bounded size, UTF-8; bounded depth, aliases and numbers
-    data = load_yaml(read_text(path), where)
+    if path == catalog_path():
+        # the shipped catalog, from its JSON twin (tools/build_data.py; a test holds it equal to the YAML):
+        # no yaml import on a command's start-up
+        from kvplan.data_files import read_bundled
+
+        data = read_bundled(path)
+    else:
+        from kvplan.safe_io import load_yaml, read_text
+
+        if not path.exists():
+            raise ConfigError(f"{where}: GPU catalog not found")
+        # regular files only, bounded size, UTF-8; bounded depth, aliases and numbers
+        data = load_yaml(read_text(path), where)
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
         raise ConfigError(f"{where}: a GPU catalog is a mapping with a 'gpus:' list")
     version = data.get("version", 1)

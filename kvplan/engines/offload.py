@@ -109,9 +109,9 @@ def links_path() -> Path:
 
 @lru_cache(maxsize=1)
 def load_links() -> tuple[Link, ...]:
-    import yaml
+    from kvplan.data_files import read_bundled
 
-    data = yaml.safe_load(links_path().read_text())
+    data = read_bundled(links_path())  # its JSON twin (tools/build_data.py): no yaml import
     return tuple(Link(e["name"], int(e["bytes_per_s"]), e["source"], tuple(e.get("aliases", ())))
                  for e in data["links"])
 

@@ -1,0 +1,68 @@
+"""The bundled data's JSON twins (kvplan/data/*.json, written by tools/build_data.py) hold exactly what
+their YAML files load as: commands read the twins, people edit the YAML."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kvplan.data_files import JSON_TWINS, json_twin_path
+from kvplan.hardware import _read_catalog, catalog_path, load_catalog
+from kvplan.safe_io import read_yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("yaml_path", JSON_TWINS, ids=lambda p: Path(p).name)
+def test_each_json_twin_loads_as_its_yaml(yaml_path):
+    twin = json.loads(Path(json_twin_path(yaml_path)).read_text(encoding="utf-8"))
+    assert twin == read_yaml(yaml_path)
+    assert twin == yaml.safe_load(Path(yaml_path).read_text(encoding="utf-8"))
+
+
+def test_build_data_check_passes_on_the_checked_in_twins():
+    done = subprocess.run([sys.executable, str(REPO / "tools" / "build_data.py"), "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_build_data_check_names_a_stale_twin(tmp_path, monkeypatch):
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import build_data
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    yaml_path = tmp_path / "gpus.yaml"
+    yaml_path.write_text("version: 1\ngpus: []\n")
+    (tmp_path / "gpus.json").write_text('{"version": 1, "gpus": [{}]}\n')
+    monkeypatch.setattr(build_data, "JSON_TWINS", (str(yaml_path),))
+    monkeypatch.setattr(build_data, "REPO", tmp_path)
+    assert build_data.main(["--check"]) == 1
+    assert build_data.main([]) == 0
+    assert build_data.main(["--check"]) == 0
+    assert json.loads((tmp_path / "gpus.json").read_text()) == {"version": 1, "gpus": []}
+
+
+def test_the_shipped_catalog_from_json_equals_the_catalog_from_yaml():
+    from kvplan.hardware import GPU, _entry
+
+    data = read_yaml(catalog_path())
+    from_yaml = tuple(_entry(e, f"{catalog_path()}: gpus[{i}]", str(catalog_path())) for i, e in enumerate(data["gpus"]))
+    assert load_catalog() == from_yaml
+    assert [g.origin for g in load_catalog()] == [g.origin for g in from_yaml]
+    assert all(isinstance(g, GPU) for g in _read_catalog(catalog_path()))
+
+
+def test_a_user_catalog_is_still_read_as_yaml(tmp_path):
+    user = tmp_path / "mine.yaml"
+    user.write_text("version: 1\ngpus:\n  - name: Mine-48G\n    vendor: nvidia\n    memory_gib: 47.5\n"
+                    "    memory_source: a log\n    hbm_bandwidth_bytes_per_s: 1e12\n    bf16_dense_tflops: 100\n"
+                    "    spec_source: a sheet\n")
+    gpus = load_catalog(extra=user)
+    assert gpus[-1].name == "Mine-48G" and gpus[-1].memory_bytes == int(47.5 * (1 << 30))
+    assert len(gpus) == len(load_catalog()) + 1
