@@ -9,11 +9,12 @@ by-layer tables, pools, verify's tensor shapes) reads this.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from kvplan.record import dataclass, field
 from typing import Any, TypeVar
 
 from kvplan.dtypes import KVDType
-from kvplan.engines.rules import NO_TOKENS, TokenRule
+from kvplan.engines.rules import NO_TOKENS, AllTokens, TokenRule, WholePages
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
 from kvplan.spec import LayerSpec, ModelSpec, NoCache, Recurrent, SharedKV
@@ -91,7 +92,41 @@ class CacheLayout:
 
     def total_bytes(self, context: int, batch: int) -> int:
         """Bytes the engine holds for ``batch`` sequences of ``context`` tokens, all layers."""
+        line = self._linear_bytes
+        if line is not None:  # the same integers, summed once per layout rather than once per call
+            per_token, state, page = line
+            return batch * (per_token * (-(-context // page) * page) + state)
         return sum(g.count * g.layer_bytes(context, batch) for g in self.groups)
+
+    @cached_property
+    def _linear_bytes(self) -> tuple[int, int, int] | None:
+        """``(bytes per token, state bytes, page)`` with ``total_bytes(c, b) == b x (bytes per token x
+        ceil_to(c, page) + state bytes)``, where every group holds all its tokens in whole pages of one size (or
+        none) at whole bytes: searches over contexts and batches call ``total_bytes`` thousands of times.
+        None for any other layout (windows, chunks, shared cells), which sums its groups each time."""
+        per_token = state = 0
+        page = 0
+        for g in self.groups:
+            rule = g.tokens
+            if type(rule) is WholePages and type(rule.inner) is AllTokens and type(rule.page) is int and rule.page > 0:
+                this = rule.page
+            elif type(rule) is AllTokens:
+                this = 1
+            elif type(rule) is TokenRule:  # holds no token: its state only
+                this = 0
+            else:
+                return None
+            if type(g.token.bytes) is not int or (g.state is not None and type(g.state.bytes) is not int) \
+                    or type(g.count) is not int:
+                return None
+            if this:
+                if page and this != page:
+                    return None
+                page = this
+                per_token += g.count * g.token.bytes
+            if g.state is not None:
+                state += g.count * g.state.bytes
+        return per_token, state, page or 1
 
 
 @dataclass(frozen=True)
