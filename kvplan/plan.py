@@ -24,7 +24,6 @@ from kvplan.hardware import KNOWN_VENDORS, VENDOR_TITLES
 from kvplan.engines import DEFAULT_ENGINE, Demand, get_engine
 from kvplan.engines.layout import HOST_POOL
 from kvplan.engines.protocol import Engine, check_options, make_engine_options
-from kvplan.engines.speculative import speculation_dict
 from kvplan.engines.version import unstated_version
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
@@ -32,7 +31,6 @@ from kvplan.parallel import tp_notes
 from kvplan.spec import ModelSpec
 from kvplan.engines.sharing import MAX_SAMPLES
 from kvplan.units import MAX_COUNT
-from kvplan.workload import speculation_from
 
 Solve = Literal["batch", "context", "gpus", "utilization"]
 _MAX_SEARCH_GPUS = 512
@@ -293,8 +291,8 @@ def max_batch(
     tp, pp, dp, mml = _checked_sizes(spec, tp, pp, dp, expert_parallel, solve, max_model_len, batch=batch,
                                      block_size=block_size, concurrency=concurrency, gpus_per_node=gpus_per_node)
     check_samples(n, beam_width)
-    speculation = speculation_from(speculative_method, num_speculative_tokens, speculative_model,
-                                   num_nextn_predict_layers)
+    speculation = _speculation(speculative_method, num_speculative_tokens, speculative_model,
+                               num_nextn_predict_layers)
     if solve == "gpus":
         return _solve_gpus(spec, hw, engine, engine_version, kv_dtype, mml, context, block_size, settings,
                            concurrency, swa_full, engine_options, Sharing(shared_prefix, n, beam_width, prompt_len),
@@ -310,6 +308,25 @@ def max_batch(
                     engine_options=engine_options, prompt_len=prompt_len, expert_parallel=expert_parallel, asked=again)
     return _solve_utilization(engine, settings, planned, batch if concurrency is None else concurrency) \
         if solve == "utilization" else planned(settings, batch)
+
+
+def _speculation(method: str | None, tokens: int | None, draft: str | ModelSpec | None,
+                 mtp_layers: int | None) -> Any:
+    """``kvplan.workload.speculation_from``, reached only where speculation is asked: a plain plan does not
+    import the speculative modules (their frozen classes cost start-up time)."""
+    if method is None and tokens is None and draft is None and mtp_layers is None:
+        return None  # what speculation_from answers for nothing asked
+    from kvplan.workload import speculation_from
+
+    return speculation_from(method, tokens, draft, mtp_layers)
+
+
+def _speculation_dict(speculation: Any, extra_slots: int) -> dict[str, object] | None:
+    if speculation is None:
+        return None  # what speculation_dict answers, without importing it
+    from kvplan.engines.speculative import speculation_dict
+
+    return speculation_dict(speculation, extra_slots)
 
 
 def _solve_utilization(engine: str, settings: Settings, planned: Any, want: int) -> CapacityPlan:
@@ -446,7 +463,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         admission_note=cap.admission_note, shared_prefix=shared_prefix, max_batch_plain=plain_batch,
         offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
         mtp_layers=mtp_layers, mtp_weights_bytes=mtp_weights,
-        speculation=speculation_dict(speculation, extra), misfit=misfit, ep=tp * dp if split_experts else tp,
+        speculation=_speculation_dict(speculation, extra), misfit=misfit, ep=tp * dp if split_experts else tp,
         interval=interval, asked=asked,
     )
 
