@@ -112,6 +112,8 @@ class VLLMEngine(EngineDefaults):
             from kvplan.engines.vllm.lmcache import lmcache_tier
 
             return lmcache_tier(layouts, options, tp, demand)
+        if options.kv_offloading_bytes is None and options.swap_space_bytes is None:
+            return None  # no host tier asked (offload_tier's own first answer), without importing its module
         from kvplan.engines.vllm.offload import offload_tier
 
         return offload_tier(layouts, version, options, tp, demand)
