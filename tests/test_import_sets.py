@@ -33,13 +33,16 @@ EXPECTED: list[tuple[list[str], set[str]]] = [
     (["estimate", "meta-llama/Llama-3.1-8B", "-c", "8k", "-f", "json"], set()),
     (["estimate", "meta-llama/Llama-3.1-8B", "-c", "8k", "-f", "csv"], set()),
     (["estimate", "meta-llama/Llama-3.1-8B", "-c", "8k"], {"rich", "dataclasses", "inspect"}),
-    (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "-f", "json"], {"yaml"}),
-    (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4"], {"yaml", "rich", "dataclasses", "inspect"}),
+    # the GPU catalog is read from its JSON twin (kvplan/data/gpus.json): no yaml to look up a GPU
+    (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "-f", "json"], set()),
+    (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4"], {"rich", "dataclasses", "inspect"}),
     (["check", "examples/pass", "--specs", "examples/specs", "-f", "json"],
      {"pydantic", "pydantic_core", "annotated_types", "yaml", "dataclasses", "inspect"}),
+    # a Kubernetes manifest: yaml, but not the kvplan deployment file's pydantic models
+    (["check", "examples/pass/k8s-vllm-deployment.yaml", "-f", "json"], {"yaml"}),
     (["log", LOG, "-f", "json"], set()),
     (["models", "-f", "json"], set()),
-    (["gpus", "-f", "json"], {"yaml"}),
+    (["gpus", "-f", "json"], set()),
     (["--help"], set()),
     (["--version"], set()),
 ]
