@@ -128,7 +128,13 @@ def test_multimodal_fraction_reproduces_the_gemma3_log(rows: list[dict]) -> None
         return float(p.engine_defaults["mem_fraction_static"])
 
     assert mfs("google/gemma-3-4b-it", "0.4.4", 0.8) == pytest.approx(0.8 * 0.95)
-    assert mfs("google/gemma-3-4b-it", "0.4.6", 0.8) == pytest.approx(0.8 * 0.90)
-    assert mfs("google/gemma-3-4b-it", "0.4.9", 0.8) == pytest.approx(0.8)
-    assert mfs("google/gemma-3-4b-it", "0.5.8", 0.8) == pytest.approx(0.8)  # given: adjust_mem_fraction_for_vlm skips
-    assert mfs("google/gemma-3-4b-it", "0.5.8") < mfs("google/gemma-3-1b-it", "0.5.8")  # text-only gemma3_text
+    assert mfs("google/gemma-3-4b-it", "0.4.5", 0.8) == pytest.approx(0.8 * 0.90)
+    # 0.4.6 on: Gemma 3 and Llama 4 are served text-only unless --enable-multimodal (mm_disabled_models)
+    assert mfs("google/gemma-3-4b-it", "0.4.6", 0.8) == pytest.approx(0.8)
+    assert mfs("google/gemma-4-E4B-it", "0.4.9", 0.8) == pytest.approx(0.8)
+    assert mfs("google/gemma-4-E4B-it", "0.5.8", 0.8) == pytest.approx(0.8)  # given: adjust_mem_fraction_for_vlm skips
+    # default: x 0.95 x (1 - 0.1 x (16 x 768^2 / (24 x 1024^2) - 1)), the second factor at most 1.05, for Gemma 4
+    # E4B's 16-layer, 768-wide tower (1.0625 -> 1.05)
+    ratio = 16 * 768**2 / (24 * 1024**2)
+    default = mfs("google/gemma-3-1b-it", "0.5.8")  # a text-only model on the same GPU and settings
+    assert mfs("google/gemma-4-E4B-it", "0.5.8") == pytest.approx(default * 0.95 * min(1.05, 1 - 0.1 * (ratio - 1)))

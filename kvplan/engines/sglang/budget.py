@@ -17,8 +17,8 @@ from __future__ import annotations
 from kvplan.budgets.base import GpuBudget, MemoryItem, Settings, kv_item, weights_per_gpu
 from kvplan.engines.protocol import Demand
 from kvplan.engines.sglang import fitted
-from kvplan.engines.sglang.fraction import (Fraction, FractionInputs, default_fraction, multimodal_factor,
-                                             vision_tower)
+from kvplan.engines.sglang.fraction import (TEXT_ONLY_NOTE, Fraction, FractionInputs, default_fraction,
+                                             multimodal_factor, text_only_by_default, vision_tower)
 from kvplan.engines.version import LATEST, Version
 from kvplan.spec import MLA, ModelSpec
 
@@ -100,7 +100,11 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
         mfs = chosen.value
         smi = chosen.reads_gpu and demand.gpu_name not in NVIDIA_SMI_MIB
         notes += [_SMI_NOTE, *chosen.notes] if smi else list(chosen.notes)
-    multimodal = multimodal_factor(vision_tower(spec.model_type, spec.id), version, default=chosen is not None)
+    tower = vision_tower(spec.model_type, spec.id)
+    if tower is not None and text_only_by_default(spec.model_type, version):
+        tower = None
+        notes.append(TEXT_ONLY_NOTE)
+    multimodal = multimodal_factor(tower, version, default=chosen is not None)
     if multimodal is not None:
         mfs *= multimodal[0]
         notes.append(f"SGLang lowers mem_fraction_static for a multimodal model: {multimodal[1]}")

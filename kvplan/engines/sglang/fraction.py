@@ -184,6 +184,19 @@ VISION_TOWERS = {"gemma3": (27, 1152), "gemma4": (27, 1152), "llama4": (34, 1408
 SMALL_TOWERS = {"gemma-4-e2b": (16, 768), "gemma-4-e4b": (16, 768)}
 
 
+# configs/model_config.py mm_disabled_models (read in 0.4.6, 0.4.10, 0.5.8, 0.5.17; absent in 0.4.5): Gemma 3 and
+# Llama 4 are served text-only unless --enable-multimodal, so no multimodal fraction rule applies to them
+TEXT_ONLY_SINCE = {"gemma3": (0, 4, 6), "llama4": (0, 4, 6)}
+TEXT_ONLY_NOTE = ("SGLang >= 0.4.6 serves Gemma 3 and Llama 4 text-only unless --enable-multimodal "
+                  "(model_config.py mm_disabled_models); with it, SGLang also lowers mem_fraction_static, which "
+                  "kvplan does not plan")
+
+
+def text_only_by_default(model_type: str, version: Version) -> bool:
+    since = TEXT_ONLY_SINCE.get(model_type)
+    return since is not None and version >= since
+
+
 def vision_tower(model_type: str, model_id: str) -> tuple[int, int] | None:
     """(layers, hidden size) of the model's vision tower where SGLang serves it as multimodal, else None."""
     lowered = model_id.lower()
@@ -196,7 +209,7 @@ def multimodal_factor(tower: tuple[int, int] | None, version: Version, default: 
 
     0.3.6 - 0.4.4 (read in 0.3.6, 0.4.0 - 0.4.4): ``ModelRunner.__init__`` x 0.95, given or default; 0.4.5 - 0.4.8:
     x 0.90; 0.4.9: nothing; 0.4.10 on (read in 0.4.10, 0.5.3 - 0.5.8, 0.5.13, 0.5.17): ``ServerArgs
-    .adjust_mem_fraction_for_vlm`` on the default fraction only, x 0.95 x (1 - 0.1 x (layers x hidden^2 /
+    .adjust_mem_fraction_for_vlm`` on the default fraction only (later releases assumed the same), x 0.95 x (1 - 0.1 x (layers x hidden^2 /
     (24 x 1024^2) - 1)), the second factor kept within 0.8 - 1.05 (a ViT-L/14 tower is 1)."""
     if tower is None or (0, 4, 9) <= version < (0, 4, 10):
         return None
