@@ -406,8 +406,8 @@ def report(rows: list[dict], skipped: list[tuple[str, str, str]]) -> str:
         not_held = sorted(r["case"] for r in rs if not r["held_out"])
         shared = sorted(r["case"] for r in rs if r["shared_gpu"])
         lines += ["", f"{len(rs)} {TITLES[engine]} logs from {len({r['source'] for r in rs})} sources"
-                  + (f"; {len(not_held)} not held out (fewer than {MIN_FIT_SOURCES} other sources read their size, so it "
-                     "keeps the shipped value: "
+                  + (f"; {len(not_held)} not held out (fewer than {MIN_FIT_SOURCES} other sources read their "
+                     "size, so it keeps the shipped value: "
                      + ", ".join(not_held) + ")" if not_held else "")
                   + (f"; on a shared GPU, given the logged free memory: {', '.join(shared)}" if shared else "")
                   + "."]

@@ -101,7 +101,8 @@ def test_plans_carry_the_engines_band_and_given_memory_none(engine: str) -> None
 def test_amd_aiter_fraction_reproduces_the_mi355x_logs(rows: list[dict]) -> None:
     """SGLang >= 0.4.7 on ROCm (aiter backend, context > 8,192) takes mem_fraction_static x 0.85: both 0.5.17
     MI355X logs are reproduced to their printed decimals; the same plan on an NVIDIA GPU or 0.4.6 keeps it."""
-    for case in ("sglang-rocmbringup-qwen3-06b-llm-mi355x-mfs06", "sglang-rocmbringup-qwen3-reranker-06b-mi355x-mfs05-gap"):
+    for case in ("sglang-rocmbringup-qwen3-06b-llm-mi355x-mfs06",
+                 "sglang-rocmbringup-qwen3-reranker-06b-mi355x-mfs05-gap"):
         row = next(r for r in rows if r["case"] == case)
         assert abs(row["heldout_error_pct"]) < 0.05, row
 
@@ -138,3 +139,25 @@ def test_multimodal_fraction_reproduces_the_gemma3_log(rows: list[dict]) -> None
     ratio = 16 * 768**2 / (24 * 1024**2)
     default = mfs("google/gemma-3-1b-it", "0.5.8")  # a text-only model on the same GPU and settings
     assert mfs("google/gemma-4-E4B-it", "0.5.8") == pytest.approx(default * 0.95 * min(1.05, 1 - 0.1 * (ratio - 1)))
+
+
+def test_check_warns_an_sglang_deployment_that_fits_only_above_the_low_end(tmp_path) -> None:
+    """check's may-not-fit works for SGLang as for vLLM, and says the band is the spread of a few logs."""
+    from kvplan.deploy import check
+
+    settings = Settings(mem_fraction_static=0.85)
+    plan = max_batch("meta-llama/Llama-3.1-8B", gpu="L4", engine="sglang", max_model_len=8192, settings=settings)
+    low, high = plan.interval["kv_cache_tokens"]
+    assert low < plan.kv_cache_tokens
+    context = (low + plan.kv_cache_tokens) // 2  # fits at kvplan's estimate, not at the low end
+
+    def findings(length: int) -> list:
+        path = tmp_path / f"serve-{length}.sh"
+        path.write_text("# kvplan/gpu: L4\npython -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B "
+                        f"--context-length {length} --mem-fraction-static 0.85\n")
+        report = check([str(path)])
+        return report.deployments[0].findings
+
+    warned = [f for f in findings(context) if f.code == "may-not-fit"]
+    assert warned and warned[0].severity == "warning" and "few logs" in warned[0].message
+    assert not [f for f in findings(low // 2) if f.code == "may-not-fit"]

@@ -208,9 +208,9 @@ def multimodal_factor(tower: tuple[int, int] | None, version: Version, default: 
     """What SGLang multiplies mem_fraction_static by for a multimodal model, and where (None: nothing).
 
     0.3.6 - 0.4.4 (read in 0.3.6, 0.4.0 - 0.4.4): ``ModelRunner.__init__`` x 0.95, given or default; 0.4.5 - 0.4.8:
-    x 0.90; 0.4.9: nothing; 0.4.10 on (read in 0.4.10, 0.5.3 - 0.5.8, 0.5.13, 0.5.17): ``ServerArgs
-    .adjust_mem_fraction_for_vlm`` on the default fraction only (later releases assumed the same), x 0.95 x (1 - 0.1 x (layers x hidden^2 /
-    (24 x 1024^2) - 1)), the second factor kept within 0.8 - 1.05 (a ViT-L/14 tower is 1)."""
+    x 0.90; 0.4.9: nothing; 0.4.10 on (read in 0.4.10, 0.5.3 - 0.5.8, 0.5.13, 0.5.17; later releases assumed the
+    same): ``ServerArgs.adjust_mem_fraction_for_vlm`` on the default fraction only, x 0.95 x (1 - 0.1 x (layers x
+    hidden^2 / (24 x 1024^2) - 1)), the second factor kept within 0.8 - 1.05 (a ViT-L/14 tower is 1)."""
     if tower is None or (0, 4, 9) <= version < (0, 4, 10):
         return None
     if version < (0, 4, 5):
