@@ -148,6 +148,10 @@ def _gpu(case: dict) -> Any:
     return gpu
 
 
+def _gpu_class(name: str) -> str:
+    return "AMD Instinct" if name.upper().startswith("MI") else gpu_class(name)
+
+
 def _model(case: dict) -> Any:
     from kvplan.sources.resolve import load_model
 
@@ -180,6 +184,8 @@ def inputs(case: dict) -> tuple[dict | None, str]:
     """kvplan's arguments for an SGLang / TensorRT-LLM log with its weights and KV memory, or why not."""
     engine = ENGINE_OF.get(str(case.get("engine")))
     rep = case.get("reported") or {}
+    if engine == "trtllm" and case["id"] in SHARED:
+        return None, f"GPU shared ({SHARED[case['id']]}): the free memory is not kvplan's to know"
     want = _logged_kv(case)
     tokens = rep.get("max_total_num_tokens", rep.get("kv_cache_tokens"))
     if want is None and not isinstance(tokens, int):
@@ -221,8 +227,6 @@ def inputs(case: dict) -> tuple[dict | None, str]:
                 return None, "GPU shared and its free memory not logged"
             settings["non_torch_bytes"] = gpu.memory_bytes - round(free_before * GIB)
     else:
-        if case["id"] in SHARED:
-            return None, f"GPU shared ({SHARED[case['id']]}): the free memory is not kvplan's to know"
         fraction = case.get("free_gpu_memory_fraction") or case.get("kv_cache_free_gpu_mem_fraction")
         if fraction:
             settings["free_gpu_memory_fraction"] = fraction
@@ -320,7 +324,7 @@ def run() -> tuple[list[dict], list[tuple[str, str, str]]]:
             want = inp["tokens"] * shipped.per_gpu.kv_cache_bytes / max(shipped.kv_cache_tokens, 1) / GIB
         rows.append({"engine": inp["engine"], "case": case["id"], "file": case["_file"], "source": src,
                      "version": inp["version"], "band": BAND_OF[inp["engine"]](parse_version(inp["version"])),
-                     "gpu_class": gpu_class(args["gpu"].name), "tp": args["tp"], "logged_kv_gib": want,
+                     "gpu_class": _gpu_class(args["gpu"].name), "tp": args["tp"], "logged_kv_gib": want,
                      "kvplan_kv_gib": shipped.per_gpu.kv_cache_bytes / GIB, "heldout_kv_gib": held,
                      "total_gib": total, "held_out": held_out, "shared_gpu": case["id"] in SHARED,
                      "weights_logged": inp["weights_logged"],
