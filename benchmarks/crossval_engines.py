@@ -64,13 +64,14 @@ ENGINE_OF = {"sglang": "sglang", "trtllm": "trtllm", "tensorrt-llm": "trtllm"}
 
 # Checkpoints the logs name that kvplan has no config for -> a bundled one of the same layers, heads and
 # vocabulary (the weights are the logged ones, so only the KV geometry matters).
+QWEN25_05B = str(REPO / "tests" / "data" / "hf_configs" / "Qwen__Qwen2.5-0.5B.json")  # the Hub config, with provenance
 STAND_INS = {
-    "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B",
+    "Qwen/Qwen2.5-0.5B-Instruct": QWEN25_05B,
     "Qwen/Qwen3-Reranker-0.6B (decoder-only, is_embedding=False)": "Qwen/Qwen3-0.6B",
     "Qwen/Qwen3-Reranker-0.6B (Qwen3ForCausalLM, BF16, 28 layers)": "Qwen/Qwen3-0.6B",
     "Qwen/Qwen3-235B-A22B-FP8": "Qwen/Qwen3-235B-A22B-FP8",
     "llava-hf/llava-1.5-7b-hf (LLM part = Llama-2-7B geometry)": "meta-llama/Llama-2-7b-hf",
-    "Qwen/Qwen2.5-0.5B-Instruct (FP16 engine, 'tensorrt_llm_small')": "Qwen/Qwen2.5-0.5B",
+    "Qwen/Qwen2.5-0.5B-Instruct (FP16 engine, 'tensorrt_llm_small')": QWEN25_05B,
 }
 # Logs whose model the collector inferred from the per-token bytes or the source's text (said in the case)
 MODEL_OF = {
@@ -244,6 +245,8 @@ def inputs(case: dict) -> tuple[dict | None, str]:
 def _given_fraction(case: dict) -> bool:
     """The log's mem_fraction_static was the user's (a flag or a printed server_args value), not derived."""
     text = f"{case.get('command') or ''}"
+    if re.search(r"mem_fraction_static=[0-9.]+ \(auto\)", text):  # printed server_args: SGLang's own default
+        return False
     return "mem-fraction-static" in text or "mem_fraction_static" in text or "MEMFRAC" in text
 
 

@@ -39,14 +39,17 @@ MTP_NOT_LOADED = "SGLang does not load without MTP speculation (deepseek_v2.py l
 
 
 def fraction_inputs(spec: ModelSpec, total_bytes: int, tp: int, pp: int, demand: Demand,
-                    settings: Settings) -> FractionInputs:
+                    settings: Settings, version: Version = LATEST) -> FractionInputs:
     speculation = demand.speculative.speculation if demand.speculative is not None else None
     method = speculation.method if speculation is not None else demand.proposer
     return FractionInputs(
         gpu_mib=NVIDIA_SMI_MIB.get(demand.gpu_name, total_bytes / (1 << 20)), tp=tp, pp=pp, speculative=method,
         mla=any(isinstance(layer, MLA) for layer in spec.layers), model_type=spec.model_type, model_id=spec.id,
         chunked_prefill_size=settings.max_num_batched_tokens, context_length=demand.max_model_len,
-        enforce_eager=settings.enforce_eager, cpu_offload=bool(settings.cpu_offload_bytes))
+        enforce_eager=settings.enforce_eager, cpu_offload=bool(settings.cpu_offload_bytes),
+        amd=demand.gpu_vendor == "amd",
+        multimodal=vision_tower(spec.model_type, spec.id) is not None and not text_only_by_default(spec.model_type,
+                                                                                                    version))
 
 
 def default_mem_fraction_static(total_bytes: int, tp: int, pp: int, version: Version = LATEST,
@@ -96,7 +99,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     if settings.mem_fraction_static:
         mfs = settings.mem_fraction_static
     else:
-        chosen = default_fraction(fraction_inputs(spec, total_bytes, tp, pp, demand, settings), version)
+        chosen = default_fraction(fraction_inputs(spec, total_bytes, tp, pp, demand, settings, version), version)
         mfs = chosen.value
         smi = chosen.reads_gpu and demand.gpu_name not in NVIDIA_SMI_MIB
         notes += [_SMI_NOTE, *chosen.notes] if smi else list(chosen.notes)

@@ -36,6 +36,10 @@ class FractionInputs:
     context_length: int | None = None
     enforce_eager: bool = False
     cpu_offload: bool = False
+    amd: bool = False
+    """An AMD GPU (ROCm): SGLang captures no prefill graphs on non-CUDA hardware."""
+    multimodal: bool = False
+    """Served as a multimodal model (SGLang captures no prefill graphs for those)."""
 
 
 @dataclass(frozen=True)
@@ -122,10 +126,12 @@ def prefill_graph_sizes(max_tokens: int) -> int:
 
 def prefill_graphs_on(x: FractionInputs, version: Version) -> bool:
     """Prefill graphs are on by default from 0.5.10 (``disable_piecewise_cuda_graph``; before, opt-in), off
-    with speculation, pp > 1, CPU weight offload and the models SGLang lists (``_handle_piecewise_cuda_graph``);
-    --disable-cuda-graph turns them off from 0.5.14 (``cuda_graph_config``: both phases DISABLED)."""
-    return (version >= (0, 5, 10) and x.speculative is None and x.pp == 1 and not x.cpu_offload
-            and x.model_type not in PIECEWISE_OFF_MODEL_TYPES and not (x.enforce_eager and version >= (0, 5, 14)))
+    with speculation, pp > 1, CPU weight offload, non-CUDA hardware (AMD), multimodal models and the models SGLang
+    lists (``_handle_piecewise_cuda_graph``, conditions 1, 2, 5, 6, 9 and 12 in 0.5.10); --disable-cuda-graph turns
+    them off from 0.5.14 (``cuda_graph_config``: both phases DISABLED)."""
+    return (version >= (0, 5, 10) and x.speculative is None and x.pp == 1 and not x.cpu_offload and not x.amd
+            and not x.multimodal and x.model_type not in PIECEWISE_OFF_MODEL_TYPES
+            and not (x.enforce_eager and version >= (0, 5, 14)))
 
 
 def _buckets(x: FractionInputs, version: Version) -> Fraction:
