@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.accuracy import replace_block  # noqa: E402
-from benchmarks.crossval import _quantile, cases, gpu_class, source_of, stats  # noqa: E402
+from benchmarks.crossval import DATA, _quantile, gpu_class, source_of, stats  # noqa: E402
 from kvplan.budgets import Settings  # noqa: E402
 from kvplan.engines import parse_version  # noqa: E402
 from kvplan.engines.sglang import fitted as sglang_fitted  # noqa: E402
@@ -118,6 +118,15 @@ SHARED = {
     "trtllm-l2lab-qwen25-05b-l4-colocated-f025": "second engine on a GPU holding the first one's weights and KV",
     "trtllm-nemotron-nano4b-nvfp4-5070ti-f020": "GPU shared with ASR / TTS models",
 }
+
+
+def cases() -> Iterator[dict]:
+    """Every case of every tests/data/engine_logs_*.yaml (a new file of logs is read without a change here)."""
+    import yaml
+
+    for path in sorted(DATA.glob("engine_logs_*.yaml")):
+        for case in yaml.safe_load(path.read_text()).get("cases") or ():
+            yield {**case, "_file": path.name}
 
 
 def _release(text: object) -> str | None:
