@@ -419,7 +419,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     limit = max(max_model_len, context, model_limit or 0) if model_limit else 1 << 26
     # speculative slots: each running sequence holds them beyond its context, up to max_model_len
     demand = Demand(max_model_len=max_model_len, context=min(context + extra, max(max_model_len, context)),
-                    batch=batch * workload.samples, limit=limit, gpu_name=hw.name, speculative=sp)  # sequences, for the budget
+                    batch=batch * workload.samples, limit=limit, gpu_name=hw.name,
+                    gpu_vendor=hw.vendor or "", speculative=sp)  # sequences, for the budget
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
@@ -501,7 +502,7 @@ def _interval(eng: Any, layouts: Any, version: Any, budget: Any, demand: Demand,
                      "fits": cap.fits})
     low, high = ends
     return {**{key: [low[key], high[key]] for key in low}, "error_fraction": [error.low, error.high],
-            "basis": error.basis}
+            "basis": error.basis, **({"few_logs": True} if error.thin else {})}
 
 
 def _check_vendor(eng: Any, hw: GPU) -> None:

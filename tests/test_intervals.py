@@ -36,7 +36,12 @@ def test_the_range_is_the_error_band_run_through_the_capacity_rules(model: str, 
 
 def test_given_or_other_engines_carry_no_range() -> None:
     assert max_batch("Qwen/Qwen3-8B", gpu="H100", settings=Settings(kv_cache_memory_bytes=30 << 30)).interval is None
-    assert max_batch("Qwen/Qwen3-8B", gpu="H100", engine="sglang").interval is None  # no record of its error yet
+    assert max_batch("Qwen/Qwen3-8B", gpu="H100", engine="llamacpp").interval is None  # no record of its error yet
+    given = Settings(kv_cache_memory_bytes=30 << 30)
+    assert max_batch("Qwen/Qwen3-8B", gpu="H100", engine="sglang", settings=given).interval is None
+    assert max_batch("Qwen/Qwen3-8B", gpu="H100", engine="trtllm", settings=given).interval is None
+    calibrated = Settings(weights_bytes=16 << 30, non_torch_bytes=1 << 29)  # SGLang's calibration from a log
+    assert max_batch("Qwen/Qwen3-8B", gpu="H100", engine="sglang", settings=calibrated).interval is None
     measured = Settings(activation_bytes=1 << 30, non_torch_bytes=1 << 28, cudagraph_bytes=1 << 29)
     assert max_batch("Qwen/Qwen3-8B", gpu="H100", settings=measured).interval is None
 

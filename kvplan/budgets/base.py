@@ -75,6 +75,8 @@ class KvError:
     high: float
     basis: str
     """Which logs: the engine, its release band, how many logs and sources."""
+    thin: bool = False
+    """Too few logs for a 90 % band: low / high are the whole range of the few errors there are."""
 
     def bounds(self, kv_bytes: int, total_bytes: int) -> tuple[int, int]:
         """The engine's KV memory for ~90 % of deployments: [kv - high x total, kv - low x total]."""

@@ -422,9 +422,12 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
     # 1b. fits at kvplan's estimate, but not at the low end of where the engine's own budget may land
     if plan.interval is not None and not plan.interval["fits"][0]:
         low_kv = plan.interval["kv_cache_bytes"][0]
+        # too few logs for a 90 % band: the low end is where kvplan's worst error on those logs would put it
+        share = ("if kvplan errs as on the few logs it has" if plan.interval.get("few_logs")
+                 else "for 9 in 10 deployments")
         add(_finding(dep, "warning", "may-not-fit", f"fits at kvplan's estimate of the KV memory "
                      f"({format_bytes(plan.per_gpu.kv_cache_bytes)} per GPU), not at the low end of where the engine's "
-                     f"own figure lands for 9 in 10 deployments ({format_bytes(max(low_kv, 0))}; "
+                     f"own figure lands {share} ({format_bytes(max(low_kv, 0))}; "
                      f"{plan.interval['basis']}):"
                      " its start-up log's 'Available KV cache memory' settles it (kvplan log --save, then --calibration)",
                      dep.line_of("max_model_len"), value=plan.max_model_len, fits=plan.max_model_len_fit))

@@ -33,6 +33,9 @@ class Demand:
     """The prompt part of ``context`` where requests share something (None: all of it)."""
     gpu_name: str = ""
     """The GPU's name (vLLM's batch defaults read it: A100s get the smaller tier)."""
+    gpu_vendor: str = ""
+    """The GPU's vendor as the catalog names it ('nvidia', 'amd'; '' unknown): SGLang's AMD attention backend
+    changes its memory fraction."""
     speculative: SpeculativeLayout | None = None
     """What speculative decoding adds, where it runs (SGLang's older releases size the draft apart)."""
 

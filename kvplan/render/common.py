@@ -99,6 +99,10 @@ def interval_note(plan: Any) -> str:
     if not interval:
         return ""
     low, high = interval["error_fraction"]
+    if interval.get("few_logs"):  # too few logs for a 90 % band: the spread of the few there are
+        return (f"ranges in brackets: the engine's own figure if kvplan errs as it does on the few real start-up "
+                f"logs it has for this engine ({low * 100:+.2f} % to {high * 100:+.2f} % of the GPU's memory; "
+                f"{interval['basis']})")
     return (f"ranges in brackets: the engine's own figure for about 9 in 10 deployments, from kvplan's error on real "
             f"start-up logs it was not fitted to ({low * 100:+.2f} % to {high * 100:+.2f} % of the GPU's memory; "
             f"{interval['basis']})")

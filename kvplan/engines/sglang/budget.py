@@ -14,19 +14,16 @@ one while fewer than ``int(gb x 1024^3)`` bytes have moved: the same rule as vLL
 
 from __future__ import annotations
 
-from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, kv_item, weights_per_gpu
+from kvplan.budgets.base import GpuBudget, MemoryItem, Settings, kv_item, weights_per_gpu
 from kvplan.engines.protocol import Demand
-from kvplan.engines.sglang.fraction import Fraction, FractionInputs, default_fraction
+from kvplan.engines.sglang import fitted
+from kvplan.engines.sglang.fraction import (TEXT_ONLY_NOTE, Fraction, FractionInputs, default_fraction,
+                                             multimodal_factor, text_only_by_default, vision_tower)
 from kvplan.engines.version import LATEST, Version
 from kvplan.spec import MLA, ModelSpec
 
-# Assumed: the memory in use when init_torch_distributed reads the free memory. The logs: 0.36 GiB (L4, tp 4,
-# 0.4.3), 2.51 GiB (H200, tp 8, 0.5.3, "Init torch distributed ends. mem usage=2.01 GB"): a CUDA context of
-# about 0.4 GiB, and at tp > 1 on NVSwitch GPUs some 2.1 GiB of NCCL / all-reduce buffers, as vLLM's logs on
-# H100 show at TP > 1 (kvplan/engines/vllm/budget.py NON_TORCH_TP).
-CONTEXT_BYTES = int(0.4 * GIB)
-NVSWITCH_TP_BYTES = int(2.1 * GIB)
-NVSWITCH_GPUS = ("H100-SXM", "H200", "H20-", "B200", "GB200")
+# The memory in use when init_torch_distributed reads the free memory (the CUDA context; at tp > 1 on NVSwitch
+# GPUs NCCL / all-reduce buffers too) is fitted to start-up logs: fitted.py.
 _SMI_NOTE = ("SGLang reads the GPU's total from nvidia-smi (about 0.5 GiB above torch's); kvplan's default "
              "mem_fraction_static uses the catalog's torch total (the fraction may differ by 0.001)")
 # nvidia-smi's memory.total (MiB), which get_nvgpu_memory_capacity reads, where known (kvplan/data/gpus.yaml's
@@ -42,14 +39,17 @@ MTP_NOT_LOADED = "SGLang does not load without MTP speculation (deepseek_v2.py l
 
 
 def fraction_inputs(spec: ModelSpec, total_bytes: int, tp: int, pp: int, demand: Demand,
-                    settings: Settings) -> FractionInputs:
+                    settings: Settings, version: Version = LATEST) -> FractionInputs:
     speculation = demand.speculative.speculation if demand.speculative is not None else None
     method = speculation.method if speculation is not None else demand.proposer
     return FractionInputs(
         gpu_mib=NVIDIA_SMI_MIB.get(demand.gpu_name, total_bytes / (1 << 20)), tp=tp, pp=pp, speculative=method,
         mla=any(isinstance(layer, MLA) for layer in spec.layers), model_type=spec.model_type, model_id=spec.id,
         chunked_prefill_size=settings.max_num_batched_tokens, context_length=demand.max_model_len,
-        enforce_eager=settings.enforce_eager, cpu_offload=bool(settings.cpu_offload_bytes))
+        enforce_eager=settings.enforce_eager, cpu_offload=bool(settings.cpu_offload_bytes),
+        amd=demand.gpu_vendor == "amd",
+        multimodal=vision_tower(spec.model_type, spec.id) is not None and not text_only_by_default(spec.model_type,
+                                                                                                    version))
 
 
 def default_mem_fraction_static(total_bytes: int, tp: int, pp: int, version: Version = LATEST,
@@ -60,10 +60,33 @@ def default_mem_fraction_static(total_bytes: int, tp: int, pp: int, version: Ver
 
 
 def _context(tp: int, gpu_name: str) -> MemoryItem:
-    if tp > 1 and any(name in gpu_name for name in NVSWITCH_GPUS):
-        return MemoryItem("non_torch", CONTEXT_BYTES + NVSWITCH_TP_BYTES, "assumed", "CUDA context and, at tp > 1 on "
-                          "an NVSwitch GPU, NCCL / all-reduce buffers before SGLang's first free-memory reading")
-    return MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context before SGLang's first free-memory reading")
+    field = fitted.context_field(tp, gpu_name)
+    size = getattr(fitted.FIT, field)
+    if field == "context_nvswitch_tp":
+        return MemoryItem("non_torch", size, "assumed", "CUDA context and, at tp > 1 on an NVSwitch GPU, NCCL / "
+                          "all-reduce buffers before SGLang's first free-memory reading (fitted to start-up logs)")
+    return MemoryItem("non_torch", size, "assumed", "CUDA context before SGLang's first free-memory reading "
+                      "(fitted to start-up logs)")
+
+
+# 0.4.7 on (read in the 0.4.7 - 0.4.10, 0.5.3 and 0.5.4 wheels, model_runner.py ModelRunner.__init__; 0.5.5,
+# 0.5.6, 0.5.8, 0.5.13 and 0.5.17 server_args.py "AMD platforms backends"; absent in 0.4.6 and older): with the
+# aiter attention backend and a context over 8,192 tokens SGLang multiplies mem_fraction_static, given or
+# default, by 0.85. aiter is ROCm's default backend for non-MLA models, and for MLA where the KV heads per rank
+# (ModelConfig.get_num_kv_heads(tp)) are 16 or 128 (0.4.7 model_runner.model_specific_adjustment; 0.5.8
+# _handle_attention_backend_compatibility). Logs: Qwen3-0.6B and Qwen3-Reranker-0.6B on MI355X, 0.5.17,
+# K+V = 0.85 x mfs x free - weights exactly.
+AITER_SINCE = (0, 4, 7)
+AITER_FACTOR = 0.85
+AITER_MIN_CONTEXT = 8192
+
+
+def _aiter_scales(spec: ModelSpec, tp: int, version: Version, demand: Demand) -> bool:
+    if demand.gpu_vendor != "amd" or version < AITER_SINCE or demand.max_model_len <= AITER_MIN_CONTEXT:
+        return False
+    if any(isinstance(layer, MLA) for layer in spec.layers):
+        return max(1, (spec.num_attention_heads or 0) // tp) in (16, 128)
+    return True
 
 
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
@@ -76,10 +99,23 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     if settings.mem_fraction_static:
         mfs = settings.mem_fraction_static
     else:
-        chosen = default_fraction(fraction_inputs(spec, total_bytes, tp, pp, demand, settings), version)
+        chosen = default_fraction(fraction_inputs(spec, total_bytes, tp, pp, demand, settings, version), version)
         mfs = chosen.value
         smi = chosen.reads_gpu and demand.gpu_name not in NVIDIA_SMI_MIB
         notes += [_SMI_NOTE, *chosen.notes] if smi else list(chosen.notes)
+    tower = vision_tower(spec.model_type, spec.id)
+    if tower is not None and text_only_by_default(spec.model_type, version):
+        tower = None
+        notes.append(TEXT_ONLY_NOTE)
+    multimodal = multimodal_factor(tower, version, default=chosen is not None)
+    if multimodal is not None:
+        mfs *= multimodal[0]
+        notes.append(f"SGLang lowers mem_fraction_static for a multimodal model: {multimodal[1]}")
+    if _aiter_scales(spec, tp, version, demand):
+        mfs *= AITER_FACTOR
+        notes.append(f"SGLang >= 0.4.7 on AMD: the aiter attention backend (the default; another backend given "
+                     f"keeps the fraction) with a context over {AITER_MIN_CONTEXT:,} tokens takes mem_fraction_static "
+                     f"x {AITER_FACTOR} (server_args.py)")
     if apart is not None and apart.target is not None:
         # the target worker profiled its pool before the draft worker loaded its weights
         spec = apart.target
@@ -107,6 +143,9 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     defaults: dict[str, float | int] = {"mem_fraction_static": mfs}
     if demand.speculative is not None:  # _handle_speculative_decoding: 48 unless given
         defaults["max_running_requests"] = settings.max_num_seqs or DEFAULT_MAX_RUNNING_REQUESTS
+    # the cross-validated error band, where kvplan sized the budget itself (not a given KV memory or calibration)
+    error = fitted.kv_error(version) if settings.kv_cache_memory_bytes is None and \
+        settings.non_torch_bytes is None else None
     return GpuBudget(total_bytes, tuple(items), kv_memory.bytes, defaults,
                      ("SGLang's free memory before the weights is kvplan's estimate (total - CUDA context)",
-                      *notes))
+                      *notes), error)

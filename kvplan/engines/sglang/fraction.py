@@ -36,6 +36,10 @@ class FractionInputs:
     context_length: int | None = None
     enforce_eager: bool = False
     cpu_offload: bool = False
+    amd: bool = False
+    """An AMD GPU (ROCm): SGLang captures no prefill graphs on non-CUDA hardware."""
+    multimodal: bool = False
+    """Served as a multimodal model (SGLang captures no prefill graphs for those)."""
 
 
 @dataclass(frozen=True)
@@ -122,10 +126,12 @@ def prefill_graph_sizes(max_tokens: int) -> int:
 
 def prefill_graphs_on(x: FractionInputs, version: Version) -> bool:
     """Prefill graphs are on by default from 0.5.10 (``disable_piecewise_cuda_graph``; before, opt-in), off
-    with speculation, pp > 1, CPU weight offload and the models SGLang lists (``_handle_piecewise_cuda_graph``);
-    --disable-cuda-graph turns them off from 0.5.14 (``cuda_graph_config``: both phases DISABLED)."""
-    return (version >= (0, 5, 10) and x.speculative is None and x.pp == 1 and not x.cpu_offload
-            and x.model_type not in PIECEWISE_OFF_MODEL_TYPES and not (x.enforce_eager and version >= (0, 5, 14)))
+    with speculation, pp > 1, CPU weight offload, non-CUDA hardware (AMD), multimodal models and the models SGLang
+    lists (``_handle_piecewise_cuda_graph``, conditions 1, 2, 5, 6, 9 and 12 in 0.5.10); --disable-cuda-graph turns
+    them off from 0.5.14 (``cuda_graph_config``: both phases DISABLED)."""
+    return (version >= (0, 5, 10) and x.speculative is None and x.pp == 1 and not x.cpu_offload and not x.amd
+            and not x.multimodal and x.model_type not in PIECEWISE_OFF_MODEL_TYPES
+            and not (x.enforce_eager and version >= (0, 5, 14)))
 
 
 def _buckets(x: FractionInputs, version: Version) -> Fraction:
@@ -175,3 +181,52 @@ RULES: tuple[tuple[Version, Rule], ...] = (
 def default_fraction(inputs: FractionInputs, version: Version) -> Fraction:
     rule = next(r for since, r in reversed(RULES) if version >= since)
     return rule(inputs, version)
+
+
+# SGLang's multimodal architectures among kvplan's model types, with their vision tower (vision_config's
+# num_hidden_layers, hidden_size; read in tests/data/hf_configs: gemma-3-27b-it, gemma-4-31B-it, gemma-4-26B-A4B-it,
+# gemma-4-E2B-it / -E4B-it (16, 768), Llama-4-Scout; Gemma 3 4B and 12B ship the same SigLIP tower as 27B)
+VISION_TOWERS = {"gemma3": (27, 1152), "gemma4": (27, 1152), "llama4": (34, 1408)}
+SMALL_TOWERS = {"gemma-4-e2b": (16, 768), "gemma-4-e4b": (16, 768)}
+
+
+# configs/model_config.py mm_disabled_models (read in 0.4.6, 0.4.10, 0.5.8, 0.5.17; absent in 0.4.5): Gemma 3 and
+# Llama 4 are served text-only unless --enable-multimodal, so no multimodal fraction rule applies to them
+TEXT_ONLY_SINCE = {"gemma3": (0, 4, 6), "llama4": (0, 4, 6)}
+TEXT_ONLY_NOTE = ("SGLang >= 0.4.6 serves Gemma 3 and Llama 4 text-only unless --enable-multimodal "
+                  "(model_config.py mm_disabled_models); with it, SGLang also lowers mem_fraction_static, which "
+                  "kvplan does not plan")
+
+
+def text_only_by_default(model_type: str, version: Version) -> bool:
+    since = TEXT_ONLY_SINCE.get(model_type)
+    return since is not None and version >= since
+
+
+def vision_tower(model_type: str, model_id: str) -> tuple[int, int] | None:
+    """(layers, hidden size) of the model's vision tower where SGLang serves it as multimodal, else None."""
+    lowered = model_id.lower()
+    small = next((tower for key, tower in SMALL_TOWERS.items() if key in lowered), None)
+    return small or VISION_TOWERS.get(model_type)
+
+
+def multimodal_factor(tower: tuple[int, int] | None, version: Version, default: bool) -> tuple[float, str] | None:
+    """What SGLang multiplies mem_fraction_static by for a multimodal model, and where (None: nothing).
+
+    0.3.6 - 0.4.4 (read in 0.3.6, 0.4.0 - 0.4.4): ``ModelRunner.__init__`` x 0.95, given or default; 0.4.5 - 0.4.8:
+    x 0.90; 0.4.9: nothing; 0.4.10 on (read in 0.4.10, 0.5.3 - 0.5.8, 0.5.13, 0.5.17; later releases assumed the
+    same): ``ServerArgs.adjust_mem_fraction_for_vlm`` on the default fraction only, x 0.95 x (1 - 0.1 x (layers x
+    hidden^2 / (24 x 1024^2) - 1)), the second factor kept within 0.8 - 1.05 (a ViT-L/14 tower is 1)."""
+    if tower is None or (0, 4, 9) <= version < (0, 4, 10):
+        return None
+    if version < (0, 4, 5):
+        return 0.95, "model_runner.py ModelRunner.__init__ (0.4.4 and older): x 0.95 for a multimodal model"
+    if version < (0, 4, 9):
+        return 0.90, "model_runner.py ModelRunner.__init__ (0.4.5 - 0.4.8): x 0.90 for a multimodal model"
+    if not default:
+        return None
+    layers, hidden = tower
+    ratio = layers * hidden**2 / (24 * 1024**2)
+    factor = 0.95 * max(0.8, min(1.05, 1 - 0.1 * (ratio - 1)))
+    return factor, (f"server_args.py adjust_mem_fraction_for_vlm (0.4.10 on): the default fraction x {factor:.4f} "
+                    f"for a {layers}-layer, {hidden:,}-wide vision tower")

@@ -34,6 +34,10 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     free = total_bytes - weights.bytes - act - CONTEXT_BYTES
     kv = kv_item(settings, int(free * fraction), f"{fraction:g} x memory free after warm-up")
     items.append(kv)
+    from kvplan.engines.trtllm.error import kv_error
+
+    # a KV memory given (--kv-cache-memory, a calibration from a log) carries no error band
+    error = kv_error(version) if settings.kv_cache_memory_bytes is None else None
     return GpuBudget(total_bytes, tuple(items), kv.bytes, {"free_gpu_memory_fraction": fraction,
                                                      "max_num_tokens": tokens},
-                     ("TensorRT-LLM's warm-up peak is kvplan's estimate",))
+                     ("TensorRT-LLM's warm-up peak is kvplan's estimate",), error)

@@ -1,0 +1,479 @@
+"""Leave-one-source-out error of kvplan's SGLang and TensorRT-LLM budgets on every real start-up log kvplan keeps.
+
+    PYTHONPATH=$PWD python benchmarks/crossval_engines.py                 # print, rewrite docs/accuracy.md's block
+    PYTHONPATH=$PWD python benchmarks/crossval_engines.py --no-write      # print only
+    PYTHONPATH=$PWD python benchmarks/crossval_engines.py --baseline      # rewrite crossval_engines_baseline.json
+    PYTHONPATH=$PWD python benchmarks/crossval_engines.py --intervals     # rewrite each engine's budget_error.json
+
+As benchmarks/crossval.py does for vLLM: kvplan's KV memory per GPU minus the logged one, in % of the GPU's
+memory, given the logged weights (so the budget rules are judged, not the weight count), on each log whose
+model, GPU (or its logged total) and release are known.
+
+SGLang: the budget is SGLang's code (``free before the weights x mem_fraction_static - weights``, the default
+fraction by release, the AMD aiter factor) except one size fitted to logs: the memory in use before SGLang's
+first free-memory reading (``kvplan/engines/sglang/fitted.py``). It is refitted with each log's *source* held
+out (the median of ``total - logged free memory before the weights`` over the other sources' unshared logs),
+and that source's logs are predicted with the refit. A log whose size has no other source's reading keeps the
+shipped size and is counted apart ("not held out"). On a GPU shared with other processes (the log's free
+memory at load begin is far below the card's) kvplan is given that free memory (as a calibration would), so
+the log judges the code-derived rules only.
+
+TensorRT-LLM: no size is fitted to logs (the fraction is TensorRT-LLM's default or the one given; the warm-up
+activation and the 0.6 GiB context are kvplan's assumptions, set before these logs were read), so each log's
+error is already out of sample: leave-one-source-out is simply the error on each log.
+
+tests/test_crossval_engines.py fails when a change makes an engine's cross-validated median or p90 worse than
+``benchmarks/crossval_engines_baseline.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import re
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.accuracy import replace_block  # noqa: E402
+from benchmarks.crossval import DATA, _quantile, gpu_class, source_of, stats  # noqa: E402
+from kvplan.budgets import Settings  # noqa: E402
+from kvplan.engines import parse_version  # noqa: E402
+from kvplan.engines.sglang import fitted as sglang_fitted  # noqa: E402
+from kvplan.engines.trtllm import error as trtllm_error  # noqa: E402
+from kvplan.plan import max_batch  # noqa: E402
+
+GIB = 1 << 30
+BASELINE = REPO / "benchmarks" / "crossval_engines_baseline.json"
+ENGINES = ("sglang", "trtllm")
+TITLES = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+INTERVALS = {"sglang": REPO / "kvplan" / "engines" / "sglang" / "budget_error.json",
+             "trtllm": REPO / "kvplan" / "engines" / "trtllm" / "budget_error.json"}
+BAND_OF = {"sglang": sglang_fitted.release_band, "trtllm": trtllm_error.release_band}
+BANDS = {"sglang": sglang_fitted.RELEASE_BANDS, "trtllm": trtllm_error.RELEASE_BANDS}
+ENGINE_OF = {"sglang": "sglang", "trtllm": "trtllm", "tensorrt-llm": "trtllm"}
+
+# Checkpoints the logs name that kvplan has no config for -> a bundled one of the same layers, heads and
+# vocabulary (the weights are the logged ones, so only the KV geometry matters).
+QWEN25_05B = str(REPO / "tests" / "data" / "hf_configs" / "Qwen__Qwen2.5-0.5B.json")  # the Hub config, with provenance
+STAND_INS = {
+    "Qwen/Qwen2.5-0.5B-Instruct": QWEN25_05B,
+    "Qwen/Qwen3-Reranker-0.6B (decoder-only, is_embedding=False)": "Qwen/Qwen3-0.6B",
+    "Qwen/Qwen3-Reranker-0.6B (Qwen3ForCausalLM, BF16, 28 layers)": "Qwen/Qwen3-0.6B",
+    "Qwen/Qwen3-235B-A22B-FP8": "Qwen/Qwen3-235B-A22B-FP8",
+    "llava-hf/llava-1.5-7b-hf (LLM part = Llama-2-7B geometry)": "meta-llama/Llama-2-7b-hf",
+    "Qwen/Qwen2.5-0.5B-Instruct (FP16 engine, 'tensorrt_llm_small')": QWEN25_05B,
+}
+# Logs whose model the collector inferred from the per-token bytes or the source's text (said in the case)
+MODEL_OF = {
+    "sglang-pr4826-gemma3-4b-h200": "google/gemma-3-4b-it",  # 34 layers x 4 KV heads x 256, 8.13 GB weights
+    "sglang-pr11716-tp8-piecewise-cuda-graph": "meta-llama/Llama-3.1-70B",  # 20,480 B of K per token and rank
+    "trtllm-docs-memory-md-7b-h100": "meta-llama/Llama-2-7b-hf",  # 262,144 B/token: Llama-2-7B, FP8 KV
+    "trtllm-benchdoc-llama3-8b-3090-triton": "meta-llama/Llama-3.1-8B",  # Llama-3-8B: same layers and vocabulary
+}
+# Free memory at load begin printed by a log kept outside the YAML (benchmarks/accuracy_sglang.py: the PR's log,
+# "Load weight begin. avail mem=137.29 GB", the least over the ranks)
+FREE_BEFORE = {"sglang-pr11716-tp8-piecewise-cuda-graph": 137.29}
+# A checkpoint whose weights kvplan counts from a config of another precision: judged only with logged weights
+QUANTIZED = re.compile(r"fp8|int4|int8|awq|gptq|nvfp4|smoothquant|weight_only|quantiz", re.IGNORECASE)
+
+# What the log does not print but its source or its numbers say (each a reading, stated in the case's
+# gpu / engine_version text): the catalog GPU, the release whose rules apply.
+GPU_OF = {
+    "sglang-pr4760-llama31-8b-h100": "H100-SXM-80GB",  # 80 GB Hopper, FA3 (SM90)
+    "sglang-docs-sendrequest-llama31-8b-h100-clip": "H100-SXM-80GB",  # docs CI, 78.81 GB free at load begin
+    "sglang-docs-nativeapi-qwen25-05b-h100-capped-20480": "H100-SXM-80GB",  # fa3 default, 78.43 GiB free
+    "sglang-pr4826-gemma3-4b-h200": "H200-141GB",  # 139.21 GB after init
+    "sglang-pr11716-tp8-piecewise-cuda-graph": "H200-141GB",  # 106.6 GiB of KV per rank: a 141 GB card
+    "vllm-21348-qwen3-235b-fp8-4xh100-sglang": "H100-SXM-80GB",
+    "trtllm-docs-memory-md-7b-h100": "H100-SXM-80GB",
+    "trtllm-bench-doc-012dev-llama2-7b-fp8-h100": "H100-SXM-80GB",
+    "trtllm-backend-multimodal-llava15-7b-h100nvl-tp2": "H100-NVL-94GB",
+}
+# AMD cards kvplan's catalog lacks: the nearest one with the logged total (rocm-smi 309,220,868,096 B)
+AMD_TOTALS = {"MI355X": 309_220_868_096}
+VERSION_OF = {
+    "sglang-projecta-qwen3-14b-4x4090-tp4": "0.5.23",  # main of June 2026: the newest release read
+    "sglang-docs-nativeapi-qwen25-05b-h100-capped-20480": "0.5.8",  # main of early Feb 2026
+    "sglang-pr18040-granite4-h-micro-hybrid-16gb": "0.5.8",  # source checkout of late Jan 2026
+    "trtllm-backend-multimodal-llava15-7b-h100nvl-tp2": "0.17",  # docs of the 0.17 - 0.20 era
+    "trtllm-docs-memory-md-7b-h100": "0.12",  # C++ runtime / Executor docs (0.1x)
+    "trtllm-l2lab-qwen25-15b-l4-colocated-f045": "0.13",  # 0.13 - 0.14 era C++ runtime
+}
+# The GPU held other processes' memory at load begin (the log's free memory is far below the card's): kvplan is
+# given that free memory (SGLang), or the log is left out (TensorRT-LLM: its budget has no such input).
+SHARED = {
+    "sglang-play-qwen25-05b-h100nvl-shared-0510": "only 36.54 GB free of 94 GB at load begin",
+    "sglang-gatewaynotes-qwen25-05b-4070tisuper-pd-prefill-mfs015": "1,740 MiB used before start, 4 instances",
+    "sglang-notes-qwen3-06b-wsl-shared-gpu": "3.23 GB free at load begin (desktop)",
+    "trtllm-l2lab-qwen25-05b-l4-colocated-f025": "second engine on a GPU holding the first one's weights and KV",
+    "trtllm-nemotron-nano4b-nvfp4-5070ti-f020": "GPU shared with ASR / TTS models",
+}
+
+
+def cases() -> Iterator[dict]:
+    """Every case of every tests/data/engine_logs_*.yaml (a new file of logs is read without a change here)."""
+    import yaml
+
+    for path in sorted(DATA.glob("engine_logs_*.yaml")):
+        for case in yaml.safe_load(path.read_text()).get("cases") or ():
+            yield {**case, "_file": path.name}
+
+
+def _release(text: object) -> str | None:
+    found = re.match(r"\s*~?v?(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
+    return ".".join(g for g in found.groups() if g is not None) if found else None
+
+
+def _whole(value: object) -> int:
+    found = re.match(r"\s*(\d+)", str(value)) if value is not None else None
+    return int(found.group(1)) if found else 1
+
+
+def _gpu(case: dict) -> Any:
+    """The catalog GPU (with the logged total where printed), or None."""
+    from kvplan.hardware import find_gpu, load_catalog
+
+    rep = case.get("reported") or {}
+    name = case.get("gpu_catalog") or GPU_OF.get(case["id"])
+    for amd, total in AMD_TOTALS.items():
+        if amd in str(case.get("gpu") or ""):
+            base = find_gpu("MI300X", load_catalog(None))
+            return dataclasses.replace(base, name=amd, memory_bytes=total, memory_precision="exact", estimate=False)
+    if name is None:
+        return None
+    gpu = find_gpu(name, load_catalog(None))
+    total = rep.get("total_gpu_memory_gib")
+    if total is not None:
+        gpu = dataclasses.replace(gpu, memory_bytes=round(total * GIB), memory_precision="exact", estimate=False)
+    return gpu
+
+
+def _gpu_class(name: str) -> str:
+    return "AMD Instinct" if name.upper().startswith("MI") else gpu_class(name)
+
+
+def _model(case: dict) -> Any:
+    from kvplan.sources.resolve import load_model
+
+    name = MODEL_OF.get(case["id"]) or case.get("kvplan_model") or STAND_INS.get(str(case.get("model")),
+                                                                                   case.get("model"))
+    if not name:
+        return None
+    try:
+        return load_model(str(name))
+    except Exception:  # noqa: BLE001 - a model kvplan cannot load is reported, not fatal
+        return None
+
+
+def _logged_kv(case: dict) -> float | None:
+    """The KV memory the log shows, GiB per GPU (SGLang 'GB' are GiB); None where only a token count is
+    printed (``run`` converts it with kvplan's bytes per token, exact for the KV arithmetic)."""
+    rep = case.get("reported") or {}
+    if rep.get("k_size_gib") is not None and rep.get("v_size_gib") is not None:
+        return rep["k_size_gib"] + rep["v_size_gib"]
+    for key in ("kv_size_gib", "available_kv_gib", "kv_gib"):
+        if rep.get(key) is not None:
+            return float(rep[key])
+    for key in ("kv_bytes", "kv_cache_bytes"):
+        if rep.get(key) is not None:
+            return rep[key] / GIB
+    return None
+
+
+def inputs(case: dict) -> tuple[dict | None, str]:
+    """kvplan's arguments for an SGLang / TensorRT-LLM log with its weights and KV memory, or why not."""
+    engine = ENGINE_OF.get(str(case.get("engine")))
+    rep = case.get("reported") or {}
+    if engine == "trtllm" and case["id"] in SHARED:
+        return None, f"GPU shared ({SHARED[case['id']]}): the free memory is not kvplan's to know"
+    want = _logged_kv(case)
+    tokens = rep.get("max_total_num_tokens", rep.get("kv_cache_tokens"))
+    if want is None and not isinstance(tokens, int):
+        return None, "no KV memory logged"
+    if case.get("max_total_tokens") is not None:
+        return None, "the pool is capped by --max-total-tokens (the budget is not what sized it)"
+    version = VERSION_OF.get(case["id"]) or _release(case.get("version")) or _release(case.get("engine_version"))
+    if version is None:
+        return None, "release unknown"
+    gpu = _gpu(case)
+    if gpu is None:
+        return None, "GPU not known"
+    spec = _model(case)
+    if spec is None:
+        return None, "model not loadable"
+    weights = rep.get("weights_gib")
+    if weights is None and engine == "sglang" and rep.get("avail_before_weights_gib") is not None \
+            and rep.get("avail_after_weights_gib") is not None:
+        weights = rep["avail_before_weights_gib"] - rep["avail_after_weights_gib"]
+    if weights is None and engine == "trtllm" and rep.get("engine_size_mib") is not None:
+        weights = rep["engine_size_mib"] / 1024  # the engine file: its weights
+    settings: dict[str, Any] = {}
+    if weights is not None:
+        settings["weights_bytes"] = round(weights * GIB)
+    elif QUANTIZED.search(f"{case.get('model')} {case.get('dtype')} {case.get('quantization')}"):
+        return None, "quantized checkpoint and its weights not logged"
+    derived = case.get("derived") or {}
+    free_before = next((v for v in (rep.get("avail_before_weights_gib"), rep.get("avail_before_weights_gib_min"),
+                                    derived.get("avail_before_weights_gib"), derived.get("free_at_load_begin_gib"),
+                                    FREE_BEFORE.get(case["id"])) if v is not None), None)
+    if free_before is None and rep.get("avail_after_weights_gib") is not None and rep.get("weights_gib") is not None:
+        # SGLang's "mem usage" of the weights is the fall of the free memory: before = after + weights
+        free_before = rep["avail_after_weights_gib"] + rep["weights_gib"]
+    if engine == "sglang":
+        if case.get("mem_fraction_static") is not None and _given_fraction(case):
+            settings["mem_fraction_static"] = case["mem_fraction_static"]
+        if case["id"] in SHARED:
+            if free_before is None:
+                return None, "GPU shared and its free memory not logged"
+            settings["non_torch_bytes"] = gpu.memory_bytes - round(free_before * GIB)
+    else:
+        fraction = case.get("free_gpu_memory_fraction") or case.get("kv_cache_free_gpu_mem_fraction")
+        if fraction:
+            settings["free_gpu_memory_fraction"] = fraction
+        if isinstance(case.get("max_num_tokens"), int):
+            settings["max_num_batched_tokens"] = case["max_num_tokens"]
+    args = {"model": spec, "gpu": gpu, "tp": _whole(case.get("tensor_parallel_size")),
+            "pp": _whole(case.get("pipeline_parallel_size")), "engine": engine, "engine_version": version}
+    context = case.get("context_length") or rep.get("context_len")
+    if engine == "sglang" and isinstance(context, int):
+        args["max_model_len"] = context
+    return {"args": args, "settings": settings, "engine": engine, "version": version, "want": want, "tokens": tokens,
+            "free_before": free_before, "weights_logged": weights is not None}, ""
+
+
+def _given_fraction(case: dict) -> bool:
+    """The log's mem_fraction_static was the user's (a flag or a printed server_args value), not derived."""
+    text = f"{case.get('command') or ''}"
+    if re.search(r"mem_fraction_static=[0-9.]+ \(auto\)", text):  # printed server_args: SGLang's own default
+        return False
+    return "mem-fraction-static" in text or "mem_fraction_static" in text or "MEMFRAC" in text
+
+
+@contextmanager
+def using(fit: sglang_fitted.SglangFit) -> Iterator[None]:
+    """Plan with these fitted sizes (the only writer of sglang fitted.FIT)."""
+    saved = sglang_fitted.FIT
+    sglang_fitted.FIT = fit
+    try:
+        yield
+    finally:
+        sglang_fitted.FIT = saved
+
+
+def readings(case: dict, inp: dict) -> dict[str, float]:
+    """What this log says about each fitted size (bytes): the memory in use at SGLang's first reading."""
+    if inp["engine"] != "sglang" or case["id"] in SHARED or inp["free_before"] is None:
+        return {}
+    args = inp["args"]
+    field = sglang_fitted.context_field(args["tp"], args["gpu"].name)
+    return {field: args["gpu"].memory_bytes - inp["free_before"] * GIB}
+
+
+MIN_FIT_SOURCES = 3  # a size is refitted only from readings of at least this many independent sources
+
+
+def refit(training: Iterable[tuple[str, dict[str, float]]]) -> tuple[sglang_fitted.SglangFit, set[str]]:
+    """Each size: the median of the training readings ((source, readings) pairs); the sizes read by fewer than
+    MIN_FIT_SOURCES sources keep the shipped value and are returned apart."""
+    values: dict[str, list[float]] = defaultdict(list)
+    sources: dict[str, set[str]] = defaultdict(set)
+    for source, reading in training:
+        for name, value in reading.items():
+            values[name].append(value)
+            sources[name].add(source)
+    fields = {f.name for f in dataclasses.fields(sglang_fitted.SglangFit)}
+    new = {name: int(statistics.median(vals)) for name, vals in values.items()
+           if name in fields and len(sources[name]) >= MIN_FIT_SOURCES}
+    return dataclasses.replace(sglang_fitted.FIT, **new), fields - set(new)
+
+
+def plan(inp: dict) -> Any:
+    return max_batch(settings=Settings(**inp["settings"]), **inp["args"])
+
+
+def run() -> tuple[list[dict], list[tuple[str, str, str]]]:
+    usable, skipped = [], []
+    for case in cases():
+        engine = ENGINE_OF.get(str(case.get("engine")))
+        if engine is None:
+            continue
+        inp, why = inputs(case)
+        if inp is None:
+            skipped.append((engine, case["id"], why))
+            continue
+        usable.append((case, inp, readings(case, inp)))
+    rows = []
+    for case, inp, _ in usable:
+        src = source_of(case)
+        args = inp["args"]
+        held_out = True
+        try:
+            shipped = plan(inp)
+            if inp["engine"] == "sglang" and "non_torch_bytes" not in inp["settings"]:
+                fit, unread = refit((source_of(c), r) for c, i, r in usable
+                                    if source_of(c) != src and i["engine"] == "sglang")
+                held_out = sglang_fitted.context_field(args["tp"], args["gpu"].name) not in unread
+                with using(fit):
+                    held = plan(inp).per_gpu.kv_cache_bytes / GIB
+            else:
+                held = shipped.per_gpu.kv_cache_bytes / GIB
+        except Exception as exc:  # noqa: BLE001 - a log kvplan refuses is reported, not fatal
+            skipped.append((inp["engine"], case["id"], f"kvplan refuses it: {exc}"))
+            continue
+        total = shipped.gpu_total_bytes / GIB
+        want = inp["want"]
+        if want is None:  # tokens x kvplan's bytes per token (the KV arithmetic is exact on logged memory)
+            want = inp["tokens"] * shipped.per_gpu.kv_cache_bytes / max(shipped.kv_cache_tokens, 1) / GIB
+        rows.append({"engine": inp["engine"], "case": case["id"], "file": case["_file"], "source": src,
+                     "version": inp["version"], "band": BAND_OF[inp["engine"]](parse_version(inp["version"])),
+                     "gpu_class": _gpu_class(args["gpu"].name), "tp": args["tp"], "logged_kv_gib": want,
+                     "kvplan_kv_gib": shipped.per_gpu.kv_cache_bytes / GIB, "heldout_kv_gib": held,
+                     "total_gib": total, "held_out": held_out, "shared_gpu": case["id"] in SHARED,
+                     "weights_logged": inp["weights_logged"],
+                     "error_pct": (shipped.per_gpu.kv_cache_bytes / GIB - want) / total * 100,
+                     "heldout_error_pct": (held - want) / total * 100})
+    return rows, skipped
+
+
+def summary(rows: list[dict]) -> dict[str, dict[str, dict[str, float]]]:
+    out = {}
+    for engine in ENGINES:
+        rs = [r for r in rows if r["engine"] == engine]
+        out[engine] = {"cross-validated (held-out sources)": stats([r["heldout_error_pct"] for r in rs
+                                                                    if r["held_out"]]),
+                       "in-sample (shipped sizes, all logs)": stats([r["error_pct"] for r in rs])}
+    return out
+
+
+def _table(groups: dict[str, list[dict]], title: str) -> list[str]:
+    out = [f"| {title} | logs | sources | median | p90 | worst |", "|---|---:|---:|---:|---:|---:|"]
+    for key, rs in sorted(groups.items()):
+        s = stats([r["heldout_error_pct"] for r in rs])
+        out.append(f"| {key} | {s['n']} | {len({r['source'] for r in rs})} | {s['median']:.2f} % | "
+                   f"{s['p90']:.2f} % | {s['worst']:.2f} % |")
+    return out
+
+
+MIN_LOGS, MIN_SOURCES = 10, 3  # fewer held-out logs or sources: no 90 % band of their own
+COVER = 0.95  # nominal 2.5th to 97.5th percentile; the whole range under SMALL_SAMPLE logs
+SMALL_SAMPLE = 20
+
+
+def intervals(rows: list[dict], engine: str) -> dict:
+    """The engine's error band from its held-out residuals: per release band with enough logs and sources,
+    else pooled; a pool under MIN_LOGS / MIN_SOURCES is the whole range of its errors, marked ``too_few``."""
+    held = [r for r in rows if r["engine"] == engine and r["held_out"]]
+
+    def band_of(rs: list[dict]) -> dict:
+        errs = [r["heldout_error_pct"] / 100 for r in rs]
+        tail = (1 - COVER) / 2 if len(errs) >= SMALL_SAMPLE else 0.0
+        # rounded outwards, so the band still holds the logs at its ends
+        out = {"low": math.floor(_quantile(errs, tail) * 1e5) / 1e5,
+               "high": math.ceil(_quantile(errs, 1 - tail) * 1e5) / 1e5,
+               "logs": len(rs), "sources": len({r["source"] for r in rs})}
+        if len(rs) < MIN_LOGS or out["sources"] < MIN_SOURCES:
+            out["too_few"] = True
+        return out
+
+    bands: dict[str, list[dict]] = defaultdict(list)
+    for r in held:
+        bands[r["band"]].append(r)
+    table = {"about": (f"kvplan's {TITLES[engine]} KV memory minus the logged one, as a fraction of the GPU's "
+                       "memory, on logs judged with their source held out of every fitted size "
+                       "(benchmarks/crossval_engines.py --intervals); 'low'/'high' are the "
+                       f"{(1 - COVER) / 2:.1%} and {1 - (1 - COVER) / 2:.1%} quantiles (the whole range under "
+                       f"{SMALL_SAMPLE} logs); a release band with fewer than {MIN_LOGS} logs from "
+                       f"{MIN_SOURCES} sources takes the pooled one ('too_few' where even the pool is that thin)"),
+             "min_logs": MIN_LOGS, "min_sources": MIN_SOURCES, "bands": {}, "pooled": band_of(held)}
+    for since, name in BANDS[engine]:
+        rs = bands.get(name, [])
+        if len(rs) >= MIN_LOGS and len({r["source"] for r in rs}) >= MIN_SOURCES:
+            table["bands"][name] = {"since": list(since), **band_of(rs)}
+    return table
+
+
+def coverage(rows: list[dict], engine: str, table: dict) -> float:
+    held = [r for r in rows if r["engine"] == engine and r["held_out"]]
+    inside = sum(table["bands"].get(r["band"], table["pooled"])["low"] - 1e-9 <= r["heldout_error_pct"] / 100
+                 <= table["bands"].get(r["band"], table["pooled"])["high"] + 1e-9 for r in held)
+    return inside / len(held) if held else float("nan")
+
+
+def report(rows: list[dict], skipped: list[tuple[str, str, str]]) -> str:
+    lines = []
+    summ = summary(rows)
+    for engine in ENGINES:
+        rs = [r for r in rows if r["engine"] == engine]
+        held = [r for r in rs if r["held_out"]]
+        lines += [f"**{TITLES[engine]}**", "", "| errors, % of GPU memory | logs | median | p90 | worst |",
+                  "|---|---:|---:|---:|---:|"]
+        for name, s in summ[engine].items():
+            lines.append(f"| {name} | {s['n']} | {s['median']:.2f} % | {s['p90']:.2f} % | {s['worst']:.2f} % |")
+        not_held = sorted(r["case"] for r in rs if not r["held_out"])
+        shared = sorted(r["case"] for r in rs if r["shared_gpu"])
+        lines += ["", f"{len(rs)} {TITLES[engine]} logs from {len({r['source'] for r in rs})} sources"
+                  + (f"; {len(not_held)} not held out (fewer than {MIN_FIT_SOURCES} other sources read their "
+                     "size, so it keeps the shipped value: "
+                     + ", ".join(not_held) + ")" if not_held else "")
+                  + (f"; on a shared GPU, given the logged free memory: {', '.join(shared)}" if shared else "")
+                  + "."]
+        for key, title in (("band", "release band"), ("gpu_class", "GPU class")):
+            groups: dict[str, list[dict]] = defaultdict(list)
+            for r in held:
+                groups[str(r[key])].append(r)
+            lines += ["", *_table(groups, title)]
+        lines += ["", "| log | release | GPU | tp | logged KV GiB | kvplan (held out) GiB | error, % of GPU |",
+                  "|---|---|---|---:|---:|---:|---:|"]
+        for r in sorted(rs, key=lambda r: r["case"]):
+            lines.append(f"| {r['case']} | {r['version']} | {r['gpu_class']} | {r['tp']} | {r['logged_kv_gib']:.2f} | "
+                         f"{r['heldout_kv_gib']:.2f} | {r['heldout_error_pct']:+.2f} % |")
+        table = intervals(rows, engine)
+        pooled = table["pooled"]
+        few = " (too few for a 90 % band: the range of their errors, said in the basis)" if pooled.get("too_few") \
+            else ""
+        lines += ["", f"Interval (`kvplan/engines/{engine}/budget_error.json`): "
+                  + "".join(f"{name}: {b['low'] * 100:+.2f} % to {b['high'] * 100:+.2f} % ({b['logs']} logs, "
+                            f"{b['sources']} sources); " for name, b in table["bands"].items())
+                  + f"pooled: {pooled['low'] * 100:+.2f} % to {pooled['high'] * 100:+.2f} % ({pooled['logs']} logs, "
+                  f"{pooled['sources']} sources){few}; it covers {coverage(rows, engine, table):.0%} of the "
+                  "held-out logs.", ""]
+        left = [f"{cid} ({why})" for e, cid, why in skipped if e == engine]
+        if left:
+            lines += ["Left out: " + "; ".join(left) + ".", ""]
+    return "\n".join(lines).rstrip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", help="write every case's figures here")
+    parser.add_argument("--no-write", action="store_true", help="do not rewrite docs/accuracy.md")
+    parser.add_argument("--baseline", action="store_true", help="rewrite benchmarks/crossval_engines_baseline.json")
+    parser.add_argument("--intervals", action="store_true", help="rewrite each engine's budget_error.json")
+    opts = parser.parse_args()
+    rows, skipped = run()
+    text = report(rows, skipped)
+    if opts.json:
+        Path(opts.json).write_text(json.dumps({"rows": rows, "skipped": skipped}, indent=1) + "\n")
+    if opts.baseline:
+        BASELINE.write_text(json.dumps(summary(rows), indent=1) + "\n")
+    if opts.intervals:
+        for engine in ENGINES:
+            INTERVALS[engine].write_text(json.dumps(intervals(rows, engine), indent=1) + "\n")
+    print(text)
+    if not opts.no_write:
+        out = REPO / "docs" / "accuracy.md"
+        out.write_text(replace_block(out.read_text(), "crossval-engines", text))
+
+
+if __name__ == "__main__":
+    main()

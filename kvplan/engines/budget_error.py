@@ -1,0 +1,35 @@
+"""An engine's cross-validated budget error (its package's ``budget_error.json``) as a ``KvError``.
+
+The table is written by the engine's cross-validation benchmark (benchmarks/crossval.py,
+benchmarks/crossval_engines.py): per release band where that band has enough held-out logs, else all the
+engine's logs pooled; where even the pool is small the table says so (``too_few``) and the basis names it,
+so the printed range is read as the spread of a few logs, not as a 90 % band.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from kvplan.budgets.base import KvError
+
+
+@functools.lru_cache(maxsize=8)
+def _table(path: str) -> dict[str, Any]:
+    table: dict[str, Any] = json.loads(Path(path).read_text())
+    return table
+
+
+def kv_error(path: Path, band: str, title: str) -> KvError:
+    """The error band for ``band`` of the engine titled ``title`` (its pooled one where the band is thin)."""
+    table = _table(str(path))
+    own = table["bands"].get(band)
+    which = f"{title} {band}" if own else f"all {title} releases (too few independent logs for {band})"
+    row = own or table["pooled"]
+    basis = f"{which}: {row['logs']} logs from {row['sources']} sources, each judged with its source held out"
+    if row.get("too_few"):
+        basis += (f"; fewer than {table['min_logs']} logs from {table['min_sources']} sources: the range of "
+                  "their errors, not a 90 % band")
+    return KvError(row["low"], row["high"], basis, thin=bool(row.get("too_few")))
