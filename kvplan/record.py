@@ -176,8 +176,8 @@ else:
                 else:
                     setattr(cls, name, default)
         cls.__kvplan_record__ = (ordered, frozen)
-        cls.__kvplan_compared__ = tuple(f[0] for f in ordered if f[3])
-        cls.__kvplan_hashed__ = tuple(f[0] for f in ordered if f[5])
+        cls.__kvplan_compared__ = staticmethod(_key(tuple(f[0] for f in ordered if f[3])))
+        cls.__kvplan_hashed__ = staticmethod(_key(tuple(f[0] for f in ordered if f[5])))
         if "__init__" not in cls.__dict__:
             cls.__init__ = _lazy_init
         if "__repr__" not in cls.__dict__:
@@ -288,14 +288,26 @@ else:
         shown = [f[0] for f in type(self).__kvplan_record__[0] if f[6]]
         return f"{type(self).__qualname__}({', '.join(f'{name}={getattr(self, name)!r}' for name in shown)})"
 
+    def _key(names):
+        """The tuple of these fields of an instance, read in C (``operator.attrgetter``), as dataclasses' generated
+        ``(self.a, self.b)``."""
+        from operator import attrgetter
+
+        if not names:
+            return lambda obj: ()
+        if len(names) == 1:
+            one = attrgetter(names[0])
+            return lambda obj: (one(obj),)
+        return attrgetter(*names)
+
     def _eq(self, other):
         if other.__class__ is not self.__class__:
             return NotImplemented
-        names = self.__kvplan_compared__
-        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+        key = self.__kvplan_compared__
+        return key(self) == key(other)
 
     def _hash(self):
-        return hash(tuple(getattr(self, n) for n in self.__kvplan_hashed__))
+        return hash(self.__kvplan_hashed__(self))
 
     def _frozen_setattr(self, name, value):
         if type(self).__dict__.get("__kvplan_record__") is not None or name in _names(self):
