@@ -3,12 +3,20 @@ transformers): what fits is what the layout's bytes say, searched exactly."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kvplan.engines.capacity import Demand, KvCapacity
 from kvplan.engines.layout import CacheLayout
 from kvplan.engines.sharing import SharingRule, demand_workload, shared_bytes
 from kvplan.monotone import largest
+
+
+def _near(size: Callable[[int], int], budget: int, at: int) -> int:
+    """Where to start the search for the largest n with ``size(n) <= budget``: ``at`` scaled by how many times
+    ``size(at)`` fits (exact where the bytes grow in proportion, close where a window or a page rounds them).
+    Only the number of probes depends on it: ``largest`` finds the same n from any start."""
+    used = size(max(1, at))
+    return max(1, budget * max(1, at) // used) if used > 0 else max(1, at)
 
 
 def byte_pool_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, demand: Demand, *,
@@ -35,12 +43,15 @@ def byte_pool_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, demand: De
         max_b = largest(lambda b: shared(demand.context, b) <= kv_bytes)
         max_ctx = min(demand.limit, largest(lambda c: shared(c, demand.batch) <= kv_bytes))
     else:
-        max_b = largest(lambda b: needed(demand.context, b) <= kv_bytes)
-        max_ctx = min(demand.limit, largest(lambda c: needed(c, demand.batch) <= kv_bytes))
+        at_batch = _near(lambda b: needed(demand.context, b), kv_bytes, 1)
+        max_b = largest(lambda b: needed(demand.context, b) <= kv_bytes, at_batch)
+        at_context = _near(lambda c: needed(c, demand.batch), kv_bytes, demand.context)
+        max_ctx = min(demand.limit, largest(lambda c: needed(c, demand.batch) <= kv_bytes, at_context))
+    one = _near(lambda c: needed(c, 1), kv_bytes, demand.max_model_len)
     longest = max_ctx if demand.batch == 1 and workload is None else min(
-        demand.limit, largest(lambda c: needed(c, 1) <= kv_bytes))
+        demand.limit, largest(lambda c: needed(c, 1) <= kv_bytes, one))
     request_bytes = needed(demand.max_model_len, 1)
-    tokens = largest(lambda n: needed(n, 1) <= kv_bytes)
+    tokens = largest(lambda n: needed(n, 1) <= kv_bytes, one)
     if concurrency_from_tokens:
         concurrency = tokens / demand.max_model_len
     else:
