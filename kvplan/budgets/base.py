@@ -31,6 +31,8 @@ class Settings:
     """Measured per-GPU items (a calibration from an engine log: kvplan.logs), replacing kvplan's estimates."""
     usage_context: Literal["serve", "llm"] = "serve"
     """vLLM: how the engine is started (`vllm serve` or the `LLM` class); its batch defaults differ."""
+    model_runner: str | None = None
+    """The engine's model runner where it has two (vLLM: v1 or v2, VLLM_USE_V2_MODEL_RUNNER); None: its default."""
     cpu_offload_bytes: int | None = None
     """Weights per GPU kept in host memory (vLLM --cpu-offload-gb); only vLLM's budget takes it."""
     expert_dp: int = 1

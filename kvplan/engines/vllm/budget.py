@@ -3,7 +3,8 @@
 ``vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory`` and ``vllm/utils/mem_utils.py``:
 available = ceil(total x gpu_memory_utilization) - (weights + activation peak + non-torch memory)
 - CUDA-graph estimate. Defaults: utilization 0.92 from v0.21 (0.90 before); the CUDA-graph estimate
-from v0.21 unless --enforce-eager; ``--kv-cache-memory`` replaces the whole calculation.
+from v0.21 unless --enforce-eager, and under Model Runner V2 only from 0.29 (runner.py: which runner runs,
+and its sampler); ``--kv-cache-memory`` replaces the whole calculation.
 The profiled batch (``max_num_batched_tokens``, ``max_num_seqs``) defaults by version, GPU and entry
 point: defaults.py. The CUDA-graph estimate: cudagraph.py. Each constant below says whether it is
 computed from vLLM's code or assumed (fitted to the logs in tests/data/engine_logs_*.yaml, docs/accuracy.md).
@@ -15,7 +16,7 @@ import math
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
 from kvplan.engines.protocol import Demand
-from kvplan.engines.vllm import fitted, sampler
+from kvplan.engines.vllm import fitted, runner, sampler
 from kvplan.engines.vllm.cudagraph import cudagraph_estimate
 from kvplan.engines.vllm.defaults import V1_SINCE, UsageContext, batch_defaults
 from kvplan.engines.version import Version
@@ -104,6 +105,9 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
                          ("--kv-cache-memory given: vLLM skips memory profiling",))
     # the sampler runs on the last pipeline stage; vLLM sizes the pool by the worker with the least room
     rows = min(seqs, tokens)
+    which, why = runner.chosen(version, spec, demand.proposer, pp, settings.model_runner)
+    # under Model Runner V2 too: its own sampler holds less (runner.py), but kvplan's forward model falls short
+    # of V2's logged peaks, so the V1 runner's larger figure stands in (docs/research-vllm-runner.md)
     per_logit, sampler_how = sampler.bytes_per_logit(version, rows)
     buffer, buffer_how = sampler.fixed_bytes(version, rows, spec.vocab_size or 32000, demand.gpu_name)
     act, how = activation_bytes(spec, tokens, tp, rows, per_logit, moe_workspace_bytes(spec, tokens, tp) + buffer)
@@ -118,7 +122,8 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
         measured = getattr(settings, f"{name}_bytes")
         if measured is not None:
             values[name], tags[name] = measured, "measured (calibration)"
-    subtract_graphs = version >= CUDAGRAPH_ESTIMATE_SINCE and not settings.enforce_eager
+    # Model Runner V2 subtracts no CUDA-graph figure before 0.29 (runner.py)
+    subtract_graphs = runner.subtracts_graphs(version, which, CUDAGRAPH_ESTIMATE_SINCE) and not settings.enforce_eager
     for name in ("activation", "non_torch", "cudagraph"):
         if name != "cudagraph" or subtract_graphs:
             measured = tags[name] == "measured (calibration)"
@@ -129,9 +134,14 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     items.append(MemoryItem("kv_cache", kv, "computed", "budget - weights - activation - non_torch - cudagraph"))
     estimated = [n.replace("_", "-") for n in values
                  if tags[n] != "measured (calibration)" and (n != "cudagraph" or subtract_graphs)]
+    graphs_after = which == "v2" and not subtract_graphs and version >= CUDAGRAPH_ESTIMATE_SINCE \
+        and not settings.enforce_eager
+    runner_note = ((f"vLLM runs this model on Model Runner V2 ({why}): before 0.29 it captures its CUDA graphs "
+                    "after sizing the KV cache and subtracts no estimate (set VLLM_USE_V2_MODEL_RUNNER=0, or "
+                    "--model-runner v1, for the other runner)"),) if graphs_after else ()
     notes = (f"vLLM {', '.join(estimated)} memory: kvplan's estimates; vLLM logs 'Available KV cache memory' at "
              "start-up: pass it as --kv-cache-memory, or calibrate from the log (kvplan log --save), to plan "
              "exactly",) if estimated else ()
     # measured items (a calibration) leave the error of the rest: the cross-validated band bounds the whole
     error = fitted.kv_error(version) if len(estimated) == 3 or (len(estimated) == 2 and not subtract_graphs) else None
-    return GpuBudget(total_bytes, tuple(items), kv, defaults, (*batch_note, *notes), error)
+    return GpuBudget(total_bytes, tuple(items), kv, defaults, (*batch_note, *runner_note, *notes), error)

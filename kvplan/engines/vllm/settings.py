@@ -48,6 +48,11 @@ SETTINGS: tuple[Setting, ...] = (
     MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, ENFORCE_EAGER,
     Setting("usage_context", ("--usage-context",), "How it is started, serve (`vllm serve`, the default) or llm "
             "(the LLM class); the batch defaults differ.", "settings"),
+    # envs.VLLM_USE_V2_MODEL_RUNNER (0.12+); unset, config/vllm.py use_v2_model_runner picks by release and model
+    Setting("model_runner", ("--model-runner",), "GPU model runner, v1 (gpu_model_runner.py) or v2 (Model Runner "
+            "V2, from 0.12; the default for more models from 0.22, for all from 0.29): before 0.29 V2 subtracts no "
+            "CUDA-graph memory. Default: the release's choice for the model.", "settings",
+            convert=choice("v1", "v2"), serve=("VLLM_USE_V2_MODEL_RUNNER",)),
     expert_parallel("--enable-expert-parallel"), QUANTIZATION, DTYPE, allow_long("VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
     # the backend and config come first: a mistake in them is named before the size they read
     Setting("kv_offloading_backend", ("--kv-offloading-backend",), "native (the default) or lmcache: LMCache's "
