@@ -99,3 +99,43 @@ def test_cli_flag_reads_v1_or_v2() -> None:
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run([*base, "--model-runner", "v3"], capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "--model-runner" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+LOGS = Path(__file__).parent / "data" / "logs"
+
+
+def test_log_says_which_runner() -> None:
+    from kvplan.logs import parse_log
+
+    # "Using V2 Model Runner" (0.26.0); V2's [model_runner.py:N] lines from EngineCore (0.27.1, 0.31.0)
+    for name in ("vllm-0.26.0-runner-v2-16g.log", "vllm-0.27.1-runner-v2-4090.log", "vllm-0.31.0-runner-v2-a100.log"):
+        log = parse_log(str(LOGS / name))
+        assert log.format == "vllm-v1-runner-v2", name
+    v1 = parse_log(str(LOGS / "vllm-0.21-tp4-ranks.log"))  # [gpu_model_runner.py:N]: the V1 runner
+    assert v1.format == "vllm-v1"
+    # the V0 engine at 0.8+ logs from worker/model_runner.py, bracketed too: never read as V2
+    import yaml
+
+    from kvplan.logs import parse_text
+
+    cases = yaml.safe_load((Path(__file__).parent / "data" / "engine_logs_collected.yaml").read_text())["cases"]
+    v0 = [c for c in cases if c.get("v0") and "[model_runner.py:" in str(c.get("log_excerpt"))]
+    assert len(v0) >= 3
+    assert all(parse_text(c["log_excerpt"]).format != "vllm-v1-runner-v2" for c in v0)
+
+
+def test_calibration_from_a_v2_log_plans_with_v2() -> None:
+    from kvplan.calibrate import calibrate
+    from kvplan.logs import parse_log
+    from kvplan.logs.calibration import from_log
+
+    log = parse_log(str(LOGS / "vllm-0.26.0-runner-v2-16g.log"))
+    cal = from_log(log, model=QWEN05)
+    c = calibrate(cal, QWEN05, gpu=None, gpu_memory=str(cal.gpu.total_bytes), tp=1, pp=1, engine="vllm",
+                  engine_version=None, kv_dtype="auto", max_model_len=32768, settings=Settings())
+    assert c is not None and c.settings.model_runner == "v2"
+    plan = kvplan.max_batch(QWEN05, gpu_memory=str(cal.gpu.total_bytes), engine="vllm",
+                            engine_version=c.engine_version, max_model_len=32768, settings=c.settings)
+    assert plan.per_gpu.cudagraph_bytes == 0  # captured after the KV cache was sized: not subtracted
+    # the logged pool, 1,043,072 tokens (GPU KV cache size), to a block of 16 tokens
+    assert abs(plan.kv_cache_tokens - 1_043_072) <= 16

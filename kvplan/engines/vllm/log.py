@@ -26,6 +26,9 @@ Formats (vllm-project/vllm):
   The native connector before 0.33 prints no size, but "Allocating N CPU tensors..." (0.11-0.33, per worker) and
   at DEBUG each tensor ("Allocating CPU tensor of shape [..]" 0.11-0.19, in the KV dtype; "torch.zeros pinned
   tensor A×B" 0.20-0.26, int8): the pinned bytes (``engines/vllm/pinned.py``). kvplan shows them in the notes.
+- Model runner (0.12+, ``engines/vllm/runner.py``): Model Runner V2 prints "Using V2 Model Runner"
+  (``gpu_worker.py``, 0.18+) and its lines come from ``model_runner.py`` (``vllm/v1/worker/gpu/``); the V1 runner's
+  from ``gpu_model_runner.py``. A V2 log is read as format ``vllm-v1-runner-v2`` and calibrates with that runner.
 - Settings: "Initializing a V1 LLM engine (v0.10.2) with config: model='..', dtype=.., max_seq_len=..,
   tensor_parallel_size=.., kv_cache_dtype=.." and "non-default args: {...}" (``utils.py``).
 """
@@ -143,7 +146,10 @@ _WORTH_READING = re.compile("|".join(re.escape(k) for k in (
     "Maximum concurrency", "maximum model length", "LLM engine", "API server version", "args",
     "max_num_batched_tokens", "max model len", "device_name=", "num_gpu_blocks", "weights memory", "weights take",
     "vLLM instance can use", "available_kv_cache_memory", "stored in KV cache",
-    "offload blocks", "CPU blocks", "mmap file", "CPU tensor", "pinned tensor")))
+    "offload blocks", "CPU blocks", "mmap file", "CPU tensor", "pinned tensor", "model_runner.py", "Model Runner")))
+_V2_FILE = re.compile(r"\[model_runner\.py:\d")  # Model Runner V2's file (bracketed: a 0.8+ log line)
+V2_FORMAT = "vllm-v1-runner-v2"
+V2_RUNNER_SINCE = (0, 12)  # runner.py V2_SINCE: the release that brought vllm/v1/worker/gpu/model_runner.py
 
 
 def read(lines: list[Line], out: Collector) -> str:
@@ -158,6 +164,9 @@ def read(lines: list[Line], out: Collector) -> str:
             _read_line(line, out, state, tensor_sizes)
         except Exception as exc:  # noqa: BLE001 - one odd line must not cost the whole log
             out.skip(line.number, f"not read ({type(exc).__name__})")
+    if _runs_v2(out) and state["fmt"] in ("vllm", "vllm-v1"):
+        state["fmt"] = V2_FORMAT
+        out.values["model_runner"] = [(None, "v2", 0)]
     if "max_model_len" not in out.values and out.has("concurrency_len"):
         out.values["max_model_len"] = out.values["concurrency_len"]
     tier = out.get("host_tier")
@@ -172,6 +181,14 @@ def read(lines: list[Line], out: Collector) -> str:
 def _read_line(line: Line, out: Collector, state: dict[str, str],
                tensor_sizes: dict[int | None, list[tuple[int, bool]]]) -> None:
     text = line.text
+    if "Using V2 Model Runner" in text:
+        out.put("runner_v2_said", True, line)
+    if "gpu_model_runner.py:" in text:
+        out.put("runner_v1_file", True, line)
+    elif "model_runner.py:" in text and _V2_FILE.search(text):
+        out.put("runner_v2_file", True, line)
+        if "EngineCore" in line.label or "Worker" in line.label:  # V1-engine processes; V0 has neither label
+            out.put("engine_core", True, line)
     for name, needle, pattern in _PATTERNS:
         m = pattern.search(text) if needle in text else None
         if m is None:
@@ -246,6 +263,22 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
         out.notes.append(f"num_gpu_blocks_override={m.group(1)}: the block count is forced, not measured")
     if ("Available KV cache memory" in text or "GPU KV cache size" in text) and state["fmt"] == "vllm":
         state["fmt"] = "vllm-v1"
+
+
+def _runs_v2(out: Collector) -> bool:
+    """Whether the log is Model Runner V2's: it says so, or its lines come from V2's model_runner.py (never from
+    gpu_model_runner.py) in a V1-engine log (V0's worker/model_runner.py has the same file name)."""
+    if out.has("runner_v2_said"):
+        return True
+    if not out.has("runner_v2_file") or out.has("runner_v1_file"):
+        return False
+    from kvplan.engines.version import parse_version
+
+    try:
+        version = parse_version(str(out.get("engine_version"))) if out.get("engine_version") else None
+    except ValueError:
+        version = None
+    return version >= V2_RUNNER_SINCE if version is not None else out.has("engine_core")
 
 
 def _tensors_said(count: int, sizes: dict[int | None, list[tuple[int, bool]]], out: Collector) -> str:
@@ -363,9 +396,31 @@ def finish(d: Draft) -> None:
                                  and abs(in_use.bytes - available.bytes) <= available.step_bytes):
             memory["kv_cache"] = in_use
             d.line_of["kv_cache"] = d.out.line_of("kv_cache_in_use") or 0
-    if "cudagraph" in memory and "cudagraph_estimate" not in memory:
-        d.notes.append("CUDA graphs were captured after the KV cache was sized (vLLM before v0.21 does not "
-                       "subtract them from the KV budget)")
+    v2 = d.out.get("model_runner") == "v2"
+    graphs_profiled = _v2_graphs_profiled(d.settings.engine_version) if v2 else None
+    if v2:
+        rule = {True: "from 0.29 it subtracts its measured CUDA-graph memory, as the V1 runner its estimate",
+                False: "before 0.29 it subtracts no CUDA-graph memory from the KV budget",
+                None: "before 0.29 it subtracts no CUDA-graph memory from the KV budget, from 0.29 its measured "
+                      "graphs"}[graphs_profiled]
+        d.notes.append(f"Model Runner V2 ('Using V2 Model Runner', or its model_runner.py lines): {rule}; a "
+                       "calibration plans with it (--model-runner v2)")
+    if "cudagraph" in memory and "cudagraph_estimate" not in memory and graphs_profiled is not True:
+        d.notes.append("CUDA graphs were captured after the KV cache was sized (" + (
+            "Model Runner V2 before 0.29 does" if v2 else "vLLM before v0.21 does") + " not subtract them from the "
+            "KV budget)")
+
+
+def _v2_graphs_profiled(version: str | None) -> bool | None:
+    """Whether Model Runner V2 of this release measures its CUDA graphs before sizing the KV cache (0.29+,
+    runner.py); None where the log names no release."""
+    from kvplan.engines.version import parse_version
+    from kvplan.engines.vllm.runner import V2_GRAPHS_PROFILED_SINCE
+
+    try:
+        return parse_version(version) >= V2_GRAPHS_PROFILED_SINCE if version else None
+    except ValueError:
+        return None
 
 
 def implied_version(fmt: str | None) -> tuple[str, str] | None:
@@ -400,9 +455,12 @@ def calibrate(case: CalibrationCase) -> Calibrated:
     graphs = m["cudagraph"].bytes if "cudagraph" in m else None
     measured_at = dict(gpu_memory=str(case.total), engine_version=case.version,
                        max_model_len=c.max_model_len or here.max_model_len, **case.common)
+    # the runner the log ran (its format says Model Runner V2): vLLM's rule for it, at the log and here
+    logged_runner = "v2" if (cal.source or {}).get("format") == V2_FORMAT else None
     base = Settings(gpu_memory_utilization=util, max_num_batched_tokens=c.max_num_batched_tokens,
                     max_num_seqs=c.max_num_seqs, enforce_eager=bool(c.enforce_eager), weights_bytes=weights,
-                    non_torch_bytes=non_torch, cudagraph_bytes=graphs)
+                    non_torch_bytes=non_torch, cudagraph_bytes=graphs,
+                    model_runner=logged_runner or case.settings.model_runner)
     kv_target = _kv_target(cal, model, measured_at, base, notes, probe)
     # the activation that makes the measured items add up to the measured KV memory (vLLM's identity)
     without = probe(model, settings=replace(base, activation_bytes=0), **measured_at)
@@ -435,7 +493,9 @@ def calibrate(case: CalibrationCase) -> Calibrated:
                      f"{activation / 2**30:.2f} -> {scaled / 2**30:.2f} GiB")
         activation = scaled
     s = replace(case.settings, weights_bytes=weights, activation_bytes=max(activation, 0), non_torch_bytes=non_torch,
-                cudagraph_bytes=graphs)
+                cudagraph_bytes=graphs, model_runner=case.settings.model_runner or logged_runner)
+    if logged_runner and case.settings.model_runner is None:
+        notes.append("calibration: Model Runner V2, as the log ran it")
     if s.gpu_memory_utilization is None and c.gpu_memory_utilization is not None:
         s = replace(s, gpu_memory_utilization=c.gpu_memory_utilization)
     used += ["weights", "activation"] + (["non_torch"] if non_torch is not None else []) + \
