@@ -139,3 +139,12 @@ def test_calibration_from_a_v2_log_plans_with_v2() -> None:
     assert plan.per_gpu.cudagraph_bytes == 0  # captured after the KV cache was sized: not subtracted
     # the logged pool, 1,043,072 tokens (GPU KV cache size), to a block of 16 tokens
     assert abs(plan.kv_cache_tokens - 1_043_072) <= 16
+
+
+def test_estimate_and_092_from_the_0_20_wheel() -> None:
+    # 0.20.0: envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default "1", config/cache.py default 0.92 (0.19.0:
+    # "0" and 0.9), though the 0.20.0 log line says "default since v0.21.0"
+    old = kvplan.max_batch("Qwen/Qwen3-8B", gpu="H100", engine_version="0.19.1")
+    new = kvplan.max_batch("Qwen/Qwen3-8B", gpu="H100", engine_version="0.20.0")
+    assert old.per_gpu.cudagraph_bytes == 0 and new.per_gpu.cudagraph_bytes > 0
+    assert (old.engine_defaults["gpu_memory_utilization"], new.engine_defaults["gpu_memory_utilization"]) == (0.9, 0.92)

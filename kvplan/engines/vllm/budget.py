@@ -2,8 +2,8 @@
 
 ``vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory`` and ``vllm/utils/mem_utils.py``:
 available = ceil(total x gpu_memory_utilization) - (weights + activation peak + non-torch memory)
-- CUDA-graph estimate. Defaults: utilization 0.92 from v0.21 (0.90 before); the CUDA-graph estimate
-from v0.21 unless --enforce-eager, and under Model Runner V2 only from 0.29 (runner.py: which runner runs,
+- CUDA-graph estimate. Defaults: utilization 0.92 from v0.20 (0.90 before); the CUDA-graph estimate
+from v0.20 unless --enforce-eager, and under Model Runner V2 only from 0.29 (runner.py: which runner runs,
 and its sampler); ``--kv-cache-memory`` replaces the whole calculation.
 The profiled batch (``max_num_batched_tokens``, ``max_num_seqs``) defaults by version, GPU and entry
 point: defaults.py. The CUDA-graph estimate: cudagraph.py. Each constant below says whether it is
@@ -22,8 +22,11 @@ from kvplan.engines.vllm.defaults import V1_SINCE, UsageContext, batch_defaults
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
-UTIL_092_SINCE = (0, 21)
-CUDAGRAPH_ESTIMATE_SINCE = (0, 21)  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default 1 from 0.21 (envs.py)
+# the 0.20.0 wheel already has both (config/cache.py gpu_memory_utilization default 0.92; envs.py
+# VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default "1"), though its log line says "default since v0.21.0";
+# 0.19.0 has 0.9 and "0"
+UTIL_092_SINCE = (0, 20)
+CUDAGRAPH_ESTIMATE_SINCE = (0, 20)
 
 # The sampler's part of the activation peak: derived from vLLM's code per release (sampler.py). Non-torch memory
 # charged to the budget (docs/research-vllm.md section 2): fitted sizes, in fitted.py (with the logs each was fitted on; benchmarks/crossval.py refits them without one
@@ -116,7 +119,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     cudagraph, cg_how = cudagraph_estimate(spec, tp, pp, seqs, tokens, demand.gpu_name)
     # measured items (a calibration read from an engine log, kvplan.logs) replace kvplan's estimates
     tags = {"activation": f"profile peak, {how}", "non_torch": nt_how,
-            "cudagraph": f"vLLM >= 0.21 subtracts its CUDA-graph estimate; {cg_how}"}
+            "cudagraph": f"vLLM >= 0.20 subtracts its CUDA-graph estimate; {cg_how}"}
     values = {"activation": act, "non_torch": non_torch, "cudagraph": cudagraph}
     for name in values:
         measured = getattr(settings, f"{name}_bytes")

@@ -1,4 +1,4 @@
-"""vLLM's CUDA-graph memory estimate, subtracted before the KV cache (default from v0.21).
+"""vLLM's CUDA-graph memory estimate, subtracted before the KV cache (default from v0.20).
 
 Computed (structure): ``vllm/v1/worker/gpu_model_runner.py GPUModelRunner.profile_cudagraph_memory``
 captures the first two sizes of each mode (PIECEWISE, FULL): the first capture is the mode's fixed cost,

@@ -43,7 +43,7 @@ def combine(values: Mapping[str, Any], ranks: int) -> dict[str, Any]:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("gpu_memory_utilization", ("--gpu-memory-utilization",),
-            "Fraction of the GPU (default 0.92; 0.90 before v0.21).", "settings", convert=number,
+            "Fraction of the GPU (default 0.92; 0.90 before v0.20).", "settings", convert=number,
             serve=("--gpu-memory-utilization",)),
     MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, ENFORCE_EAGER,
     Setting("usage_context", ("--usage-context",), "How it is started, serve (`vllm serve`, the default) or llm "
