@@ -19,8 +19,9 @@ holds at once (lines are those of each release's wheel):
   mask is applied in place; probabilities and the sampling noise (4 + 4 B): 14 B, plus a cached fp32 buffer of
   min(next_pow2(min(SMs, rows)), SMs) x vocab x 4 B (0.17.0 ``topk_topp_triton.py`` :993-1000; 0.19.0 :1011-1018).
 
-Not modelled (said where it matters): Model Runner V2's sampler (default for some models from 0.22), the
-rejection sampler's extra dummy run under speculative decoding, an fp32 lm_head (2 B less).
+Not modelled (said where it matters): Model Runner V2's sampler (runner.py: it holds the logits only; the V1
+figure stands in), the rejection sampler's extra dummy run under speculative decoding, an fp32 lm_head (2 B
+less).
 """
 
 from __future__ import annotations
