@@ -148,3 +148,21 @@ def test_estimate_and_092_from_the_0_20_wheel() -> None:
     new = kvplan.max_batch("Qwen/Qwen3-8B", gpu="H100", engine_version="0.20.0")
     assert old.per_gpu.cudagraph_bytes == 0 and new.per_gpu.cudagraph_bytes > 0
     assert (old.engine_defaults["gpu_memory_utilization"], new.engine_defaults["gpu_memory_utilization"]) == (0.9, 0.92)
+
+
+def test_check_reads_the_deployments_runner_variable(tmp_path: Path) -> None:
+    import json
+
+    def tokens(env: str) -> int:
+        path = tmp_path / "serve.sh"
+        path.write_text("# kvplan/gpu: RTX-4090\n# kvplan/engine-version: 0.27.1\n"
+                        f"{env}vllm serve Qwen/Qwen3-8B --max-model-len 8192\n")
+        done = subprocess.run([sys.executable, "-m", "kvplan", "check", str(path), "--format", "json"],
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        doc = json.loads(done.stdout)
+        return int((doc["deployments"][0] if "deployments" in doc else doc)["kv_cache_tokens"])
+
+    # 0.27.1 runs Qwen3-8B on V2 by default (no graphs taken off); VLLM_USE_V2_MODEL_RUNNER=0 takes V1's estimate
+    default, v1, v2 = tokens(""), tokens("VLLM_USE_V2_MODEL_RUNNER=0 "), tokens("VLLM_USE_V2_MODEL_RUNNER=1 ")
+    assert default == v2 > v1

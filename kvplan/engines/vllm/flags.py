@@ -105,8 +105,8 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
 GIB = 1 << 30
 
 
-ENVIRONMENT = ("VLLM_USE_V1", "VLLM_USE_SIMPLE_KV_OFFLOAD", "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
-"""Environment variables a deployment sets that change vLLM's host tiers (read by ``kvplan/deploy``)."""
+ENVIRONMENT = ("VLLM_USE_V1", "VLLM_USE_SIMPLE_KV_OFFLOAD", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_V2_MODEL_RUNNER")
+"""Environment variables a deployment sets that change vLLM's host tiers or budget (read by ``kvplan/deploy``)."""
 V0_DEFAULT_SWAP_GIB = 4  # CacheConfig.swap_space = 4 (vllm 0.8.5 vllm/config.py, 0.10.1.1 vllm/config/cache.py)
 V1_DEFAULT_SINCE = (0, 8)  # envs.py: VLLM_USE_V1 defaults to "1" from 0.8.0; before, V1 was opt-in
 SIMPLE_OFFLOAD_SINCE = (0, 19)  # envs.VLLM_USE_SIMPLE_KV_OFFLOAD: in the 0.19.0 wheel, not in 0.18.0
@@ -218,6 +218,16 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     gb = settings.get("cpu_offload_gb")
     if gb:
         budget["cpu_offload_bytes"] = int(float(gb) * GIB)
+    # envs.VLLM_USE_V2_MODEL_RUNNER, read from 0.12 (bool(int(...))); unset: the release's choice (runner.py)
+    use_v2 = _env_flag(settings.get("VLLM_USE_V2_MODEL_RUNNER"))
+    if use_v2 is not None and not v0:
+        from kvplan.engines.vllm.runner import V2_SINCE
+
+        if ver >= V2_SINCE:
+            budget["model_runner"] = "v2" if use_v2 else "v1"
+        elif use_v2:
+            remarks.append(ServeRemark("note", "not-read", "VLLM_USE_V2_MODEL_RUNNER=1 has no effect before vLLM "
+                                       "0.12 (no Model Runner V2)", "VLLM_USE_V2_MODEL_RUNNER"))
     sharing = True
     if v0 and not prefix_off and not settings.get("enable_prefix_caching"):
         sharing = False  # V0's CacheConfig.enable_prefix_caching is False unless the flag is given (V1 sets True)
