@@ -23,7 +23,7 @@ from kvplan.engines.layout import CacheLayout
 from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.engines.version import Version
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, PoolGrouping, PoolType, pool_grouping
-from kvplan.monotone import LIMIT, largest
+from kvplan.monotone import LIMIT
 
 # "GPU KV cache size: N tokens": int(concurrency x max_model_len) in 0.21.0 and later (0.20 unchecked),
 # blocks // groups x block size before (get_kv_cache_capacity).
@@ -94,6 +94,45 @@ class PoolShape:
                 groups, block = groups + n, t.block_size
         return constant, groups, block
 
+    def longest(self, blocks: int, batched_tokens: int, upper: int) -> int:
+        """The largest length in [1, ``upper``] admitted with at most ``blocks`` blocks, 0 if none: what a bisection
+        over ``blocks_per_request`` (monotone in the length) finds, worked out from its pieces where it can. Past
+        every window (sliding, chunked) the count grows only with the full groups' ceil(length / block): one
+        division when they share a block size (``linear`` where there is no window at all). Otherwise bisected,
+        as ``_estimate_max_model_len_from_groups`` does."""
+        if upper < 1 or self.blocks_per_request(1, batched_tokens) > blocks:
+            return 0
+        if self.blocks_per_request(upper, batched_tokens) <= blocks:
+            return upper
+        line = self.linear()
+        if line is not None:  # no window, one block size: solved in closed form
+            return _longest_linear(line, blocks, upper)
+        in_flight = in_flight_tokens(self.in_flight_batches, batched_tokens)
+        lo, hi = 1, upper  # admitted at lo, not at hi
+        saturated, full = 1, 0
+        sizes: set[int] = set()
+        for t, groups in zip(self.types, self.groups_per_type):
+            if t.kind == "recurrent":
+                continue
+            if t.kind in ("sliding", "chunked") and t.span is not None:
+                saturated = max(saturated, t.span + in_flight - (t.kind == "sliding"))
+            else:
+                full, sizes = full + groups, sizes | {t.block_size}
+        if saturated < upper and len(sizes) == 1:
+            fixed_at = self.blocks_per_request(saturated, batched_tokens)
+            if fixed_at <= blocks:
+                (block,) = sizes
+                fixed = fixed_at - full * -(-saturated // block)
+                return min(upper, (blocks - fixed) // full * block)
+            hi = saturated
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.blocks_per_request(mid, batched_tokens) <= blocks:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
     def admission_blocks(self, layer_type: PoolType, length: int, in_flight: int) -> int:
         """Blocks one group of ``layer_type`` is admitted with for a request of ``length`` tokens."""
         block = layer_type.block_size
@@ -153,18 +192,7 @@ def vllm_capacity(pool: PoolShape, available_bytes: int, max_model_len: int, ver
 def vllm_max_model_len(pool: PoolShape, available_bytes: int, max_num_batched_tokens: int, upper: int) -> int:
     """The longest request that fits the blocks requests can have (``_estimate_max_model_len_from_groups``:
     a binary search up to ``upper``)."""
-    blocks = pool.free_blocks(available_bytes)
-    line = pool.linear()
-    if line is not None:  # the search's answer, solved: constant + groups * ceil(length / block) <= blocks
-        return _longest_linear(line, blocks, upper)
-    lo, hi = 0, upper
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if pool.blocks_per_request(mid, max_num_batched_tokens) <= blocks:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return pool.longest(pool.free_blocks(available_bytes), max_num_batched_tokens, upper)
 
 
 def _longest_linear(line: tuple[int, int, int], blocks: int, upper: int) -> int:
@@ -191,14 +219,9 @@ def capacity(layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, ba
     if demand.batch == 1:
         max_ctx = longest
     else:
-        lines = [p.linear() for p in pools]
-        if demand.batch > 0 and all(line is not None for line in lines):
-            # batch x blocks_per_request(c) <= usable  <=>  blocks_per_request(c) <= usable // batch
-            max_ctx = min(limit, LIMIT, *(_longest_linear(line, p.usable_blocks(kv_bytes) // demand.batch, LIMIT)
-                                          for line, p in zip(lines, pools) if line is not None))
-        else:
-            max_ctx = min(limit, largest(lambda c: all(
-                demand.batch * p.blocks_per_request(c, batched_tokens) <= p.usable_blocks(kv_bytes) for p in pools)))
+        # batch x blocks <= usable  <=>  blocks <= usable // batch: the longest context each stage admits that often
+        max_ctx = min(p.longest(p.usable_blocks(kv_bytes) // demand.batch, batched_tokens, min(limit, LIMIT))
+                      for p in pools)
     notes: tuple[str, ...] = ()
     admission = ""
     if any(t.kind in ("sliding", "chunked") for p in pools for t in p.types):
