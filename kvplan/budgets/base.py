@@ -39,6 +39,9 @@ class Settings:
     """Data-parallel ranks that share one copy of the routed experts (expert parallelism across DP ranks:
     vLLM ``--data-parallel-size`` with a MoE model, SGLang / TensorRT-LLM attention DP): each GPU holds
     1 / (tp x pp x expert_dp) of them, and 1 / (tp x pp) of every other weight. 1: each replica its own."""
+    device_used_bytes: int = 0
+    """Memory other processes hold on each of this deployment's GPUs when its engine starts (deployments sharing
+    a GPU, ``kvplan.share``); each engine's budget and start-up check read it by its own rule."""
 
     def __post_init__(self) -> None:
         if self.usage_context not in ("serve", "llm"):
@@ -54,7 +57,7 @@ class Settings:
                 raise UsageError(f"{value} must be positive", field=name)
         if isinstance(self.expert_dp, bool) or not isinstance(self.expert_dp, int) or self.expert_dp < 1:
             raise UsageError(f"{self.expert_dp!r} must be a whole number of at least 1", field="ep")
-        for name in ("activation_bytes", "non_torch_bytes", "cudagraph_bytes"):
+        for name in ("activation_bytes", "non_torch_bytes", "cudagraph_bytes", "device_used_bytes"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise UsageError(f"{value} must not be negative", field=name)

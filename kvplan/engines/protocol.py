@@ -21,7 +21,8 @@ from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.budgets.base import GpuBudget, MemoryItem, Settings
+    from kvplan.engines.device import DeviceShare
     from kvplan.engines.launch import Launch
     from kvplan.engines.log_format import LogReader
     from kvplan.engines.offload import OffloadTier
@@ -132,6 +133,12 @@ class Engine(Protocol):
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> OffloadTier | None: ...
 
+    def device_share(self, items: Sequence[MemoryItem], total_bytes: int, tp: int, pp: int, version: Version,
+                     used_bytes: int) -> DeviceShare:
+        """What one GPU of a deployment (its budget's ``items``, planned with ``device_used_bytes`` =
+        ``used_bytes``) takes once started beside ``used_bytes`` held by other processes, and whether it starts."""
+        ...
+
 
 class from_module:  # noqa: N801 - used like a decorator-less property
     """An engine attribute read from a module of its package on first use (keeps ``import kvplan`` and
@@ -229,6 +236,12 @@ class EngineDefaults:
                      demand: Demand, capacity: KvCapacity) -> OffloadTier | None:
         """The host-memory KV tier the options ask for (``engines/offload.py`` ``OffloadTier``), or None."""
         return None
+
+    def device_share(self, items: Sequence[MemoryItem], total_bytes: int, tp: int, pp: int, version: Version,
+                     used_bytes: int) -> DeviceShare:
+        """Refused by name: kvplan has no rule for how this engine takes memory beside other processes."""
+        raise UsageError(f"kvplan has no rule for how {self.title} shares a GPU with other processes",
+                         field="engine")
 
 
 def make_engine_options(**values: Any) -> EngineOptions:

@@ -14,7 +14,8 @@ from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.budgets.base import GpuBudget, MemoryItem, Settings
+    from kvplan.engines.device import DeviceShare
     from kvplan.engines.offload import OffloadTier
 
 _SPLIT_POOL_NOTE = ("SGLang splits full and sliding-window pools by swa_full_tokens_ratio (0.8); kvplan treats the "
@@ -51,6 +52,12 @@ class SGLangEngine(EngineDefaults):
 
     def check_parallel(self, spec: ModelSpec, tp: int) -> None:
         refuse_uneven_heads(self.title, spec, tp)
+
+    def device_share(self, items: Sequence[MemoryItem], total_bytes: int, tp: int, pp: int, version: Version,
+                     used_bytes: int) -> DeviceShare:
+        from kvplan.engines.sglang.device import device_share
+
+        return device_share(items, total_bytes, used_bytes)
 
     def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
                settings: Settings) -> GpuBudget:

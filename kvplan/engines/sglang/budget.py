@@ -129,7 +129,8 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
         weights = weights_on_gpu(weights, settings.cpu_offload_bytes, embedding)
     context = _context(tp, demand.gpu_name) if settings.non_torch_bytes is None else \
         MemoryItem("non_torch", settings.non_torch_bytes, "given", "measured (calibration)")
-    free_before = total_bytes - context.bytes
+    # the memory free when SGLang starts (device.py): other processes' memory is not free
+    free_before = total_bytes - context.bytes - settings.device_used_bytes
     reserve = int(free_before * (1 - mfs))
     how = f"{chosen.source}: {chosen.reserved_mib:,.0f} MiB kept" if chosen and chosen.reserved_mib else \
         (chosen.source if chosen else "")

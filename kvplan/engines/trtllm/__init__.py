@@ -14,7 +14,8 @@ from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.budgets.base import GpuBudget, MemoryItem, Settings
+    from kvplan.engines.device import DeviceShare
     from kvplan.engines.offload import OffloadTier
 
 
@@ -52,6 +53,12 @@ class TRTLLMEngine(EngineDefaults):
         from kvplan.engines.trtllm import layout
 
         return layout.layout(spec, kv_dtype, version, options)
+
+    def device_share(self, items: Sequence[MemoryItem], total_bytes: int, tp: int, pp: int, version: Version,
+                     used_bytes: int) -> DeviceShare:
+        from kvplan.engines.trtllm.device import device_share
+
+        return device_share(items, total_bytes, used_bytes)
 
     def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
                settings: Settings) -> GpuBudget:

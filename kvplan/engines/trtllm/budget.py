@@ -31,7 +31,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     act, how = activation_bytes(spec, tokens, tp, settings.max_num_seqs or 256)
     items = [weights, MemoryItem("activation", act, "assumed", how),
              MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context, cuBLAS, NCCL")]
-    free = total_bytes - weights.bytes - act - CONTEXT_BYTES
+    free = total_bytes - weights.bytes - act - CONTEXT_BYTES - settings.device_used_bytes  # others': not free (device.py)
     kv = kv_item(settings, int(free * fraction), f"{fraction:g} x memory free after warm-up")
     items.append(kv)
     from kvplan.engines.trtllm.error import kv_error

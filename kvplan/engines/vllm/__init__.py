@@ -22,7 +22,8 @@ from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.budgets.base import GpuBudget, MemoryItem, Settings
+    from kvplan.engines.device import DeviceShare
     from kvplan.engines.offload import OffloadTier
     from kvplan.engines.sharing import Workload
     from kvplan.engines.speculative import Speculation, SpeculativeLayout
@@ -117,6 +118,12 @@ class VLLMEngine(EngineDefaults):
         from kvplan.engines.vllm.offload import offload_tier
 
         return offload_tier(layouts, version, options, tp, demand)
+
+    def device_share(self, items: Sequence[MemoryItem], total_bytes: int, tp: int, pp: int, version: Version,
+                     used_bytes: int) -> DeviceShare:
+        from kvplan.engines.vllm import device
+
+        return device.device_share(items, total_bytes, tp, pp, version, used_bytes)
 
     def admission(self, layout: CacheLayout) -> Callable[[int], int] | None:
         """Pool bytes one request of ``context`` tokens is admitted with, at the default 8,192 batched

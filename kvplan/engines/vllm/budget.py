@@ -134,6 +134,13 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     act, non_torch = values["activation"], values["non_torch"]
     cudagraph = values["cudagraph"] if subtract_graphs else 0
     kv = requested - weights.bytes - act - non_torch - cudagraph
+    if settings.device_used_bytes:
+        from kvplan.engines.vllm.device import counts_others
+
+        if counts_others(version):  # device.py: these releases count every process's memory on the GPU
+            kv -= settings.device_used_bytes
+            items.append(MemoryItem("other_processes", settings.device_used_bytes, "given",
+                                    "held by other processes at start-up: this release counts it as its own"))
     items.append(MemoryItem("kv_cache", kv, "computed", "budget - weights - activation - non_torch - cudagraph"))
     estimated = [n.replace("_", "-") for n in values
                  if tags[n] != "measured (calibration)" and (n != "cudagraph" or subtract_graphs)]
