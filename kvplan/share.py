@@ -5,8 +5,8 @@ each engine's own rule (``Engine.device_share``, in ``engines/<engine>/device.py
 and whether it starts at all (vLLM from 0.9 refuses when the free memory is below its fraction of the total;
 SGLang and TensorRT-LLM size their cache from the free memory, so a later one gets less). A deployment that does
 not start holds nothing. ``share_gpu`` plans the order given and, where it differs, the reverse; where the given
-order does not start every deployment, the fixes are the nearest memory fraction of one deployment (and the other
-order) with which all start, each planned again.
+order does not start every deployment with room for one request, the fixes are the nearest memory fraction of one
+deployment (and the other order) with which all do, each planned again.
 """
 
 from __future__ import annotations
@@ -45,11 +45,16 @@ class Started:
     kv_cache_bytes: int
     kv_cache_tokens: int
     max_concurrency: float
+    fits: bool = True
+    """One request of max_model_len fits its KV cache (an engine may start without: SGLang caps requests)."""
+    capped: str = ""
+    """What the engine does when it starts without room for one request ("" where it has room)."""
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "engine": self.engine, "used_before_bytes": self.used_before_bytes,
-                "starts": self.starts, "reason": self.reason, "takes_bytes": self.takes_bytes,
+                "starts": self.starts, "reason": self.reason, "fits": self.fits, "capped": self.capped,
+                "takes_bytes": self.takes_bytes,
                 "kv_cache_bytes": self.kv_cache_bytes, "kv_cache_tokens": self.kv_cache_tokens,
                 "max_concurrency": round(self.max_concurrency, 4), "notes": list(self.notes)}
 
@@ -64,17 +69,23 @@ class Order:
         return all(d.starts for d in self.deployments)
 
     @property
+    def all_fit(self) -> bool:
+        """Every deployment starts and holds one request of its max_model_len."""
+        return all(d.starts and d.fits for d in self.deployments)
+
+    @property
     def left_bytes(self) -> int:
         return self.total_bytes - sum(d.takes_bytes for d in self.deployments)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"order": [d.name for d in self.deployments], "all_start": self.all_start,
+        return {"order": [d.name for d in self.deployments], "all_start": self.all_start, "all_fit": self.all_fit,
                 "left_bytes": self.left_bytes, "deployments": [d.to_dict() for d in self.deployments]}
 
 
 @dataclass(frozen=True)
 class ShareFix:
-    """A change with which every deployment starts, in the order given: ``order`` is it planned again."""
+    """A change with which every deployment starts and holds one request, in the order given (or the order it
+    names): ``order`` is it planned again."""
 
     deployment: str
     """The deployment changed ("" for a change of start order)."""
@@ -125,18 +136,34 @@ def start_in_turn(tenants: Sequence[Tenant]) -> tuple[Order, str]:
         eng = get_engine(tenant.engine)
         _, version = eng.version_of(plan.engine_version)
         share = eng.device_share(plan.items, total, plan.tp, plan.pp, version, used)
-        notes = share.notes
-        short = not plan.fits and not share.refusal
-        if short and eng.unfit and plan.per_gpu.kv_cache_bytes > 0:  # an engine that starts on a short pool
-            short, notes = False, (*notes, eng.unfit)
-        reason = share.refusal or (f"its KV cache does not hold one request of {plan.max_model_len:,} tokens beside "
-                                   f"the {used / (1 << 30):.2f} GiB others hold" if short else "")
+        reason, capped = share.refusal, ""
+        if not plan.fits and not reason:
+            reason = _short(tenant.engine, eng, plan, used)
+            if reason.startswith("+"):  # the engine starts all the same (and caps requests)
+                capped, reason = reason[1:], ""
         starts = not reason
         out.append(Started(tenant.name, plan.engine, used, starts, reason, share.takes_bytes if starts else 0,
-                           plan.per_gpu.kv_cache_bytes, plan.kv_cache_tokens, plan.max_concurrency, notes))
+                           plan.per_gpu.kv_cache_bytes, plan.kv_cache_tokens, plan.max_concurrency, plan.fits,
+                           capped, share.notes))
         if starts:
             used += share.takes_bytes
     return Order(tuple(out), total), gpu
+
+
+def _short(engine: str, eng: Any, plan: Any, used: int) -> str:
+    """Why a deployment whose pool holds less than one request does not start; "+" and a note where its engine
+    starts all the same (SGLang caps requests: its serve flags' ``short_pool``; TensorRT-LLM shrinks the window)."""
+    from kvplan.engines.serve import serve_flags
+
+    serve = serve_flags(engine)
+    if serve is not None and serve.short_pool is not None:
+        capped = serve.short_pool(plan.kv_cache_tokens, plan.max_model_len, {})
+        if capped is not None:
+            return capped.message if capped.severity == "error" else "+" + capped.message
+    if eng.unfit and plan.per_gpu.kv_cache_bytes > 0:
+        return "+" + eng.unfit
+    return (f"its KV cache does not hold one request of {plan.max_model_len:,} tokens beside the "
+            f"{used / (1 << 30):.2f} GiB others hold")
 
 
 def share_gpu(tenants: Sequence[Tenant], *, fixes: bool = True) -> ShareResult:
@@ -150,8 +177,8 @@ def share_gpu(tenants: Sequence[Tenant], *, fixes: bool = True) -> ShareResult:
     if [t.name for t in reverse] != [t.name for t in tenants]:
         orders.append(start_in_turn(reverse)[0])
     found: list[ShareFix] = []
-    if fixes and not given.all_start:
-        if len(orders) > 1 and orders[1].all_start:
+    if fixes and not given.all_fit:
+        if len(orders) > 1 and orders[1].all_fit:
             found.append(ShareFix("", "order", "", [t.name for t in reverse], orders[1]))
         for i in range(len(tenants)):
             fix = _fraction_fix(tenants, i, given.deployments[i])
@@ -184,6 +211,6 @@ def _fraction_fix(tenants: Sequence[Tenant], i: int, started: Started) -> ShareF
             order, _ = start_in_turn(changed)
         except KvplanError:
             continue
-        if order.all_start:
+        if order.all_fit:
             return ShareFix(tenant.name, field, flag, value, order)
     return None

@@ -233,6 +233,7 @@ def check_file(path: str, ctx: Any, *, ignore_unrecognized: bool = False) -> Fil
             result.skipped = True
             return result
     result.findings.extend(findings)
+    checked_by_dep = []
     for dep in deployments:
         try:
             checked = check_deployment(dep, ctx)
@@ -242,6 +243,11 @@ def check_file(path: str, ctx: Any, *, ignore_unrecognized: bool = False) -> Fil
             if r.status == "invalid":  # not planned: say what the file says, not the defaults
                 _as_written(r, dep, ctx.gpu)
         result.deployments.extend(checked)
+        checked_by_dep.append((dep, checked))
+    if any(dep.devices is not None for dep in deployments):
+        from kvplan.deploy.shared import check_shared
+
+        check_shared(checked_by_dep)
     return result
 
 

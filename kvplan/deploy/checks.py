@@ -384,6 +384,10 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         add(_finding(dep, "note", "max-model-len-auto", f"{dep.spelled('max_model_len')} auto: the engine picks "
                      f"{plan.max_model_len:,}", dep.line_of("max_model_len"), value="auto", fits=plan.max_model_len))
     _fill(result, plan)
+    if dep.devices is not None:  # pinned GPUs another deployment may share: deploy/shared.py plans them together
+        from kvplan.share import Tenant
+
+        result.tenant = Tenant(result.name, dep.engine, kwargs["settings"], lambda chosen: run(settings=chosen))
     pinned = pinned_check(dep, plan.offload, dp)  # an offload tier's pinned pool vs the container's memory limit
     if pinned is not None:
         add(_finding(dep, "error", "host-memory", pinned[0], pinned[1], value=pinned[2], fits=pinned[3]))

@@ -94,6 +94,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
             dep.engine_version = Value(version, line_at(svc, "image"), "image tag")
         dep.host_memory = compose_limit(svc)  # pinned offload tiers vs the memory limit
         count, count_line = gpu_count(svc)
+        dep.devices = device_ids(svc)
         if count is not None:
             dep.gpu_count = Value(count, count_line, "GPU device reservation")
         notes = kvplan_annotations(svc.get("labels"))
@@ -144,3 +145,14 @@ def gpu_count(svc: Any) -> tuple[int | None, int | None]:
             return len(d["device_ids"]), line_at(devices, i, "device_ids")
         return None, line_at(devices, i)
     return None, None
+
+
+def device_ids(svc: Any) -> Value | None:
+    """The GPUs a service is pinned to (``device_ids`` of its GPU reservation): services naming the same ones share
+    them. A ``count`` alone pins nothing (the runtime picks)."""
+    devices = dig(svc, "deploy", "resources", "reservations", "devices")
+    for i, d in enumerate(devices if isinstance(devices, list) else []):
+        if isinstance(d, dict) and isinstance(d.get("device_ids"), list) and d["device_ids"]:
+            return Value(tuple(sorted(str(x) for x in d["device_ids"])), line_at(devices, i, "device_ids"),
+                         "device_ids")
+    return None

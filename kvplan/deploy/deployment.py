@@ -64,6 +64,9 @@ class Deployment:
     host_memory: Value | None = None
     """Host memory (bytes) one pod / container may use: its memory limit; None: not stated."""
     pods: int = 1
+    devices: Value | None = None
+    """The GPUs it is pinned to (compose ``device_ids``, a kvplan file's ``gpu.devices``), a sorted tuple of their
+    names; deployments of one file pinned to the same GPUs share them (``deploy/shared.py``). None: not stated."""
     """Pods the deployment's GPUs are spread over (a LeaderWorkerSet's size)."""
 
     def setting(self, key: str, default: Any = None) -> Any:

@@ -119,6 +119,9 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
             dep.gpus.append(Value({"memory": gpu.memory}, line_at(data, *at, "gpu", "memory"), "gpu.memory"))
         dep.gpu_count = Value(gpu.count, line_at(data, *at, "gpu", "count") if not isinstance(d.gpu, str)
                               else gpu_line, "gpu.count")
+        if gpu.devices is not None:
+            dep.devices = Value(tuple(sorted(str(x) for x in gpu.devices)), line_at(data, *at, "gpu", "devices"),
+                                "gpu.devices")
         engine = EngineSpec(name=d.engine) if isinstance(d.engine, str) else d.engine
         dep.engine = engine.name
         if engine.version is not None:

@@ -76,6 +76,9 @@ class GpuSpec(_Strict):
     type: Optional[str] = Field(None, description="A GPU from `kvplan gpus`, or a node label such as NVIDIA-H100-80GB-HBM3.")
     memory: Optional[str] = Field(None, description="Any other GPU: its total memory, e.g. 47.5GiB.")
     count: Annotated[int, NoBool] = Field(1, ge=1, description="GPUs the deployment gets (tp x pp x dp uses them).")
+    devices: Optional[list[Union[Annotated[int, NoBool], str]]] = Field(
+        None, min_length=1, description="The GPUs it runs on (indices or UUIDs, as CUDA_VISIBLE_DEVICES names them): "
+        "deployments listing the same GPUs share them, started in the file's order.")
 
     @model_validator(mode="after")
     def _one(self) -> "GpuSpec":

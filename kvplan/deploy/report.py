@@ -94,6 +94,8 @@ class DeploymentResult:
     """Weights one GPU holds (less vLLM's --cpu-offload-gb)."""
     fixes: list[Any] = field(default_factory=list)
     """Where it does not fit: the smallest changes that make it fit, each planned (``deploy/fixes.py``)."""
+    tenant: Any = field(default=None, repr=False, compare=False)
+    """How to plan it again beside other deployments on its GPUs (a ``kvplan.share.Tenant``; not in the JSON)."""
 
     @property
     def status(self) -> str:
