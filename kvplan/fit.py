@@ -34,6 +34,38 @@ class Prices:
 
 
 @dataclass(frozen=True)
+class Beside:
+    """A second model served on the same GPUs as each row's replicas (``kvplan fit --beside``): ``concurrency``
+    sequences of ``context`` tokens, spread over the row's replicas like the row's own."""
+
+    model: Any
+    context: int
+    concurrency: int = 1
+
+
+@dataclass(frozen=True)
+class BesideRow:
+    """Whether the second model fits on a row's GPUs: both at the least memory fraction that holds its workload
+    (the row's model started first, the other on what it leaves), planned with ``kvplan.share``."""
+
+    model: str
+    setting: str
+    flag: str
+    fraction: float | None
+    """The row's model's least fraction; None where it was not found."""
+    beside_fraction: float | None
+    fits: bool
+    reason: str
+    share: Any = None
+    """The pair planned (``kvplan.share.ShareResult``), both orders; None where it was not planned."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "setting": self.setting, "flag": self.flag, "fraction": self.fraction,
+                "beside_fraction": self.beside_fraction, "fits": self.fits, "reason": self.reason,
+                "share": self.share.to_dict() if self.share is not None else None}
+
+
+@dataclass(frozen=True)
 class FitRow:
     gpu: str
     engine: str
@@ -64,8 +96,11 @@ class FitRow:
     assumptions: tuple[str, ...] = ()
     plan: Any = field(default=None, compare=False, repr=False)
     """The ``CapacityPlan`` behind the row (``max-batch``'s figures)."""
+    beside: BesideRow | None = None
+    """With ``fit(beside=...)``: whether the second model fits on this row's GPUs."""
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {"beside": self.beside.to_dict()} if self.beside is not None else {}
         return {"gpu": self.gpu, "engine": self.engine, "engine_version": self.engine_version,
                 "kv_dtype": self.kv_dtype, "parallel": {"tp": self.tp, "pp": self.pp, "dp": self.dp},
                 "gpus": self.gpus, "nodes": self.nodes, "kv_cache_tokens": self.kv_cache_tokens,
@@ -74,7 +109,7 @@ class FitRow:
                 "output_tokens_per_second_max": self.output_tokens_per_second_max,
                 "ttft_seconds_min": self.ttft_seconds_min, "usd_per_hour": self.usd_per_hour,
                 "usd_per_million_output_tokens": self.usd_per_million_output_tokens,
-                "command": self.command, "assumptions": list(self.assumptions)}
+                "command": self.command, "assumptions": list(self.assumptions), **extra}
 
 
 @dataclass(frozen=True)
@@ -102,29 +137,39 @@ class FitResult:
     refused: tuple[Refused, ...]
     currency: str | None
     assumptions: tuple[str, ...] = ()
+    beside: Beside | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        beside = self.beside
+        extra = {"beside": {"model": getattr(beside.model, "id", beside.model), "context": beside.context,
+                            "concurrency": beside.concurrency}} if beside is not None else {}
         return {"kvplan_version": self.kvplan_version, "model": self.model_id,
                 "workload": {"context": self.context, "concurrency": self.concurrency,
                              "prompt_len": self.prompt_len},
                 "gpus_per_node": self.gpus_per_node, "currency": self.currency,
                 "rows": [r.to_dict() for r in self.rows], "refused": [r.to_dict() for r in self.refused],
-                "assumptions": list(self.assumptions)}
+                "assumptions": list(self.assumptions), **extra}
 
 
 def fit(model: Any, *, context: int, concurrency: int, gpus: Sequence[str] | None = None,
         engines: Sequence[str] = (DEFAULT_ENGINE,), kv_dtypes: Sequence[str] = ("auto",), engine_version: str | None = None,
         gpus_per_node: int = 8, prompt_len: int | None = None, prices: Prices | None = None, catalog: Any = None,
-        settings: Any = None, progress: Progress | None = None) -> FitResult:
+        settings: Any = None, progress: Progress | None = None, beside: Beside | None = None) -> FitResult:
     """The smallest deployment of each GPU type (x engine x KV dtype) holding ``concurrency`` sequences of
     ``context`` tokens (``max_model_len`` = ``context``). ``prompt_len`` (default: the context) sizes the
     time-to-first-token bound. Rows sorted by GPU count then by KV memory left over (most first); with
-    ``prices``, by $/hour."""
+    ``prices``, by $/hour. ``beside``: a second model on each row's GPUs (``BesideRow``); the rows are still
+    the smallest for the model alone."""
     from kvplan._version import __version__
     from kvplan.hardware import find_gpu, load_catalog
     from kvplan.sources.resolve import load_model
 
     spec = load_model(model) if isinstance(model, str) else model
+    if beside is not None:
+        beside = replace(beside, model=load_model(beside.model) if isinstance(beside.model, str) else beside.model)
+        for name, value in (("beside_context", beside.context), ("beside_concurrency", beside.concurrency)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"{value!r} must be a whole number of at least 1", field=name)
     for name, value in (("context", context), ("concurrency", concurrency), ("gpus_per_node", gpus_per_node)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise UsageError(f"{value!r} must be a whole number of at least 1", field=name)
@@ -142,8 +187,9 @@ def fit(model: Any, *, context: int, concurrency: int, gpus: Sequence[str] | Non
     rows, refused = [], []
     for done, (hw, engine, kv_dtype) in enumerate(combos, 1):
         try:
-            rows.append(_row(spec, hw, engine, kv_dtype, engine_version, context, concurrency, prompt,
-                             gpus_per_node, prices, settings))
+            row = _row(spec, hw, engine, kv_dtype, engine_version, context, concurrency, prompt, gpus_per_node,
+                       prices, settings)
+            rows.append(row if beside is None else replace(row, beside=_beside(spec, hw, row, beside, settings)))
         except UsageError as exc:
             if exc.field not in _PER_DEPLOYMENT:
                 raise  # the workload or a flag is refused whatever the GPU: the user's to fix, said once
@@ -159,8 +205,13 @@ def fit(model: Any, *, context: int, concurrency: int, gpus: Sequence[str] | Non
     if prices is not None:
         notes.append(f"prices: the user's ({prices.source or 'given'}); $ per million output tokens at the "
                      "decode bound")
+    if beside is not None:
+        notes.append(f"beside: {beside.model.id} ({beside.concurrency:,} sequences of {beside.context:,} tokens over "
+                     "each row's replicas) on the same GPUs, both at the least memory fraction that holds their "
+                     f"workload, {spec.id} started first; the rows are the smallest deployments of {spec.id} alone")
     return FitResult(__version__, spec.id, context, concurrency, prompt, gpus_per_node,
-                     tuple(sorted(rows, key=key)), tuple(refused), prices.currency if prices else None, tuple(notes))
+                     tuple(sorted(rows, key=key)), tuple(refused), prices.currency if prices else None, tuple(notes),
+                     beside)
 
 
 # UsageError fields that mean "this GPU type x engine x dtype cannot hold it" rather than a mistake in the request
@@ -193,6 +244,54 @@ def _row(spec: Any, hw: Any, engine: str, kv_dtype: str, engine_version: str | N
                   max_concurrency=plan.max_batch, kv_left_bytes=kv_left, decode_step_seconds_min=step,
                   output_tokens_per_second_max=tps, ttft_seconds_min=ttft, usd_per_hour=hourly,
                   usd_per_million_output_tokens=per_million, command=command, assumptions=notes, plan=plan)
+
+
+def _beside(spec: Any, hw: Any, row: FitRow, beside: Beside, settings: Any) -> BesideRow:
+    """The second model on the row's GPUs: the row's model at its least fraction for its workload, then the other
+    at its least fraction on what the first leaves (``device_used_bytes``), the pair planned in both orders."""
+    from kvplan.budgets.base import Settings
+    from kvplan.engines import get_engine
+    from kvplan.errors import KvplanError
+    from kvplan.plan import max_batch
+    from kvplan.share import Tenant, share_gpu, start_in_turn
+
+    plan, other = row.plan, beside.model
+    eng = get_engine(row.engine)
+    if eng.memory_fraction is None:
+        return BesideRow(other.id, "", "", None, None, False, f"{eng.title} takes no memory fraction: kvplan cannot "
+                         "size two deployments on one GPU with it")
+    field_name, flag = eng.memory_fraction
+    base = settings or Settings()
+    common = {"gpu": hw, "engine": row.engine,
+              "engine_version": plan.engine_version, "tp": plan.tp, "pp": plan.pp, "dp": plan.dp}
+    per_replica, other_per_replica = plan.batch, -(-beside.concurrency // plan.dp)
+
+    def mine(chosen: Any) -> Any:
+        return max_batch(spec, kv_dtype=row.kv_dtype, max_model_len=plan.max_model_len, context=plan.context,
+                         batch=per_replica, settings=chosen, **common)
+
+    def theirs(chosen: Any) -> Any:
+        return max_batch(other, max_model_len=beside.context, context=beside.context, batch=other_per_replica,
+                         settings=chosen, **common)
+
+    fraction = other_fraction = None
+    try:
+        fraction = max_batch(spec, kv_dtype=row.kv_dtype, max_model_len=plan.max_model_len, context=plan.context,
+                             batch=per_replica, concurrency=per_replica * plan.dp, solve="utilization", settings=base,
+                             **common).solved["value"]
+        first = Tenant(spec.id, row.engine, replace(base, **{field_name: fraction}), mine)
+        takes = start_in_turn([first])[0].deployments[0].takes_bytes
+        other_fraction = max_batch(other, max_model_len=beside.context, context=beside.context,
+                                   batch=other_per_replica, concurrency=other_per_replica * plan.dp,
+                                   solve="utilization", settings=replace(base, device_used_bytes=takes),
+                                   **common).solved["value"]
+        second = Tenant(other.id if other.id != spec.id else f"{other.id} (beside)", row.engine, replace(base, **{field_name: other_fraction}), theirs)
+        shared = share_gpu([first, second], fixes=False)
+    except KvplanError as exc:
+        return BesideRow(other.id, field_name, flag, fraction, other_fraction, False, exc.message)
+    given = shared.orders[0]
+    reason = "; ".join(f"{d.name}: {d.reason or d.capped}" for d in given.deployments if not (d.starts and d.fits))
+    return BesideRow(other.id, field_name, flag, fraction, other_fraction, given.all_fit, reason, shared)
 
 
 def _command(eng: Any, model: str, plan: Any, kv_dtype: str, context: int,

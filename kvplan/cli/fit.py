@@ -35,6 +35,12 @@ def options() -> tuple[Opt, ...]:
         o.GPU_CATALOG,
         Opt("plot", ("--plot",), None, "Also draw GPUs (or $/hour) per GPU type into this file: .png or .svg."),
         Opt("fmt", ("--format", "-f"), "table", "table, json, csv or markdown."),
+        Opt("beside", ("--beside",), None, "A second model on the same GPUs as each row: whether it fits there, "
+            "both at their least memory fraction (docs/shared-gpu.md)."),
+        Opt("beside_context", ("--beside-context",), None, "Tokens per sequence of the --beside model (default: "
+            "--context)."),
+        Opt("beside_concurrency", ("--beside-concurrency",), "1", "Sequences of the --beside model served at once, "
+            "over each row's replicas."),
     )
 
 
@@ -52,16 +58,19 @@ DOC = """The smallest deployment of each GPU type that holds a workload, by each
 
       kvplan fit Qwen/Qwen3-235B-A22B -c 32k --concurrency 32 --prices prices.yaml -f json
 
+      kvplan fit Qwen/Qwen3-8B -c 32k --concurrency 4 --beside Qwen/Qwen3-0.6B --beside-concurrency 8
+
     Exit status 1 when no GPU type asked for holds the workload.
     """
 
 
 def run(model: str, context: str, concurrency: str, gpus: str | None, engine: str, kv_dtype: str,
         engine_version: str | None, gpus_per_node: str, prompt_len: str | None, prices: Any, gpu_catalog: Any,
-        plot: str | None, fmt: str) -> int:
+        plot: str | None, fmt: str, beside: str | None = None, beside_context: str | None = None,
+        beside_concurrency: str = "1") -> int:
     """Rank the deployments; 1 where no GPU type holds the workload."""
     from kvplan.cli.values import whole
-    from kvplan.fit import fit, load_prices
+    from kvplan.fit import Beside, fit, load_prices
     from kvplan.render.formats import check_format
     from kvplan.units import parse_count, parse_name_list
 
@@ -78,7 +87,9 @@ def run(model: str, context: str, concurrency: str, gpus: str | None, engine: st
                  gpus_per_node=whole(gpus_per_node, "gpus_per_node") or 0,
                  prompt_len=parse_count(prompt_len, "prompt_len") if prompt_len is not None else None,
                  prices=load_prices(str(prices)) if prices is not None else None, catalog=gpu_catalog,
-                 progress=_progress())
+                 progress=_progress(),
+                 beside=Beside(beside, parse_count(beside_context or context, "beside_context"),
+                               whole(beside_concurrency, "beside_concurrency") or 0) if beside is not None else None)
     _write(result, fmt)
     if plot is not None and result.rows:
         from kvplan.render.charts import fit_chart, save

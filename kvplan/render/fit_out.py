@@ -46,17 +46,32 @@ def _title(result: Any) -> str:
             f"(prompt {result.prompt_len:,})")
 
 
+def beside_text(r: Any) -> str:
+    """One line: whether the --beside model fits on the row's GPUs, with both fractions."""
+    b = r.beside
+    if b.fraction is None or b.beside_fraction is None:
+        return f"{b.model} beside: no ({b.reason})"
+    both = f"{b.flag} {b.fraction:g} for {r.plan.model_id if r.plan is not None else 'it'}, {b.beside_fraction:g} for {b.model}"
+    if not b.fits:
+        return f"{b.model} beside: no, with {both} ({b.reason})"
+    return f"{b.model} beside: yes, {both}, started in that order"
+
+
 def fit_csv(result: Any) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    beside = getattr(result, "beside", None) is not None
+    writer.writerow(COLUMNS + (["beside_fits", "fraction", "beside_fraction"] if beside else []))
     for r in result.rows:
         d = r.to_dict()
         writer.writerow([d["gpu"], d["engine"], d["engine_version"], d["kv_dtype"], d["gpus"], r.tp, r.pp, r.dp,
                          d["nodes"], d["kv_cache_tokens"], d["max_concurrency"], d["kv_left_bytes"],
                          *("" if d[k] is None else repr(d[k]) for k in
                            ("decode_step_seconds_min", "output_tokens_per_second_max", "ttft_seconds_min",
-                            "usd_per_hour", "usd_per_million_output_tokens")), d["command"]])
+                            "usd_per_hour", "usd_per_million_output_tokens")), d["command"],
+                         *([r.beside.fits, *("" if v is None else repr(v) for v in (r.beside.fraction,
+                                                                                  r.beside.beside_fraction))]
+                           if beside else [])])
     return out.getvalue()
 
 
@@ -68,7 +83,7 @@ def fit_markdown(result: Any) -> str:
     lines += ["| " + " | ".join(_cells(r, priced)) + " |" for r in result.rows]
     lines += ["", "**Launch commands**", ""]
     lines += [f"{i}. {r.gpu}, {r.engine}, {r.kv_dtype}: `{r.command or 'none: ' + '; '.join(r.assumptions)}`"
-              for i, r in enumerate(result.rows, 1)]
+              + (f"; {beside_text(r)}" if r.beside is not None else "") for i, r in enumerate(result.rows, 1)]
     if result.refused:
         lines += ["", "**Cannot hold it**", ""] + [f"- {x.gpu}, {x.engine}, {x.kv_dtype}: {x.reason}"
                                                    for x in result.refused]
@@ -94,6 +109,8 @@ def print_fit(console: Any, result: Any) -> None:
             console.print(f"  {i}. {r.command or '(none)'}" + (f"  [{'; '.join(r.assumptions)}]" if r.assumptions
                                                                    else ""), highlight=False, markup=False,
                           soft_wrap=True)
+            if r.beside is not None:
+                console.print(f"     {beside_text(r)}", highlight=False, markup=False, soft_wrap=True)
     else:
         console.print("No GPU type asked for holds this workload.", highlight=False)
     for x in result.refused:
