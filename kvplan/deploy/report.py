@@ -27,7 +27,7 @@ class Finding:
     prefix-caching, speculation-not-planned, offload-not-planned, offload-off, host-memory, default-swap,
     simple-offload, lmcache-value, not-read, config-file, kv-token-cap, engine-not-planned, invalid-input,
     malformed-yaml, unknown-kind, no-serving-container, unknown-format, engine-not-read,
-    no-files."""
+    no-files, shared-gpu, shared-gpu-start, shared-gpu-order, shared-gpu-capped."""
     message: str
     file: str
     line: int | None = None
