@@ -12,7 +12,7 @@ deployment (and the other order) with which all do, each planned again.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from kvplan.record import dataclass, replace
 from typing import Any
 
 from kvplan.errors import KvplanError, UsageError

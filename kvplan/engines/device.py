@@ -8,7 +8,7 @@ where it would not start beside ``used_bytes`` held by others, why. The engine's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.record import dataclass
 
 
 @dataclass(frozen=True)
