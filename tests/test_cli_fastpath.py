@@ -148,3 +148,8 @@ def test_plot_takes_a_file_name_or_draws_in_the_terminal(tmp_path):
         assert values is not None and (values["plot"], values["plot_file"], values["model"]) == (plot, plot_file,
                                                                                                "gpt2"), args
     assert read(estimate, ["gpt2", "--plot", "kv.txt"]) is None  # a second MODEL: left to typer, which refuses it
+
+
+def test_check_of_a_name_too_long_for_the_system_is_one_line(capsys):
+    assert main(["check", "a" * 5000, "-f", "json"]) == 2  # found by the fuzz test: the literal-command probe raised
+    assert "Traceback" not in capsys.readouterr().err  # the file is reported as not read, like any missing file

@@ -3,6 +3,7 @@ script, its fixes written back into the command ready to paste."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import tempfile
@@ -32,7 +33,8 @@ def literal_command(paths: list[str]) -> list[str] | None:
         if not words:
             raise UsageError("stdin: no command", field="paths")
         return words
-    if not paths or Path(paths[0]).exists() or any(c in paths[0] for c in "*?["):
+    # os.path.exists: a name too long or with a NUL is no file (Path.exists raises for those)
+    if not paths or os.path.exists(paths[0]) or any(c in paths[0] for c in "*?["):
         return None
     from kvplan.engines.serve import launch_pattern
 
