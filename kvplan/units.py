@@ -77,6 +77,9 @@ def parse_counts(value: int | str | Iterable[int | str], field: str) -> list[int
     if isinstance(value, (bytes, dict)) or not isinstance(value, Iterable):
         raise UsageError(f"expected a count, a text such as '1k..8k' or a list of those, got "
                          f"{type(value).__name__}", field=field)
+    if isinstance(value, (list, tuple, range)) and 0 < len(value) <= MAX_SWEEP_POINTS and \
+            all(type(item) is int for item in value) and min(value) > 0 and max(value) <= MAX_COUNT:
+        return list(dict.fromkeys(value))  # a sweep the CLI parsed already: checked whole, not item by item
     values: list[int] = []
     for item in value:
         if isinstance(item, str):

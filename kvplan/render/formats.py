@@ -88,24 +88,28 @@ def _estimate_table(results: Sequence[Any], stream: IO[str], *, by_layer: bool =
 
 @register("EstimateResult", "json")
 def _estimate_json(results: Sequence[Any], stream: IO[str], *, explain: bool = False, **_: Any) -> None:
-    from kvplan.render.json_out import dumps, estimates_dict
+    from kvplan.render.json_out import write_estimates
 
-    stream.write(dumps(estimates_dict(results, explain=explain)))
+    write_estimates(results, stream, explain=explain)
 
 
 @register("EstimateResult", "csv")
 def _estimate_csv(results: Sequence[Any], stream: IO[str], *, by_layer: bool = False, **_: Any) -> None:
-    from kvplan.render.csv_out import estimate_csv
+    from kvplan.render.csv_out import write_estimate_csv
 
-    stream.write("".join(estimate_csv(r, by_layer, header=i == 0) for i, r in enumerate(results)))
+    for i, result in enumerate(results):
+        write_estimate_csv(stream, result, by_layer, header=i == 0)
 
 
 @register("EstimateResult", "markdown")
 def _estimate_markdown(results: Sequence[Any], stream: IO[str], *, by_layer: bool = False, explain: bool = False,
                        **_: Any) -> None:
-    from kvplan.render.markdown import estimate_markdown
+    from kvplan.render.markdown import write_estimate_markdown
 
-    stream.write("\n".join(estimate_markdown(r, by_layer, explain) for r in results))
+    for i, result in enumerate(results):
+        if i:
+            stream.write("\n")
+        write_estimate_markdown(stream, result, by_layer, explain)
 
 
 # ------------------------------------------------------------------ kvplan max-batch: CapacityPlan
