@@ -74,13 +74,20 @@ def _console(stream: IO[str]) -> Any:
 @register("EstimateResult", "table")
 def _estimate_table(results: Sequence[Any], stream: IO[str], *, by_layer: bool = False, explain: bool = False,
                     plot: bool = False, **_: Any) -> None:
-    from kvplan.render.table import print_estimates
+    from kvplan.render.plain import PlainOut, RichOut, plain_target
+    from kvplan.render.table import table_lines, write_estimates
 
-    console = _console(stream)
-    print_estimates(console, results, by_layer, explain)
+    # piped, or longer than the terminal: written row by row without rich (the same bytes where rich is not
+    # in a terminal); rich for a terminal it fits
+    console = None if plain_target(stream) else _console(stream)
+    if console is None or not console.is_terminal or table_lines(results, by_layer) > console.height:
+        write_estimates(PlainOut(stream, console), results, by_layer, explain)
+    else:
+        write_estimates(RichOut(console), results, by_layer, explain)
     if plot:
         from kvplan.render.plot import estimate_plot
 
+        console = console or _console(stream)
         for r in results:
             title = f"{r.engine} {r.engine_version}: " if len(results) > 1 else ""
             console.print(title + estimate_plot(r), highlight=False, markup=False)
