@@ -488,12 +488,15 @@ def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: li
 
 def _layer_rows(layout: CacheLayout, context: int, batch: int) -> tuple[LayerRow, ...]:
     rows: list[LayerRow] = []
+    new_row = object.__new__
     for g in layout.groups:
         tokens = g.tokens_for(context, batch)
         nbytes = g.layer_bytes(context, batch)
         kind = "padding" if g.padding else g.kind
         for offset in range(g.count):
-            rows.append(LayerRow(g.first_layer + offset, kind, tokens, nbytes))
+            row = new_row(LayerRow)  # LayerRow(...) less the frozen dataclass's __setattr__ calls, as in _rows
+            row.__dict__.update(index=g.first_layer + offset, kind=kind, tokens_held=tokens, bytes=nbytes)
+            rows.append(row)
     return tuple(rows)
 
 

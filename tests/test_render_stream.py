@@ -12,7 +12,7 @@ from dataclasses import fields, replace
 
 import pytest
 
-from kvplan.estimate import EstimateResult, EstimateRow, RowSweep, estimate
+from kvplan.estimate import EstimateResult, EstimateRow, LayerRow, RowSweep, estimate
 from kvplan.render.formats import write
 from kvplan.render.json_out import dumps, encode_at, estimates_dict, write_items
 
@@ -141,6 +141,8 @@ def test_row_sweep_reads_like_the_tuple():
         rows[12]
     made = EstimateRow(**{f.name: getattr(whole.rows[0], f.name) for f in fields(EstimateRow)})
     assert vars(made) == vars(whole.rows[0])  # the fast construction sets every field, as __init__ does
+    layer = estimate("gpt2", contexts=[1024], by_layer=True).rows[0].layers[0]
+    assert vars(LayerRow(**vars(layer))) == vars(layer)
 
 
 def test_a_layout_that_refuses_points_is_computed_whole():

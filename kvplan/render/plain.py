@@ -124,28 +124,26 @@ class PlainOut:
         if widths is None:  # a cell rich would print otherwise
             self.rich.table(spec)
             return
-        write = self.stream.write
-        write(self._annotation(spec.title, "left", widths))
-        write("┏" + "┳".join("━" * w for w in widths) + "┓\n")
+        out: list[str] = [self._annotation(spec.title, "left", widths),
+                          "┏" + "┳".join("━" * w for w in widths) + "┓\n"]
         header = tuple(name for name, _ in spec.columns)
         row_format = "│" + "│".join(f" %{'-' if justify == 'left' else ''}{w - 2}s "
                                     for (_, justify), w in zip(spec.columns, widths)) + "│\n"
-        write(row_format.replace("│", "┃") % header)
-        write("┡" + "╇".join("━" * w for w in widths) + "┩\n")
+        out.append(row_format.replace("│", "┃") % header)
+        out.append("┡" + "╇".join("━" * w for w in widths) + "┩\n")
         section = "├" + "┼".join("─" * w for w in widths) + "┤\n"
         rows = kept if kept is not None else spec.rows()
-        chunk: list[str] = []
         pending = ""  # a section line waits for the next row: rich draws none after the last
         for cells, end_section in rows:
-            chunk.append(pending + row_format % tuple(cells))
+            out.append(pending + row_format % tuple(cells))
             pending = section if end_section else ""
-            if len(chunk) >= 1024:
-                write("".join(chunk))
-                chunk.clear()
-        write("".join(chunk))
-        write("└" + "┴".join("─" * w for w in widths) + "┘\n")
+            if len(out) >= 1024:
+                self.stream.write("".join(out))
+                out.clear()
+        out.append("└" + "┴".join("─" * w for w in widths) + "┘\n")
         if spec.caption:
-            write(self._annotation(spec.caption, "center", widths))
+            out.append(self._annotation(spec.caption, "center", widths))
+        self.stream.write("".join(out))
 
     def _annotation(self, text: str, justify: str, widths: list[int]) -> str:
         """A title (left) or caption (centred) at the table's width, as rich's table prints it."""
