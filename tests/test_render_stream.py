@@ -70,6 +70,11 @@ def test_streamed_json_is_the_whole_document(explain):
         out = io.StringIO()
         write(results, "json", out, explain=explain)
         assert out.getvalue() == dumps(estimates_dict(results, explain=explain))
+    empty = [replace(results[0], rows=()), replace(results[0], rows=())]  # no rows: '"rows": []', as json prints it
+    for some in (empty[:1], empty):
+        out = io.StringIO()
+        write(some, "json", out, explain=explain)
+        assert out.getvalue() == dumps(estimates_dict(some, explain=explain))
 
 
 def _rich_table(results: list[EstimateResult], by_layer: bool, explain: bool) -> str:
