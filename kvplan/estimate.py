@@ -377,7 +377,7 @@ def _sized(eng: Any, layouts: list[tuple[str, CacheLayout]], counts: _Counts, wo
     """(rows, sharing terms, the first context's workload as asked): rows a maker of every (dtype, batch, context)
     row in turn, with what the engine stores once where a workload shares; the speculative slots taken back out
     of the contexts shown."""
-    contexts = [c + extra for c in counts.contexts]
+    contexts = [c + extra for c in counts.contexts] if extra else counts.contexts
     admissions = [eng.admission(layout) for _, layout in layouts]
 
     def make_rows() -> Iterator[EstimateRow]:

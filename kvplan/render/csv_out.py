@@ -34,7 +34,7 @@ def write_estimate_csv(stream: IO[str], result: EstimateResult, by_layer: bool, 
     if header:
         writer.writerow(ROW_COLUMNS + (SHARING_COLUMNS if shared else []) + (LAYER_COLUMNS if by_layer else []))
     model, engine = result.model.id, result.engine
-    for n, row in enumerate(result.rows, 1):
+    for row in result.rows:
         base = [model, engine, row.batch, row.context, row.kv_dtype, row.kv_bytes, f"{row.bytes_per_token:.6g}"]
         if row.sharing is not None:
             base += [row.sharing.prompt_len, row.sharing.output_len, row.sharing.sequences,
@@ -43,15 +43,15 @@ def write_estimate_csv(stream: IO[str], result: EstimateResult, by_layer: bool, 
             writer.writerows(base + [layer.index, layer.kind, layer.tokens_held, layer.bytes] for layer in row.layers)
         else:
             writer.writerow(base)
-        if n % _CHUNK == 0:
+        if out.tell() >= _CHUNK:
             stream.write(out.getvalue())
             out.seek(0)
             out.truncate()
     stream.write(out.getvalue())
 
 
-_CHUNK = 1024
-"""Rows gathered before each write to the stream."""
+_CHUNK = 1 << 17
+"""Characters gathered before each write to the stream (a block of rows, fewer with --by-layer)."""
 
 
 PLAN_COLUMNS = ["model", "engine", "engine_version", "gpu", "gpu_count", "tp", "pp", "dp", "kv_dtype",
