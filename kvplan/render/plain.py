@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from kvplan.record import dataclass
 from typing import IO, Any
 
 Row = tuple[Sequence[str], bool]
