@@ -45,9 +45,12 @@ def measure(cmd: list[str], tree: Path, runs: int, limit: float) -> tuple[float,
             child = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.PIPE, env=env, cwd=tree)
             _, status, usage = os.wait4(child.pid, 0)
             seconds = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, for its rusage alone
+        errors = child.stderr.read().decode() if child.stderr else ""
+        if child.stderr:
+            child.stderr.close()
         if child.returncode:
-            raise SystemExit(f"{' '.join(cmd)} failed: {child.stderr.read().decode() if child.stderr else ''}")
+            raise SystemExit(f"{' '.join(cmd)} failed: {errors}")
         best_wall = min(best_wall, seconds)
         best_cpu = min(best_cpu, usage.ru_utime + usage.ru_stime)
         peak = max(peak, usage.ru_maxrss / 1024)  # KiB on Linux
