@@ -17,6 +17,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,17 +41,15 @@ def measure(cmd: list[str], tree: Path, runs: int, limit: float) -> tuple[float,
     best_wall = best_cpu = float("inf")
     peak = 0.0
     for _ in range(runs):
-        with open(os.devnull, "w") as sink:
+        with open(os.devnull, "w") as sink, tempfile.TemporaryFile() as errors:  # a file: a pipe could fill
             start = time.perf_counter()
-            child = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.PIPE, env=env, cwd=tree)
+            child = subprocess.Popen(cmd, stdout=sink, stderr=errors, env=env, cwd=tree)
             _, status, usage = os.wait4(child.pid, 0)
             seconds = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, for its rusage alone
-        errors = child.stderr.read().decode() if child.stderr else ""
-        if child.stderr:
-            child.stderr.close()
-        if child.returncode:
-            raise SystemExit(f"{' '.join(cmd)} failed: {errors}")
+            child.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, for its rusage alone
+            if child.returncode:
+                errors.seek(0)
+                raise SystemExit(f"{' '.join(cmd)} failed: {errors.read().decode()}")
         best_wall = min(best_wall, seconds)
         best_cpu = min(best_cpu, usage.ru_utime + usage.ru_stime)
         peak = max(peak, usage.ru_maxrss / 1024)  # KiB on Linux
