@@ -1,14 +1,17 @@
 """``kvplan.estimate``: KV-cache bytes for every (batch, context, kv dtype) of a sweep.
 
 The engine's ``CacheLayout`` is built once per kv dtype; each point of the sweep then only
-evaluates each group's token rule, so sweeps of 10^5 points stay well under a second.
+evaluates each group's token rule, so sweeps of 10^5 points stay well under a second. With
+``lazy=True`` the rows are a ``RowSweep``: made again on each pass and never held whole, so the
+renderers stream a sweep of any size in constant memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from kvplan.record import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from kvplan._version import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
@@ -53,6 +56,48 @@ class EstimateRow:
     kind from what they hold while decoding (vLLM: window + tokens in flight for sliding layers)."""
 
 
+class RowSweep(Sequence[EstimateRow]):
+    """The rows of a sweep, computed afresh on every pass (each a generator), so that no pass holds them
+    all; ``len`` is known without computing any. Reads like the tuple ``estimate`` returns otherwise:
+    indexing computes up to that row, a slice or a comparison materializes."""
+
+    __slots__ = ("_make", "_count")
+
+    def __init__(self, make: Callable[[], Iterator[EstimateRow]], count: int) -> None:
+        self._make = make
+        self._count = count
+
+    def __iter__(self) -> Iterator[EstimateRow]:
+        return self._make()
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> EstimateRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[EstimateRow, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> EstimateRow | tuple[EstimateRow, ...]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        at = index + self._count if index < 0 else index
+        if not 0 <= at < self._count:
+            raise IndexError("row index out of range")
+        return next(islice(self._make(), at, None))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (RowSweep, tuple, list)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a tuple of its rows, but made anew: not hashable
+
+    def __repr__(self) -> str:
+        return f"RowSweep({self._count:,} rows)"
+
+
 @dataclass(frozen=True)
 class GroupFormula:
     """The formula behind the layers that share one rule, for ``--explain``."""
@@ -91,7 +136,8 @@ class EstimateResult:
     engine_version: str
     block_size: int | None
     model: ModelSummary
-    rows: tuple[EstimateRow, ...]
+    rows: Sequence[EstimateRow]
+    """A tuple; a ``RowSweep`` (iterated lazily, materialized when asked) from ``estimate(lazy=True)``."""
     formulas: tuple[GroupFormula, ...]
     assumptions: tuple[str, ...] = field(default=())
     sharing: Workload | None = None
@@ -103,8 +149,9 @@ class EstimateResult:
     """Speculative decoding as planned (method, k, the slots each sequence holds beyond its context, the
     draft's id), JSON-ready; None when none was asked."""
 
-    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
-        """The stable JSON form (fields are added over time, never renamed)."""
+    def to_dict(self, *, explain: bool = False, rows: list[Any] | None = None) -> dict[str, Any]:
+        """The stable JSON form (fields are added over time, never renamed). ``rows``: what to put in place of
+        the rows' dictionaries (the streaming JSON writer puts a marker there and writes the rows itself)."""
         out: dict[str, Any] = {
             "kvplan_version": self.kvplan_version,
             "engine": self.engine,
@@ -117,7 +164,7 @@ class EstimateResult:
                 "dtype": self.model.dtype, "max_position_embeddings": self.model.max_position_embeddings,
                 "mtp_layers": self.model.mtp_layers, "mtp_weights_bytes": self.model.mtp_weights_bytes,
             },
-            "rows": [_row_dict(row) for row in self.rows],
+            "rows": [row_dict(row) for row in self.rows] if rows is None else rows,
             "assumptions": list(self.assumptions),
         }
         if self.sharing is not None:
@@ -134,7 +181,8 @@ class EstimateResult:
         return out
 
 
-def _row_dict(row: EstimateRow) -> dict[str, Any]:
+def row_dict(row: EstimateRow) -> dict[str, Any]:
+    """One row's JSON form, as in ``EstimateResult.to_dict``'s ``rows``."""
     out: dict[str, Any] = {
         "batch": row.batch, "context": row.context, "kv_dtype": row.kv_dtype,
         "kv_dtype_resolved": row.kv_dtype_resolved,
@@ -174,6 +222,7 @@ def estimate(
     speculative_model: str | ModelSpec | None = None,
     num_nextn_predict_layers: int | None = None,
     engine_options: dict[str, Any] | None = None,
+    lazy: bool = False,
 ) -> EstimateResult:
     """KV-cache footprint of ``model`` for every (batch, context, kv dtype) combination.
 
@@ -190,6 +239,10 @@ def estimate(
     Speculative decoding (``speculative_method`` ngram / eagle / eagle3 / mtp / draft_model with
     ``num_speculative_tokens``; ``speculative_model`` the draft): the draft's layers join the cache and
     each sequence holds the engine's extra slots beyond its context, where the engine has a rule.
+
+    ``lazy``: the rows as a ``RowSweep``, computed on each pass over them (the CLI streams them); a
+    layout that may refuse single points (``GroupRule.refuses_points``) is computed whole all the same,
+    so that a refusal comes before any output.
     """
     target = _load(model) if isinstance(model, str) else model
     counts = _counts(contexts, batches, kv_dtypes, prompt_len, output_len, block_size)
@@ -207,11 +260,15 @@ def estimate(
     assumptions = [*spec.assumptions, *eng.version_notes(version),
                    *unstated_version(eng.title, engine_version, version_text)]
     assumptions += _layout_notes(eng, spec, layouts, counts, auto_dtype, output_len, tp)
-    rows, terms, first_workload = _sized(eng, layouts, counts, workloads, extra, by_layer, assumptions)
+    make_rows, terms, first_workload = _sized(eng, layouts, counts, workloads, extra, by_layer, assumptions)
     assumptions.extend(spec_notes)
+    refuses = any(g.refuses_points for _, layout in layouts for g in layout.groups)
+    rows: Sequence[EstimateRow] = (
+        RowSweep(make_rows, len(layouts) * len(counts.contexts) * len(counts.batches)) if lazy and not refuses
+        else tuple(make_rows()))
     return EstimateResult(
         kvplan_version=__version__, engine=eng.name, engine_version=version_text,
-        block_size=layouts[0][1].block_size, model=_summary(target), rows=tuple(rows),
+        block_size=layouts[0][1].block_size, model=_summary(target), rows=rows,
         formulas=tuple(f for name, layout in layouts for f in _formulas(name, layout)),
         assumptions=tuple(dict.fromkeys(assumptions)), sharing=first_workload, sharing_terms=terms,
         engine_options=_json_options(engine_options), speculation=speculation_dict(speculation, extra),
@@ -315,30 +372,35 @@ def _layout_notes(eng: Any, spec: ModelSpec, layouts: list[tuple[str, CacheLayou
 
 def _sized(eng: Any, layouts: list[tuple[str, CacheLayout]], counts: _Counts, workloads: dict[int, Workload] | None,
            extra: int, by_layer: bool,
-           assumptions: list[str]) -> tuple[list[EstimateRow], tuple[SharingTerm, ...], Workload | None]:
-    """(rows, sharing terms, the first context's workload as asked): every (dtype, batch, context) row, with what
-    the engine stores once where a workload shares; the speculative slots taken back out of the contexts shown."""
-    rows = [
-        row
-        for name, layout in layouts
-        for row in _rows(layout, name, counts.batches, [c + extra for c in counts.contexts], by_layer,
-                         eng.admission(layout))
-    ]
+           assumptions: list[str]) -> tuple[Callable[[], Iterator[EstimateRow]], tuple[SharingTerm, ...],
+                                            Workload | None]:
+    """(rows, sharing terms, the first context's workload as asked): rows a maker of every (dtype, batch, context)
+    row in turn, with what the engine stores once where a workload shares; the speculative slots taken back out
+    of the contexts shown."""
+    contexts = [c + extra for c in counts.contexts] if extra else counts.contexts
+    admissions = [eng.admission(layout) for _, layout in layouts]
+
+    def make_rows() -> Iterator[EstimateRow]:
+        for (name, layout), admission in zip(layouts, admissions):
+            rows = _rows(layout, name, counts.batches, contexts, by_layer, admission)
+            if workloads is not None:
+                rows = (_share(row, layouts, workloads[row.context], eng.sharing, by_layer, eng) for row in rows)
+            if extra:
+                rows = (_unshift(row, extra) for row in rows)
+            yield from rows
+
     terms: tuple[SharingTerm, ...] = ()
     first_workload = None
     if workloads is not None:
-        rows = [_share(row, layouts, workloads[row.context], eng.sharing, by_layer, eng) for row in rows]
         first_workload = workloads[counts.contexts[0] + extra]
         assumptions.extend(eng.sharing.notes(first_workload))
         terms = tuple(t for name, layout in layouts
                       for t in sharing_terms(name, layout, eng.sharing, first_workload, counts.batches[0]))
-    if extra:
-        rows = [_unshift(row, extra) for row in rows]
     if first_workload is not None and extra:
         from kvplan.record import replace as _replace
 
         first_workload = _replace(first_workload, output_len=first_workload.output_len - extra)
-    return rows, terms, first_workload
+    return make_rows, terms, first_workload
 
 
 def _summary(target: ModelSpec) -> ModelSummary:
@@ -400,29 +462,41 @@ def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: li
             merged[key] = [g.count, g]
     classes = [(count, g) for count, g in merged.values()]
     plain = all(g.tokens.per_sequence for _, g in classes)
-    for context in contexts:
+    resolved = layout.kv_dtype.name
+    new_row = object.__new__
+    for context in contexts:  # the hot loop of a sweep: plain loops, names bound once
         per_seq = 0
         if plain:
-            per_seq = sum(count * g.layer_bytes(context, 1) for count, g in classes)
+            for count, g in classes:
+                per_seq += count * g.layer_bytes(context, 1)
         admit = admission(context) if admission is not None else None
         for batch in batches:
             if plain:
                 kv = per_seq * batch
             else:
-                kv = sum(count * g.layer_bytes(context, batch) for count, g in classes)
-            layers = _layer_rows(layout, context, batch) if by_layer else None
-            yield EstimateRow(batch, context, dtype_name, kv, kv / (batch * context), layers,
-                              layout.kv_dtype.name, admission_kv_bytes=admit * batch if admit is not None else None)
+                kv = 0
+                for count, g in classes:
+                    kv += count * g.layer_bytes(context, batch)
+            row = new_row(EstimateRow)  # EstimateRow(...) less its nine object.__setattr__ calls: a fifth of a sweep
+            row.__dict__.update(batch=batch, context=context, kv_dtype=dtype_name, kv_bytes=kv,
+                                bytes_per_token=kv / (batch * context),
+                                layers=_layer_rows(layout, context, batch) if by_layer else None,
+                                kv_dtype_resolved=resolved, sharing=None,
+                                admission_kv_bytes=admit * batch if admit is not None else None)
+            yield row
 
 
 def _layer_rows(layout: CacheLayout, context: int, batch: int) -> tuple[LayerRow, ...]:
     rows: list[LayerRow] = []
+    new_row = object.__new__
     for g in layout.groups:
         tokens = g.tokens_for(context, batch)
         nbytes = g.layer_bytes(context, batch)
         kind = "padding" if g.padding else g.kind
         for offset in range(g.count):
-            rows.append(LayerRow(g.first_layer + offset, kind, tokens, nbytes))
+            row = new_row(LayerRow)  # LayerRow(...) less the frozen dataclass's __setattr__ calls, as in _rows
+            row.__dict__.update(index=g.first_layer + offset, kind=kind, tokens_held=tokens, bytes=nbytes)
+            rows.append(row)
     return tuple(rows)
 
 

@@ -8,6 +8,7 @@ units (GiB = 2^30 B); a bare "GB" is never printed.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import pairwise
 
 from kvplan.errors import UsageError
 
@@ -60,6 +61,14 @@ def parse_count_list(text: str, what: str) -> list[int]:
             values.append(parse_count(part, field))
         if len(values) > MAX_SWEEP_POINTS:
             raise UsageError(f"more than {MAX_SWEEP_POINTS:,} values", field=field)
+    return _unique(values)
+
+
+def _unique(values: list[int]) -> list[int]:
+    """``values`` without repeats, in order; a rising list (any one range) as it is, with no set of it built
+    (a sweep of 10^6 points would hold one)."""
+    if all(a < b for a, b in pairwise(values)):
+        return values
     return list(dict.fromkeys(values))
 
 
@@ -77,6 +86,9 @@ def parse_counts(value: int | str | Iterable[int | str], field: str) -> list[int
     if isinstance(value, (bytes, dict)) or not isinstance(value, Iterable):
         raise UsageError(f"expected a count, a text such as '1k..8k' or a list of those, got "
                          f"{type(value).__name__}", field=field)
+    if isinstance(value, (list, tuple, range)) and 0 < len(value) <= MAX_SWEEP_POINTS and \
+            all(type(item) is int for item in value) and min(value) > 0 and max(value) <= MAX_COUNT:
+        return _unique(list(value))  # a sweep the CLI parsed already: checked whole, not item by item
     values: list[int] = []
     for item in value:
         if isinstance(item, str):

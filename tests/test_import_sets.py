@@ -32,7 +32,7 @@ LOG = "tests/data/logs/vllm-0.6-10517-llama31-8b-3090-29k.log"
 EXPECTED: list[tuple[list[str], set[str]]] = [
     (["estimate", "meta-llama/Llama-3.1-8B", "-c", "8k", "-f", "json"], set()),
     (["estimate", "meta-llama/Llama-3.1-8B", "-c", "8k", "-f", "csv"], set()),
-    (["estimate", "meta-llama/Llama-3.1-8B", "-c", "8k"], {"rich", "dataclasses", "inspect"}),
+    (["estimate", "meta-llama/Llama-3.1-8B", "-c", "8k"], set()),  # piped: the plain table (render/plain.py)
     # the GPU catalog is read from its JSON twin (kvplan/data/gpus.json): no yaml to look up a GPU
     (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "-f", "json"], set()),
     (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4"], {"rich", "dataclasses", "inspect"}),

@@ -119,7 +119,7 @@ def run(model: str, context: str | None, batch: str, kv_dtype: str, engine: str,
         contexts = parse_count_list(context, "context")
     results = [estimate(spec, contexts=contexts, batches=batches, kv_dtypes=dtypes, engine=name,
                         engine_version=engine_version, block_size=size, by_layer=by_layer,
-                        engine_options=cache_options(cache_flags), **sharing)
+                        engine_options=cache_options(cache_flags), lazy=True, **sharing)
                for name in engines]
     if context is None and contexts is not None:
         from kvplan.record import replace

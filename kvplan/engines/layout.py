@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from kvplan.record import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.rules import NO_TOKENS, AllTokens, TokenRule, WholePages
@@ -23,6 +23,10 @@ from kvplan.spec import LayerSpec, ModelSpec, NoCache, Recurrent, SharedKV
 @dataclass(frozen=True)
 class GroupRule:
     """How the engine holds ``count`` consecutive identical layers, per sequence."""
+
+    refuses_points: ClassVar[bool] = False
+    """True where ``layer_bytes`` may refuse one (context, batch) with a UsageError: a streamed sweep over
+    such a group is computed whole before anything is printed, so a refusal still prints nothing."""
 
     layer: LayerSpec
     first_layer: int

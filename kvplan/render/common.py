@@ -41,7 +41,7 @@ def sharing_summary(result: EstimateResult) -> str:
     if w is None:
         return ""
     parts = [f"prompt {w.prompt_len:,} + output {w.output_len:,} tokens" if len(result.rows) == 1 or
-             len({r.context for r in result.rows}) == 1 else "prompt + output per row"]
+             _one_context(result.rows) else "prompt + output per row"]
     if w.shared_prefix:
         parts.append(f"shared prefix: {w.shared_prefix:,} tokens common to every request")
     if w.n > 1:
@@ -49,6 +49,17 @@ def sharing_summary(result: EstimateResult) -> str:
     if w.beam_width > 1:
         parts.append(f"beam width {w.beam_width}")
     return "; ".join(parts)
+
+
+def _one_context(rows: Iterable[EstimateRow]) -> bool:
+    """Whether every row has the first row's context (none: False); stops at the first other, holds nothing."""
+    first = None
+    for row in rows:
+        if first is None:
+            first = row.context
+        elif row.context != first:
+            return False
+    return first is not None
 
 
 def sharing_term_lines(result: EstimateResult) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from kvplan.estimate import EstimateResult
 
@@ -21,22 +21,37 @@ SHARING_COLUMNS = ["prompt_len", "output_len", "sequences", "kv_bytes_plain"]
 def estimate_csv(result: EstimateResult, by_layer: bool, *, header: bool = True) -> str:
     """The rows of one result (the ``engine`` column tells results apart; ``header`` for the first)."""
     out = io.StringIO()
+    write_estimate_csv(out, result, by_layer, header=header)
+    return out.getvalue()
+
+
+def write_estimate_csv(stream: IO[str], result: EstimateResult, by_layer: bool, *, header: bool = True) -> None:
+    """``estimate_csv`` written to ``stream`` a block of rows at a time: memory stays flat however long the
+    sweep (the rows may be a lazy ``RowSweep``)."""
+    out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     shared = result.sharing is not None
     if header:
         writer.writerow(ROW_COLUMNS + (SHARING_COLUMNS if shared else []) + (LAYER_COLUMNS if by_layer else []))
+    model, engine = result.model.id, result.engine
     for row in result.rows:
-        base = [result.model.id, result.engine, row.batch, row.context, row.kv_dtype, row.kv_bytes,
-                f"{row.bytes_per_token:.6g}"]
+        base = [model, engine, row.batch, row.context, row.kv_dtype, row.kv_bytes, f"{row.bytes_per_token:.6g}"]
         if row.sharing is not None:
             base += [row.sharing.prompt_len, row.sharing.output_len, row.sharing.sequences,
                      row.sharing.kv_bytes_plain]
         if by_layer and row.layers:
-            for layer in row.layers:
-                writer.writerow(base + [layer.index, layer.kind, layer.tokens_held, layer.bytes])
+            writer.writerows(base + [layer.index, layer.kind, layer.tokens_held, layer.bytes] for layer in row.layers)
         else:
             writer.writerow(base)
-    return out.getvalue()
+        if out.tell() >= _CHUNK:
+            stream.write(out.getvalue())
+            out.seek(0)
+            out.truncate()
+    stream.write(out.getvalue())
+
+
+_CHUNK = 1 << 17
+"""Characters gathered before each write to the stream (a block of rows, fewer with --by-layer)."""
 
 
 PLAN_COLUMNS = ["model", "engine", "engine_version", "gpu", "gpu_count", "tp", "pp", "dp", "kv_dtype",

@@ -74,13 +74,20 @@ def _console(stream: IO[str]) -> Any:
 @register("EstimateResult", "table")
 def _estimate_table(results: Sequence[Any], stream: IO[str], *, by_layer: bool = False, explain: bool = False,
                     plot: bool = False, **_: Any) -> None:
-    from kvplan.render.table import print_estimates
+    from kvplan.render.plain import PlainOut, RichOut, plain_target
+    from kvplan.render.table import table_lines, write_estimates
 
-    console = _console(stream)
-    print_estimates(console, results, by_layer, explain)
+    # piped, or longer than the terminal: written row by row without rich (the same bytes where rich is not
+    # in a terminal); rich for a terminal it fits
+    console = None if plain_target(stream) else _console(stream)
+    if console is None or not console.is_terminal or table_lines(results, by_layer) > console.height:
+        write_estimates(PlainOut(stream, console), results, by_layer, explain)
+    else:
+        write_estimates(RichOut(console), results, by_layer, explain)
     if plot:
         from kvplan.render.plot import estimate_plot
 
+        console = console or _console(stream)
         for r in results:
             title = f"{r.engine} {r.engine_version}: " if len(results) > 1 else ""
             console.print(title + estimate_plot(r), highlight=False, markup=False)
@@ -88,24 +95,28 @@ def _estimate_table(results: Sequence[Any], stream: IO[str], *, by_layer: bool =
 
 @register("EstimateResult", "json")
 def _estimate_json(results: Sequence[Any], stream: IO[str], *, explain: bool = False, **_: Any) -> None:
-    from kvplan.render.json_out import dumps, estimates_dict
+    from kvplan.render.json_out import write_estimates
 
-    stream.write(dumps(estimates_dict(results, explain=explain)))
+    write_estimates(results, stream, explain=explain)
 
 
 @register("EstimateResult", "csv")
 def _estimate_csv(results: Sequence[Any], stream: IO[str], *, by_layer: bool = False, **_: Any) -> None:
-    from kvplan.render.csv_out import estimate_csv
+    from kvplan.render.csv_out import write_estimate_csv
 
-    stream.write("".join(estimate_csv(r, by_layer, header=i == 0) for i, r in enumerate(results)))
+    for i, result in enumerate(results):
+        write_estimate_csv(stream, result, by_layer, header=i == 0)
 
 
 @register("EstimateResult", "markdown")
 def _estimate_markdown(results: Sequence[Any], stream: IO[str], *, by_layer: bool = False, explain: bool = False,
                        **_: Any) -> None:
-    from kvplan.render.markdown import estimate_markdown
+    from kvplan.render.markdown import write_estimate_markdown
 
-    stream.write("\n".join(estimate_markdown(r, by_layer, explain) for r in results))
+    for i, result in enumerate(results):
+        if i:
+            stream.write("\n")
+        write_estimate_markdown(stream, result, by_layer, explain)
 
 
 # ------------------------------------------------------------------ kvplan max-batch: CapacityPlan

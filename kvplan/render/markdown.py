@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import io
+from collections.abc import Iterable
+from typing import IO, TYPE_CHECKING
 
-from kvplan.estimate import EstimateResult
+from kvplan.estimate import EstimateResult, EstimateRow
 from kvplan.render.common import (interval_note, layer_ranges, ranged, row_cells, sharing_cells, sharing_summary,
                                   sharing_term_lines)
 from kvplan.units import format_bytes
@@ -14,22 +16,28 @@ if TYPE_CHECKING:
 
 
 def estimate_markdown(result: EstimateResult, by_layer: bool, explain: bool) -> str:
+    out = io.StringIO()
+    write_estimate_markdown(out, result, by_layer, explain)
+    return out.getvalue()
+
+
+def write_estimate_markdown(stream: IO[str], result: EstimateResult, by_layer: bool, explain: bool) -> None:
+    """``estimate_markdown`` written to ``stream`` a block of lines at a time: memory stays flat however long
+    the sweep (the rows may be a lazy ``RowSweep``, read once for the table and once per layer tables)."""
     m = result.model
-    lines = [f"### KV cache: {m.id} ({result.engine} {result.engine_version})", ""]
     shared = result.sharing is not None
-    lines.append("| batch | context | kv dtype | KV cache | bytes | bytes/token |"
-                 + (" sequences | plain | saving |" if shared else ""))
-    lines.append("|---:|---:|---|---:|---:|---:|" + ("---:|---:|---:|" if shared else ""))
-    for row in result.rows:
-        lines.append("| " + " | ".join(row_cells(row) + sharing_cells(row)) + " |")
+    _write_lines(stream, [f"### KV cache: {m.id} ({result.engine} {result.engine_version})", "",
+                          "| batch | context | kv dtype | KV cache | bytes | bytes/token |"
+                          + (" sequences | plain | saving |" if shared else ""),
+                          "|---:|---:|---|---:|---:|---:|" + ("---:|---:|---:|" if shared else "")])
+    _write_lines(stream, ("| " + " | ".join(row_cells(row) + sharing_cells(row)) + " |" for row in result.rows))
+    lines: list[str] = []
     if shared:
         lines += ["", sharing_summary(result)]
+    _write_lines(stream, lines)
     if by_layer:
-        for row in result.rows:
-            lines += ["", f"**Per layer, batch {row.batch}, context {row.context:,}, {row.kv_dtype}**", "",
-                      "| layers | kind | tokens held | bytes per layer | bytes |", "|---|---|---:|---:|---:|"]
-            for span, kind, tokens, each, total in layer_ranges(row.layers or ()):
-                lines.append(f"| {span} | {kind} | {tokens:,} | {each:,} | {format_bytes(total)} |")
+        _write_lines(stream, (line for row in result.rows for line in _layer_lines(row)))
+    lines = []
     if explain:
         lines += ["", "**Formulas**", ""]
         for f in result.formulas:
@@ -41,7 +49,31 @@ def estimate_markdown(result: EstimateResult, by_layer: bool, explain: bool) -> 
         lines += [f"- {line}" for line in sharing_term_lines(result)]
     if result.assumptions:
         lines += ["", "**Assumptions**", ""] + [f"- {a}" for a in result.assumptions]
-    return "\n".join(lines) + "\n"
+    _write_lines(stream, lines)
+
+
+def _layer_lines(row: EstimateRow) -> list[str]:
+    lines = ["", f"**Per layer, batch {row.batch}, context {row.context:,}, {row.kv_dtype}**", "",
+             "| layers | kind | tokens held | bytes per layer | bytes |", "|---|---|---:|---:|---:|"]
+    for span, kind, tokens, each, total in layer_ranges(row.layers or ()):
+        lines.append(f"| {span} | {kind} | {tokens:,} | {each:,} | {format_bytes(total)} |")
+    return lines
+
+
+_CHUNK = 1024
+"""Lines gathered before each write to the stream."""
+
+
+def _write_lines(stream: IO[str], lines: Iterable[str]) -> None:
+    """Each line and its line break, ``_CHUNK`` lines to a write."""
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) == _CHUNK:
+            stream.write("\n".join(chunk) + "\n")
+            chunk.clear()
+    if chunk:
+        stream.write("\n".join(chunk) + "\n")
 
 
 def _cell(text: str) -> str:

@@ -1,11 +1,11 @@
-"""Rich tables for the terminal."""
+"""Estimate tables: through rich in a terminal, through the plain writer (render/plain.py) when piped or
+longer than the terminal, the same bytes either way where rich is not in a terminal. The tables, lines and
+notes are described once, here, for both (``Out``: ``RichOut`` or ``PlainOut``)."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
-
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Union
 
 from kvplan.estimate import EstimateResult
 from kvplan.render.common import (
@@ -17,11 +17,15 @@ from kvplan.render.common import (
     sharing_summary,
     sharing_term_lines,
 )
-from kvplan.render.console import never_cut
+from kvplan.render.plain import PlainOut, RichOut, Row, TableSpec
 from kvplan.units import format_bytes
+
+Out = Union[RichOut, PlainOut]
 
 _COLUMNS = (("batch", "right"), ("context", "right"), ("kv dtype", "left"), ("KV cache", "right"),
             ("bytes", "right"), ("bytes/token", "right"))
+_LAYER_COLUMNS = (("layers", "left"), ("kind", "left"), ("tokens held", "right"), ("bytes per layer", "right"),
+                  ("total", "right"))
 
 
 def _engine_label(result: EstimateResult) -> str:
@@ -35,98 +39,109 @@ def _caption(result: EstimateResult) -> str:
     return f"{m.num_layers} layers: {kinds}. GiB = 2^30 bytes."
 
 
-def print_estimates(console: Console, results: Sequence[EstimateResult], by_layer: bool, explain: bool) -> None:
+def print_estimates(console: Any, results: Sequence[EstimateResult], by_layer: bool, explain: bool) -> None:
+    """The tables through a rich console."""
+    write_estimates(RichOut(console), results, by_layer, explain)
+
+
+def table_lines(results: Sequence[EstimateResult], by_layer: bool) -> int:
+    """About how many lines the tables take (to tell whether they fit the terminal)."""
+    rows = sum(len(r.rows) for r in results)
+    return 8 + rows * (8 if by_layer else 1)
+
+
+def write_estimates(out: Out, results: Sequence[EstimateResult], by_layer: bool, explain: bool) -> None:
     """One engine: its table. Several (``-e vllm,sglang``): one table with an engine column, then each
     engine's per-layer tables, formulas and assumptions under its name."""
     if len(results) == 1:
-        print_estimate(console, results[0], by_layer, explain)
+        _write_estimate(out, results[0], by_layer, explain)
         return
-    table = Table(title=f"KV cache of {results[0].model.id} by engine", caption=_caption(results[0]),
-                  title_justify="left")
-    table.add_column("engine", justify="left")
-    for name, justify in _COLUMNS:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for result in results:
-        for i, row in enumerate(result.rows):
-            last = i == len(result.rows) - 1
-            table.add_row(_engine_label(result) if i == 0 else "", *row_cells(row), end_section=last)
-    console.print(never_cut(table))
+
+    def rows() -> Iterator[Row]:
+        for result in results:
+            last = len(result.rows) - 1
+            for i, row in enumerate(result.rows):
+                yield [_engine_label(result) if i == 0 else "", *row_cells(row)], i == last
+
+    out.table(TableSpec(f"KV cache of {results[0].model.id} by engine", (("engine", "left"), *_COLUMNS), rows,
+                        _caption(results[0])))
     shared = [a for a in results[0].assumptions if all(a in r.assumptions for r in results)]
     for result in results:
         own = tuple(a for a in result.assumptions if a not in shared)
         if by_layer or explain or own:
-            console.print(_engine_label(result), style="bold", markup=False, highlight=False)
-            _print_details(console, result, by_layer, explain, own)
-    _print_notes(console, shared, "Assumptions (every engine)")
+            out.line(_engine_label(result), bold=True)
+            _write_details(out, result, by_layer, explain, own)
+    _write_notes(out, shared, "Assumptions (every engine)")
 
 
-def print_estimate(console: Console, result: EstimateResult, by_layer: bool, explain: bool) -> None:
-    table = Table(title=f"KV cache of {result.model.id} on {_engine_label(result)}", caption=_caption(result),
-                  title_justify="left")
-    for name, justify in _COLUMNS:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+def _write_estimate(out: Out, result: EstimateResult, by_layer: bool, explain: bool) -> None:
+    columns = _COLUMNS + (tuple((name, "right") for name in SHARING_COLUMNS) if result.sharing is not None else ())
+
+    def rows() -> Iterator[Row]:
+        if result.sharing is None:
+            for row in result.rows:
+                yield row_cells(row), False
+        else:
+            for row in result.rows:
+                yield row_cells(row) + sharing_cells(row), False
+
+    out.table(TableSpec(f"KV cache of {result.model.id} on {_engine_label(result)}", columns, rows,
+                        _caption(result)))
     if result.sharing is not None:
-        for name in SHARING_COLUMNS:
-            table.add_column(name, justify="right")
-    for row in result.rows:
-        table.add_row(*row_cells(row), *sharing_cells(row))
-    console.print(never_cut(table))
-    if result.sharing is not None:
-        console.print(sharing_summary(result), highlight=False, markup=False)
-    _print_details(console, result, by_layer, explain, result.assumptions)
+        out.line(sharing_summary(result))
+    _write_details(out, result, by_layer, explain, result.assumptions)
 
 
-def _print_notes(console: Console, notes: Sequence[str], title: str = "Assumptions") -> None:
+def _write_notes(out: Out, notes: Sequence[str], title: str = "Assumptions") -> None:
     if notes:
-        console.print(title, style="bold", markup=False, highlight=False)
+        out.line(title, bold=True)
         for note in notes:
-            console.print(f"  • {note}", highlight=False, markup=False)
+            out.line(f"  • {note}")
 
 
-def _print_details(console: Console, result: EstimateResult, by_layer: bool, explain: bool,
-                   notes: Sequence[str]) -> None:
+def _write_details(out: Out, result: EstimateResult, by_layer: bool, explain: bool, notes: Sequence[str]) -> None:
     if by_layer:
         for row in result.rows:
-            lt = Table(title=f"per layer: batch {row.batch}, context {row.context:,}, {row.kv_dtype}",
-                       title_justify="left")
-            for name in ("layers", "kind", "tokens held", "bytes per layer", "total"):
-                lt.add_column(name, justify="left" if name in ("layers", "kind") else "right")
-            for span, kind, tokens, each, total in layer_ranges(row.layers or ()):
-                lt.add_row(span, kind, f"{tokens:,}", f"{each:,}", format_bytes(total))
-            console.print(never_cut(lt))
+            ranges = [([span, kind, f"{tokens:,}", f"{each:,}", format_bytes(total)], False)
+                      for span, kind, tokens, each, total in layer_ranges(row.layers or ())]
+            out.table(TableSpec(f"per layer: batch {row.batch}, context {row.context:,}, {row.kv_dtype}",
+                                _LAYER_COLUMNS, _given(ranges)))
     if explain:
-        print_formulas(console, result)
-    _print_notes(console, notes)
+        write_formulas(out, result)
+    _write_notes(out, notes)
 
 
-def print_formulas(console: Console, result: EstimateResult) -> None:
-    console.print("[bold]How each number is made[/bold]")
-    console.print("  kv_bytes = Σ layers × tokens held × bytes per token, + layers × batch × state bytes "
-                  "for recurrent layers", highlight=False, markup=False)
+def _given(rows: list[Row]) -> Callable[[], list[Row]]:
+    return lambda: rows
+
+
+def write_formulas(out: Out, result: EstimateResult) -> None:
+    out.line("How each number is made", bold=True)
+    out.line("  kv_bytes = Σ layers × tokens held × bytes per token, + layers × batch × state bytes "
+             "for recurrent layers")
     if result.sharing is not None:
-        console.print("  with sharing, tokens per layer = stored once + batch × per request + sequences × per "
-                      "sequence (docs/sharing.md)", highlight=False, markup=False)
+        out.line("  with sharing, tokens per layer = stored once + batch × per request + sequences × per "
+                 "sequence (docs/sharing.md)")
     for f in result.formulas:
         what = f"unused pool slot{'s' if f.count > 1 else ''}" if f.kind == "padding" else \
             f"{f.kind} layer{'s' if f.count > 1 else ''}"
         head = f"  [{f.kv_dtype}] {f.count} {what} ({f.layers}): "
         if f.state_formula:
-            console.print(head + f"state {f.state_bytes:,} B per sequence = {f.state_formula}",
-                          highlight=False, markup=False)
+            out.line(head + f"state {f.state_bytes:,} B per sequence = {f.state_formula}")
         else:
-            console.print(head + f"{f.bytes_per_token:,} B per token = {f.token_formula}; "
-                          f"tokens held per sequence = {f.tokens_held_formula}", highlight=False, markup=False)
+            out.line(head + f"{f.bytes_per_token:,} B per token = {f.token_formula}; "
+                     f"tokens held per sequence = {f.tokens_held_formula}")
     for line in sharing_term_lines(result):
-        console.print(f"  {line}", highlight=False, markup=False)
+        out.line(f"  {line}")
     first = result.rows[0]
     if first.layers:
-        terms = {}
+        terms: dict[tuple[int, int], int] = {}
         for layer in first.layers:
             key = (layer.tokens_held, layer.bytes)
             terms[key] = terms.get(key, 0) + 1
         sum_text = " + ".join(f"{n} × {b:,} B" for (_, b), n in terms.items())
-        console.print(f"  batch {first.batch}, context {first.context:,}, {dtype_label(first)}: {sum_text} "
-                      f"= {first.kv_bytes:,} B = {format_bytes(first.kv_bytes)}", highlight=False, markup=False)
+        out.line(f"  batch {first.batch}, context {first.context:,}, {dtype_label(first)}: {sum_text} "
+                 f"= {first.kv_bytes:,} B = {format_bytes(first.kv_bytes)}")
     else:
-        console.print(f"  e.g. batch {first.batch}, context {first.context:,}, {dtype_label(first)}: "
-                      f"{first.kv_bytes:,} B = {format_bytes(first.kv_bytes)}", highlight=False, markup=False)
+        out.line(f"  e.g. batch {first.batch}, context {first.context:,}, {dtype_label(first)}: "
+                 f"{first.kv_bytes:,} B = {format_bytes(first.kv_bytes)}")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from kvplan.record import dataclass
 from math import prod
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, KindRules, build_groups, group_by_kind
@@ -165,6 +165,7 @@ Packing = QuantoPacking | HqqPacking | Fp8Packing
 class QuantizedGroup(GroupRule):
     """A run of layers held by a ``QuantizedLayer``: the quantized states plus the full-precision residual."""
 
+    refuses_points: ClassVar[bool] = True  # HQQ's packing refuses some (batch, tokens) shapes
     keys: Packing = Fp8Packing()
     values: Packing = Fp8Packing()
     k_shape: tuple[int, int] = (0, 0)
