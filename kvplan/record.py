@@ -6,8 +6,9 @@ prints, which made class creation most of its start-up time (docs/performance.md
 methods and the same behaviour (frozen, compared and hashed by value, ``__match_args__``, ``__post_init__``),
 with one difference in cost only:
 
-- ``__init__`` is compiled on the first instance (one ``exec``, the same code dataclasses would write), so a
-  class that is never instantiated costs nothing; ``__repr__``, ``__eq__``, ``__hash__`` and the frozen
+- ``__init__`` is a shared function binding the arguments until a class has made ``_COMPILE_AT`` instances,
+  which then compiles its own (one ``exec``, the same code dataclasses would write): a class that makes a few
+  instances costs no compile; ``__repr__``, ``__eq__``, ``__hash__`` and the frozen
   ``__setattr__``/``__delattr__`` are shared functions reading the class's field names;
 - ``__dataclass_fields__`` and ``__dataclass_params__`` are built with the real ``dataclasses`` on first access,
   so ``dataclasses.fields``, ``replace``, ``asdict`` and ``is_dataclass`` work unchanged (and import it then).
@@ -248,12 +249,47 @@ else:
                 return found[name]
         return None
 
+    _COMPILE_AT = 16
+    """Instances a class makes through the shared ``__init__`` before it compiles its own: most classes make a
+    few (a start-up pays no ``compile`` for them), a sweep's rows make thousands (they get the fast one)."""
+
     def _lazy_init(self, *args, **kwargs):
-        """The first instance of the class compiles its ``__init__`` (the code dataclasses writes) and uses it."""
-        cls = type(self)
-        owner = next(b for b in cls.__mro__ if b.__dict__.get("__init__") is _lazy_init)
-        owner.__init__ = _compile_init(owner)
-        owner.__init__(self, *args, **kwargs)
+        """The shared ``__init__``: binds the arguments as the compiled one would; the class's ``_COMPILE_AT``-th
+        instance compiles its own (the code dataclasses writes) and uses it from then on."""
+        owner = next(b for b in type(self).__mro__ if b.__dict__.get("__init__") is _lazy_init)
+        made = owner.__dict__.get("__kvplan_made__", 0) + 1
+        if made >= _COMPILE_AT:
+            owner.__init__ = _compile_init(owner)
+            owner.__init__(self, *args, **kwargs)
+            return
+        type.__setattr__(owner, "__kvplan_made__", made)
+        _bind(owner, self, args, kwargs)
+
+    def _bind(owner, self, args, kwargs):
+        ordered, frozen = owner.__kvplan_record__
+        name = f"{owner.__qualname__}.__init__()"
+        positional = [f[0] for f in ordered if not f[4]]
+        if len(args) > len(positional):
+            raise TypeError(f"{name} takes {len(positional) + 1} positional arguments but {len(args) + 1} were given")
+        values = dict(zip(positional, args))
+        known = {f[0] for f in ordered}
+        for key, value in kwargs.items():
+            if key not in known:
+                raise TypeError(f"{name} got an unexpected keyword argument '{key}'")
+            if key in values:
+                raise TypeError(f"{name} got multiple values for argument '{key}'")
+            values[key] = value
+        missing = [f[0] for f in ordered if f[0] not in values and f[1] is _MISSING and f[2] is _MISSING]
+        if missing:
+            raise TypeError(f"{name} missing {len(missing)} required argument(s): {', '.join(map(repr, missing))}")
+        for field_name, default, factory, *_ in ordered:
+            value = values[field_name] if field_name in values else factory() if factory is not _MISSING else default
+            if frozen:
+                object.__setattr__(self, field_name, value)
+            else:
+                setattr(self, field_name, value)
+        if hasattr(owner, "__post_init__"):
+            self.__post_init__()
 
     def _compile_init(cls):
         ordered, frozen = cls.__kvplan_record__

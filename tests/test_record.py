@@ -140,3 +140,30 @@ def test_kvplan_classes_are_records_and_cheap():
     from kvplan.spec import ModelSpec
 
     assert "__kvplan_record__" in vars(ModelSpec)
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_the_shared_init_and_the_compiled_one_make_the_same_instances(frozen):
+    made = []
+    for module in (dataclasses, record):
+        @module.dataclass(frozen=frozen)
+        class Point:
+            x: int
+            y: int = 2
+            tags: list = module.field(default_factory=list)
+
+        made.append(Point)
+    std, own = made
+    calls = [((1,), {}), ((1, 3), {}), ((), {"x": 4, "tags": [1]}), ((5,), {"y": 6})]
+    for _ in range(3):  # across the switch from the shared __init__ to the compiled one
+        for args, kwargs in calls * 3:
+            a, b = std(*args, **kwargs), own(*args, **kwargs)
+            assert (a.x, a.y, a.tags) == (b.x, b.y, b.tags)
+    assert own.__dict__["__init__"] is not record._lazy_init  # compiled by now
+    for args, kwargs in [((), {}), ((1, 2, [], 4), {}), ((1,), {"x": 2}), ((1,), {"z": 2})]:
+        fresh = record.dataclass(frozen=frozen)(type("P", (), {"__annotations__": {"x": "int", "y": "int"},
+                                                                "y": 2}))
+        with pytest.raises(TypeError):
+            fresh(*args, **kwargs)  # the shared __init__ refuses what the compiled one refuses
+        with pytest.raises(TypeError):
+            std(*args, **kwargs)
