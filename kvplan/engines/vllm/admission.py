@@ -77,36 +77,16 @@ class PoolShape:
         return sum(groups * self.admission_blocks(t, length, in_flight)
                    for t, groups in zip(self.types, self.groups_per_type))
 
-    def linear(self) -> tuple[int, int, int] | None:
-        """``(constant, groups, block)`` with ``blocks_per_request(length, _) == constant + groups * ceil(length /
-        block)`` for every length, where the admission rule is that simple (full and MLA groups of one block
-        size, state blocks): the longest fit is then solved in closed form instead of searched. None where a
-        sliding or chunked group (admitted with its window) or two block sizes make it otherwise."""
-        constant, groups, block = 0, 0, 0
-        for t, n in zip(self.types, self.groups_per_type):  # as blocks_per_request pairs them
-            if t.kind == "recurrent":
-                constant += n * self.state_pages
-            elif t.kind in ("sliding", "chunked") and t.span is not None:
-                return None
-            elif block and t.block_size != block:
-                return None
-            else:
-                groups, block = groups + n, t.block_size
-        return constant, groups, block
-
     def longest(self, blocks: int, batched_tokens: int, upper: int) -> int:
         """The largest length in [1, ``upper``] admitted with at most ``blocks`` blocks, 0 if none: what a bisection
         over ``blocks_per_request`` (monotone in the length) finds, worked out from its pieces where it can. Past
         every window (sliding, chunked) the count grows only with the full groups' ceil(length / block): one
-        division when they share a block size (``linear`` where there is no window at all). Otherwise bisected,
+        division when they share a block size (from length 1 where there is no window at all). Otherwise bisected,
         as ``_estimate_max_model_len_from_groups`` does."""
         if upper < 1 or self.blocks_per_request(1, batched_tokens) > blocks:
             return 0
         if self.blocks_per_request(upper, batched_tokens) <= blocks:
             return upper
-        line = self.linear()
-        if line is not None:  # no window, one block size: solved in closed form
-            return _longest_linear(line, blocks, upper)
         in_flight = in_flight_tokens(self.in_flight_batches, batched_tokens)
         lo, hi = 1, upper  # admitted at lo, not at hi
         saturated, full = 1, 0
@@ -193,16 +173,6 @@ def vllm_max_model_len(pool: PoolShape, available_bytes: int, max_num_batched_to
     """The longest request that fits the blocks requests can have (``_estimate_max_model_len_from_groups``:
     a binary search up to ``upper``)."""
     return pool.longest(pool.free_blocks(available_bytes), max_num_batched_tokens, upper)
-
-
-def _longest_linear(line: tuple[int, int, int], blocks: int, upper: int) -> int:
-    """The largest length in [0, upper] whose ``constant + groups * ceil(length / block)`` blocks are at most
-    ``blocks`` (0 where none is): what bisecting ``blocks_per_request`` finds, without the ~26 calls."""
-    constant, groups, block = line
-    if groups == 0:
-        return max(0, upper) if constant <= blocks else 0
-    whole = (blocks - constant) // groups  # whole blocks per group left for the tokens
-    return max(0, min(upper, whole * block)) if whole > 0 else 0
 
 
 def capacity(layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, batched_tokens: int,
