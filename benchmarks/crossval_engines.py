@@ -45,7 +45,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.accuracy import replace_block  # noqa: E402
-from benchmarks.crossval import DATA, _quantile, gpu_class, source_of, stats  # noqa: E402
+from benchmarks.crossval import DATA, _quantile, _whole, gpu_class, source_of, stats  # noqa: E402
+from benchmarks.crossval import table as _table  # noqa: E402
 from kvplan.budgets import Settings  # noqa: E402
 from kvplan.engines import parse_version  # noqa: E402
 from kvplan.engines.sglang import fitted as sglang_fitted  # noqa: E402
@@ -132,11 +133,6 @@ def cases() -> Iterator[dict]:
 def _release(text: object) -> str | None:
     found = re.match(r"\s*~?v?(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
     return ".".join(g for g in found.groups() if g is not None) if found else None
-
-
-def _whole(value: object) -> int:
-    found = re.match(r"\s*(\d+)", str(value)) if value is not None else None
-    return int(found.group(1)) if found else 1
 
 
 def _gpu(case: dict) -> Any:
@@ -352,15 +348,6 @@ def summary(rows: list[dict]) -> dict[str, dict[str, dict[str, float]]]:
         out[engine] = {"cross-validated (held-out sources)": stats([r["heldout_error_pct"] for r in rs
                                                                     if r["held_out"]]),
                        "in-sample (shipped sizes, all logs)": stats([r["error_pct"] for r in rs])}
-    return out
-
-
-def _table(groups: dict[str, list[dict]], title: str) -> list[str]:
-    out = [f"| {title} | logs | sources | median | p90 | worst |", "|---|---:|---:|---:|---:|---:|"]
-    for key, rs in sorted(groups.items()):
-        s = stats([r["heldout_error_pct"] for r in rs])
-        out.append(f"| {key} | {s['n']} | {len({r['source'] for r in rs})} | {s['median']:.2f} % | "
-                   f"{s['p90']:.2f} % | {s['worst']:.2f} % |")
     return out
 
 
