@@ -9,7 +9,6 @@ that the floors below the planner never reach up to it.
 from __future__ import annotations
 
 import re
-from kvplan.record import replace
 from typing import TYPE_CHECKING, Any
 
 from kvplan.budgets import Settings
@@ -18,6 +17,7 @@ from kvplan.logs.compare import Comparison, biggest, rows, version_of
 from kvplan.logs.model import ParsedLog
 from kvplan.logs.reader import log_reader
 from kvplan.plan import max_batch
+from kvplan.record import replace
 
 if TYPE_CHECKING:
     from kvplan.logs.calibration import Calibration

@@ -18,9 +18,8 @@ Sources:
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
-
 from kvplan.errors import UsageError
+from kvplan.record import dataclass
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
-from kvplan.record import dataclass, field
 from typing import Any, overload
 
 from kvplan._version import __version__
@@ -20,10 +19,17 @@ from kvplan.engines.protocol import Engine, check_options, make_engine_options
 from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.speculative import speculation_dict
 from kvplan.engines.version import unstated_version
-from kvplan.workload import RowSharing, SharingTerm, sharing_terms, speculation_from, split_contexts
 from kvplan.errors import UsageError
-from kvplan.units import parse_counts
+from kvplan.record import dataclass, field
 from kvplan.spec import ModelSpec
+from kvplan.units import parse_counts
+from kvplan.workload import (
+    RowSharing,
+    SharingTerm,
+    sharing_terms,
+    speculation_from,
+    split_contexts,
+)
 
 
 @dataclass(frozen=True)
@@ -416,7 +422,6 @@ def _share(row: EstimateRow, layouts: list[tuple[str, CacheLayout]], workload: W
            by_layer: bool, eng: Engine | None = None) -> EstimateRow:
     """The row's bytes with the engine's sharing applied; the plain figure kept beside them."""
     from kvplan.record import replace
-
     from kvplan.workload import shared_figures
 
     layout = next(lay for name, lay in layouts if name == row.kv_dtype)

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from kvplan.record import dataclass, field, replace
 from typing import Any
 
-from kvplan.errors import UsageError
 from kvplan.engines import DEFAULT_ENGINE
+from kvplan.errors import UsageError
+from kvplan.record import dataclass, field, replace
 
 Progress = Callable[[int, int], None]
 """Called with (done, total) after each GPU type x engine x KV dtype is planned."""
@@ -347,7 +347,7 @@ def load_prices(path: str) -> Prices:
     """A prices file (YAML or JSON): ``currency`` (default USD) and ``gpus``: catalog GPU name or alias ->
     price of one GPU-hour. Every name is resolved against the catalog; a bad entry is refused by name."""
     from kvplan.hardware import find_gpu, load_catalog
-    from kvplan.safe_io import read_text, load_yaml
+    from kvplan.safe_io import load_yaml, read_text
 
     data = load_yaml(read_text(path), str(path))
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), dict) or not data["gpus"]:

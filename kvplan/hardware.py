@@ -16,13 +16,13 @@ import difflib
 import math
 import re
 from collections.abc import Iterable, Mapping
-from kvplan.record import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from kvplan.errors import ConfigError, UsageError
+from kvplan.record import dataclass, field
 
 CATALOG_NAME = "gpus.yaml"
 VENDORS = ("nvidia", "amd", "intel", "other")

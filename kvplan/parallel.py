@@ -13,9 +13,8 @@
 
 from __future__ import annotations
 
-from kvplan.record import replace
-
 from kvplan.errors import UsageError
+from kvplan.record import replace
 from kvplan.spec import MLA, KVAttention, LayerSpec, ModelSpec, Recurrent, group_layers
 
 

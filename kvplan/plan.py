@@ -10,26 +10,30 @@ Nothing here depends on which engine it is.
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Callable
-
-from kvplan.record import dataclass, field, replace
 from typing import Any, Literal
 
 from kvplan._version import __version__
 from kvplan.budgets import MemoryItem, Settings
 from kvplan.budgets.base import given_kv_notes
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
-from kvplan.hardware import KNOWN_VENDORS, VENDOR_TITLES
 from kvplan.engines import DEFAULT_ENGINE, Demand, get_engine
 from kvplan.engines.layout import HOST_POOL
 from kvplan.engines.protocol import Engine, check_options, make_engine_options
+from kvplan.engines.sharing import MAX_SAMPLES
 from kvplan.engines.version import unstated_version
 from kvplan.errors import UsageError
-from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog
+from kvplan.hardware import (
+    GPU,
+    KNOWN_VENDORS,
+    VENDOR_TITLES,
+    find_gpu,
+    gpu_from_memory,
+    load_catalog,
+)
 from kvplan.parallel import tp_notes
+from kvplan.record import dataclass, field, replace
 from kvplan.spec import ModelSpec
-from kvplan.engines.sharing import MAX_SAMPLES
 from kvplan.units import MAX_COUNT
 
 Solve = Literal["batch", "context", "gpus", "utilization"]

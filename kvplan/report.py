@@ -9,10 +9,10 @@ The JSON documents are the ones ``-f json`` prints for the same questions, embed
 from __future__ import annotations
 
 from collections.abc import Sequence
-from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines import DEFAULT_ENGINE
+from kvplan.record import dataclass
 
 
 @dataclass(frozen=True)

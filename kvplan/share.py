@@ -12,10 +12,10 @@ deployment (and the other order) with which all do, each planned again.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from kvplan.record import dataclass, replace
 from typing import Any
 
 from kvplan.errors import KvplanError, UsageError
+from kvplan.record import dataclass, replace
 
 FIX_STEP = 0.01
 """Fractions tried for a fix: two decimals, as people write them."""

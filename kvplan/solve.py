@@ -11,10 +11,10 @@ depends on it (the batch defaults and the activation peak do not), so a bisectio
 from __future__ import annotations
 
 from collections.abc import Callable
-from kvplan.record import replace
 from typing import Any
 
 from kvplan.errors import UsageError
+from kvplan.record import replace
 
 STEP = 0.001
 """The fraction's resolution: three decimals, as the engines' examples write it."""

@@ -14,18 +14,23 @@ constraints are cheap markers that pydantic reads only when it is asked to valid
 from __future__ import annotations
 
 from collections.abc import Iterator
-from kvplan.record import dataclass, field
 from typing import Annotated, Any, Literal
 
 from kvplan.errors import SpecError
 from kvplan.layouts.base import (  # the kind classes' base, and the bounds ModelSpec shares with them
     CONFIG as _CONFIG,
+)
+from kvplan.layouts.base import (
     KINDS,
-    MAX_LAYERS as _MAX_LAYERS,
     LayerSpec,
     NonNegativeInt,
     PositiveInt,
 )
+from kvplan.layouts.base import (
+    MAX_LAYERS as _MAX_LAYERS,
+)
+from kvplan.record import dataclass, field
+
 # each kind's module registers its class as it loads, in this order (the order the kinds are listed in)
 from kvplan.layouts.full import FullAttention, KVAttention, LocalAttention  # isort: skip
 from kvplan.layouts.sliding import SlidingWindow  # isort: skip

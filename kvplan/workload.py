@@ -4,12 +4,19 @@ row with the engine's sharing applied (docs/sharing.md). The rules themselves ar
 from __future__ import annotations
 
 from collections.abc import Iterable
-from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines.layout import CacheLayout
-from kvplan.engines.sharing import SharingRule, Workload, group_bytes, group_tokens, plain_bytes, shared_bytes
+from kvplan.engines.sharing import (
+    SharingRule,
+    Workload,
+    group_bytes,
+    group_tokens,
+    plain_bytes,
+    shared_bytes,
+)
 from kvplan.errors import UsageError
+from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, field
 from typing import Literal
 
 from kvplan.errors import UsageError
+from kvplan.record import dataclass, field
 from kvplan.spec import KVAttention, ModelSpec
 
 GIB = 1 << 30

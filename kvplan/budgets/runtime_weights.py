@@ -15,7 +15,6 @@ and said (tied: vocab x hidden parameters more in the low precision than planned
 from __future__ import annotations
 
 from kvplan.record import dataclass, replace
-
 from kvplan.spec import MODEL_DTYPE_BYTES, KVAttention, ModelSpec
 
 FLOAT_DTYPES = frozenset(MODEL_DTYPE_BYTES)

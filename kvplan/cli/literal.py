@@ -8,9 +8,10 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Callable
-from kvplan.record import replace
 from pathlib import Path
 from typing import Any
+
+from kvplan.record import replace
 
 MAX_COMMAND = 1 << 16
 """A launch command read from stdin: far longer than any real one; more is refused, not read."""

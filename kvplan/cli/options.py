@@ -9,9 +9,9 @@ Imported by the estimate fast path: no typer here except inside ``build``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from kvplan.record import dataclass, replace
 from typing import Any
 
+from kvplan.record import dataclass, replace
 from kvplan.render import FORMATS
 
 

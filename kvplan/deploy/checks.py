@@ -11,7 +11,6 @@ Per deployment and GPU type:
 from __future__ import annotations
 
 import os
-from kvplan.record import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,16 @@ from kvplan.budgets import Settings
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.host_memory import pinned_check
 from kvplan.deploy.report import DeploymentResult, Finding
-from kvplan.deploy.requirements import _fill, _finding, _fp8_suggester, _requirement_checks, capped_plan
+from kvplan.deploy.requirements import (
+    _fill,
+    _finding,
+    _fp8_suggester,
+    _requirement_checks,
+    capped_plan,
+)
 from kvplan.engines.serve import serve_flags, shown
 from kvplan.errors import KvplanError, UsageError
+from kvplan.record import dataclass, field, replace
 from kvplan.spec import ModelSpec
 from kvplan.units import format_bytes
 
@@ -274,8 +280,8 @@ def _requirements(dep: Deployment) -> dict[str, Any]:
 
 def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, settings: Settings,
                req: dict[str, Any], result: DeploymentResult, ctx: Context) -> None:
-    from kvplan.plan import max_batch
     from kvplan.parallel import tp_notes
+    from kvplan.plan import max_batch
 
     add = result.findings.append
     tp, pp, dp = (int(dep.setting(k, 1)) for k in ("tp", "pp", "dp"))

@@ -6,11 +6,11 @@ Each value keeps the line it came from and how it was written (``--max-model-len
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kvplan.engines import DEFAULT_ENGINE
+from kvplan.record import dataclass, field
 
 #: Engine settings a deployment may carry (kvplan's names).
 SETTINGS = ("tp", "pp", "dp", "max_model_len", "max_num_seqs", "gpu_memory_utilization", "kv_cache_dtype",

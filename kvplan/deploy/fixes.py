@@ -10,10 +10,10 @@ flag (``ServeFlags.flags``: the first flag naming the setting), so a literal com
 from __future__ import annotations
 
 from collections.abc import Callable
-from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.errors import KvplanError
+from kvplan.record import dataclass
 
 NODE_TP = 8
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
-from kvplan.record import dataclass, field
 
 from kvplan.deploy.report import Finding
 from kvplan.engines import DEFAULT_ENGINE
 from kvplan.engines.serve import ServeFlags, serve_flags, serving_engines, shown
 from kvplan.errors import ConfigError
+from kvplan.record import dataclass, field
 
 
 @dataclass

@@ -6,10 +6,10 @@ is an error (or, with ``strict``, a warning), else 0.
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, field
 from typing import Any, Literal
 
 from kvplan.engines import DEFAULT_ENGINE
+from kvplan.record import dataclass, field
 
 Severity = Literal["error", "warning", "note"]
 JSON_VERSION = 1

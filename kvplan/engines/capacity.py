@@ -5,8 +5,9 @@ rules (``token_pool.py``) compute with. The engine protocol (``protocol.py``) re
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import TYPE_CHECKING
+
+from kvplan.record import dataclass
 
 if TYPE_CHECKING:
     from kvplan.engines.speculative import SpeculativeLayout

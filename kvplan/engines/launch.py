@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+
 from kvplan.record import dataclass
 
 

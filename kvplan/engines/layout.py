@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from kvplan.record import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.rules import NO_TOKENS, AllTokens, TokenRule, WholePages
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
+from kvplan.record import dataclass, field
 from kvplan.spec import LayerSpec, ModelSpec, NoCache, Recurrent, SharedKV
 
 

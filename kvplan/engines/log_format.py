@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from kvplan.record import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
+
+from kvplan.record import dataclass, field, replace
 
 MAX_INT_DIGITS = 18
 """The longest count a log line holds that kvplan reads (a rank, tokens, blocks): longer ones are unreadable."""

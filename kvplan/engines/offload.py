@@ -6,12 +6,12 @@ vLLM's in ``engines/vllm/offload.py``.
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from kvplan.errors import UsageError
+from kvplan.record import dataclass
 
 DEFAULT_LINK = "pcie5-x16"
 

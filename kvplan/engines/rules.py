@@ -9,8 +9,9 @@ fields for ``--explain``.
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, replace
 from typing import Protocol
+
+from kvplan.record import dataclass, replace
 
 
 def ceil_to(value: int, multiple: int) -> int:

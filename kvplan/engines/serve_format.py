@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from kvplan.record import dataclass, field
 from typing import Any
+
+from kvplan.record import dataclass, field
 
 
 def plain_int(text: str) -> int:

@@ -9,10 +9,10 @@ This module is imported by the estimate fast path: it stays free of typer, pydan
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from kvplan.record import dataclass, replace
 from typing import Any, Literal
 
 from kvplan.errors import UsageError
+from kvplan.record import dataclass, replace
 
 Target = Literal["settings", "options", "plan", "model", "env"]
 """Where a setting's value goes: ``Settings`` (the GPU budget), ``EngineOptions`` (layout and host tiers),

@@ -16,12 +16,11 @@ prefix shares nothing. Recurrent state stays per sequence.
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.errors import UsageError
-
+from kvplan.record import dataclass
 
 MAX_SAMPLES = 16384
 """Most sequences one request may have (``n`` samples or ``beam_width`` beams): vLLM's bound, the one

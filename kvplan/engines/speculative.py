@@ -7,9 +7,8 @@ token slots each sequence holds beyond its context; engines without one refuse i
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, replace
-
 from kvplan.errors import UsageError
+from kvplan.record import dataclass, replace
 from kvplan.spec import ModelSpec
 
 METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model")

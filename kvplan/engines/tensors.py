@@ -7,12 +7,12 @@ package that ``verify`` supports builds one from its ``CacheLayout`` (``Engine.t
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, field
 from math import prod
 from typing import TYPE_CHECKING
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.errors import KvplanError
+from kvplan.record import dataclass, field
 from kvplan.spec import LayerSpec, LocalAttention
 
 if TYPE_CHECKING:

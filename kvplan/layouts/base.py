@@ -11,10 +11,10 @@ constraints below are cheap markers that pydantic reads only when it is asked to
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, required_fields
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 from kvplan.errors import SpecError
+from kvplan.record import dataclass, required_fields
 
 if TYPE_CHECKING:
     from kvplan.dtypes import KVDType

@@ -6,11 +6,11 @@ differ: transformers caches it like a sliding window of ``chunk``, vLLM frees wh
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import Literal
 
 from kvplan.layouts.base import PositiveInt, register
 from kvplan.layouts.full import LocalAttention
+from kvplan.record import dataclass
 
 
 @register

@@ -7,10 +7,10 @@ MHA, GQA and MQA are the same arithmetic with kv_heads = heads, a divisor of hea
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from kvplan.layouts.base import Doc, LayerSpec, PositiveInt, TokenCost, register
+from kvplan.record import dataclass
 
 if TYPE_CHECKING:
     from kvplan.dtypes import KVDType

@@ -9,11 +9,11 @@ first and cached per-head K (qk_nope + qk_rope) and V (v_head_dim) for every que
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from kvplan.errors import SpecError
 from kvplan.layouts.base import LayerSpec, PositiveInt, TokenCost, register
+from kvplan.record import dataclass
 
 if TYPE_CHECKING:
     from kvplan.dtypes import KVDType

@@ -8,11 +8,11 @@ state in fp32, vLLM in the model dtype): the engine passes those in.
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from math import prod
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from kvplan.layouts.base import LayerSpec, PositiveInt, TokenCost, register
+from kvplan.record import dataclass
 
 if TYPE_CHECKING:
     from kvplan.dtypes import KVDType

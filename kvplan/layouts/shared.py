@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from kvplan.errors import SpecError
 from kvplan.layouts.base import LayerSpec, NonNegativeInt, TokenCost, register
+from kvplan.record import dataclass, replace
 
 if TYPE_CHECKING:
     from kvplan.dtypes import KVDType

@@ -6,11 +6,11 @@ each engine decides (transformers keeps window - 1, vLLM the blocks that cover t
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import Literal
 
 from kvplan.layouts.base import PositiveInt, register
 from kvplan.layouts.full import LocalAttention
+from kvplan.record import dataclass
 
 
 @register

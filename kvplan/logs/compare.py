@@ -7,11 +7,11 @@ settings (``kvplan.max_batch``) and hands the plan here; only ``CapacityPlan`` f
 from __future__ import annotations
 
 import re
-from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.logs.model import ParsedLog
 from kvplan.logs.reader import log_reader
+from kvplan.record import dataclass
 
 WATERFALL = ("total", "budget", "weights", "activation", "non_torch", "cudagraph", "kv_cache",
              "num_gpu_blocks", "kv_cache_tokens", "max_concurrency")

@@ -8,11 +8,20 @@ re-exported here for code that read them from this module.
 from __future__ import annotations
 
 import re
-from kvplan.record import dataclass
 from typing import BinaryIO
 
-from kvplan.engines.log_format import (COUNT, MAX_INT_DIGITS, NUMBER, Line, Logged, exact_bytes, logged_size, to_float,
-                                       to_int)
+from kvplan.engines.log_format import (
+    COUNT,
+    MAX_INT_DIGITS,
+    NUMBER,
+    Line,
+    Logged,
+    exact_bytes,
+    logged_size,
+    to_float,
+    to_int,
+)
+from kvplan.record import dataclass
 
 __all__ = ["COUNT", "MAX_INT_DIGITS", "MAX_LINE_CHARS", "MAX_LOG_BYTES", "NUMBER", "Line", "Logged", "Source",
            "exact_bytes", "logged_size", "read_bounded", "split_lines", "to_float", "to_int"]

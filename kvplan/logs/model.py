@@ -6,9 +6,8 @@ The settings a log names and the collector a reader fills are the engines' log f
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, field
-
 from kvplan.engines.log_format import Collector, Logged, LogSettings
+from kvplan.record import dataclass, field
 
 __all__ = ["MEMORY_ITEMS", "Collector", "LogSettings", "ParsedLog"]
 

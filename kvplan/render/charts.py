@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from kvplan.record import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kvplan.errors import UsageError
+from kvplan.record import dataclass, field
 
 GIB = 1 << 30
 FORMATS = (".png", ".svg")

@@ -18,8 +18,9 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from kvplan.record import dataclass
 from typing import IO, Any
+
+from kvplan.record import dataclass
 
 Row = tuple[Sequence[str], bool]
 """A row's cells, and whether a line follows it (rich's ``end_section``)."""

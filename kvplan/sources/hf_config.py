@@ -27,12 +27,11 @@ Generic rules:
 
 from __future__ import annotations
 
-import json
-from kvplan.record import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvplan.errors import ConfigError, NotFoundError
+from kvplan.record import replace
 from kvplan.sources.families.reader import (  # noqa: F401  (some re-exported: the reader used to live here)
     DTYPE_ALIASES,
     HEAD_ALIASES,

@@ -23,10 +23,10 @@ import math
 import os
 import re
 import stat
-from kvplan.record import dataclass, field
 from typing import Any
 
 from kvplan.errors import ConfigError
+from kvplan.record import dataclass, field
 from kvplan.safe_io import parse_json
 
 # Bits per element of every safetensors dtype (safetensors ``Dtype::bitsize``).

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import gc
 import os
-from kvplan.record import dataclass, field
 from typing import Any
 
 from kvplan.engines import LIBRARY_ENGINE, get_engine
+from kvplan.record import dataclass, field
 from kvplan.spec import ModelSpec
 from kvplan.verify.errors import VerifyError
 

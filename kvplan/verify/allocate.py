@@ -19,9 +19,9 @@ from __future__ import annotations
 import gc
 import os
 import weakref
-from kvplan.record import dataclass
 from typing import Any
 
+from kvplan.record import dataclass
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import BufferSpec, CachePlan, ViewSpec
 

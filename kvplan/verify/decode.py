@@ -21,9 +21,9 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from kvplan.record import dataclass
 from typing import Any
 
+from kvplan.record import dataclass
 from kvplan.spec import MLA, KVAttention
 from kvplan.verify.allocate import Allocation, import_torch
 from kvplan.verify.errors import VerifyError

@@ -23,10 +23,10 @@ from __future__ import annotations
 import os
 import socket
 import time
-from kvplan.record import dataclass
 from typing import Any, TypedDict
 
 from kvplan.engines import DEFAULT_ENGINE
+from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.rank_results import RankCheck, RanksResult

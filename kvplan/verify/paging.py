@@ -23,11 +23,11 @@ tokens back through its block table.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from kvplan.record import dataclass
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.sharing import SharingRule, Workload
 from kvplan.engines.tensors import BlockTable
+from kvplan.record import dataclass
 from kvplan.spec import Recurrent
 from kvplan.verify.errors import VerifyError
 

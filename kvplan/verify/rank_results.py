@@ -6,9 +6,9 @@ renamed) that also travels between the processes (``all_gather_object``, the --l
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import Any
 
+from kvplan.record import dataclass
 from kvplan.verify.results import ComponentCheck
 
 

@@ -16,12 +16,12 @@ Every rank of one stage holds the same shard: the heads split evenly, whatever t
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import Any
 
-from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
+from kvplan.engines import DEFAULT_ENGINE, CacheLayout, EngineOptions, get_engine
 from kvplan.parallel import pp_partitions, tp_notes
+from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
 from kvplan.verify.errors import VerifyError
 from kvplan.verify.shapes import CachePlan, VerifyWorkload, plan_cache, resolve_workload

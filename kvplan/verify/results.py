@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, field
 from typing import Any
+
+from kvplan.record import dataclass, field
 
 DEFAULT_UTILIZATION = 0.9
 

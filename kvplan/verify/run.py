@@ -5,14 +5,21 @@ then compare with the prediction.
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines import DEFAULT_ENGINE
 from kvplan.engines.layout import CacheLayout
+from kvplan.record import dataclass
 from kvplan.verify.errors import VerifyError
-from kvplan.verify.results import (BlockTableCheck, ComponentCheck, DecodeCheck, DecodeStepCheck, MaxBatchCheck,
-                                   SharingCheck, VerifyResult)
+from kvplan.verify.results import (
+    BlockTableCheck,
+    ComponentCheck,
+    DecodeCheck,
+    DecodeStepCheck,
+    MaxBatchCheck,
+    SharingCheck,
+    VerifyResult,
+)
 
 
 @dataclass(frozen=True)
@@ -172,7 +179,8 @@ def allocate_weights(spec: Any, dev: Any, notes: list[str]) -> list[Any]:
 def search_max_batch(torch: Any, dev: Any, info: Any, target: Any, work: Any, layout: CacheLayout, asked: Asked,
                      notes: list[str]) -> tuple[Any, int | None]:
     """The largest batch that really allocates within the budget, and the one kvplan predicts."""
-    from kvplan.verify.search import find_max_batch as search_max, predicted_max_batch, search_budget
+    from kvplan.verify.search import find_max_batch as search_max
+    from kvplan.verify.search import predicted_max_batch, search_budget
 
     budget = search_budget(torch, dev, asked.memory_budget, asked.gpu_memory_utilization, notes)
     predicted_max, mb_notes = predicted_max_batch(target, layout, work, budget, info.total_bytes, asked.engine,

@@ -10,16 +10,22 @@ With a shared prefix, samples, beams or speculative slots every probe allocates 
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.engines import CacheLayout
 from kvplan.engines.sharing import Workload
 from kvplan.monotone import largest
+from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
-from kvplan.verify.results import DEFAULT_UTILIZATION
-from kvplan.verify.allocate import allocate, cpu_available_bytes, free_bytes, measure, segment_bytes
+from kvplan.verify.allocate import (
+    allocate,
+    cpu_available_bytes,
+    free_bytes,
+    measure,
+    segment_bytes,
+)
 from kvplan.verify.errors import VerifyError
+from kvplan.verify.results import DEFAULT_UTILIZATION
 from kvplan.verify.shapes import plan_cache
 
 LIMIT = 1 << 24

@@ -7,7 +7,6 @@ every view lies inside its buffer and that the views add up to the prediction.
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, field
 from typing import Any
 
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype
@@ -15,13 +14,26 @@ from kvplan.engines import CacheLayout, EngineOptions, get_engine
 from kvplan.engines.sharing import SharedSpans, Workload, group_bytes, shared_bytes
 from kvplan.engines.tensors import (  # noqa: F401  (re-exported, "X as X": verify's modules read them here)
     DTYPE_BYTES as DTYPE_BYTES,
+)
+from kvplan.engines.tensors import (
     BlockTable as BlockTable,
+)
+from kvplan.engines.tensors import (
     BufferSpec as BufferSpec,
+)
+from kvplan.engines.tensors import (
     LayerInfo as LayerInfo,
+)
+from kvplan.engines.tensors import (
     TensorPlan as TensorPlan,
+)
+from kvplan.engines.tensors import (
     ViewSpec as ViewSpec,
+)
+from kvplan.engines.tensors import (
     component_names as component_names,
 )
+from kvplan.record import dataclass, field
 from kvplan.spec import ModelSpec
 from kvplan.verify.errors import VerifyError
 

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -12,6 +11,7 @@ from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
 from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, from_module
 from kvplan.engines.version import Version
+from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:

@@ -18,11 +18,10 @@
 
 from __future__ import annotations
 
-from kvplan.record import dataclass, replace
-
 from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule
 from kvplan.engines.rules import PrefillKept, SinkWindow
 from kvplan.errors import UsageError
+from kvplan.record import dataclass, replace
 from kvplan.spec import FullAttention, ModelSpec, SlidingWindow
 
 # kvpress presses whose compress is ScorerPress.compress (one budget for every layer and head)

@@ -23,8 +23,6 @@ transformers 5.23 itself allocated for 24 real configs (tests/data/cache_oracle_
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
-
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import (
     CacheLayout,
@@ -42,6 +40,7 @@ from kvplan.engines.rules import AllTokens, KeepLast
 from kvplan.engines.version import Version, render_version
 from kvplan.errors import UsageError
 from kvplan.layouts import mla
+from kvplan.record import dataclass
 from kvplan.spec import (
     MLA,
     ChunkedLocal,

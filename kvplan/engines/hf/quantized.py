@@ -25,16 +25,23 @@ Sources (read from the released wheels; the code wins over the docs):
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from math import prod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from kvplan.dtypes import KVDType
-from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule, KindRules, build_groups, group_by_kind
+from kvplan.engines.layout import (
+    CacheLayout,
+    EngineOptions,
+    GroupRule,
+    KindRules,
+    build_groups,
+    group_by_kind,
+)
 from kvplan.engines.rules import QuantizedResidual
 from kvplan.engines.version import Version, render_version
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
+from kvplan.record import dataclass
 from kvplan.spec import MLA, FullAttention, LayerSpec, ModelSpec
 
 if TYPE_CHECKING:

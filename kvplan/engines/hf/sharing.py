@@ -10,9 +10,8 @@ Rules and where they come from (huggingface/transformers, ``src/transformers/gen
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
-
 from kvplan.engines.sharing import SharingRule, Workload
+from kvplan.record import dataclass
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,18 @@ measured on CPU with two tiny random models (tests/test_speculative_hf.py):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from kvplan.record import dataclass, replace
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.engines.rules import AllTokens, TokenRule
-from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
+from kvplan.engines.speculative import (
+    Speculation,
+    SpeculativeLayout,
+    mtp_count,
+    with_mtp_weights,
+)
 from kvplan.errors import UsageError
+from kvplan.record import dataclass, replace
 from kvplan.spec import LayerSpec, LocalAttention, ModelSpec, Recurrent
 
 DEFAULT_ASSISTANT_TOKENS = 20

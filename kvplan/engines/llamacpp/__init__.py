@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from kvplan.record import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
 from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, from_module
 from kvplan.engines.version import LATEST, Version
+from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:

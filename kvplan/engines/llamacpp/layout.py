@@ -18,8 +18,6 @@ Rules (ggml-org/llama.cpp, current rules only; see docs/engines.md for their his
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
-
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import (
     HOST_POOL,
@@ -38,6 +36,7 @@ from kvplan.engines.rules import SlidingCells, UnifiedCells
 from kvplan.engines.version import LATEST, Version
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
+from kvplan.record import dataclass
 from kvplan.spec import (
     MLA,
     ChunkedLocal,

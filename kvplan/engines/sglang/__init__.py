@@ -4,13 +4,19 @@ start-up log (``log``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from kvplan.record import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, refuse_uneven_heads, from_module
+from kvplan.engines.protocol import (
+    Demand,
+    EngineDefaults,
+    KvCapacity,
+    from_module,
+    refuse_uneven_heads,
+)
 from kvplan.engines.version import Version
+from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -67,9 +73,8 @@ class SGLangEngine(EngineDefaults):
 
     def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
                  demand: Demand) -> KvCapacity:
-        from kvplan.engines.token_pool import byte_pool_capacity
-
         from kvplan.engines.sglang.speculative import draft_apart, target_pool
+        from kvplan.engines.token_pool import byte_pool_capacity
 
         windowed = any(g.tokens.windowed for layout in layouts for g in layout.groups)
         notes: tuple[str, ...] = (_SPLIT_POOL_NOTE,) if windowed else ()

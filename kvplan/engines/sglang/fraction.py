@@ -9,9 +9,9 @@ over the GPUs), about 0.5 GiB more than torch's total; kvplan passes the catalog
 from __future__ import annotations
 
 from collections.abc import Callable
-from kvplan.record import dataclass
 
 from kvplan.engines.version import Version
+from kvplan.record import dataclass
 
 # model types whose prefill (piecewise) CUDA graphs SGLang turns off (configs/model_config.py,
 # piecewise_cuda_graph_disabled_model_archs and is_deepseek_nsa, 0.5.10)

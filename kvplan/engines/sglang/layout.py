@@ -13,8 +13,6 @@ Rules (sgl-project/sglang):
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
-
 from kvplan.dtypes import KVDType, engine_fp8
 from kvplan.engines.layout import (
     CacheLayout,
@@ -30,6 +28,7 @@ from kvplan.engines.layout import (
 from kvplan.engines.rules import AllTokens, KeepLast, WholePages
 from kvplan.engines.version import Version, render_version
 from kvplan.parallel import shard_spec
+from kvplan.record import dataclass
 from kvplan.spec import (
     MLA,
     ChunkedLocal,

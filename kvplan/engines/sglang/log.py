@@ -14,10 +14,23 @@ host memory for hierarchical KV cache." with X = bytes / 10^9 (decimal GB, unlik
 from __future__ import annotations
 
 import re
-from kvplan.record import replace
 
-from kvplan.engines.log_format import (COUNT, NUMBER, Calibrated, CalibrationCase, Collector, Draft, Line, Logged,
-                                       LogReader, LogSettings, kv_only, to_float, to_int)
+from kvplan.engines.log_format import (
+    COUNT,
+    NUMBER,
+    Calibrated,
+    CalibrationCase,
+    Collector,
+    Draft,
+    Line,
+    Logged,
+    LogReader,
+    LogSettings,
+    kv_only,
+    to_float,
+    to_int,
+)
+from kvplan.record import replace
 
 # Linear patterns (engines/log_format.py): a number is read whole where a run of digits starts; a pattern whose fields
 # follow a marker far into the line ("Load weight end. ... avail mem=") is searched from the marker's first

@@ -14,11 +14,16 @@ Rules and where they come from (sgl-project/sglang):
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
-
 from kvplan.engines.layout import GroupRule
-from kvplan.engines.sharing import NOTHING_SHARED, SharedSpans, SharingRule, Workload, floor_to
+from kvplan.engines.sharing import (
+    NOTHING_SHARED,
+    SharedSpans,
+    SharingRule,
+    Workload,
+    floor_to,
+)
 from kvplan.errors import UsageError
+from kvplan.record import dataclass
 
 
 @dataclass(frozen=True)

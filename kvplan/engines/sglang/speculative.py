@@ -36,12 +36,17 @@ Rules read in sglang 0.5.14 and 0.5.23 (the PyPI wheels), ``python/sglang/srt/``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from kvplan.record import replace
 
 from kvplan.engines.layout import CacheLayout
-from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
+from kvplan.engines.speculative import (
+    Speculation,
+    SpeculativeLayout,
+    mtp_count,
+    with_mtp_weights,
+)
 from kvplan.engines.version import Version
 from kvplan.errors import UsageError
+from kvplan.record import replace
 from kvplan.spec import LayerSpec, ModelSpec
 
 RULE_SINCE = "0.5.14"

@@ -14,8 +14,6 @@ Rules (NVIDIA/TensorRT-LLM):
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
-
 from kvplan.dtypes import KVDType, engine_fp8
 from kvplan.engines.layout import (
     CacheLayout,
@@ -31,7 +29,19 @@ from kvplan.engines.layout import (
 from kvplan.engines.rules import AllTokens, KeepLast, WholePages
 from kvplan.engines.version import Version, render_version
 from kvplan.layouts.base import TokenCost
-from kvplan.spec import MLA, ChunkedLocal, FullAttention, KVAttention, LocalAttention, ModelSpec, NoCache, Recurrent, SharedKV, SlidingWindow
+from kvplan.record import dataclass
+from kvplan.spec import (
+    MLA,
+    ChunkedLocal,
+    FullAttention,
+    KVAttention,
+    LocalAttention,
+    ModelSpec,
+    NoCache,
+    Recurrent,
+    SharedKV,
+    SlidingWindow,
+)
 
 DEFAULT_TOKENS_PER_BLOCK = 32
 KV_DTYPES = frozenset({"float32", "bfloat16", "float16", "fp8", "int8", "nvfp4"})

@@ -14,12 +14,17 @@ Rules and where they come from (NVIDIA/TensorRT-LLM, ``cpp/tensorrt_llm/batch_ma
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
-
 from kvplan.engines.layout import GroupRule
 from kvplan.engines.rules import AllTokens, WholePages
-from kvplan.engines.sharing import NOTHING_SHARED, SharedSpans, SharingRule, Workload, floor_to
+from kvplan.engines.sharing import (
+    NOTHING_SHARED,
+    SharedSpans,
+    SharingRule,
+    Workload,
+    floor_to,
+)
 from kvplan.errors import UsageError
+from kvplan.record import dataclass
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,15 @@ Rules (NVIDIA/TensorRT-LLM, ``tensorrt_llm/_torch/``; read in several 1.x versio
 
 from __future__ import annotations
 
-from kvplan.record import replace
-
-from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
+from kvplan.engines.speculative import (
+    Speculation,
+    SpeculativeLayout,
+    mtp_count,
+    with_mtp_weights,
+)
 from kvplan.errors import UsageError
+from kvplan.record import replace
 from kvplan.spec import LayerSpec, ModelSpec
-
 
 
 def one_model_slots(max_draft_len: int) -> int:

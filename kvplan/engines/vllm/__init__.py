@@ -12,13 +12,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from kvplan.record import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
-from kvplan.engines.protocol import Demand, EngineDefaults, KvCapacity, refuse_uneven_heads, from_module
+from kvplan.engines.protocol import (
+    Demand,
+    EngineDefaults,
+    KvCapacity,
+    from_module,
+    refuse_uneven_heads,
+)
 from kvplan.engines.version import Version
+from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -88,9 +94,8 @@ class VLLMEngine(EngineDefaults):
         batched = int(budget.defaults.get("max_num_batched_tokens", admission.DEFAULT_BATCHED_TOKENS))
         cap = admission.capacity(layouts, kv_bytes, version, batched, demand, demand.limit)
         if demand.shared_prefix or demand.n > 1 or demand.beam_width > 1:
-            from kvplan.record import replace
-
             from kvplan.engines.vllm.sharing import PREFIX_CACHED_NOTE, shared_capacity
+            from kvplan.record import replace
 
             requests, longest = shared_capacity(layouts, kv_bytes, batched, demand, cap.max_context)
             notes = (PREFIX_CACHED_NOTE,) if demand.shared_prefix else ()
@@ -136,7 +141,11 @@ class VLLMEngine(EngineDefaults):
     def shared_admission(self, layout: CacheLayout, workload: Workload, batch: int) -> int | None:
         """The pool bytes ``shared_capacity`` admits ``batch`` requests of ``workload`` with, at the default
         8,192 batched tokens: ``admission`` with what the requests share counted once."""
-        from kvplan.engines.vllm.admission import DEFAULT_BATCHED_TOKENS, in_flight_tokens, vllm_pool
+        from kvplan.engines.vllm.admission import (
+            DEFAULT_BATCHED_TOKENS,
+            in_flight_tokens,
+            vllm_pool,
+        )
         from kvplan.engines.vllm.sharing import shared_admission
 
         pool = vllm_pool(layout)

@@ -17,13 +17,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from kvplan.record import dataclass
 
 from kvplan.engines.layout import CacheLayout
 from kvplan.engines.protocol import Demand, KvCapacity
 from kvplan.engines.version import Version
-from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, PoolGrouping, PoolType, pool_grouping
+from kvplan.engines.vllm.pool import (
+    DEFAULT_BLOCK_SIZE,
+    PoolGrouping,
+    PoolType,
+    pool_grouping,
+)
 from kvplan.monotone import LIMIT
+from kvplan.record import dataclass
 
 # "GPU KV cache size: N tokens": int(concurrency x max_model_len) in 0.21.0 and later (0.20 unchecked),
 # blocks // groups x block size before (get_kv_cache_capacity).

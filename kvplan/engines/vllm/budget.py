@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
+from kvplan.budgets.base import GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
 from kvplan.engines.protocol import Demand
 from kvplan.engines.vllm import fitted, runner, sampler
 from kvplan.engines.vllm.cudagraph import cudagraph_estimate

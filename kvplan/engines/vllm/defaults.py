@@ -14,11 +14,11 @@ Computed from vLLM's code (docs/research-vllm.md section 1):
 from __future__ import annotations
 
 import re
-from kvplan.record import dataclass
 from typing import Literal
 
 from kvplan.budgets.base import GIB
 from kvplan.engines.version import Version
+from kvplan.record import dataclass
 
 UsageContext = Literal["serve", "llm"]
 

@@ -10,11 +10,11 @@ fitted to. Sizes: the median of what the logs of the band print for the item (be
 from __future__ import annotations
 
 import functools
-from kvplan.record import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.version import Version
 from kvplan.engines.vllm.defaults import V1_SINCE
+from kvplan.record import dataclass
 
 if TYPE_CHECKING:
     from kvplan.budgets.base import KvError

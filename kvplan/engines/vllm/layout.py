@@ -40,10 +40,17 @@ from kvplan.engines.layout import (
 )
 from kvplan.engines.rules import AllTokens, ChunkBlocks, WholePages, WindowBlocks
 from kvplan.engines.version import Version, render_version
-from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE, padding_groups, paged, pool_grouping, unify_pages
+from kvplan.engines.vllm.pool import (
+    DEFAULT_BLOCK_SIZE,
+    padding_groups,
+    paged,
+    pool_grouping,
+    unify_pages,
+)
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
 from kvplan.parallel import shard_spec
+from kvplan.record import dataclass, replace
 from kvplan.spec import (
     MLA,
     ChunkedLocal,
@@ -55,7 +62,6 @@ from kvplan.spec import (
     SharedKV,
     SlidingWindow,
 )
-from kvplan.record import dataclass, replace
 
 FLASHMLA_BLOCK_SIZE = 64
 # Attention block sizes for hybrid Mamba models are multiples of the kernel alignment

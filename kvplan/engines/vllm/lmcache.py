@@ -36,7 +36,6 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from kvplan.record import dataclass, fields
 from typing import Any
 
 from kvplan.engines.layout import CacheLayout, EngineOptions
@@ -44,6 +43,7 @@ from kvplan.engines.offload import DiskTier, OffloadTier, find_link, uniform_tok
 from kvplan.engines.protocol import Demand
 from kvplan.engines.serve_format import shown
 from kvplan.errors import UsageError
+from kvplan.record import dataclass, fields
 from kvplan.spec import MLA
 
 LMCACHE_VERSION = "0.5.6"

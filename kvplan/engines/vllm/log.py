@@ -39,12 +39,25 @@ import ast
 import math
 import re
 from collections.abc import Callable
-from kvplan.record import replace
 from typing import Any
 
 from kvplan.budgets import Settings
-from kvplan.engines.log_format import (COUNT, NUMBER, Calibrated, CalibrationCase, Collector, Draft, Line, Logged,
-                                       LogReader, exact_bytes, kv_only, to_float, to_int)
+from kvplan.engines.log_format import (
+    COUNT,
+    NUMBER,
+    Calibrated,
+    CalibrationCase,
+    Collector,
+    Draft,
+    Line,
+    Logged,
+    LogReader,
+    exact_bytes,
+    kv_only,
+    to_float,
+    to_int,
+)
+from kvplan.record import replace
 
 # Linear patterns (engines/log_format.py): NUMBER starts only where a run of digits starts, and reads the number whole
 # ('1.5e3 GiB' is 1,500 GiB, never 3 GiB); the old '-?[\d,]*\.?\d+' tried every split of a run of digits.

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
-from kvplan.record import dataclass, replace
 
 from kvplan.engines.layout import CacheLayout, GroupRule
 from kvplan.engines.rules import TokenRule
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
+from kvplan.record import dataclass, replace
 from kvplan.spec import LayerSpec, LocalAttention, Recurrent
 
 DEFAULT_BLOCK_SIZE = 16

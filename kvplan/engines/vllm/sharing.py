@@ -29,12 +29,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from kvplan.record import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kvplan.engines.layout import CacheLayout, GroupRule
-from kvplan.engines.sharing import NOTHING_SHARED, SharedSpans, SharingRule, Workload, floor_to, group_bytes
+from kvplan.engines.sharing import (
+    NOTHING_SHARED,
+    SharedSpans,
+    SharingRule,
+    Workload,
+    floor_to,
+    group_bytes,
+)
 from kvplan.engines.vllm.pool import DEFAULT_BLOCK_SIZE
+from kvplan.record import dataclass, replace
 
 if TYPE_CHECKING:
     from kvplan.engines.protocol import Demand

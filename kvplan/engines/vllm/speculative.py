@@ -25,10 +25,14 @@ Rules and where they come from (vllm-project/vllm):
 
 from __future__ import annotations
 
-from kvplan.record import replace
-
-from kvplan.engines.speculative import Speculation, SpeculativeLayout, mtp_count, with_mtp_weights
+from kvplan.engines.speculative import (
+    Speculation,
+    SpeculativeLayout,
+    mtp_count,
+    with_mtp_weights,
+)
 from kvplan.errors import UsageError
+from kvplan.record import replace
 from kvplan.spec import ModelSpec
 
 _CACHING_PROPOSERS = frozenset({"eagle", "eagle3", "mtp", "draft_model"})

@@ -36,7 +36,7 @@ from kvplan.engines.tensors import (
 )
 from kvplan.engines.vllm.pool import (DEFAULT_BLOCK_SIZE, PoolGrouping, PoolTypeKey, page_bytes, pool_grouping,
                                      pool_type_key)
-from kvplan.spec import MLA, KVAttention, LayerSpec, ModelSpec, Recurrent
+from kvplan.spec import MLA, KVAttention, ModelSpec, Recurrent
 
 
 def _vector_layout(dtype: KVDType, n: int) -> tuple[str, int, str | None, int]:

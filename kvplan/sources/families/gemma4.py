@@ -6,10 +6,10 @@ Both read the attention layout from :func:`gemma4_geometry`; the vision and audi
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.errors import ConfigError
+from kvplan.record import dataclass
 from kvplan.sources.families.gemma import kv_shared_tail
 from kvplan.sources.families.gemma4_towers import gemma4_audio, gemma4_vision
 from kvplan.sources.families.reader import ConfigReader, short_repr

@@ -25,12 +25,18 @@ a :class:`LlamaStyle`:
 from __future__ import annotations
 
 from collections.abc import Callable
-from kvplan.record import dataclass
 from typing import Literal
 
+from kvplan.record import dataclass
 from kvplan.sources.families.reader import ConfigReader
 from kvplan.sources.families.registry import register
-from kvplan.sources.families.tensors import Counter, gated_mlp, gqa_attention, intermediate, mtp_layers
+from kvplan.sources.families.tensors import (
+    Counter,
+    gated_mlp,
+    gqa_attention,
+    intermediate,
+    mtp_layers,
+)
 from kvplan.spec import LayerSpec
 
 # --------------------------------------------------------------------------------------------

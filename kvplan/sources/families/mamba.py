@@ -8,13 +8,18 @@ Layers: the conv and SSM state each layer keeps per sequence (transformers ``Mam
 from __future__ import annotations
 
 import math
-from kvplan.record import dataclass
 from typing import Any
 
 from kvplan.errors import ConfigError
+from kvplan.record import dataclass
 from kvplan.sources.families.reader import ConfigReader
 from kvplan.sources.families.registry import register
-from kvplan.sources.families.tensors import Counter, gated_mlp, gqa_attention, intermediate
+from kvplan.sources.families.tensors import (
+    Counter,
+    gated_mlp,
+    gqa_attention,
+    intermediate,
+)
 from kvplan.spec import LayerSpec, Recurrent
 
 

@@ -11,8 +11,9 @@ assumptions.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from kvplan.record import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from kvplan.record import dataclass, field
 
 if TYPE_CHECKING:
     from kvplan.sources.families.reader import ConfigReader

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from kvplan.record import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 
 from kvplan.errors import ConfigError
-from kvplan.sources.families.reader import MAX_POSITIONS, MAX_VOCAB, VOCAB_ALIASES, ConfigReader
+from kvplan.record import dataclass, field
+from kvplan.sources.families.reader import (
+    MAX_POSITIONS,
+    MAX_VOCAB,
+    VOCAB_ALIASES,
+    ConfigReader,
+)
 
 COMPONENTS = (
     "embed", "attention", "ssm", "mlp", "experts", "shared_experts", "router", "norms", "lm_head",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from kvplan.record import replace
 from pathlib import Path
 from typing import Any
 
 from kvplan.errors import ConfigError
+from kvplan.record import replace
 from kvplan.spec import ModelSpec
 
 

@@ -7,7 +7,6 @@ and a URL may carry credentials.
 from __future__ import annotations
 
 from collections.abc import Callable
-from kvplan.record import dataclass
 from types import TracebackType
 
 from kvplan.errors import (
@@ -19,6 +18,7 @@ from kvplan.errors import (
     OfflineError,
     UsageError,
 )
+from kvplan.record import dataclass
 
 _CLIENT_MODULES = ("huggingface_hub", "httpx", "httpcore", "h11", "h2", "anyio", "ssl", "json", "socket")
 

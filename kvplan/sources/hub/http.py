@@ -24,11 +24,11 @@ import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from kvplan.record import dataclass
 from functools import lru_cache
 from typing import Any
 
 from kvplan.errors import HubError
+from kvplan.record import dataclass
 from kvplan.sources.hub.settings import MAX_ANSWER_BYTES, RETRY_STATUS, HubSettings
 
 
@@ -229,7 +229,11 @@ def _backoff_args(settings: HubSettings) -> dict[str, Any]:
 
 def get(url: str, settings: HubSettings, *, params: dict[str, Any] | None = None) -> bytes:
     """The body of a GET of ``url`` (retried on 5xx / 429); an error status raises huggingface_hub's error."""
-    from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_backoff
+    from huggingface_hub.utils import (
+        build_hf_headers,
+        hf_raise_for_status,
+        http_backoff,
+    )
 
     ensure_hooks()
     response = http_backoff("GET", url, headers=build_hf_headers(), params=params, **_backoff_args(settings))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
 from pathlib import Path
 
 from kvplan.errors import ConfigError, HubError
+from kvplan.record import dataclass
 from kvplan.sources.hub.names import COMMIT
 from kvplan.sources.hub.settings import HubSettings
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import os
-from kvplan.record import dataclass
 
 from kvplan.errors import UsageError
+from kvplan.record import dataclass
 
 # Caps on what one answer may hold: far above what the Hugging Face Hub sends, low enough that a
 # broken mirror cannot fill the memory or the disk.
