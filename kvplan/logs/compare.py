@@ -84,7 +84,14 @@ EXTRA_LABELS = {"peak_torch": "torch peak (weights + activation)", "free_before_
                 "free_after_weights": "free after the weights", "free_before_kv": "free when the KV pool is sized",
                 "free_after_kv": "free after the KV pool",
                 "free_after_graphs": "free after CUDA graphs", "kv_cache_needed": "KV memory one request needs",
-                "cudagraph_estimate": "CUDA-graph estimate", "cudagraph_capture": "CUDA graphs captured"}
+                "cudagraph_estimate": "CUDA-graph estimate", "cudagraph_capture": "CUDA graphs captured",
+                "free_at_init": "free before the model", "non_torch_at_init": "non-torch before the model",
+                "non_kv": "all but the KV cache", "kv_cache_to_fit": "KV memory that fits the share",
+                "kv_cache_full": "KV memory that fills the GPU",
+                "cudagraph_piecewise_first": "piecewise CUDA graphs, first capture",
+                "cudagraph_piecewise_each": "piecewise CUDA graphs, each further",
+                "cudagraph_full_first": "full CUDA graphs, first capture",
+                "cudagraph_full_each": "full CUDA graphs, each further"}
 
 
 def extras(log: ParsedLog) -> list[Row]:

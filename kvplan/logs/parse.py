@@ -18,13 +18,17 @@ _SETTING_KEYS = ("model", "engine_version", "gpu_name", "tp", "pp", "dtype", "kv
                  "block_size", "enforce_eager")
 _EXTRAS = ("peak_torch", "free_after_weights", "free_before_weights", "free_before_kv", "free_after_kv",
            "free_after_graphs",
-           "kv_cache_needed", "cudagraph_estimate", "cudagraph_capture")
+           "kv_cache_needed", "cudagraph_estimate", "cudagraph_capture", "free_at_init", "non_torch_at_init", "non_kv",
+           "kv_cache_to_fit", "kv_cache_full", "cudagraph_piecewise_first", "cudagraph_piecewise_each",
+           "cudagraph_full_first", "cudagraph_full_each")
 """Memory readings some engines print besides the waterfall's items (kept under their own names)."""
 _LABELS = {"total": "total GPU memory", "budget": "the engine's share of it", "weights": "weights",
            "activation": "activation peak", "non_torch": "non-torch memory", "cudagraph": "CUDA graphs",
            "kv_cache": "KV cache memory"}
 _NEVER_NEGATIVE = ("total", "budget", "weights", "activation", "peak_torch", "free_before_weights",
-                   "free_after_weights", "free_before_kv", "free_after_kv", "free_after_graphs", "kv_cache_needed", "cudagraph_estimate")
+                   "free_after_weights", "free_before_kv", "free_after_kv", "free_after_graphs", "kv_cache_needed", "cudagraph_estimate",
+                   "free_at_init", "non_torch_at_init", "non_kv", "kv_cache_full", "cudagraph_piecewise_first",
+                   "cudagraph_piecewise_each", "cudagraph_full_first", "cudagraph_full_each")
 """Memory readings no start-up logs below 0. The KV memory of a model that does not fit, CUDA graphs and non-torch
 memory (differences of free-memory readings: vLLM ``capture_model``, ``memory_profiling``) may be negative."""
 _COUNTS = ("tp", "pp", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size")

@@ -96,7 +96,7 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, re.compile(p
      r"Desired GPU memory utilization is \(" + _FRACTION + r", " + _SIZE + r"\)"),
     ("budget", "Requested memory: ", r"Requested memory: " + _FRACTION + r" \(util\), " + _SIZE),
     ("budget", "the current vLLM instance can use ", r"the current vLLM instance can use\s{1,16}" + _SIZE),
-    ("non_kv_debug", "Total non KV cache memory:", r"Total non KV cache memory:\s*" + _SIZE),
+    ("non_kv", "Total non KV cache memory:", r"Total non KV cache memory:\s*" + _SIZE),
     # profile
     ("peak_torch", "peak_torch_memory=", r"peak_torch_memory=" + _SIZE),
     ("non_torch", "non_torch_memory", r"\bnon_torch_memory(?:=| takes |\s{1,16})" + _SIZE),
@@ -108,6 +108,14 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, re.compile(p
     ("cudagraph", " for CUDAGraph memory", _SIZE + r" for CUDAGraph memory"),
     ("cudagraph_estimate", "Estimated CUDA graph memory:", r"Estimated CUDA graph memory:\s*" + _SIZE),
     ("cudagraph_capture", "Graph capturing finished in ", r"Graph capturing finished in \d+ secs?, took " + _SIZE),
+    # 0.19+ gpu_model_runner.py (profile_cudagraph_memory): "Estimated PIECEWISE CUDA graph memory: 122.00 MiB
+    # first-capture + (51-1) x 6.00 MiB per-graph", one line per mode
+    ("cudagraph_piecewise_first", "Estimated PIECEWISE CUDA graph memory:",
+     r"Estimated PIECEWISE CUDA graph memory:\s*" + _SIZE + " first-capture"),
+    ("cudagraph_piecewise_each", "Estimated PIECEWISE CUDA graph memory:", _SIZE + " per-graph"),
+    ("cudagraph_full_first", "Estimated FULL CUDA graph memory:",
+     r"Estimated FULL CUDA graph memory:\s*" + _SIZE + " first-capture"),
+    ("cudagraph_full_each", "Estimated FULL CUDA graph memory:", _SIZE + " per-graph"),
     # KV
     ("kv_cache", "kv_cache_size=", r"kv_cache_size=" + _SIZE),
     ("kv_cache", "reserved for KV Cache is ", r"reserved for KV Cache is " + _SIZE),
@@ -117,6 +125,15 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, re.compile(p
     ("kv_cache_needed", " KV cache is needed", r"\(" + _SIZE + r" KV cache is needed"),
     ("kv_cache_error", "available KV cache memory (", r"available KV cache memory \(" + _SIZE + r"\)"),
 )]
+# 0.10+ gpu_worker.py init_device, DEBUG: "worker init memory snapshot: torch_peak=.., free_memory=F, total_memory=T,
+# cuda_memory=.., torch_memory=.., non_torch_memory=N, ..." before any model: N is the CUDA context and whatever ran
+# first, not the budget's non-torch item (the growth since this snapshot), so the line is read apart
+_SNAPSHOT = "memory snapshot:"
+_SNAPSHOT_ITEMS = (("free_at_init", re.compile(r"\bfree_memory=" + _SIZE)),
+                   ("non_torch_at_init", re.compile(r"\bnon_torch_memory=" + _SIZE)))
+# 0.10.2+ "Replace gpu_memory_utilization config with `--kv-cache-memory=A` ... to fit into requested memory, or
+# `--kv-cache-memory=B` ... to fully utilize gpu memory" (gpu_worker.py): the KV memory either way, in bytes
+_KV_ADVICE = re.compile(r"--kv-cache-memory=" + COUNT + r"`(?: \([^)]{0,32}\))? to (fit into requested|fully utilize)")
 _IN_USE_BYTES = re.compile(r"Current kv cache memory in use is " + COUNT + r" bytes")
 _BLOCKS = re.compile(r"(?:GPU|cuda|CUDA) blocks: *" + COUNT)  # 0.8.5 executor_base.py: "# CUDA blocks"
 _CPU_BLOCKS = re.compile(r"# *CPU blocks: *" + COUNT)
@@ -202,6 +219,13 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
         out.put("runner_v2_file", True, line)
         if "EngineCore" in line.label or "Worker" in line.label:  # V1-engine processes; V0 has neither label
             out.put("engine_core", True, line)
+    if _SNAPSHOT in text:
+        for name, pattern in _SNAPSHOT_ITEMS:
+            if m := pattern.search(text):
+                out.put_size(name, m.group(1), m.group(2), line)
+        return
+    for m in (_KV_ADVICE.finditer(text) if "--kv-cache-memory=" in text else ()):
+        out.put("kv_cache_to_fit" if m.group(2).startswith("fit") else "kv_cache_full", exact_bytes(m.group(1)), line)
     for name, needle, pattern in _PATTERNS:
         m = pattern.search(text) if needle in text else None
         if m is None:
