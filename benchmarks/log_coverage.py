@@ -4,7 +4,7 @@
     PYTHONPATH=$PWD python benchmarks/log_coverage.py --misses   # list each missed number with its case
 
 Every case of tests/data/engine_logs_*.yaml with a ``log_excerpt`` has a ``reported:`` map: the numbers its
-collector copied, number for number, from the log. Each is *read* when the log kvplan parses from the excerpt
+collector copied, number for number, from the log; those the excerpt itself prints are counted. Each is *read* when the log kvplan parses from the excerpt
 holds a value equal to it: a memory item (not one kvplan worked out: only the printed ones count) within the
 rounding of the printed digits, or a count (blocks, tokens, concurrency). Matching is by value, not by name, so
 a number counts as read whatever kvplan calls it. Left out of the count, with the reason: numbers another tool
@@ -39,7 +39,7 @@ GOAL = 95.0
 # Left out of the count. Printed by another tool, or worked out by the collector (across runs, or from other numbers):
 OTHER_TOOLS = ("nvidia_smi", "unsloth_", "lmstudio_", "observed_", "build_peak", "attempt_", "min_viable",
                "memfrac_sweep", "with_fraction", "kv_at_", "activation_mb_seq", "free_after_rebuild", "checkpoint_gib",
-               "nvml_", "tp2_weights", "gpu_total_bytes", "needed_kv_gib", "estimated_max_model_len")
+               "tp2_weights", "gpu_total_bytes", "needed_kv_gib", "estimated_max_model_len")
 # Settings and shapes, not memory or capacity (utilizations the engine suggests, graph and layer counts, capture
 # sizes, slots and windows):
 SETTINGS = ("util_equivalent", "util_to_keep", "cuda_graph_piecewise_count", "cuda_graph_full_count",
@@ -58,9 +58,20 @@ def cases() -> Iterator[dict]:
                 yield {**case, "_file": path.name}
 
 
-def counted(key: str, value: object) -> bool:
+def counted(key: str, value: object, excerpt: str) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and not key.startswith(NOT_COUNTED) and not key.endswith("_by_rank"))
+            and not key.startswith(NOT_COUNTED) and not key.endswith("_by_rank") and in_text(value, excerpt))
+
+
+def in_text(value: float, excerpt: str) -> bool:
+    """Whether the excerpt prints this number (a collector may have copied it from a part of the log the excerpt
+    leaves out: then it is not a number this excerpt prints)."""
+    import re
+
+    digits = str(value).rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+    spaced = re.compile(r"(?<![\d.])" + re.escape(digits).replace(r"\.", r"\.") + r"0*(?![\d])")
+    with_commas = f"{value:,}" if isinstance(value, int) else None
+    return bool(spaced.search(excerpt)) or (with_commas is not None and with_commas in excerpt)
 
 
 def unit_of(key: str) -> tuple[int, ...] | None:
@@ -79,7 +90,9 @@ def read(key: str, value: float, log) -> bool:
         printed = [v for name, v in log.memory.items() if name not in log.derived]
         return any(abs(v.bytes - value * s) <= min(float(step) * s, v.step_bytes) / 2 + 1 for v in printed
                    for s in scales)
-    counts = [log.num_gpu_blocks, log.kv_cache_tokens, log.max_concurrency, log.concurrency_len]
+    # counts, and the settings the log prints (SGLang's chunked_prefill_size is its max_num_batched_tokens)
+    counts = [log.num_gpu_blocks, log.kv_cache_tokens, log.max_concurrency, log.concurrency_len, *log.counts.values(),
+              *(v for v in log.settings.to_dict().values() if isinstance(v, (int, float)) and not isinstance(v, bool))]
     return any(c is not None and abs(c - value) <= float(step) / 2 + 1e-9 for c in counts)
 
 
@@ -88,7 +101,7 @@ def run() -> tuple[Counter, Counter, list[tuple[str, str, object]]]:
     for case in cases():
         log = parse_text(case["log_excerpt"])
         for key, value in case["reported"].items():
-            if not counted(key, value):
+            if not counted(key, value, case["log_excerpt"]):
                 continue
             total[key] += 1
             if read(key, float(value), log):

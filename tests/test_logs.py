@@ -398,3 +398,20 @@ def test_vllm_init_snapshot_is_not_the_budgets_non_torch():
     assert log.item("cudagraph_full_each") == r["cuda_graph_full_per_graph_mib"] * (1 << 20)
     budget = sum(gib(log, k) for k in ("weights", "activation", "non_torch"))
     assert abs(gib(log, "budget") - budget - gib(log, "kv_cache")) <= 0.02
+
+
+def test_llamacpp_halves_host_buffers_and_nvml_total():
+    """ggml's NVML line (bytes), the free memory at load, K and V of the cache line and the buffers in host memory
+    (an ollama 0.12 log on an RTX 3060, tests/data/engine_logs_more.yaml)."""
+    cases = {c["id"]: c for f in DATA.glob("engine_logs_*.yaml") for c in yaml.safe_load(f.read_text())["cases"]}
+    case = cases["llamacpp-ollama-qwen25-coder-7b-q4km-3060-4k"]
+    r = case["reported"]
+    log = parse_text(case["log_excerpt"])
+    mib = 1 << 20
+    assert log.item("total") == r["nvml_total_bytes"] and log.item("free_at_start") == r["nvml_free_bytes"]
+    assert log.item("free_at_load") == r["free_mib_at_load"] * mib
+    assert log.item("k_size") == log.item("v_size") == r["k_mib"] * mib == r["v_mib"] * mib
+    assert abs(log.item("weights_host") - r["model_buffer_cpu_mapped_mib"] * mib) < 1
+    assert abs(log.item("compute_host") - r["compute_buffer_cuda_host_mib"] * mib) < 1
+    assert abs(log.item("output_host") - r["output_buffer_cuda_host_mib"] * mib) < 1
+    assert log.item("kv_cache") == log.item("k_size") + log.item("v_size")

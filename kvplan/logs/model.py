@@ -9,10 +9,14 @@ from __future__ import annotations
 from kvplan.engines.log_format import Collector, Logged, LogSettings
 from kvplan.record import dataclass, field
 
-__all__ = ["MEMORY_ITEMS", "Collector", "LogSettings", "ParsedLog"]
+__all__ = ["COUNT_ITEMS", "MEMORY_ITEMS", "Collector", "LogSettings", "ParsedLog"]
 
 MEMORY_ITEMS = ("total", "budget", "weights", "activation", "non_torch", "cudagraph", "kv_cache")
 """The waterfall's memory items, in order (bytes per GPU)."""
+COUNT_ITEMS = {"num_cpu_blocks": "CPU blocks", "max_running_requests": "max running requests",
+               "max_prefill_tokens": "max prefill tokens", "mamba_cache_slots": "recurrent-state slots",
+               "kv_cells": "KV cells"}
+"""Further capacity counts (their labels): a reader fills them under these names in its collector."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class ParsedLog:
     max_concurrency: float | None = None
     concurrency_len: int | None = None
     """The request length the logged concurrency is for (vLLM prints it)."""
+    counts: dict[str, int | float] = field(default_factory=dict)
+    """Capacity counts an engine prints besides blocks, tokens and concurrency (``COUNT_ITEMS``), as logged."""
     ranks: tuple[int, ...] = ()
     lines_read: int = 0
     bytes_read: int = 0

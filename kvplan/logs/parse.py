@@ -10,7 +10,7 @@ import re
 from typing import BinaryIO
 
 from kvplan.logs.core import MAX_LOG_BYTES, Line, Logged, read_bounded, split_lines
-from kvplan.logs.model import MEMORY_ITEMS, Collector, LogSettings, ParsedLog
+from kvplan.logs.model import COUNT_ITEMS, MEMORY_ITEMS, Collector, LogSettings, ParsedLog
 from kvplan.logs.reader import Draft, LogReader, log_reader, log_readers, titles
 
 _SETTING_KEYS = ("model", "engine_version", "gpu_name", "tp", "pp", "dtype", "kv_dtype", "max_model_len",
@@ -18,7 +18,9 @@ _SETTING_KEYS = ("model", "engine_version", "gpu_name", "tp", "pp", "dtype", "kv
                  "block_size", "enforce_eager")
 _EXTRAS = ("peak_torch", "free_after_weights", "free_before_weights", "free_before_kv", "free_after_kv",
            "free_after_graphs",
-           "kv_cache_needed", "cudagraph_estimate", "cudagraph_capture", "free_at_init", "non_torch_at_init", "non_kv",
+           "kv_cache_needed", "cudagraph_estimate", "cudagraph_capture", "k_size", "v_size", "free_before_graphs",
+           "free_at_start", "free_at_load", "weights_non_torch", "weights_host", "kv_host", "compute_host",
+           "output_host", "free_at_init", "non_torch_at_init", "non_kv",
            "kv_cache_to_fit", "kv_cache_full", "cudagraph_piecewise_first", "cudagraph_piecewise_each",
            "cudagraph_full_first", "cudagraph_full_each")
 """Memory readings some engines print besides the waterfall's items (kept under their own names)."""
@@ -27,6 +29,8 @@ _LABELS = {"total": "total GPU memory", "budget": "the engine's share of it", "w
            "kv_cache": "KV cache memory"}
 _NEVER_NEGATIVE = ("total", "budget", "weights", "activation", "peak_torch", "free_before_weights",
                    "free_after_weights", "free_before_kv", "free_after_kv", "free_after_graphs", "kv_cache_needed", "cudagraph_estimate",
+                   "k_size", "v_size", "free_before_graphs", "free_at_start", "weights_non_torch",
+                   "free_at_load", "weights_host", "kv_host", "compute_host", "output_host",
                    "free_at_init", "non_torch_at_init", "non_kv", "kv_cache_full", "cudagraph_piecewise_first",
                    "cudagraph_piecewise_each", "cudagraph_full_first", "cudagraph_full_each")
 """Memory readings no start-up logs below 0. The KV memory of a model that does not fit, CUDA graphs and non-torch
@@ -163,14 +167,15 @@ def _parse(text: str, engine: str | None, cut: bool, size: int | None) -> Parsed
     if (said := out.skipped_note()) is not None:
         notes.append(said)
     notes.extend(out.rank_notes())
-    for key in ("num_gpu_blocks", "kv_cache_tokens", "max_concurrency"):
+    counts = {k: v for k in COUNT_ITEMS if isinstance(v := out.get(k), (int, float)) and not isinstance(v, bool)}
+    for key in ("num_gpu_blocks", "kv_cache_tokens", "max_concurrency", *counts):
         line = out.line_of(key)
         if line:
             line_of[key] = line
     return ParsedLog(
         engine=reader.engine, format=fmt, settings=settings, memory=memory, derived=tuple(derived),
         num_gpu_blocks=out.get("num_gpu_blocks"), kv_cache_tokens=tokens, max_concurrency=out.get("max_concurrency"),
-        concurrency_len=out.get("concurrency_len"), ranks=tuple(sorted(out.ranks)), lines_read=len(lines),
+        concurrency_len=out.get("concurrency_len"), counts=counts, ranks=tuple(sorted(out.ranks)), lines_read=len(lines),
         bytes_read=read_bytes, cut=cut, complete=complete, notes=tuple(dict.fromkeys(notes)), lines=line_of,
         detected=detected, impossible=tuple(impossible(memory, derived, settings, line_of, out)),
         startups=shown_starts, size=size,

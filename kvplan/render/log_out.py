@@ -18,6 +18,7 @@ def to_json(log: Any, comparison: Any, save: Path | None) -> dict[str, Any]:
         "waterfall": [r.to_dict() for r in rows(log, comparison.plan if comparison else None)],
         "also_logged": [{k: v for k, v in r.to_dict().items() if k in ("item", "logged", "step", "text", "line")}
                         for r in extras(log)],
+        "counts_logged": [{"item": k, "value": v, "line": log.lines.get(k)} for k, v in log.counts.items()],
         "compare": None if comparison is None else {
             "model": comparison.model, "gpu": comparison.gpu, "engine_version": comparison.engine_version,
             "biggest_difference": comparison.biggest_item, "explanation": comparison.biggest,
@@ -46,6 +47,7 @@ def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | No
     from rich.table import Table
 
     from kvplan.logs.compare import EXTRA_LABELS, LABELS, extras, rows
+    from kvplan.logs.model import COUNT_ITEMS
     from kvplan.units import format_bytes
 
     console = Console(file=stream)
@@ -76,6 +78,7 @@ def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | No
         table.add_row(*cells)
     console.print(table)
     also = [f"{EXTRA_LABELS[r.item]} {format_bytes(r.logged or 0)} ({r.text})" for r in extras(log)]
+    also += [f"{COUNT_ITEMS[k]} {v:,}" for k, v in log.counts.items()]
     if also:
         console.print("Also logged: " + "; ".join(also), highlight=False)
     if comparison is not None:

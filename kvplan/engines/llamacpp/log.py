@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import re
 
-from kvplan.engines.log_format import NUMBER, Collector, Draft, Line, Logged, LogReader, logged_size
+from kvplan.engines.log_format import (
+    NUMBER,
+    Collector,
+    Draft,
+    Line,
+    Logged,
+    LogReader,
+    exact_bytes,
+    logged_size,
+)
 
 MARKERS = ("llama_kv_cache", "llama_context", "llama_new_context_with_model", "llama_model_loader", "ggml_",
            "llm_load", "load_tensors", "print_info")
@@ -28,6 +37,12 @@ _INIT = re.compile(r"kv_size = (\d+), offload = \d+, type_k = '(\w+)', type_v = 
 _N_CTX = re.compile(r"^(?:llama_context|llama_new_context_with_model):\s+n_ctx\s*=\s*(\d+)")
 _DEVICE_BUF = re.compile(r"\b(CUDA\d{1,4}|ROCm\d{1,4}|Metal|Vulkan\d{1,4}|SYCL\d{1,4})\s+(KV|model|compute) buffer "
                          r"size =\s*" + _MIB)
+# buffers in host memory: the part of the weights left on the CPU (CPU_Mapped: mmap'd), pinned staging (CUDA_Host)
+_HOST_BUF = re.compile(r"\b(CPU|CPU_Mapped|CUDA_Host|CPU_REPACK)\s+(KV|model|compute|output) buffer size =\s*" + _MIB)
+# ggml-cuda (ggml_backend_cuda_device_get_memory, NVML builds): "... free: 11490947072 total: 12884901888" in bytes
+_NVML = re.compile(r"NVML memory reporting free: (\d{1,18}) total: (\d{1,18})")
+# llama_model_load_from_file_impl: "using device CUDA0 (NVIDIA GeForce RTX 3060) (0000:01:00.0) - 10958 MiB free"
+_FREE_AT_LOAD = re.compile(r"using device \w+ \([^)]{1,200}\)[^-]{0,64}- (\d{1,12}) MiB free")
 _DEVICE = re.compile(r"Device (\d{1,4}): ([^,]{1,200}), compute capability")
 _USING = re.compile(r"using device (\w+) \(([^)]{1,200})\)")
 _NAME = re.compile(r"general\.name\s+(?:str\s+)?=\s*(.+)$")
@@ -60,6 +75,10 @@ def read(lines: list[Line], out: Collector) -> str:
     if len(per_device) > 1:
         out.notes.append("the KV cache is split over devices (" + ", ".join(per_device) + "); the waterfall "
                          "shows the whole cache")
+    for name, (total, step) in state.halves.items():
+        out.values[name] = [(None, Logged(total, step, f"{total / (1 << 20):.2f} MiB"), out.line_of("kv_line") or 0)]
+    for name, (size, number) in state.host.items():
+        out.values[name] = [(None, size, number)]
     if state.k_type:
         kv_dtype = state.k_type if state.k_type == state.v_type else f"{state.k_type}/{state.v_type}"
         out.values["kv_dtype"] = [(None, kv_dtype, 0)]
@@ -76,6 +95,8 @@ class _State:
         self.sums: dict[str, int] = {}
         self.devices: dict[str, set[str]] = {}
         self.per_device: list[str] = []
+        self.halves: dict[str, tuple[int, int]] = {}  # k_size / v_size: bytes summed over the caches, step
+        self.host: dict[str, tuple[Logged, int]] = {}
 
 
 def _cache(number: str, line: Line, out: Collector, state: _State) -> None:
@@ -86,15 +107,27 @@ def _cache(number: str, line: Line, out: Collector, state: _State) -> None:
         state.caches.append(size)
 
 
+def _half(name: str, number: str, line: Line, state: _State) -> None:
+    """K or V of one cache line; a SWA model prints two caches, whose halves add up."""
+    size = logged_size(number, "MiB")
+    if size is not None and len(state.caches) <= 8:
+        total, step = state.halves.get(name, (0, 0))
+        state.halves[name] = (total + size.bytes, step + size.step_bytes)
+
+
 def _read_line(line: Line, out: Collector, state: _State) -> None:
     text = line.text
     if m := _SIZE_LINE.search(text):
         _cache(m.group(1), line, out, state)
+        _half("k_size", m.group(7), line, state)
+        _half("v_size", m.group(9), line, state)
         out.put_int("cells" if not out.has("cells") else "cells_swa", m.group(2), line)
         state.k_type, state.v_type = m.group(6), m.group(8)
         out.put("kv_line", line.number, line)
     elif m := _SELF_SIZE.search(text):
         _cache(m.group(1), line, out, state)
+        _half("k_size", m.group(3), line, state)
+        _half("v_size", m.group(5), line, state)
         state.k_type, state.v_type = m.group(2), m.group(4)
         out.put("kv_line", line.number, line)
     if m := _INIT.search(text):
@@ -114,6 +147,15 @@ def _read_line(line: Line, out: Collector, state: _State) -> None:
             if key == "kv_device":
                 state.per_device.append(f"{m.group(1)} {size.text}")
             out.put(f"{key}_line", line.number, line)
+    if "buffer size" in text and (m := _HOST_BUF.search(text)):
+        key = {"KV": "kv_host", "model": "weights_host", "compute": "compute_host", "output": "output_host"}[m.group(2)]
+        if (size := logged_size(m.group(3), "MiB")) is not None and key not in state.host:
+            state.host[key] = (size, line.number)
+    if "NVML" in text and (m := _NVML.search(text)):
+        out.put("total", exact_bytes(m.group(2)), line)
+        out.put("free_at_start", exact_bytes(m.group(1)), line)
+    if "MiB free" in text and (m := _FREE_AT_LOAD.search(text)):
+        out.put_size("free_at_load", m.group(1), "MiB", line)
     if m := _DEVICE.search(text):
         if m.group(1) == "0":
             out.put("gpu_name", m.group(2).strip(), line)

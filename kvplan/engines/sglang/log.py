@@ -51,6 +51,7 @@ _MEM_USAGE = re.compile(r"mem usage=" + _SIZE)
 _SUMMARY = re.compile(r"max_total_num_tokens=" + COUNT)
 _CONTEXT = re.compile(r"context_len=" + COUNT)
 _RUNNING = re.compile(r"max_running_requests=" + COUNT)
+_PREFILL = re.compile(r"max_prefill_tokens=" + COUNT)
 _CHUNKED = re.compile(r"chunked_prefill_size=(-?\d+)")
 _AVAILABLE = re.compile(r"available_gpu_mem=" + _SIZE)
 _HOST_POOL = re.compile(r"Allocating (\d+(?:\.\d+)?) GB host memory for hierarchical KV cache")
@@ -104,12 +105,16 @@ def _read_line(line: Line, out: Collector) -> None:
         out.put("kv_dtype_logged", m.group(1), line)
     if "Memory pool end" in text and (m := _POOL_END.search(text)):
         out.put_size("free_after_kv", m.group(1), m.group(2), line)
+    if m := _after("Capture cuda graph begin.", _AVAIL, text):
+        out.put_size("free_before_graphs", m.group(1), m.group(2), line)
     if m := _after("Capture cuda graph end.", _MEM_USAGE, text):
         out.put_size("cudagraph", m.group(1), m.group(2), line)
     if "max_total_num_tokens=" in text and (m := _SUMMARY.search(text)):
         out.put_int("kv_cache_tokens", m.group(1), line)
         if c := _CONTEXT.search(text):
             out.put_int("context_len", c.group(1), line)
+        if p := _PREFILL.search(text):
+            out.put_int("max_prefill_tokens", p.group(1), line)
         if r := _RUNNING.search(text):
             out.put_int("max_running_requests", r.group(1), line)
         if a := _AVAILABLE.search(text):

@@ -134,6 +134,7 @@ _SNAPSHOT_ITEMS = (("free_at_init", re.compile(r"\bfree_memory=" + _SIZE)),
 # 0.10.2+ "Replace gpu_memory_utilization config with `--kv-cache-memory=A` ... to fit into requested memory, or
 # `--kv-cache-memory=B` ... to fully utilize gpu memory" (gpu_worker.py): the KV memory either way, in bytes
 _KV_ADVICE = re.compile(r"--kv-cache-memory=" + COUNT + r"`(?: \([^)]{0,32}\))? to (fit into requested|fully utilize)")
+_FREE_AT_START = re.compile(r"Free memory on device \(" + _NUM + r"/" + _NUM + r"\s*(GiB|GB)")
 _IN_USE_BYTES = re.compile(r"Current kv cache memory in use is " + COUNT + r" bytes")
 _BLOCKS = re.compile(r"(?:GPU|cuda|CUDA) blocks: *" + COUNT)  # 0.8.5 executor_base.py: "# CUDA blocks"
 _CPU_BLOCKS = re.compile(r"# *CPU blocks: *" + COUNT)
@@ -236,6 +237,8 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
         else:
             number, unit = groups[0], groups[1]
         out.put_size(name, number, unit, line)
+    if m := _find("Free memory on device (", _FREE_AT_START, text):  # (free/total GiB): the free part
+        out.put_size("free_at_start", m.group(1), m.group(3), line)
     if m := _find("kv cache memory in use", _IN_USE_BYTES, text):
         out.put("kv_cache_in_use", exact_bytes(m.group(1)), line)
     if "Memory profiling results" in text:
@@ -247,6 +250,7 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
     if m := _find("blocks:", _BLOCKS, text):
         out.put_int("num_gpu_blocks", m.group(1), line)
     if m := _find("CPU blocks:", _CPU_BLOCKS, text):
+        out.put_int("num_cpu_blocks", m.group(1), line)
         out.put("host_tier", ("vLLM V0 swap space", to_int(m.group(1)), None, None), line)
     elif m := _find("SimpleCPUOffloadScheduler", _SIMPLE_BLOCKS, text):
         out.put("host_tier", ("SimpleCPUOffloadConnector", to_int(m.group(1)), m.group(2) + " GiB per rank",
