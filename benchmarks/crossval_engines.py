@@ -173,6 +173,8 @@ def _gpu(case: dict) -> Any:
 
 
 def _gpu_class(name: str) -> str:
+    if name.upper().startswith(("B200", "GB200")):  # crossval.gpu_class reads the "GB" of "B200-180GB" as consumer
+        return "B200/GB200"
     return "AMD Instinct" if name.upper().startswith("MI") else gpu_class(name)
 
 
