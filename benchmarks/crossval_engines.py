@@ -120,6 +120,19 @@ SHARED = {
     "trtllm-nemotron-nano4b-nvfp4-5070ti-f020": "GPU shared with ASR / TTS models",
 }
 
+# GPUs kvplan's catalog lacks or the log does not name, on logs that print the free memory before the weights:
+# kvplan is given that free memory (as on a shared GPU), so the card's size enters only SGLang's default fraction
+# and the error's denominator, and the log reads no fitted size. (label, nearest catalog card, MiB, why)
+UNCATALOGUED = {
+    "sglang-mineru-blackwell-qwen3-06b-5080": (
+        "RTX 5080", "RTX-4090", 16303, "nvidia-smi in the source: 16303MiB total (what SGLang's fraction reads)"),
+    "sglang-readme-llama31-8b-24gb-docker": (
+        "RTX-4090", "RTX-4090", None, "a 24 GB card, not named (22.39 GB free before the weights); RTX-3090 and "
+        "RTX-4090, kvplan's 24 GB cards, give 0.4.9's default fraction alike (0.877)"),
+    "sglang-gatewaynotes-qwen25-05b-4070tisuper-pd-prefill-mfs015": (
+        "RTX 4070 Ti SUPER", "RTX-4090", 16384, "16 GB card (its specification); mem_fraction_static given"),
+}
+
 
 def cases() -> Iterator[dict]:
     """Every case of every tests/data/engine_logs_*.yaml (a new file of logs is read without a change here)."""
@@ -141,6 +154,11 @@ def _gpu(case: dict) -> Any:
 
     rep = case.get("reported") or {}
     name = case.get("gpu_catalog") or GPU_OF.get(case["id"])
+    if case["id"] in UNCATALOGUED:
+        label, base, mib, _ = UNCATALOGUED[case["id"]]
+        gpu = find_gpu(base, load_catalog(None))
+        return gpu if mib is None else dataclasses.replace(gpu, name=label, memory_bytes=mib << 20,
+                                                           memory_precision="exact", estimate=False)
     for amd, total in AMD_TOTALS.items():
         if amd in str(case.get("gpu") or ""):
             base = find_gpu("MI300X", load_catalog(None))
@@ -155,6 +173,8 @@ def _gpu(case: dict) -> Any:
 
 
 def _gpu_class(name: str) -> str:
+    if name.upper().startswith(("B200", "GB200")):  # crossval.gpu_class reads the "GB" of "B200-180GB" as consumer
+        return "B200/GB200"
     return "AMD Instinct" if name.upper().startswith("MI") else gpu_class(name)
 
 
@@ -228,7 +248,7 @@ def inputs(case: dict) -> tuple[dict | None, str]:
     if engine == "sglang":
         if case.get("mem_fraction_static") is not None and _given_fraction(case):
             settings["mem_fraction_static"] = case["mem_fraction_static"]
-        if case["id"] in SHARED:
+        if case["id"] in SHARED or case["id"] in UNCATALOGUED:
             if free_before is None:
                 return None, "GPU shared and its free memory not logged"
             settings["non_torch_bytes"] = gpu.memory_bytes - round(free_before * GIB)
@@ -268,7 +288,7 @@ def using(fit: sglang_fitted.SglangFit) -> Iterator[None]:
 
 def readings(case: dict, inp: dict) -> dict[str, float]:
     """What this log says about each fitted size (bytes): the memory in use at SGLang's first reading."""
-    if inp["engine"] != "sglang" or case["id"] in SHARED or inp["free_before"] is None:
+    if inp["engine"] != "sglang" or case["id"] in SHARED or case["id"] in UNCATALOGUED or inp["free_before"] is None:
         return {}
     args = inp["args"]
     field = sglang_fitted.context_field(args["tp"], args["gpu"].name)
@@ -335,6 +355,7 @@ def run() -> tuple[list[dict], list[tuple[str, str, str]]]:
                      "gpu_class": _gpu_class(args["gpu"].name), "tp": args["tp"], "logged_kv_gib": want,
                      "kvplan_kv_gib": shipped.per_gpu.kv_cache_bytes / GIB, "heldout_kv_gib": held,
                      "total_gib": total, "held_out": held_out, "shared_gpu": case["id"] in SHARED,
+                     "given_free": case["id"] in UNCATALOGUED,
                      "weights_logged": inp["weights_logged"],
                      "error_pct": (shipped.per_gpu.kv_cache_bytes / GIB - want) / total * 100,
                      "heldout_error_pct": (held - want) / total * 100})
@@ -408,11 +429,14 @@ def report(rows: list[dict], skipped: list[tuple[str, str, str]]) -> str:
             lines.append(f"| {name} | {s['n']} | {s['median']:.2f} % | {s['p90']:.2f} % | {s['worst']:.2f} % |")
         not_held = sorted(r["case"] for r in rs if not r["held_out"])
         shared = sorted(r["case"] for r in rs if r["shared_gpu"])
+        given = sorted(r["case"] for r in rs if r["given_free"] and not r["shared_gpu"])
         lines += ["", f"{len(rs)} {TITLES[engine]} logs from {len({r['source'] for r in rs})} sources"
                   + (f"; {len(not_held)} not held out (fewer than {MIN_FIT_SOURCES} other sources read their "
                      "size, so it keeps the shipped value: "
                      + ", ".join(not_held) + ")" if not_held else "")
                   + (f"; on a shared GPU, given the logged free memory: {', '.join(shared)}" if shared else "")
+                  + (f"; on a GPU kvplan's catalog lacks or the log does not name, given the logged free memory: "
+                     f"{', '.join(given)}" if given else "")
                   + "."]
         for key, title in (("band", "release band"), ("gpu_class", "GPU class")):
             groups: dict[str, list[dict]] = defaultdict(list)
