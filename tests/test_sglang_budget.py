@@ -185,8 +185,9 @@ def test_fraction_is_a_fraction_and_more_ranks_never_raise_it(gpu_mib, tp, versi
 
 def test_the_sglang_logs_are_reproduced():
     # benchmarks/accuracy_sglang.py (docs/accuracy.md part (c)): with the free memory the log printed before
-    # the weights the rule is exact to the printed decimals; with kvplan's fitted context (the median of 9
-    # sources, kvplan/engines/sglang/fitted.py) the KV memory within 1 % of the GPU's memory
+    # the weights the rule is exact to the printed decimals; with kvplan's fitted context (the median of 11
+    # sources, kvplan/engines/sglang/fitted.py) the KV memory within the error bar kvplan prints for SGLang (the
+    # cross-validated interval, kvplan/engines/sglang/budget_error.json: -1.22 % to +1.06 % of the GPU's memory)
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("accuracy_sglang", DATA.parent.parent / "benchmarks" /
@@ -196,8 +197,11 @@ def test_the_sglang_logs_are_reproduced():
     spec.loader.exec_module(module)
     rows = module.sglang_rows()
     assert len(rows) == 3
+    import json
+
+    bar = json.loads((DATA.parent.parent / "kvplan" / "engines" / "sglang" / "budget_error.json").read_text())["pooled"]
     for row in rows:
-        assert abs(row["error_pct"]) < 1.0, row
+        assert 100 * bar["low"] <= row["error_pct"] <= 100 * bar["high"], row
         if row["known_free_error_pct"] is not None:
             assert abs(row["known_free_error_pct"]) < 0.1, row
 

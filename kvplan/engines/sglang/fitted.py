@@ -31,10 +31,10 @@ NVSWITCH_GPUS = ("H100-SXM", "H200", "H20-", "B200", "GB200", "MI300X", "MI325X"
 class SglangFit:
     """Fitted sizes (bytes); the comments name the logs each was first set from."""
 
-    # tp 1, or tp > 1 without NVSwitch / xGMI: the CUDA context. Fitted: the median of 9 logs from 9 sources
-    # (benchmarks/crossval_engines.py readings: 0.36 - 0.91 GiB; L4, RTX 3090 / 4090, H100, H200, MI300X,
-    # MI355X; SGLang 0.3.3 - 0.5.23). Was 0.4 GiB, set from the L4 log alone.
-    context: int = int(0.59 * GIB)
+    # tp 1, or tp > 1 without NVSwitch / xGMI: the CUDA context. Fitted: the median of 11 logs from 11 sources
+    # (benchmarks/crossval_engines.py readings: 0.36 - 0.91 GiB; L4, RTX 3090 / 4090, H100, H200, B200, MI300X,
+    # MI355X; SGLang 0.3.3 - 0.5.23). 0.59 GiB on the first 9 of them; 0.4 GiB set from the L4 log alone before.
+    context: int = int(0.654 * GIB)
     # tp > 1 on an NVSwitch / xGMI GPU: the context and NCCL / RCCL / all-reduce buffers. Assumed, not fitted:
     # two readings from two sources (H200 tp 8, 0.5.3: 2.51 GiB, "Init torch distributed ends. mem usage=2.01
     # GB"; MI355X tp 8, 0.5.8: 4.45 GiB), under the 3 sources a fit needs; kept at the H200 figure.
