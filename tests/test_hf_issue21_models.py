@@ -86,6 +86,24 @@ def test_kimi_vl_is_read_as_its_deepseek_v3_text_model():
     assert (spec.num_experts, spec.experts_per_token) == (64, 6)
 
 
+def test_qwen2_vl_as_first_published_is_its_qwen2_text_model():
+    # Qwen2-VL-7B's language model is Qwen2-7B's decoder (28 layers, 4 KV heads x 128, hidden 3584, MLP 18944,
+    # vocabulary 152,064, q/k/v biases), its fields at the top level beside vision_config in the first
+    # published configs. Built here from Qwen2.5-7B's config (the same decoder; its count is pinned exactly
+    # in test_hf_params) with the vision_config keys Qwen2-VL's config class reads.
+    config = read_config_file(DATA / "hf_configs" / "Qwen__Qwen2.5-7B.json")
+    config.update(model_type="qwen2_vl", architectures=["Qwen2VLForConditionalGeneration"],
+                  vision_config={"depth": 32, "embed_dim": 1280, "hidden_size": 3584, "mlp_ratio": 4,
+                                 "num_heads": 16, "patch_size": 14, "spatial_merge_size": 2})
+    spec = spec_from_config(config, model_id="m")
+    assert spec.layer_kind_counts() == {"full": 28}
+    assert {(layer.kv_heads, layer.head_dim) for layer in spec.expanded_layers()} == {(4, 128)}
+    assert not any("not one kvplan knows" in a for a in spec.assumptions)
+    count = count_params(config)
+    assert count.total == count_params(read_config_file(DATA / "hf_configs" / "Qwen__Qwen2.5-7B.json")).total
+    assert any("vision tower not counted" in a for a in count.assumptions)  # said, not silently left out
+
+
 # --------------------------------------------------------------------------------------------
 # The logs: N tokens x kvplan's bytes per token = the logged available KV memory (two decimals)
 

@@ -97,7 +97,8 @@ def tensors_of(reader: ConfigReader, family: Family) -> Counter:
         raise
     except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError) as exc:
         raise ConfigError(f"cannot count parameters of this {counter.model_type} config: {exc}") from exc
-    if not family.own_towers and reader.nested:
+    # a vision_config beside a top-level text model (Qwen2-VL as first published) is a tower too
+    if not family.own_towers and (reader.nested or isinstance(reader.top.get("vision_config"), dict)):
         vision_tower(counter)
     return counter
 
