@@ -9,7 +9,8 @@ reading the config through one :class:`ConfigReader` with the family's transform
     tensors.py     Counter (tensor list), ParamCount, pieces several families share
     llama.py       the generic rules (the fallback) and the llama-like families
     qwen.py, qwen3_next.py, gemma.py (+ cohere), gemma4.py (+ gemma4_towers.py), deepseek.py,
-    llama4.py, gpt_oss.py, gpt.py (gpt2, gptj, falcon, gpt_bigcode), mamba.py (+ mamba2, jamba)
+    llama4.py, gpt_oss.py, gpt.py (gpt2, gptj, phi, falcon, gpt_bigcode), mamba.py (+ mamba2, jamba)
+    mllama.py      Llama 3.2 Vision: refused (per-request cross-attention cache)
     vision.py      vision towers of multimodal configs without a rule of their own
 
 Adding a family: a module with a layer rule and a parameter rule, a ``register(...)`` call naming
@@ -30,6 +31,7 @@ from kvplan.sources.families import (  # noqa: F401  (importing a family module 
     llama,
     llama4,
     mamba,
+    mllama,
     qwen,
     qwen3_next,
 )
@@ -95,7 +97,8 @@ def tensors_of(reader: ConfigReader, family: Family) -> Counter:
         raise
     except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError) as exc:
         raise ConfigError(f"cannot count parameters of this {counter.model_type} config: {exc}") from exc
-    if not family.own_towers and reader.nested:
+    # a vision_config beside a top-level text model (Qwen2-VL as first published) is a tower too
+    if not family.own_towers and (reader.nested or isinstance(reader.top.get("vision_config"), dict)):
         vision_tower(counter)
     return counter
 

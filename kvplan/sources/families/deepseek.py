@@ -1,4 +1,4 @@
-"""DeepSeek-V2/V3/R1, Kimi-K2 and every config with MLA fields: multi-head latent attention.
+"""DeepSeek-V2/V3/R1, Kimi-K2, Kimi-VL and every config with MLA fields: multi-head latent attention.
 
 Layers: every decoder layer caches the ``kv_lora_rank`` latent plus the shared ``qk_rope_head_dim``
 key (vLLM ``MLAAttentionSpec``, head_size 576 for 512 + 64; transformers 5 ``DeepseekV3Attention``).
@@ -97,5 +97,8 @@ def deepseek_params(b: Counter) -> None:
 
 
 register("deepseek_v2", "deepseek_v3", "kimi_k2", layers=mla_layers, params=deepseek_params)
+# Kimi-VL (KimiVLConfig, remote code): a DeepSeek-V3 text model in a text_config that names no
+# model_type, beside a MoonViT vision_config; the KV cache is the text model's MLA cache.
+register("kimi_vl", layers=mla_layers, params=deepseek_params)
 # DeepSeek-V3.2: the same cache; its indexer weights have no rule here (counted llama-like, said so).
 register("deepseek_v32", layers=mla_layers)

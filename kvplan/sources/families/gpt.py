@@ -1,4 +1,4 @@
-"""GPT-2, GPT-J, Falcon and GPT-BigCode (StarCoder): the multi-head and multi-query classics."""
+"""GPT-2, GPT-J, Phi-1/1.5/2, Falcon and GPT-BigCode (StarCoder): the multi-head and multi-query classics."""
 
 from __future__ import annotations
 
@@ -46,6 +46,34 @@ def gptj_params(b: Counter) -> None:
         b.linear("mlp", f"{p}.mlp.fc_in", h, inner, bias=True)
         b.linear("mlp", f"{p}.mlp.fc_out", inner, h, bias=True)
     b.norm("transformer.ln_f", h, bias=True)
+    b.lm_head(bias=True)
+
+
+def phi_params(b: Counter) -> None:
+    """phi (Phi-1, Phi-1.5, Phi-2): transformers ``modeling_phi.py``.
+
+    Parallel attention and MLP after one LayerNorm (weight + bias) per layer; q/k/v_proj and ``dense``
+    (the output projection) with biases; optional q/k LayerNorms over head_dim (``qk_layernorm``); a
+    non-gated MLP fc1/fc2 with biases; ``final_layernorm``; lm_head with a bias. Partial rotary
+    (``partial_rotary_factor``) changes no tensor and no cached K/V (keys are cached whole).
+    """
+    h, n_layers, nh, nkv, hd = b.hidden, b.layers, b.heads, b.kv_heads, b.head_dim
+    inner = b.int("intermediate_size", "n_inner", default=4 * h)
+    qk_norm = b.flag("qk_layernorm", False)
+    b.embed()
+    for i in range(n_layers):
+        p = f"model.layers.{i}"
+        b.norm(f"{p}.input_layernorm", h, bias=True)
+        b.linear("attention", f"{p}.self_attn.q_proj", h, nh * hd, bias=True)
+        b.linear("attention", f"{p}.self_attn.k_proj", h, nkv * hd, bias=True)
+        b.linear("attention", f"{p}.self_attn.v_proj", h, nkv * hd, bias=True)
+        b.linear("attention", f"{p}.self_attn.dense", nh * hd, h, bias=True)
+        if qk_norm:
+            b.norm(f"{p}.self_attn.q_layernorm", hd, bias=True)
+            b.norm(f"{p}.self_attn.k_layernorm", hd, bias=True)
+        b.linear("mlp", f"{p}.mlp.fc1", h, inner, bias=True)
+        b.linear("mlp", f"{p}.mlp.fc2", inner, h, bias=True)
+    b.norm("model.final_layernorm", h, bias=True)
     b.lm_head(bias=True)
 
 
@@ -128,6 +156,8 @@ def falcon_params(b: Counter) -> None:
 # GPT2Config: n_layer / n_head / n_embd / n_positions; GPTJConfig: the same aliases.
 register("gpt2", layers=generic_layers, params=gpt2_params, mha=True, tied_by_default=True)
 register("gptj", layers=generic_layers, params=gptj_params, mha=True)
+# PhiConfig: num_key_value_heads defaults to num_attention_heads (MHA); every layer caches full K/V.
+register("phi", layers=generic_layers, params=phi_params, mha=True)
 register("falcon", layers=falcon_layers, params=falcon_params, tied_by_default=True)
 register("RefinedWeb", "RefinedWebModel", layers=falcon_layers)
 register("gpt_bigcode", layers=gpt_bigcode_layers, tied_by_default=True)

@@ -85,6 +85,9 @@ _QWEN3 = LlamaStyle(qk_norm="head")
 register("qwen2", layers=qwen2_layers, params=styled(_QWEN2))
 # Qwen2-VL / Qwen2.5-VL text models: Qwen2's decoder (modeling_qwen2_vl.py / modeling_qwen2_5_vl.py).
 register("qwen2_vl_text", "qwen2_5_vl_text", layers=qwen2_layers, params=styled(_QWEN2))
+# Their configs as first published (before transformers split out text_config): the text model's fields
+# at the top level beside vision_config, the same Qwen2 decoder.
+register("qwen2_vl", "qwen2_5_vl", layers=qwen2_layers, params=styled(_QWEN2))
 register("qwen3", layers=qwen2_layers, params=styled(_QWEN3))
 register("qwen2_moe", layers=qwen2_moe_layers,
          params=styled(LlamaStyle(qkv_bias=True, o_bias=False, moe="qwen", shared_expert_gate=True)))
