@@ -208,8 +208,19 @@ def readings(case: dict, inp: dict) -> dict[str, float]:
     out: dict[str, float] = {}
     non_torch = rep.get("non_torch_forward_increase_gib", rep.get("non_torch_memory_gib"))
     if isinstance(non_torch, (int, float)):
-        out[fitted.non_torch_field(v, tp, pp)[0]] = non_torch * GIB
+        # the fitted size is what is left after the collective buffers kvplan computes (collectives.py)
+        out[fitted.non_torch_field(v, tp, pp)[0]] = non_torch * GIB - computed(inp)
     return out
+
+
+def computed(inp: dict) -> int:
+    """The non-torch bytes kvplan computes from FlashInfer's and NCCL's code for this deployment (not fitted)."""
+    from kvplan.engines.vllm.budget import computed_non_torch
+
+    args, gpu = inp["args"], inp["args"].get("gpu")
+    tokens = int(plan(inp).engine_defaults["max_num_batched_tokens"])
+    return computed_non_torch(parse_version(inp["version"]), args["tp"], args["pp"], gpu.name if gpu else "",
+                              inp["model"].hidden_size or 0, tokens, inp["settings"].get("enforce_eager", False))[0]
 
 
 def refit(training: Iterable[dict[str, float]]) -> tuple[fitted.VllmFit, set[str]]:

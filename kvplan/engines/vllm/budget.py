@@ -16,7 +16,7 @@ import math
 
 from kvplan.budgets.base import GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
 from kvplan.engines.protocol import Demand
-from kvplan.engines.vllm import fitted, runner, sampler
+from kvplan.engines.vllm import collectives, fitted, runner, sampler
 from kvplan.engines.vllm.cudagraph import cudagraph_estimate
 from kvplan.engines.vllm.defaults import V1_SINCE, UsageContext, batch_defaults
 from kvplan.engines.version import Version
@@ -49,9 +49,26 @@ MTP_NOT_LOADED = "vLLM does not load without MTP speculation (deepseek_v2.py loa
 
 
 
-def non_torch_bytes(version: Version, tp: int, pp: int) -> tuple[int, str]:
+def non_torch_bytes(version: Version, tp: int, pp: int, gpu_name: str = "", hidden: int = 0, tokens: int = 0,
+                    enforce_eager: bool = False) -> tuple[int, str]:
+    """The fitted size for this release and parallelism, plus (TP > 1, growth bands) the collective buffers
+    computed from FlashInfer's and NCCL's code (collectives.py)."""
     name, how = fitted.non_torch_field(version, tp, pp)
-    return getattr(fitted.FIT, name), how
+    size = getattr(fitted.FIT, name)
+    extra, parts = computed_non_torch(version, tp, pp, gpu_name, hidden, tokens, enforce_eager)
+    if not extra:
+        return size, how
+    return size + extra, f"{how}: {size / (1 << 20):,.0f} MiB fitted + " + " + ".join(parts)
+
+
+def computed_non_torch(version: Version, tp: int, pp: int, gpu_name: str, hidden: int, tokens: int,
+                       enforce_eager: bool = False) -> tuple[int, list[str]]:
+    """The part of the non-torch growth computed rather than fitted (0 outside the TP > 1 growth bands)."""
+    if fitted.non_torch_field(version, tp, pp)[0] != "non_torch_tp":
+        return 0, []
+    terms = (collectives.fusion_workspace(version, tp, pp, gpu_name, hidden, tokens, enforce_eager),
+             collectives.nvls_buffers(version, tp, gpu_name))
+    return sum(b for b, _ in terms), [how for b, how in terms if b]
 
 
 def sampler_bytes_per_logit(version: Version, rows: int = 1024) -> float:
@@ -115,7 +132,8 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     buffer, buffer_how = sampler.fixed_bytes(version, rows, spec.vocab_size or 32000, demand.gpu_name)
     act, how = activation_bytes(spec, tokens, tp, rows, per_logit, moe_workspace_bytes(spec, tokens, tp) + buffer)
     how = f"{how}; sampler: {sampler_how}" + (f"; {buffer_how}" if buffer_how else "")
-    non_torch, nt_how = non_torch_bytes(version, tp, pp)
+    non_torch, nt_how = non_torch_bytes(version, tp, pp, demand.gpu_name, spec.hidden_size or 0, tokens,
+                                        settings.enforce_eager)
     cudagraph, cg_how = cudagraph_estimate(spec, tp, pp, seqs, tokens, demand.gpu_name)
     # measured items (a calibration read from an engine log, kvplan.logs) replace kvplan's estimates
     tags = {"activation": f"profile peak, {how}", "non_torch": nt_how,

@@ -31,9 +31,15 @@ class VllmFit:
 
     # 0.10 to 0.33 (structure computed: utils memory_profiling / gpu_worker.determine_available_memory): only the
     # growth since the worker's init snapshot; 0.19.0 H100 logs (llmd-planner-v0190-*): 0.24-0.27 GiB at TP 1,
-    # 2.06-2.21 GiB with TP > 1 (NCCL, custom all-reduce), 0.07 GiB with PP only.
+    # 2.06-2.21 GiB with TP > 1, 0.07 GiB with PP only.
     non_torch_tp1: int = int(0.25 * GIB)
-    non_torch_tp: int = int(2.1 * GIB)
+    # TP > 1: what is left of the growth after the collective buffers computed in collectives.py (FlashInfer's
+    # all-reduce fusion workspace, NCCL's NVLS buffers): TP 1's growth plus NCCL's ring buffers for torch's
+    # lazily created communicator. Fitted on 2 sources only (under the 3 a class split would need per class):
+    # the 0.19.0 H100 logs leave 0.51-0.61 GiB (17 logs, TP 2 and 4, after 1.5 GiB of workspace and 0.125 GiB
+    # of NVLS at TP 4), the 0.10.2 L40S TP 4 log 0.21 GiB (nothing computed on PCIe); the median of the 18.
+    # NVSwitch and PCIe GPUs likely differ (more NCCL channels on NVLink), but each has one source.
+    non_torch_tp: int = int(0.57 * GIB)
     non_torch_pp: int = int(0.07 * GIB)
     # 0.8 / 0.9 V1 (0.8.5 Worker.determine_available_memory): all non-torch memory, the CUDA context included:
     # the 0.19.0 logs' init snapshot (0.51 GiB TP 1, 1.4-2.05 GiB with TP or PP > 1) plus the growth above;
@@ -65,7 +71,7 @@ def non_torch_field(version: Version, tp: int, pp: int) -> tuple[str, str]:
     """Which fitted non-torch size applies to this release and parallelism, and what it stands for."""
     if version >= INCREASE_SINCE:
         if tp > 1:
-            return "non_torch_tp", "growth since the worker's init snapshot, TP > 1 (NCCL, custom all-reduce)"
+            return "non_torch_tp", "growth since the worker's init snapshot, TP > 1 (NCCL, all-reduce buffers)"
         if pp > 1:
             return "non_torch_pp", "growth since the worker's init snapshot, PP only"
         return "non_torch_tp1", "growth since the worker's init snapshot"

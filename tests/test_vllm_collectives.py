@@ -1,0 +1,49 @@
+"""The TP > 1 collective buffers kvplan computes for vLLM (kvplan/engines/vllm/collectives.py), from FlashInfer's
+and NCCL's sizing code: the goldens are those formulas worked by hand."""
+
+from __future__ import annotations
+
+from kvplan.engines.version import parse_version
+from kvplan.engines.vllm.collectives import fusion_workspace, nvls_buffers
+
+MIB = 1 << 20
+V = parse_version
+
+
+def test_fusion_workspace_takes_three_multicast_granules_up_to_flashinfer_0_6_14():
+    # vLLM 0.19 (FlashInfer 0.6.6), H100 TP 2, hidden 4096: 8,192 tokens -> buffers 128 MiB, 2 KiB, 384 MiB, each
+    # in its own 512 MiB granule; TP 4 / 8 (2 / 0.5 MiB tables) no smaller
+    for tp in (2, 4, 8):
+        assert fusion_workspace(V("0.19.0"), tp, 1, "H100-SXM-80GB", 4096, 8192)[0] == 1536 * MIB
+    size, how = fusion_workspace(V("0.19.0"), 2, 1, "H200-141GB", 8192, 8192)
+    assert size == 1536 * MIB and "512 MiB multicast granularity" in how
+
+
+def test_fusion_workspace_unrounded_from_vllm_0_27():
+    # FlashInfer >= 0.6.15: round_up(size + 2 KiB, 2 MiB) only: 130 + 2 + 386 MiB at TP 2, hidden 4096
+    assert fusion_workspace(V("0.27.0"), 2, 1, "H100-SXM-80GB", 4096, 8192)[0] == 518 * MIB
+    # fewer batched tokens than the table allows: 2,048 tokens -> 32 + 96 MiB of data
+    assert fusion_workspace(V("0.27.0"), 2, 1, "H100-SXM-80GB", 4096, 2048)[0] == (34 + 2 + 98) * MIB
+    # no NVSwitch multicast needed any more on an SM 9.0 GPU
+    assert fusion_workspace(V("0.27.0"), 2, 1, "H100-NVL-94GB", 4096, 8192)[0] == 518 * MIB
+
+
+def test_no_fusion_workspace_where_vllm_builds_none():
+    for args in ((V("0.16.0"), 2, 1, "H100-SXM-80GB"),  # before the O2 default
+                 (V("0.19.0"), 3, 1, "H100-SXM-80GB"),  # TP 2 / 4 / 8 only
+                 (V("0.19.0"), 2, 2, "H100-SXM-80GB"),  # PP > 1
+                 (V("0.19.0"), 2, 1, "A100-SXM4-80GB"),  # SM 8.0
+                 (V("0.19.0"), 2, 1, "H100-PCIe-80GB"),  # FlashInfer 0.6.6 needs multicast
+                 (V("0.19.0"), 2, 1, "custom (80 GiB)")):
+        assert fusion_workspace(*args, 4096, 8192) == (0, "")
+    assert fusion_workspace(V("0.19.0"), 2, 1, "H100-SXM-80GB", 4096, 8192, enforce_eager=True)[0] == 0
+
+
+def test_nvls_buffers_on_nvswitch_gpus_above_two_ranks():
+    assert nvls_buffers(V("0.19.0"), 2, "H100-SXM-80GB")[0] == 0  # ncclNvlsInit: off at gpuCount <= 2
+    assert nvls_buffers(V("0.19.0"), 4, "H100-SXM-80GB")[0] == 128 * MIB  # 16 channels x 2 x 1 MiB x 4
+    assert nvls_buffers(V("0.19.0"), 8, "H200-141GB")[0] == 256 * MIB
+    assert nvls_buffers(V("0.19.0"), 8, "B200-180GB")[0] == 384 * MIB  # 24 channels on one SM 10.0 node
+    assert nvls_buffers(V("0.10.1"), 8, "B200-180GB")[0] == 512 * MIB  # NCCL 2.26: 32
+    assert nvls_buffers(V("0.19.0"), 8, "A100-SXM4-80GB")[0] == 0
+    assert nvls_buffers(V("0.19.0"), 4, "L40S")[0] == 0
