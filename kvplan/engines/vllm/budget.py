@@ -30,8 +30,9 @@ CUDAGRAPH_ESTIMATE_SINCE = (0, 20)
 
 # The sampler's part of the activation peak: derived from vLLM's code per release (sampler.py). Non-torch memory
 # charged to the budget (docs/research-vllm.md section 2): fitted sizes, in fitted.py (with the logs each was fitted on; benchmarks/crossval.py refits them without one
-# source to judge it). 0.33's new bookkeeping (free memory at init minus free after profiling) charges the same
-# growth as 0.10+.
+# source to judge it), plus at TP > 1 the collective buffers computed from FlashInfer's and NCCL's code
+# (collectives.py: the all-reduce fusion workspace, NVLS). 0.33's new bookkeeping (free memory at init minus free
+# after profiling) charges the same growth as 0.10+.
 # MoE: the fused-MoE kernel's intermediate buffers (gate/up output and activation, tokens x top-k x expert
 # width, here tokens x mlp_width / tp x 3 values x the activation dtype) stay allocated while the sampler
 # runs (assumed: the 0.19.0 MoE logs peak 0.2-0.5 GiB above the sampler alone: Qwen3-30B-A3B 2.68 GiB,
