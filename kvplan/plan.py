@@ -424,7 +424,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     # speculative slots: each running sequence holds them beyond its context, up to max_model_len
     demand = Demand(max_model_len=max_model_len, context=min(context + extra, max(max_model_len, context)),
                     batch=batch * workload.samples, limit=limit, gpu_name=hw.name,
-                    gpu_vendor=hw.vendor or "", speculative=sp)  # sequences, for the budget
+                    gpu_vendor=hw.vendor or "", speculative=sp, dp=dp)  # sequences, for the budget
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)

@@ -3,6 +3,8 @@ and NCCL's sizing code: the goldens are those formulas worked by hand."""
 
 from __future__ import annotations
 
+import kvplan
+from kvplan.budgets.base import Settings
 from kvplan.engines.version import parse_version
 from kvplan.engines.vllm.collectives import fusion_workspace, nvls_buffers
 
@@ -37,6 +39,17 @@ def test_no_fusion_workspace_where_vllm_builds_none():
                  (V("0.19.0"), 2, 1, "custom (80 GiB)")):
         assert fusion_workspace(*args, 4096, 8192) == (0, "")
     assert fusion_workspace(V("0.19.0"), 2, 1, "H100-SXM-80GB", 4096, 8192, enforce_eager=True)[0] == 0
+    assert fusion_workspace(V("0.19.0"), 2, 1, "H100-SXM-80GB", 4096, 8192, dp=2)[0] == 0  # TP x DP: off
+
+
+def test_budget_charges_the_workspace_by_deployment():
+    # kvplan's plan passes DP through to the budget: 2 x TP 2 on H100s takes the workspace off again
+    def non_torch(dp: int) -> int:
+        plan = kvplan.max_batch(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM-80GB", tp=2, dp=dp,
+                                engine_version="0.19.0", max_model_len=8192, settings=Settings())
+        return plan.per_gpu.non_torch_bytes
+
+    assert non_torch(1) - non_torch(2) == 1536 * MIB
 
 
 def test_nvls_buffers_on_nvswitch_gpus_above_two_ranks():

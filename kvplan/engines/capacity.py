@@ -39,6 +39,8 @@ class Demand:
     changes its memory fraction."""
     speculative: SpeculativeLayout | None = None
     """What speculative decoding adds, where it runs (SGLang's older releases size the draft apart)."""
+    dp: int = 1
+    """Data-parallel replicas (vLLM builds its all-reduce fusion workspace only at DP 1)."""
 
 
 @dataclass(frozen=True)

@@ -51,23 +51,23 @@ MTP_NOT_LOADED = "vLLM does not load without MTP speculation (deepseek_v2.py loa
 
 
 def non_torch_bytes(version: Version, tp: int, pp: int, gpu_name: str = "", hidden: int = 0, tokens: int = 0,
-                    enforce_eager: bool = False) -> tuple[int, str]:
+                    enforce_eager: bool = False, dp: int = 1) -> tuple[int, str]:
     """The fitted size for this release and parallelism, plus (TP > 1, growth bands) the collective buffers
     computed from FlashInfer's and NCCL's code (collectives.py)."""
     name, how = fitted.non_torch_field(version, tp, pp)
     size = getattr(fitted.FIT, name)
-    extra, parts = computed_non_torch(version, tp, pp, gpu_name, hidden, tokens, enforce_eager)
+    extra, parts = computed_non_torch(version, tp, pp, gpu_name, hidden, tokens, enforce_eager, dp)
     if not extra:
         return size, how
     return size + extra, f"{how}: {size / (1 << 20):,.0f} MiB fitted + " + " + ".join(parts)
 
 
 def computed_non_torch(version: Version, tp: int, pp: int, gpu_name: str, hidden: int, tokens: int,
-                       enforce_eager: bool = False) -> tuple[int, list[str]]:
+                       enforce_eager: bool = False, dp: int = 1) -> tuple[int, list[str]]:
     """The part of the non-torch growth computed rather than fitted (0 outside the TP > 1 growth bands)."""
     if fitted.non_torch_field(version, tp, pp)[0] != "non_torch_tp":
         return 0, []
-    terms = (collectives.fusion_workspace(version, tp, pp, gpu_name, hidden, tokens, enforce_eager),
+    terms = (collectives.fusion_workspace(version, tp, pp, gpu_name, hidden, tokens, enforce_eager, dp),
              collectives.nvls_buffers(version, tp, gpu_name))
     return sum(b for b, _ in terms), [how for b, how in terms if b]
 
@@ -134,7 +134,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     act, how = activation_bytes(spec, tokens, tp, rows, per_logit, moe_workspace_bytes(spec, tokens, tp) + buffer)
     how = f"{how}; sampler: {sampler_how}" + (f"; {buffer_how}" if buffer_how else "")
     non_torch, nt_how = non_torch_bytes(version, tp, pp, demand.gpu_name, spec.hidden_size or 0, tokens,
-                                        settings.enforce_eager)
+                                        settings.enforce_eager, demand.dp)
     cudagraph, cg_how = cudagraph_estimate(spec, tp, pp, seqs, tokens, demand.gpu_name)
     # measured items (a calibration read from an engine log, kvplan.logs) replace kvplan's estimates
     tags = {"activation": f"profile peak, {how}", "non_torch": nt_how,

@@ -76,13 +76,13 @@ def capability(gpu_name: str) -> int | None:
 
 
 def fusion_workspace(version: Version, tp: int, pp: int, gpu_name: str, hidden: int, max_num_batched_tokens: int,
-                     enforce_eager: bool = False) -> tuple[int, str]:
+                     enforce_eager: bool = False, dp: int = 1) -> tuple[int, str]:
     """Bytes per GPU of FlashInfer's all-reduce fusion workspace, and what they are (0 where vLLM builds none)."""
     cap = capability(gpu_name)
     multicast = gpu_name in MULTICAST_GPUS
     rounded = version < UNROUNDED_SINCE
-    if (version < FUSION_SINCE or tp not in (2, 4, 8) or pp > 1 or enforce_eager or cap is None or not hidden
-            or (rounded and not multicast)):
+    if (version < FUSION_SINCE or tp not in (2, 4, 8) or pp > 1 or dp > 1 or enforce_eager or cap is None
+            or not hidden or (rounded and not multicast)):
         return 0, ""
     max_size = int(FUSION_MAX_SIZE_MB[cap][tp] * MIB)
     tokens = min(max_size // (hidden * 2), max_num_batched_tokens)  # bf16/fp16 activations
