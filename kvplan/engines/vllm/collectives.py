@@ -13,13 +13,13 @@ the TP > 1 growth (TP 1's growth, NCCL's ring buffers for torch's lazily created
    ``flashinfer_max_size``, :175) and :759-780 takes
    ``max_token_num = min(max_size // (H x 2), max_num_batched_tokens)``.
    The pass is built during torch.compile in the profiling run, after the snapshot.
-   FlashInfer 0.6.4-0.6.18 ``comm/trtllm_ar.py`` ``trtllm_create_ipc_workspace_for_all_reduce_fusion``: three
+   FlashInfer 0.6.4-0.6.16 ``comm/trtllm_ar.py`` ``trtllm_create_ipc_workspace_for_all_reduce_fusion``: three
    buffers, ``tp x T x H x 2``, ``tp x 256 x 4`` (flags) and ``3 x tp x T x H x 2`` (Lamport), each a
    ``SymmDeviceMemory`` (``comm/mnnvl.py``): ``round_up(size + 2048, 2 MiB)``. Up to FlashInfer 0.6.14 (vLLM
    0.17-0.26) that class also rounds every buffer up to the *recommended multicast granularity* and refuses a
    GPU without multicast (0.6.6 ``comm/mnnvl.py`` ``_get_allocation_prop``, and the check in ``__init__``), so
    only NVSwitch GPUs get it, and each buffer takes a whole granule; from 0.6.15 (commit 68ebdbd6e, vLLM >= 0.27)
-   the trtllm workspace asks for no multicast and is not rounded.
+   the rounding and the check apply to multicast buffers only, which the trtllm workspace's are not.
 2. NCCL NVLS (NVLink SHARP) buffers, NVSwitch GPUs with multicast, TP > 2 (NCCL ``src/transport/nvls.cc``
    ``ncclNvlsInit``: off at ``gpuCount <= 2``). NCCL 2.21+ (torch 2.7.1 bundles 2.26.2, 2.8 2.27.3, 2.10 2.27.5):
    ``nvlsPerRankSize = nChannels x 2 x (NVLS_CHUNKSIZE 128 KiB x NCCL_STEPS 8)``, ``nvlsTotalSize = that x nHeads``
