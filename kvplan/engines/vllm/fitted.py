@@ -35,10 +35,10 @@ class VllmFit:
     non_torch_tp1: int = int(0.25 * GIB)
     # TP > 1: what is left of the growth after the collective buffers computed in collectives.py (FlashInfer's
     # all-reduce fusion workspace, NCCL's NVLS buffers): TP 1's growth plus NCCL's ring buffers for torch's
-    # lazily created communicator. Fitted on 2 sources only (under the 3 a class split would need per class):
-    # the 0.19.0 H100 logs leave 0.51-0.61 GiB (17 logs, TP 2 and 4, after 1.5 GiB of workspace and 0.125 GiB
-    # of NVLS at TP 4), the 0.10.2 L40S TP 4 log 0.21 GiB (nothing computed on PCIe); the median of the 18.
-    # NVSwitch and PCIe GPUs likely differ (more NCCL channels on NVLink), but each has one source.
+    # lazily created communicator. The median of 19 readings from 4 sources: the 0.19.0 H100 logs leave
+    # 0.51-0.61 GiB (17 logs, TP 2 and 4, after 1.5 GiB of workspace and 0.125 GiB of NVLS at TP 4), the 0.10.2
+    # L40S TP 4 log 0.21 GiB, two H200 logs of 0.10.0 / 0.10.2 1.38 and 1.92 GiB (before 0.11 the snapshot
+    # precedes vLLM's own communicator too). Interconnects and bands differ, but no split has 3 sources a side.
     non_torch_tp: int = int(0.57 * GIB)
     non_torch_pp: int = int(0.07 * GIB)
     # 0.8 / 0.9 V1 (0.8.5 Worker.determine_available_memory): all non-torch memory, the CUDA context included:
