@@ -40,7 +40,7 @@ from benchmarks.accuracy import MINIMUM_OVER_RANKS, STAND_INS, engine_version, r
 from benchmarks.accuracy import gpu_of as planner_gpu_of  # noqa: E402
 from kvplan.budgets import Settings  # noqa: E402
 from kvplan.engines import parse_version  # noqa: E402
-from kvplan.engines.vllm import fitted  # noqa: E402
+from kvplan.engines.vllm import fitted, variant  # noqa: E402
 from kvplan.plan import max_batch  # noqa: E402
 
 GIB = 1 << 30
@@ -59,11 +59,20 @@ MORE_STAND_INS = {
     "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": "Qwen/Qwen3-235B-A22B-FP8",
     "microsoft/phi-4 (loaded with BitsAndBytes 4-bit at load time, LoRA)": "microsoft/phi-4",
 }
-BANDS = fitted.RELEASE_BANDS
+BANDS = fitted.JUDGED_BANDS
 
 
-def band(version: str) -> str:
-    return fitted.release_band(parse_version(version))
+def engine_of(inp: dict) -> variant.Variant:
+    """The vLLM engine (V0 or V1) a log ran, as kvplan plans it (a ``v0: true`` case at 0.8-0.10: V0)."""
+    return variant.chosen(parse_version(inp["version"]), inp["settings"].get("vllm_engine"))
+
+
+def band(inp: dict) -> str:
+    return engine_of(inp).band(parse_version(inp["version"]))
+
+
+def non_torch_field(inp: dict) -> str:
+    return engine_of(inp).non_torch_field(parse_version(inp["version"]), inp["args"]["tp"], inp["args"]["pp"])[0]
 
 
 def gpu_class(text: str) -> str:
@@ -139,8 +148,8 @@ def inputs(case: dict) -> tuple[dict | None, str]:
     version = _release(case["version"]) if case.get("version") else engine_version(case.get("engine_version"))
     if version is None:
         return None, "version unknown"
-    if case.get("v0") and parse_version(version) >= (0, 8):
-        return None, "V0 engine at a V1 release (kvplan plans that release's V1 accounting)"
+    if case.get("v0") and parse_version(version) >= variant.V0_REMOVED_IN:
+        return None, "V0 engine at a release without it"
     gpu = gpu_of(case)
     if gpu is None:
         return None, "GPU total memory unknown"
@@ -159,6 +168,8 @@ def inputs(case: dict) -> tuple[dict | None, str]:
                             "max_model_len": case.get("max_model_len")}
     args.update({"gpu_memory": gpu[1]} if gpu[0] is None else {"gpu": gpu[0]})
     settings: dict[str, Any] = {"weights_bytes": round(rep["weights_gib"] * GIB)}
+    if case.get("v0") and parse_version(version) >= variant.V1_DEFAULT_SINCE:
+        settings["vllm_engine"] = "v0"  # VLLM_USE_V1=0 or vLLM's fallback: V0's accounting (variant.py)
     if case.get("gpu_memory_utilization") is not None:
         settings["gpu_memory_utilization"] = case["gpu_memory_utilization"]
     if case.get("enforce_eager"):
@@ -203,13 +214,11 @@ def plan(inp: dict, **settings: Any) -> Any:
 def readings(case: dict, inp: dict) -> dict[str, float]:
     """What this log says about each fitted size (bytes; bytes per logit)."""
     rep = case["reported"]
-    v = parse_version(inp["version"])
-    tp, pp = inp["args"]["tp"], inp["args"]["pp"]
     out: dict[str, float] = {}
     non_torch = rep.get("non_torch_forward_increase_gib", rep.get("non_torch_memory_gib"))
     if isinstance(non_torch, (int, float)):
         # the fitted size is what is left after the collective buffers kvplan computes (collectives.py)
-        out[fitted.non_torch_field(v, tp, pp)[0]] = non_torch * GIB - computed(inp)
+        out[non_torch_field(inp)] = non_torch * GIB - computed(inp)
     return out
 
 
@@ -220,7 +229,8 @@ def computed(inp: dict) -> int:
     args, gpu = inp["args"], inp["args"].get("gpu")
     tokens = int(plan(inp).engine_defaults["max_num_batched_tokens"])
     return computed_non_torch(parse_version(inp["version"]), args["tp"], args["pp"], gpu.name if gpu else "",
-                              inp["model"].hidden_size or 0, tokens, inp["settings"].get("enforce_eager", False))[0]
+                              inp["model"].hidden_size or 0, tokens, inp["settings"].get("enforce_eager", False),
+                              field=non_torch_field(inp))[0]
 
 
 def refit(training: Iterable[dict[str, float]]) -> tuple[fitted.VllmFit, set[str]]:
@@ -248,16 +258,15 @@ def run() -> tuple[list[dict], list[tuple[str, str]]]:
     for case, inp, _ in usable:
         src = source_of(case)
         fit, unread = refit(r for c, _, r in usable if source_of(c) != src)
-        v = parse_version(inp["version"])
         tp, pp = inp["args"]["tp"], inp["args"]["pp"]
-        needed = {fitted.non_torch_field(v, tp, pp)[0]}
+        needed = {non_torch_field(inp)}
         with using(fit):
             held = plan(inp).per_gpu.kv_cache_bytes / GIB
         shipped = plan(inp)
         total = shipped.gpu_total_bytes / GIB
         want, judged = MINIMUM_OVER_RANKS.get(case["id"], (case["reported"]["available_kv_gib"], "logged"))
         rows.append({"case": case["id"], "file": case["_file"], "source": src, "version": inp["version"],
-                     "band": band(inp["version"]), "gpu_class": gpu_class(str(case.get("gpu") or "")),
+                     "band": band(inp), "gpu_class": gpu_class(str(case.get("gpu") or "")),
                      "tp": tp, "pp": pp, "logged_kv_gib": want, "judged_against": judged,
                      "kvplan_kv_gib": shipped.per_gpu.kv_cache_bytes / GIB, "heldout_kv_gib": held,
                      "total_gib": total, "held_out": not (needed & unread),

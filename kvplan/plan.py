@@ -102,7 +102,7 @@ class CapacityPlan:
     """The longest max-model-len one sequence can have (what vLLM suggests when it refuses to start)."""
     decode_step_seconds_min: float | None
     decode_tokens_per_second_max: float | None
-    engine_defaults: dict[str, float | int] = field(default_factory=dict)
+    engine_defaults: dict[str, float | int | str] = field(default_factory=dict)
     assumptions: tuple[str, ...] = ()
     admission_note: str = ""
     """Where the engine admits a request with more than a computed sequence holds (vLLM's windows)."""

@@ -33,6 +33,8 @@ class Settings:
     """vLLM: how the engine is started (`vllm serve` or the `LLM` class); its batch defaults differ."""
     model_runner: str | None = None
     """The engine's model runner where it has two (vLLM: v1 or v2, VLLM_USE_V2_MODEL_RUNNER); None: its default."""
+    vllm_engine: str | None = None
+    """vLLM's engine, v0 or v1 (VLLM_USE_V1; V0 runs to 0.10, V1 is the default from 0.8); None: the release's."""
     cpu_offload_bytes: int | None = None
     """Weights per GPU kept in host memory (vLLM --cpu-offload-gb); only vLLM's budget takes it."""
     expert_dp: int = 1
@@ -96,7 +98,7 @@ class GpuBudget:
     items: tuple[MemoryItem, ...]
     kv_cache_bytes: int
     """Memory left for the KV cache on this GPU (may be negative: the model does not fit)."""
-    defaults: dict[str, float | int] = field(default_factory=dict)
+    defaults: dict[str, float | int | str] = field(default_factory=dict)
     """Engine defaults kvplan applied (util, max_num_batched_tokens, ...), reported back."""
     assumptions: tuple[str, ...] = ()
     kv_error: KvError | None = None

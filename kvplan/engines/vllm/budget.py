@@ -16,9 +16,9 @@ import math
 
 from kvplan.budgets.base import GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
 from kvplan.engines.protocol import Demand
-from kvplan.engines.vllm import collectives, fitted, runner, sampler
+from kvplan.engines.vllm import collectives, fitted, runner, sampler, variant
 from kvplan.engines.vllm.cudagraph import cudagraph_estimate
-from kvplan.engines.vllm.defaults import V1_SINCE, UsageContext, batch_defaults
+from kvplan.engines.vllm.defaults import UsageContext, batch_defaults
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
@@ -51,21 +51,24 @@ MTP_NOT_LOADED = "vLLM does not load without MTP speculation (deepseek_v2.py loa
 
 
 def non_torch_bytes(version: Version, tp: int, pp: int, gpu_name: str = "", hidden: int = 0, tokens: int = 0,
-                    enforce_eager: bool = False, dp: int = 1) -> tuple[int, str]:
-    """The fitted size for this release and parallelism, plus (TP > 1, growth bands) the collective buffers
-    computed from FlashInfer's and NCCL's code (collectives.py)."""
-    name, how = fitted.non_torch_field(version, tp, pp)
+                    enforce_eager: bool = False, dp: int = 1,
+                    field: tuple[str, str] | None = None) -> tuple[int, str]:
+    """The fitted size for this release and parallelism (``field``: the engine's, variant.py; default the
+    release's engine), plus (TP > 1, growth bands) the collective buffers computed from FlashInfer's and NCCL's
+    code (collectives.py)."""
+    name, how = field or fitted.non_torch_field(version, tp, pp)
     size = getattr(fitted.FIT, name)
-    extra, parts = computed_non_torch(version, tp, pp, gpu_name, hidden, tokens, enforce_eager, dp)
+    extra, parts = computed_non_torch(version, tp, pp, gpu_name, hidden, tokens, enforce_eager, dp, name)
     if not extra:
         return size, how
     return size + extra, f"{how}: {size / (1 << 20):,.0f} MiB fitted + " + " + ".join(parts)
 
 
 def computed_non_torch(version: Version, tp: int, pp: int, gpu_name: str, hidden: int, tokens: int,
-                       enforce_eager: bool = False, dp: int = 1) -> tuple[int, list[str]]:
-    """The part of the non-torch growth computed rather than fitted (0 outside the TP > 1 growth bands)."""
-    if fitted.non_torch_field(version, tp, pp)[0] != "non_torch_tp":
+                       enforce_eager: bool = False, dp: int = 1, field: str | None = None) -> tuple[int, list[str]]:
+    """The part of the non-torch growth computed rather than fitted (0 outside the TP > 1 growth bands; the V0
+    engine's fitted growth holds its collectives: ``field``, default the release's engine's)."""
+    if (field or fitted.non_torch_field(version, tp, pp)[0]) != "non_torch_tp":
         return 0, []
     terms = (collectives.fusion_workspace(version, tp, pp, gpu_name, hidden, tokens, enforce_eager, dp),
              collectives.nvls_buffers(version, tp, gpu_name))
@@ -99,12 +102,17 @@ def default_max_num_seqs(total_bytes: int, version: Version, gpu_name: str = "",
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
     max_model_len = demand.max_model_len
+    engine = variant.chosen(version, settings.vllm_engine)  # V0 or V1: the rules below that differ live on it
     util = settings.gpu_memory_utilization or default_util(version)
-    chosen = batch_defaults(total_bytes, demand.gpu_name, version, max_model_len, settings.usage_context)
+    chosen = engine.batch(total_bytes, demand.gpu_name, version, max_model_len, settings.usage_context)
     seqs = settings.max_num_seqs or chosen.max_num_seqs
-    tokens = settings.max_num_batched_tokens or (min(chosen.max_num_batched_tokens, seqs * max_model_len)
-                                                 if version >= V1_SINCE else chosen.max_num_batched_tokens)
-    defaults = {"gpu_memory_utilization": util, "max_num_batched_tokens": tokens, "max_num_seqs": seqs}
+    tokens = settings.max_num_batched_tokens or engine.profiled_tokens(chosen.max_num_batched_tokens, seqs,
+                                                                       max_model_len, version)
+    defaults: dict[str, float | int | str] = {"gpu_memory_utilization": util, "max_num_batched_tokens": tokens,
+                                              "max_num_seqs": seqs}
+    engine_note = engine.note(version)
+    if engine_note:  # V0 at a release whose default is V1: said in the output, and in JSON
+        defaults["vllm_engine"] = engine.name
     entry = f"vLLM started by {'the LLM class' if settings.usage_context == 'llm' else '`vllm serve`'}"
     batch_note = (f"{entry}: max_num_batched_tokens {tokens:,}, max_num_seqs {seqs:,} ({chosen.why})",) \
         if settings.max_num_batched_tokens is None or settings.max_num_seqs is None else ()
@@ -129,12 +137,12 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     which, why = runner.chosen(version, spec, demand.proposer, pp, settings.model_runner)
     # under Model Runner V2 too: its own sampler holds less (runner.py), but kvplan's forward model falls short
     # of V2's logged peaks, so the V1 runner's larger figure stands in (docs/research-vllm-runner.md)
-    per_logit, sampler_how = sampler.bytes_per_logit(version, rows)
-    buffer, buffer_how = sampler.fixed_bytes(version, rows, spec.vocab_size or 32000, demand.gpu_name)
+    per_logit, sampler_how, buffer, buffer_how = engine.sampler(version, rows, spec.vocab_size or 32000,
+                                                               demand.gpu_name)
     act, how = activation_bytes(spec, tokens, tp, rows, per_logit, moe_workspace_bytes(spec, tokens, tp) + buffer)
     how = f"{how}; sampler: {sampler_how}" + (f"; {buffer_how}" if buffer_how else "")
     non_torch, nt_how = non_torch_bytes(version, tp, pp, demand.gpu_name, spec.hidden_size or 0, tokens,
-                                        settings.enforce_eager, demand.dp)
+                                        settings.enforce_eager, demand.dp, engine.non_torch_field(version, tp, pp))
     cudagraph, cg_how = cudagraph_estimate(spec, tp, pp, seqs, tokens, demand.gpu_name)
     # measured items (a calibration read from an engine log, kvplan.logs) replace kvplan's estimates
     tags = {"activation": f"profile peak, {how}", "non_torch": nt_how,
@@ -154,9 +162,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     cudagraph = values["cudagraph"] if subtract_graphs else 0
     kv = requested - weights.bytes - act - non_torch - cudagraph
     if settings.device_used_bytes:
-        from kvplan.engines.vllm.device import counts_others
-
-        if counts_others(version):  # device.py: these releases count every process's memory on the GPU
+        if engine.counts_others(version):  # device.py: these releases count every process's memory on the GPU
             kv -= settings.device_used_bytes
             items.append(MemoryItem("other_processes", settings.device_used_bytes, "given",
                                     "held by other processes at start-up: this release counts it as its own"))
@@ -172,5 +178,6 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
              "start-up: pass it as --kv-cache-memory, or calibrate from the log (kvplan log --save), to plan "
              "exactly",) if estimated else ()
     # measured items (a calibration) leave the error of the rest: the cross-validated band bounds the whole
-    error = fitted.kv_error(version) if len(estimated) == 3 or (len(estimated) == 2 and not subtract_graphs) else None
-    return GpuBudget(total_bytes, tuple(items), kv, defaults, (*batch_note, *runner_note, *notes), error)
+    error = fitted.kv_error(version, engine.band(version)) if len(estimated) == 3 or (len(estimated) == 2 and not subtract_graphs) else None
+    return GpuBudget(total_bytes, tuple(items), kv, defaults, (*engine_note, *batch_note, *runner_note, *notes),
+                     error)

@@ -46,13 +46,18 @@ def _is_gb10(gpu_name: str) -> bool:
     return re.match(r"(nvidia[ -])?gb10\b", gpu_name.lower()) is not None
 
 
+def v0_batch_defaults(max_model_len: int) -> BatchDefaults:
+    """The V0 engine's (the same from 0.7 to 0.10.2: variant.py)."""
+    if max_model_len > V0_CHUNKED_ABOVE:
+        return BatchDefaults(V0_CHUNKED_TOKENS, 256, f"V0: chunked prefill on above {V0_CHUNKED_ABOVE:,} tokens")
+    return BatchDefaults(max(max_model_len, 2048), 256, "V0: no chunked prefill, max(max_model_len, 2048)")
+
+
 def batch_defaults(total_bytes: int, gpu_name: str, version: Version, max_model_len: int,
                    usage_context: UsageContext = "serve") -> BatchDefaults:
     """The (tokens, sequences) vLLM picks when neither is given."""
     if version < V1_SINCE:
-        if max_model_len > V0_CHUNKED_ABOVE:
-            return BatchDefaults(V0_CHUNKED_TOKENS, 256, f"V0: chunked prefill on above {V0_CHUNKED_ABOVE:,} tokens")
-        return BatchDefaults(max(max_model_len, 2048), 256, "V0: no chunked prefill, max(max_model_len, 2048)")
+        return v0_batch_defaults(max_model_len)
     gib = total_bytes / GIB
     llm = usage_context == "llm"
     if version >= TOP_TIER_SINCE and gib >= 160:

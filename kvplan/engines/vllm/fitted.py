@@ -59,7 +59,14 @@ RELEASE_BANDS = (((0, 0), "V0 < 0.7"), ((0, 7), "V0 0.7"), ((0, 8), "V1 0.8-0.9"
 """Release bands the budget's error is judged and bounded by (benchmarks/crossval.py, budget_error.json)."""
 
 
+V0_AT_V1_BAND = ((0, 8), "V0 0.8-0.10")
+"""The V0 engine at the releases whose default was V1 (VLLM_USE_V1=0, variant.py): V0 0.7's rules, judged apart."""
+JUDGED_BANDS = (*RELEASE_BANDS, V0_AT_V1_BAND)
+"""Every band an error interval may be written for (benchmarks/crossval.py --intervals)."""
+
+
 def release_band(version: Version) -> str:
+    """The band of the release's default engine (V0 at 0.8-0.10: ``V0_AT_V1_BAND``, by variant.py)."""
     return [name for since, name in RELEASE_BANDS if version >= since][-1]
 
 
@@ -78,18 +85,24 @@ def non_torch_field(version: Version, tp: int, pp: int) -> tuple[str, str]:
     if version >= V1_SINCE:
         how = "all non-torch memory, CUDA context included"
         return ("non_torch_all_tp" if tp > 1 else "non_torch_all_pp" if pp > 1 else "non_torch_all_tp1"), how
+    return v0_non_torch_field(version, tp)
+
+
+def v0_non_torch_field(version: Version, tp: int) -> tuple[str, str]:
+    """The V0 engine's, to 0.10 (variant.py: its accounting did not change from 0.7 on)."""
     if version < V0_INCREASE_SINCE:
         return "non_torch_v06", "V0: all non-torch memory, CUDA context included"
     return ("non_torch_v0_tp" if tp > 1 else "non_torch_v0_tp1"), "V0: growth since the profile's baseline"
 
 
-def kv_error(version: Version) -> "KvError":
+def kv_error(version: Version, band: str | None = None) -> "KvError":
     """The cross-validated error of the KV memory for this release (budget_error.json, written by
-    benchmarks/crossval.py --intervals): its band's where it has enough held-out logs, else all bands'."""
+    benchmarks/crossval.py --intervals): its band's (``band``, else the release's) where it has enough held-out
+    logs, else all bands'."""
     from kvplan.budgets.base import KvError
 
     table = _error_table()
-    name = release_band(version)
+    name = band or release_band(version)
     band = table["bands"].get(name)
     which = f"vLLM {name}" if band else f"all vLLM releases (too few independent logs for {name})"
     band = band or table["pooled"]

@@ -218,6 +218,9 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     gb = settings.get("cpu_offload_gb")
     if gb:
         budget["cpu_offload_bytes"] = int(float(gb) * GIB)
+    # envs.VLLM_USE_V1=0 where V1 is the default (0.8 on): the V0 engine's budget (variant.py), refused from 0.11
+    if ver >= V1_DEFAULT_SINCE and _env_flag(settings.get("VLLM_USE_V1")) is False:
+        budget["vllm_engine"] = "v0"
     # envs.VLLM_USE_V2_MODEL_RUNNER, read from 0.12 (bool(int(...))); unset: the release's choice (runner.py)
     use_v2 = _env_flag(settings.get("VLLM_USE_V2_MODEL_RUNNER"))
     if use_v2 is not None and not v0:

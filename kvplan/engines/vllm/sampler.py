@@ -61,6 +61,11 @@ def bytes_per_logit(version: Version, rows: int) -> tuple[float, str]:
                       "install without it sorts: 38 B)")
     if path == "triton":
         return 14.0, "Triton top-k/top-p in place, 14 B per logit, and its cached fp32 buffer"
+    return sort_bytes_per_logit(rows)
+
+
+def sort_bytes_per_logit(rows: int) -> tuple[float, str]:
+    """The PyTorch sort path's peak per logit (V0's only path: variant.py)."""
     small = rows < SORT_SMALL_ROWS
     return (50.0, "PyTorch full sort of the fp32 logits, 50 B per logit (under 128 rows)") if small else \
         (38.0, "PyTorch sort of the fp32 logits, 38 B per logit")

@@ -53,6 +53,10 @@ SETTINGS: tuple[Setting, ...] = (
             "V2, from 0.12; the default for more models from 0.22, for all from 0.29): before 0.29 V2 subtracts no "
             "CUDA-graph memory. Default: the release's choice for the model.", "settings",
             convert=choice("v1", "v2"), serve=("VLLM_USE_V2_MODEL_RUNNER",)),
+    # envs.VLLM_USE_V1: V1 the default from 0.8.0, V0 gone in 0.11.0 (variant.py)
+    Setting("vllm_engine", ("--vllm-engine",), "vLLM's engine, v0 (VLLM_USE_V1=0, to 0.10) or v1 (the default "
+            "from 0.8): V0 plans V0's memory profile at any release that has it. Default: the release's engine.",
+            "settings", convert=choice("v0", "v1"), serve=("VLLM_USE_V1",)),
     expert_parallel("--enable-expert-parallel"), QUANTIZATION, DTYPE, allow_long("VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
     # the backend and config come first: a mistake in them is named before the size they read
     Setting("kv_offloading_backend", ("--kv-offloading-backend",), "native (the default) or lmcache: LMCache's "
