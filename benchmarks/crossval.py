@@ -149,7 +149,7 @@ def inputs(case: dict) -> tuple[dict | None, str]:
     if version is None:
         return None, "version unknown"
     if case.get("v0") and parse_version(version) >= variant.V0_REMOVED_IN:
-        return None, "V0 engine at a release without it"
+        return None, f"V0 engine, but no V0 in the version read ({version}): not a vLLM release"
     gpu = gpu_of(case)
     if gpu is None:
         return None, "GPU total memory unknown"

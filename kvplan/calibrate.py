@@ -65,6 +65,9 @@ def compare(log: ParsedLog, *, model: str | None = None, gpu: str | None = None,
     carried = reader.carried if reader is not None else ()
     settings = replace(base, enforce_eager=base.enforce_eager or bool(s.enforce_eager),
                        **{name: getattr(base, name) or getattr(s, name) for name in carried})
+    if reader is not None:  # what the logged run implies (vLLM: the V0 engine), unless given
+        implied = reader.logged_settings(log.format, version)
+        settings = replace(settings, **{k: v for k, v in implied.items() if getattr(settings, k) is None})
     kv = kv_dtype or s.kv_dtype or "auto"
     # values the log gave, not a flag: a refusal names the log, not a flag the user did not pass
     from_log = {name for name, given, logged in (("tp", tp, s.tp), ("pp", pp, s.pp), ("kv_dtype", kv_dtype, s.kv_dtype),
@@ -106,6 +109,11 @@ def calibrate(cal: Calibration, model: Any, *, gpu: Any, gpu_memory: str | int |
             if getattr(settings, name) is None and getattr(cal.settings, name) is not None:
                 settings = replace(settings, **{name: getattr(cal.settings, name)})
                 taken.append(f"{name} {getattr(cal.settings, name):,}")
+        implied = reader.logged_settings((cal.source or {}).get("format"), version)
+        for name, value in implied.items():  # the logged run's (vLLM: the V0 engine), unless given
+            if getattr(settings, name) is None:
+                settings = replace(settings, **{name: value})
+                taken.append(f"{name} {value}")
     here = max_batch(model, gpu=gpu, gpu_memory=gpu_memory, engine_version=version,
                      max_model_len=max_model_len, settings=settings, **common)
     why = mismatch(cal, model_id=here.model_id, engine=here.engine, engine_version=here.engine_version,

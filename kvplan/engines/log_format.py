@@ -242,6 +242,10 @@ def _no_version(fmt: str | None) -> tuple[str, str] | None:
     return None
 
 
+def _no_settings(fmt: str | None, version: str | None) -> dict[str, Any]:
+    return {}
+
+
 @dataclass(frozen=True)
 class LogReader:
     engine: str
@@ -258,6 +262,10 @@ class LogReader:
     """Items the log prints only in combination, worked out after the items are taken (and said)."""
     implied_version: Callable[[str | None], tuple[str, str] | None] = field(default=_no_version, compare=False)
     """(version, note) a log format implies when the log names no version."""
+    logged_settings: Callable[[str | None, str | None], dict[str, Any]] = field(default=_no_settings, compare=False)
+    """``kvplan.Settings`` fields the log's own run implies, from its format and release (vLLM: the V0 engine
+    that printed a V0 summary at a release whose default is V1); --compare and a calibration plan the logged run
+    with them unless given."""
     carried: tuple[str, ...] = ()
     """``LogSettings`` fields that ``--compare`` carries into ``kvplan.Settings`` (the engine's own knobs)."""
     profile_settings: tuple[str, ...] = ()

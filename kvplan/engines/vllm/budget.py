@@ -161,11 +161,10 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     act, non_torch = values["activation"], values["non_torch"]
     cudagraph = values["cudagraph"] if subtract_graphs else 0
     kv = requested - weights.bytes - act - non_torch - cudagraph
-    if settings.device_used_bytes:
-        if engine.counts_others(version):  # device.py: these releases count every process's memory on the GPU
-            kv -= settings.device_used_bytes
-            items.append(MemoryItem("other_processes", settings.device_used_bytes, "given",
-                                    "held by other processes at start-up: this release counts it as its own"))
+    if settings.device_used_bytes and engine.counts_others(version):  # device.py: these count every process's memory
+        kv -= settings.device_used_bytes
+        items.append(MemoryItem("other_processes", settings.device_used_bytes, "given",
+                                "held by other processes at start-up: this release counts it as its own"))
     items.append(MemoryItem("kv_cache", kv, "computed", "budget - weights - activation - non_torch - cudagraph"))
     estimated = [n.replace("_", "-") for n in values
                  if tags[n] != "measured (calibration)" and (n != "cudagraph" or subtract_graphs)]
@@ -178,6 +177,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
              "start-up: pass it as --kv-cache-memory, or calibrate from the log (kvplan log --save), to plan "
              "exactly",) if estimated else ()
     # measured items (a calibration) leave the error of the rest: the cross-validated band bounds the whole
-    error = fitted.kv_error(version, engine.band(version)) if len(estimated) == 3 or (len(estimated) == 2 and not subtract_graphs) else None
+    whole = len(estimated) == 3 or (len(estimated) == 2 and not subtract_graphs)
+    error = fitted.kv_error(version, engine.band(version)) if whole else None
     return GpuBudget(total_bytes, tuple(items), kv, defaults, (*engine_note, *batch_note, *runner_note, *notes),
                      error)

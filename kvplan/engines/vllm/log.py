@@ -8,7 +8,8 @@ Formats (vllm-project/vllm):
   one to a line, name then value: "total_gpu_memory  79.22GiB", "gpu_memory_utilization  0.90", "the current
   vLLM instance can use  71.29GiB", "model weights take  14.96GiB", "non_torch_memory  1.79GiB", "PyTorch
   activation peak memory  1.26GiB", "available_kv_cache_memory  53.29GiB".
-- V0 0.7 / V1 0.8-0.9 (``determine_num_available_blocks`` / ``gpu_worker.py``): "the current vLLM instance can
+- V0 0.7-0.10 (``worker.py`` ``determine_num_available_blocks``; V1's ``gpu_worker.py`` prints none of it, so at
+  0.8-0.10 it marks the V0 engine: ``logged_settings``): "the current vLLM instance can
   use total_gpu_memory (X) x gpu_memory_utilization (U) = B"; "model weights take ..; non_torch_memory
   takes ..; PyTorch activation peak memory takes ..; the rest of the memory reserved for KV Cache is ..".
 - V1 0.10+: ``gpu_model_runner.py`` "Model loading took X GiB"; ``gpu_worker.py`` "Available KV cache memory";
@@ -464,6 +465,26 @@ def _v2_graphs_profiled(version: str | None) -> bool | None:
         return None
 
 
+V0_FORMATS = ("vllm-v0-profile", "vllm-0.6.5-profile", "vllm-0.7-profile")
+"""Summaries only the V0 engine prints: 'the current vLLM instance can use total_gpu_memory' is in
+vllm/worker/worker.py alone in the 0.8.0, 0.8.5, 0.9.2 and 0.10.1.1 wheels (V1's gpu_worker.py has none)."""
+
+
+def logged_settings(fmt: str | None, version: str | None) -> dict[str, Any]:
+    """The V0 engine, for a V0 summary at a release whose default is V1 (VLLM_USE_V1=0, or vLLM's fallback:
+    variant.py); nothing otherwise (before 0.8 V0 is the release's own engine)."""
+    from kvplan.engines.version import parse_version
+    from kvplan.engines.vllm.variant import V0_REMOVED_IN, V1_DEFAULT_SINCE
+
+    if fmt not in V0_FORMATS or not version:
+        return {}
+    try:
+        release = parse_version(version)
+    except ValueError:
+        return {}
+    return {"vllm_engine": "v0"} if V1_DEFAULT_SINCE <= release < V0_REMOVED_IN else {}
+
+
 def implied_version(fmt: str | None) -> tuple[str, str] | None:
     """The release a format without a version line implies: the V0 and 0.7 profile summaries."""
     if fmt not in ("vllm-v0-profile", "vllm-0.6.5-profile", "vllm-0.7-profile"):
@@ -498,10 +519,13 @@ def calibrate(case: CalibrationCase) -> Calibrated:
                        max_model_len=c.max_model_len or here.max_model_len, **case.common)
     # the runner the log ran (its format says Model Runner V2): vLLM's rule for it, at the log and here
     logged_runner = "v2" if (cal.source or {}).get("format") == V2_FORMAT else None
+    # the engine the log ran (a V0 summary at 0.8-0.10: V0), whatever the deployment planned here is given
+    logged_engine = logged_settings((cal.source or {}).get("format"), case.version).get("vllm_engine")
     base = Settings(gpu_memory_utilization=util, max_num_batched_tokens=c.max_num_batched_tokens,
                     max_num_seqs=c.max_num_seqs, enforce_eager=bool(c.enforce_eager), weights_bytes=weights,
                     non_torch_bytes=non_torch, cudagraph_bytes=graphs,
-                    model_runner=logged_runner or case.settings.model_runner)
+                    model_runner=logged_runner or case.settings.model_runner,
+                    vllm_engine=logged_engine or case.settings.vllm_engine)
     kv_target = _kv_target(cal, model, measured_at, base, notes, probe)
     # the activation that makes the measured items add up to the measured KV memory (vLLM's identity)
     without = probe(model, settings=replace(base, activation_bytes=0), **measured_at)
@@ -586,7 +610,7 @@ LOG = LogReader(
              ("non_torch", ("non_torch", "non_torch_debug")),
              ("cudagraph", ("cudagraph", "cudagraph_estimate", "cudagraph_capture")),
              ("kv_cache", ("kv_cache", "kv_cache_error"))),
-    finish=finish, implied_version=implied_version,
+    finish=finish, implied_version=implied_version, logged_settings=logged_settings,
     carried=("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs"),
     profile_settings=("max_num_batched_tokens", "max_num_seqs"),
     calibrate=calibrate, startups=STARTUPS,
