@@ -141,7 +141,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     items = [static, weights, context, kv_memory,
              MemoryItem("activation", reserve, "computed",
                         "free before the weights x (1 - mem_fraction_static): activations and CUDA graphs")]
-    defaults: dict[str, float | int] = {"mem_fraction_static": mfs}
+    defaults: dict[str, float | int | str] = {"mem_fraction_static": mfs}
     if demand.speculative is not None:  # _handle_speculative_decoding: 48 unless given
         defaults["max_running_requests"] = settings.max_num_seqs or DEFAULT_MAX_RUNNING_REQUESTS
     # the cross-validated error band, where kvplan sized the budget itself (not a given KV memory or calibration)

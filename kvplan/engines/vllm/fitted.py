@@ -103,11 +103,11 @@ def kv_error(version: Version, band: str | None = None) -> "KvError":
 
     table = _error_table()
     name = band or release_band(version)
-    band = table["bands"].get(name)
-    which = f"vLLM {name}" if band else f"all vLLM releases (too few independent logs for {name})"
-    band = band or table["pooled"]
-    return KvError(band["low"], band["high"], f"{which}: {band['logs']} logs from {band['sources']} sources, "
-                                              "each judged with its source held out")
+    row = table["bands"].get(name)
+    which = f"vLLM {name}" if row else f"all vLLM releases (too few independent logs for {name})"
+    row = row or table["pooled"]
+    return KvError(row["low"], row["high"], f"{which}: {row['logs']} logs from {row['sources']} sources, "
+                                            "each judged with its source held out")
 
 
 @functools.lru_cache(maxsize=1)
