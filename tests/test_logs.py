@@ -54,6 +54,22 @@ def test_vllm_v0_profile_10517():
     assert log.settings.model is None and log.settings.engine_version is None  # not in the excerpt: unknown
 
 
+def test_vllm_v0_summary_at_a_v1_release_is_read_as_v0():
+    # file-rocm-16g-qwen3-06b-u090-40k-v085: 'Initializing a V0 LLM engine (v0.8.5)' and V0's worker.py summary
+    from kvplan.engines.vllm.log import logged_settings
+
+    case = next(c for c in yaml.safe_load((DATA / "engine_logs_collected.yaml").read_text())["cases"]
+                if c["id"] == "file-rocm-16g-qwen3-06b-u090-40k-v085")
+    log = parse_text(case["log_excerpt"])
+    assert log.format == "vllm-0.7-profile" and log.settings.engine_version == "0.8.5"
+    assert gib(log, "non_torch") == case["reported"]["non_torch_memory_gib"]
+    assert gib(log, "kv_cache") == case["reported"]["available_kv_gib"]
+    assert logged_settings(log.format, log.settings.engine_version) == {"vllm_engine": "v0"}
+    assert logged_settings(log.format, "0.7.3") == {}  # V0 is that release's own engine: nothing to carry
+    assert logged_settings(log.format, "0.11.0") == {}  # no V0 at 0.11: nothing carried
+    assert logged_settings("vllm-v1", "0.9.2") == {}
+
+
 def test_vllm_07_profile_13882_negative():
     case = CASES["vllm-13882-qwen25-7b-4060-negative"]
     r = case["reported"]

@@ -19,7 +19,6 @@ from kvplan.deploy import check
 from kvplan.engines.version import parse_version
 from kvplan.engines.vllm import fitted, variant
 from kvplan.errors import UsageError
-from kvplan.logs import parse_text
 from conftest import DATA
 
 COLLECTED = {c["id"]: c for c in yaml.safe_load((DATA / "engine_logs_collected.yaml").read_text())["cases"]}
@@ -141,16 +140,6 @@ def test_refusal_names_the_setting() -> None:
 # ------------------------------------------------------------------------------------- kvplan log
 
 ROCM = COLLECTED["file-rocm-16g-qwen3-06b-u090-40k-v085"]  # 'Initializing a V0 LLM engine (v0.8.5)'
-
-
-def test_log_of_v0_at_0_8_is_read_as_v0() -> None:
-    from kvplan.engines.vllm.log import logged_settings
-
-    log = parse_text(ROCM["log_excerpt"])
-    assert log.format == "vllm-0.7-profile" and log.settings.engine_version == "0.8.5"
-    assert logged_settings(log.format, "0.8.5") == {"vllm_engine": "v0"}
-    assert logged_settings(log.format, "0.7.3") == {}  # V0 is that release's own engine
-    assert logged_settings("vllm-v1", "0.9.2") == {}
 
 
 def test_log_compare_and_calibration_plan_the_v0_engine(tmp_path: Path) -> None:
