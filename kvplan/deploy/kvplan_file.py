@@ -10,25 +10,24 @@ deployments:
     requirements: {min_concurrency: 16, at_context: 8k, min_context: 32k, headroom: 10%, shared_prefix: 2k, n: 1}
 ```
 
-Validated by pydantic (the models: ``kvplan.deploy.kvplan_models``; ``kvplan schema deployment`` prints the JSON schema); each problem becomes one
+Validated by pydantic (the models: ``kvplan.deploy.kvplan_models``; files they accept as written are read by
+``kvplan.deploy.kvplan_fast`` without importing pydantic; ``kvplan schema deployment`` prints the JSON schema); each problem becomes one
 finding with its line. Counts take ``32k`` (k = 1024, as kvplan's command line does).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kvplan.deploy import kvplan_fast
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.engines import PACKAGE_ENGINES
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import line_at
 
-if TYPE_CHECKING:
-    from kvplan.deploy.kvplan_models import EngineSpec
-
-# The pydantic models live in kvplan.deploy.kvplan_models, imported only when a file of this kind is validated
-# (or its schema printed): a check of Kubernetes manifests or compose files never builds them.
+# The pydantic models live in kvplan.deploy.kvplan_models, imported only when a file of this kind is one the
+# pydantic-free reader (kvplan_fast) leaves to them, or its schema is printed.
 
 
 def _file_flags() -> tuple[str, ...]:
@@ -41,7 +40,7 @@ def _file_flags() -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
-def _engine_flags(engine: EngineSpec, given: set[str], settings: dict[str, Value],
+def _engine_flags(engine: Any, given: set[str], settings: dict[str, Value],
                   line: Any) -> tuple[str, int | None] | None:
     """The engine's own flag settings into ``settings``; (message, line) for one the engine does not have."""
     from kvplan.engines.serve import serve_flags
@@ -76,13 +75,18 @@ def looks_like(data: Any) -> bool:
     return isinstance(data, dict) and "deployments" in data and "apiVersion" not in data
 
 
-def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+def _validate(data: Any, path: str) -> tuple[Any, list[Finding]]:
+    """(the file as the models validate it, []) or (None, one finding per problem). A file the pydantic-free
+    reader is sure of never imports pydantic; any other is validated, and its problems worded, by the models."""
+    parsed = kvplan_fast.read(data)
+    if parsed is not None:
+        return parsed, []
     from pydantic import ValidationError
 
-    from kvplan.deploy.kvplan_models import DeploymentFile, EngineSpec, GpuSpec
+    from kvplan.deploy.kvplan_models import DeploymentFile
 
     try:
-        parsed = DeploymentFile.model_validate(data)
+        return DeploymentFile.model_validate(data), []
     except ValidationError as exc:
         findings = []
         cleaned = [(err, tuple(_clean_loc(err["loc"]))) for err in exc.errors()]
@@ -96,7 +100,13 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
                                     invalid_input=True))
         # a union reports each branch: keep one finding per line and location
         unique = {(f.line, f.message.split(":")[0]): f for f in reversed(findings)}
-        return [], list(reversed(list(unique.values())))
+        return None, list(reversed(list(unique.values())))
+
+
+def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+    parsed, problems = _validate(data, path)
+    if parsed is None:
+        return [], problems
     out = []
     for i, d in enumerate(parsed.deployments):
         at = ("deployments", i)
@@ -110,7 +120,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
             key = "id" if d.model.id is not None else "path"
             dep.model = Value(ref, line_at(data, *at, "model", key),
                               f"model.{key}")
-        gpu = GpuSpec(type=d.gpu) if isinstance(d.gpu, str) else d.gpu
+        gpu = kvplan_fast.defaults(kvplan_fast.GPU, type=d.gpu) if isinstance(d.gpu, str) else d.gpu
         gpu_line = line_at(data, *at, "gpu")
         if gpu.type is not None:
             dep.gpus.append(Value(gpu.type, line_at(data, *at, "gpu", "type") if not isinstance(d.gpu, str)
@@ -122,7 +132,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         if gpu.devices is not None:
             dep.devices = Value(tuple(sorted(str(x) for x in gpu.devices)), line_at(data, *at, "gpu", "devices"),
                                 "gpu.devices")
-        engine = EngineSpec(name=d.engine) if isinstance(d.engine, str) else d.engine
+        engine = kvplan_fast.defaults(kvplan_fast.ENGINE, name=d.engine) if isinstance(d.engine, str) else d.engine
         dep.engine = engine.name
         if engine.version is not None:
             dep.engine_version = Value(engine.version, line_at(data, *at, "engine", "version"), "engine.version")
