@@ -11,7 +11,8 @@ defaults, bounds) and the reader to them on random valid and invalid files.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kvplan.engines import DEFAULT_ENGINE, PACKAGE_ENGINES
 

@@ -22,9 +22,9 @@ from typing import Any
 
 from kvplan.deploy import kvplan_fast
 from kvplan.deploy.deployment import Deployment, Value
-from kvplan.engines import PACKAGE_ENGINES
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import line_at
+from kvplan.engines import PACKAGE_ENGINES
 
 # The pydantic models live in kvplan.deploy.kvplan_models, imported only when a file of this kind is one the
 # pydantic-free reader (kvplan_fast) leaves to them, or its schema is printed.
