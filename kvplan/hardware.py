@@ -12,11 +12,9 @@ A user catalog in the same format can add GPUs or replace shipped ones (``load_c
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Iterable, Mapping
-from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -106,6 +104,9 @@ def parse_bytes(text: str, what: str = "gpu-memory") -> int:
                          "units B, KB/MB/GB/TB = 10^3.., KiB/MiB/GiB/TiB = 2^10..)", field=what.replace("-", "_"))
     if len(m.group(1).partition(".")[0].lstrip("0")) > 20:  # past 10^20 bytes: no Decimal arithmetic (Overflow)
         raise UsageError(f"'{raw}' is absurdly large for one GPU", field=what.replace("-", "_"))
+    # decimal here, not at import: it costs every start a few ms
+    from decimal import Decimal, InvalidOperation
+
     if unit in ("", "b") and "." in m.group(1) and Decimal(m.group(1)) % 1:
         raise UsageError(f"'{raw}' is a fraction of a byte: a bare number is bytes, as vLLM reads it "
                          f"(did you mean {m.group(1)}GiB?)", field=what.replace("-", "_"))
@@ -263,6 +264,19 @@ def _positive(value: Any, key: str, label: str) -> float:
     return value
 
 
+def _gib_bytes(value: float) -> int:
+    """``int(Decimal(str(value)) * 2**30)``, bytes of a size in GiB, rounded down. A plain decimal of at most 17 digits
+    (every GPU of the catalog) is computed on integers, exactly as Decimal does it (the product has at most 27
+    digits, within its 28): reading the catalog then does not import decimal (a few ms of every command)."""
+    text = str(value)
+    whole, _, frac = text.partition(".")
+    if (whole + frac).isdigit() and whole.isascii() and frac.isascii() and len(whole + frac) <= 17:
+        return int(whole + frac) * (1 << 30) // 10 ** len(frac)
+    from decimal import Decimal
+
+    return int(Decimal(text) * (1 << 30))
+
+
 def _memory(value: Any, key: str, label: str) -> int:
     if key == "memory_bytes":
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -275,7 +289,7 @@ def _memory(value: Any, key: str, label: str) -> int:
         n = value << 20
     else:
         _positive(value, key, label)
-        n = int(Decimal(str(value)) * (1 << 30))
+        n = _gib_bytes(value)
     if n > MAX_BYTES:
         raise ConfigError(f"{label}: field '{key}' is absurdly large for one GPU")
     return n
@@ -314,6 +328,8 @@ def _suggest(name: str, gpus: tuple[GPU, ...]) -> str:
         for n in (g.name, *g.aliases):
             spelled.setdefault(_norm(n), g.name)
     family = [canonical for n, canonical in spelled.items() if key and n.startswith(key)]  # 'a100'
+    import difflib
+
     close = [spelled[c] for c in difflib.get_close_matches(key, list(spelled), n=8, cutoff=0.6)]
     names = list(dict.fromkeys([*family, *close]))[:4]
     if names:

@@ -263,6 +263,7 @@ def max_batch(
     speculative_model: str | ModelSpec | None = None,
     num_nextn_predict_layers: int | None = None,
     engine_options: dict[str, Any] | None = None,
+    interval: bool = True,
 ) -> CapacityPlan:
     """How many sequences (or how long a context, or how many GPUs) a deployment serves.
 
@@ -285,6 +286,10 @@ def max_batch(
     over its tp (vLLM ``--enable-expert-parallel``; SGLang ``--enable-dp-attention``; TensorRT-LLM
     ``enable_attention_dp``). None: the engine's way with dp (vLLM shares the experts of a MoE model over
     its DP ranks whether or not EP is on: ``FusedMoEParallelConfig.make``; the others keep whole replicas).
+
+    ``interval=False`` leaves ``CapacityPlan.interval`` out (None; ``solve`` batch, context and utilization): a
+    caller that reads only the plan's own figures (check's fixes) spares the capacity search at the two ends of the
+    engine's budget error.
 
     ``solve="gpus"`` keeps a ``tp`` or ``pp`` given and searches the rest as engines are deployed: tp within
     a node of ``gpus_per_node`` GPUs first, pipeline stages across nodes, then replicas (dp)."""
@@ -309,7 +314,8 @@ def max_batch(
         return plan(spec, hw, tp=tp, pp=pp, dp=dp, engine=engine, engine_version=engine_version, kv_dtype=kv_dtype,
                     max_model_len=mml, context=at or context or mml, batch=rows, block_size=block_size, settings=chosen,
                     swa_full=swa_full, shared_prefix=shared_prefix, speculation=speculation, n=n, beam_width=beam_width,
-                    engine_options=engine_options, prompt_len=prompt_len, expert_parallel=expert_parallel, asked=again)
+                    engine_options=engine_options, prompt_len=prompt_len, expert_parallel=expert_parallel, asked=again,
+                    with_interval=interval)
     return _solve_utilization(engine, settings, planned, batch if concurrency is None else concurrency) \
         if solve == "utilization" else planned(settings, batch)
 

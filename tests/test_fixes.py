@@ -76,3 +76,22 @@ def test_a_command_on_stdin() -> None:
 def test_a_missing_file_is_still_a_missing_file() -> None:
     code, out, err = run_cli(["check", "no/such/deploy.yaml"])
     assert code == 2 and "no such file" in out + err
+
+
+@pytest.mark.parametrize("kw", [
+    dict(model="meta-llama/Llama-3.1-70B", gpu="H100", tp=2, max_model_len=131072),
+    dict(model="google/gemma-3-27b-it", gpu="L40S", engine="sglang", max_model_len=65536),
+    dict(model="openai/gpt-oss-120b", gpu="H100", engine="vllm", kv_dtype="fp8", context=8192, batch=4),
+    dict(model="Qwen/Qwen3-32B", gpu="L40S", engine="trtllm", shared_prefix=1024, context=8192, batch=8),
+])
+def test_a_fix_plan_without_its_interval_is_the_same_plan(kw):
+    """check plans its fixes with ``interval=False`` (a fix reads the plan's own figures): nothing but the interval
+    differs from the whole plan."""
+    from kvplan.plan import max_batch
+    from kvplan.record import replace
+
+    model = kw.pop("model")
+    whole, points = max_batch(model, **kw), max_batch(model, interval=False, **kw)
+    assert whole.interval is not None and points.interval is None
+    assert replace(whole, interval=None, asked=None) == replace(points, interval=None, asked=None)
+    assert whole.to_dict() | {"interval": None} == points.to_dict() | {"interval": None}

@@ -6,6 +6,8 @@ import json
 import textwrap
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvplan.errors import ConfigError, KvplanError, UsageError
 from kvplan.hardware import GPU, find_gpu, gpu_from_memory, load_catalog, parse_bytes
@@ -282,3 +284,15 @@ def test_gpus_command_rejects_unknown_format():
 
     with pytest.raises(KvplanError, match="fmt: unknown format 'xml'"):
         gpus_command(fmt="xml", catalog=None)
+
+
+@given(st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False) | st.integers(1, 1 << 40)
+       | st.sampled_from([139.8, 184.31, 255.98, 79.18, 0.5, 1e-05, 1e16, 123456789.123456789]))
+@settings(max_examples=500, deadline=None, derandomize=True, database=None)
+def test_gib_sizes_convert_as_decimal_does(value):
+    """The catalog's GiB sizes are converted on integers where they can be (no decimal import): the same bytes."""
+    from decimal import Decimal
+
+    from kvplan.hardware import _gib_bytes
+
+    assert _gib_bytes(value) == int(Decimal(str(value)) * (1 << 30))

@@ -256,6 +256,18 @@ def test_quantities() -> None:
     assert docker_bytes("16g") == 16 * GIB and docker_bytes("512mb") == 512 * 2**20 and docker_bytes("2048") == 2048
 
 
+@given(st.text("0123456789", min_size=1, max_size=12), st.sampled_from(["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M",
+                                                                       "G", "T", "P", "E"]))
+def test_whole_quantities_are_the_decimal_products(number: str, unit: str) -> None:
+    """A whole quantity with a unit is computed on integers (no decimal import): the bytes Decimal gives."""
+    from decimal import Decimal
+
+    from kvplan.deploy.host_memory import _K8S_BINARY, _K8S_DECIMAL, k8s_quantity
+
+    value = Decimal(number) * {**_K8S_BINARY, **_K8S_DECIMAL, "": 1}[unit]
+    assert k8s_quantity(number + unit) == int(value) + (1 if value > int(value) else 0)
+
+
 # ------------------------------------------------------------------------------------------ max-batch CLI
 
 def test_max_batch_cli_lmcache_backend_and_config_file(tmp_path, capsys):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,9 @@ def literal_command(paths: list[str]) -> list[str] | None:
 def run_literal(words: list[str], check: Callable[[list[str]], Any]) -> Any:
     """Check ``words`` as a one-line script; the report names it 'command' and each fix carries the command it
     makes."""
+    # tempfile here, not at import: it imports random, shutil and the compressors, ~10 ms of every check
+    import tempfile
+
     from kvplan.deploy.fixes import apply
 
     with tempfile.TemporaryDirectory(prefix="kvplan-check-") as tmp:

@@ -28,12 +28,15 @@ _DOCKER_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30}
 
 def k8s_quantity(text: Any) -> int | None:
     """Bytes of a Kubernetes memory quantity (rounded up, as the kubelet does), or None if it is not one."""
-    from decimal import Decimal, InvalidOperation
-
     m = _K8S.match(str(text).strip())
     if not m:
         return None
     number, binary, decimal, exponent, milli = m.groups()
+    if number.isdigit() and len(number) <= 9 and not exponent and not milli:
+        # a whole number with a unit (64Gi, 500G): an exact product within Decimal's 28 digits, without decimal
+        return int(number) * (_K8S_BINARY[binary] if binary else _K8S_DECIMAL[decimal] if decimal else 1)
+    from decimal import Decimal, InvalidOperation
+
     try:
         value = Decimal(number)
     except InvalidOperation:

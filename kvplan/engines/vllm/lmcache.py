@@ -33,7 +33,6 @@ Read from LMCache 0.5.6 (the PyPI wheel, ``lmcache/``):
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -73,6 +72,9 @@ def env_value(raw: Any) -> Any:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in ("'", '"'):
         if len(text) > 4096:  # no setting is this long: spare Python's parser a hostile expression ('"a"+"a"+...')
             return text[1:-1]
+        # ast here, not at import: a quoted setting is rare, and ast costs start-up a few ms
+        import ast
+
         try:
             literal = ast.literal_eval(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
