@@ -100,7 +100,24 @@ class CacheLayout:
         if line is not None:  # the same integers, summed once per layout rather than once per call
             per_token, state, page = line
             return batch * (per_token * (-(-context // page) * page) + state)
-        return sum(g.count * g.layer_bytes(context, batch) for g in self.groups)
+        return sum(count * g.layer_bytes(context, batch) for count, g in self._merged_groups)
+
+    @cached_property
+    def _merged_groups(self) -> tuple[tuple[int, GroupRule], ...]:
+        """(layers, one group of them) per distinct ``cost_key``: groups with equal keys hold equal bytes per layer
+        at every (context, batch), so their sum is one product (Gemma 3's interleaved windows: ~10 groups, 2 keys)."""
+        merged: dict[Any, list[Any]] = {}
+        for g in self.groups:
+            try:
+                key = (type(g), g.cost_key)
+                hash(key)
+            except TypeError:  # a rule holding a mutable value: a key of its own
+                key = (type(g), id(g))
+            if key in merged:
+                merged[key][0] += g.count
+            else:
+                merged[key] = [g.count, g]
+        return tuple((count, g) for count, g in merged.values())
 
     @cached_property
     def _linear_bytes(self) -> tuple[int, int, int] | None:
