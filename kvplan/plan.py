@@ -131,7 +131,8 @@ class CapacityPlan:
     interval: dict[str, Any] | None = None
     """Where the engine's own figures may lie (``KvError``, cross-validated on real logs): each budget-resting
     number at the low and high end of the KV memory, and the basis; None where the KV memory is given or
-    measured, or the engine has no record of its error."""
+    measured, the engine has no record of its error, or ``max_batch(..., interval=False)`` left it out (a caller
+    reading only the plan's own figures, as check's fixes do, spares the two capacity searches)."""
     solved: dict[str, Any] | None = None
     """``--solve utilization``: the engine's memory fraction found (setting, engine flag, value); else None."""
     asked: Asked | None = field(default=None, compare=False, repr=False)
@@ -255,15 +256,13 @@ def max_batch(
     concurrency: int | None = None,
     swa_full: bool = False,
     shared_prefix: int = 0,
-    n: int = 1,
-    beam_width: int = 1,
+    n: int = 1, beam_width: int = 1,
     prompt_len: int | None = None,
     speculative_method: str | None = None,
     num_speculative_tokens: int | None = None,
     speculative_model: str | ModelSpec | None = None,
     num_nextn_predict_layers: int | None = None,
-    engine_options: dict[str, Any] | None = None,
-    interval: bool = True,
+    engine_options: dict[str, Any] | None = None, interval: bool = True,
 ) -> CapacityPlan:
     """How many sequences (or how long a context, or how many GPUs) a deployment serves.
 
@@ -286,10 +285,6 @@ def max_batch(
     over its tp (vLLM ``--enable-expert-parallel``; SGLang ``--enable-dp-attention``; TensorRT-LLM
     ``enable_attention_dp``). None: the engine's way with dp (vLLM shares the experts of a MoE model over
     its DP ranks whether or not EP is on: ``FusedMoEParallelConfig.make``; the others keep whole replicas).
-
-    ``interval=False`` leaves ``CapacityPlan.interval`` out (None; ``solve`` batch, context and utilization): a
-    caller that reads only the plan's own figures (check's fixes) spares the capacity search at the two ends of the
-    engine's budget error.
 
     ``solve="gpus"`` keeps a ``tp`` or ``pp`` given and searches the rest as engines are deployed: tp within
     a node of ``gpus_per_node`` GPUs first, pipeline stages across nodes, then replicas (dp)."""

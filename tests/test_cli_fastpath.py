@@ -153,3 +153,15 @@ def test_plot_takes_a_file_name_or_draws_in_the_terminal(tmp_path):
 def test_check_of_a_name_too_long_for_the_system_is_one_line(capsys):
     assert main(["check", "a" * 5000, "-f", "json"]) == 2  # found by the fuzz test: the literal-command probe raised
     assert "Traceback" not in capsys.readouterr().err  # the file is reported as not read, like any missing file
+
+
+def test_check_leaves_the_collectors_thresholds_as_it_found_them() -> None:
+    """check collects less often while it runs (cli/check.py), and restores the caller's thresholds after."""
+    import contextlib
+    import gc
+    import io
+
+    before = gc.get_threshold()
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["check", str(REPO / "examples" / "pass" / "compose.yaml"), "-f", "json"])
+    assert gc.get_threshold() == before

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kvplan.cli.options import GPU_CATALOG, Arg, Opt
@@ -59,16 +61,25 @@ DOC = """Check that every deployment fits its GPUs and meets its requirements.
     """
 
 
+@contextmanager
+def _few_collections() -> Iterator[None]:
+    """The cyclic collector every 100,000 allocations while the files are checked, as before after. A fleet's plans,
+    findings and parsed files live until the report is written: at the default 700 the collector ran ~500 times
+    over 1,000 files, a third of the run; they hold few cycles, and the memory stays the same."""
+    import gc
+
+    saved = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
+
+
 def run(paths: list[str], fmt: str, gpu: str | None, gpu_catalog: Any, specs: Any, online: bool, strict: bool,
         ignore_unrecognized: bool, calibration: Any) -> int:
     """Check the files (or one literal command); 1 where a deployment does not fit."""
-    import gc
     import sys
-
-    # A fleet's plans, findings and parsed files live until the report is written: with the default first threshold
-    # (700 allocations) the collector ran ~500 times over 1,000 files, a third of the run. They hold few cycles;
-    # collecting every 100,000 allocations keeps the memory the same (this process is the command's own).
-    gc.set_threshold(100_000, 50, 100)
 
     from kvplan.deploy import check
     from kvplan.deploy.report import CheckReport
@@ -78,12 +89,13 @@ def run(paths: list[str], fmt: str, gpu: str | None, gpu_catalog: Any, specs: An
     from kvplan.cli.literal import literal_command, run_literal
 
     words = literal_command(paths)
-    if words is not None:
-        report = run_literal(words, lambda files: check(files, gpu=gpu, catalog=gpu_catalog, specs=specs,
-                                                         online=online, strict=strict, calibration=calibration))
-    else:
-        report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
-                       ignore_unrecognized=ignore_unrecognized, calibration=calibration)
+    with _few_collections():
+        if words is not None:
+            report = run_literal(words, lambda files: check(files, gpu=gpu, catalog=gpu_catalog, specs=specs,
+                                                             online=online, strict=strict, calibration=calibration))
+        else:
+            report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
+                           ignore_unrecognized=ignore_unrecognized, calibration=calibration)
     width = None
     if fmt == "table" and sys.stdout.isatty():  # fit the terminal; piped, never wrap or cut
         import shutil
