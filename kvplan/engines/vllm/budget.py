@@ -103,6 +103,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
            settings: Settings) -> GpuBudget:
     max_model_len = demand.max_model_len
     engine = variant.chosen(version, settings.vllm_engine)  # V0 or V1: the rules below that differ live on it
+    sampler.check(version, settings.vllm_sampler)  # a path the release cannot take, before anything is planned
     util = settings.gpu_memory_utilization or default_util(version)
     chosen = engine.batch(total_bytes, demand.gpu_name, version, max_model_len, settings.usage_context)
     seqs = settings.max_num_seqs or chosen.max_num_seqs
@@ -138,7 +139,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     # under Model Runner V2 too: its own sampler holds less (runner.py), but kvplan's forward model falls short
     # of V2's logged peaks, so the V1 runner's larger figure stands in (docs/research-vllm-runner.md)
     per_logit, sampler_how, buffer, buffer_how = engine.sampler(version, rows, spec.vocab_size or 32000,
-                                                               demand.gpu_name)
+                                                               demand.gpu_name, settings.vllm_sampler)
     act, how = activation_bytes(spec, tokens, tp, rows, per_logit, moe_workspace_bytes(spec, tokens, tp) + buffer)
     how = f"{how}; sampler: {sampler_how}" + (f"; {buffer_how}" if buffer_how else "")
     non_torch, nt_how = non_torch_bytes(version, tp, pp, demand.gpu_name, spec.hidden_size or 0, tokens,
@@ -176,6 +177,9 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     notes = (f"vLLM {', '.join(estimated)} memory: kvplan's estimates; vLLM logs 'Available KV cache memory' at "
              "start-up: pass it as --kv-cache-memory, or calibrate from the log (kvplan log --save), to plan "
              "exactly",) if estimated else ()
+    # which top-k/top-p path the estimated activation takes, where it is given or rests on flashinfer (sampler.py)
+    said = engine.sampler_note(version, rows, settings.vllm_sampler) if "activation" in estimated else None
+    notes = ((said,) if said else ()) + notes
     # measured items (a calibration) leave the error of the rest: the cross-validated band bounds the whole
     whole = len(estimated) == 3 or (len(estimated) == 2 and not subtract_graphs)
     error = fitted.kv_error(version, engine.band(version)) if whole else None

@@ -105,7 +105,8 @@ def read_speculation(settings: Mapping[str, Any]) -> dict[str, Any]:
 GIB = 1 << 30
 
 
-ENVIRONMENT = ("VLLM_USE_V1", "VLLM_USE_SIMPLE_KV_OFFLOAD", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_V2_MODEL_RUNNER")
+ENVIRONMENT = ("VLLM_USE_V1", "VLLM_USE_SIMPLE_KV_OFFLOAD", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_V2_MODEL_RUNNER",
+               "VLLM_USE_FLASHINFER_SAMPLER")
 """Environment variables a deployment sets that change vLLM's host tiers or budget (read by ``kvplan/deploy``)."""
 V0_DEFAULT_SWAP_GIB = 4  # CacheConfig.swap_space = 4 (vllm 0.8.5 vllm/config.py, 0.10.1.1 vllm/config/cache.py)
 V1_DEFAULT_SINCE = (0, 8)  # envs.py: VLLM_USE_V1 defaults to "1" from 0.8.0; before, V1 was opt-in
@@ -231,6 +232,7 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
         elif use_v2:
             remarks.append(ServeRemark("note", "not-read", "VLLM_USE_V2_MODEL_RUNNER=1 has no effect before vLLM "
                                        "0.12 (no Model Runner V2)", "VLLM_USE_V2_MODEL_RUNNER"))
+    _sampler(ver, v0, settings.get("VLLM_USE_FLASHINFER_SAMPLER"), budget, remarks)
     sharing = True
     if v0 and not prefix_off and not settings.get("enable_prefix_caching"):
         sharing = False  # V0's CacheConfig.enable_prefix_caching is False unless the flag is given (V1 sets True)
@@ -249,6 +251,26 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
                                    "enable_prefix_caching"))
     return ServeReading(engine_options=tuple(sorted(options.items())), settings=tuple(sorted(budget.items())),
                         sharing=sharing, remarks=tuple(remarks), parallel=expert_parallel(settings))
+
+
+def _sampler(ver: Any, v0: bool, value: object, budget: dict[str, Any], remarks: list[ServeRemark]) -> None:
+    """envs.VLLM_USE_FLASHINFER_SAMPLER (topk_topp_sampler.py): 1 takes FlashInfer's top-k/top-p path (where
+    flashinfer is installed: assumed, as the variable is set for it); 0 turns it off, so 0.9 - 0.11.0 sort. From
+    0.17 a 0 leaves the release's Triton path (kvplan's default). The image is no evidence either way: an image
+    other than vllm/vllm-openai may or may not carry flashinfer, so the default's assumption is said instead."""
+    from kvplan.engines.vllm.sampler import TRITON_SINCE, V1_FLASHINFER_SINCE
+
+    use = _env_flag(value)
+    if use is None:
+        return
+    if v0 or ver < V1_FLASHINFER_SINCE:
+        remarks.append(ServeRemark("note", "not-read", "VLLM_USE_FLASHINFER_SAMPLER: kvplan plans V0's sampler "
+                                   "by its sort path (the V1 sampler reads the variable from 0.8)",
+                                   "VLLM_USE_FLASHINFER_SAMPLER"))
+    elif use:
+        budget["vllm_sampler"] = "flashinfer"
+    elif ver < TRITON_SINCE:
+        budget["vllm_sampler"] = "sort"
 
 
 def expert_parallel(settings: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:

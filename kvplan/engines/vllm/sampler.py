@@ -13,8 +13,11 @@ holds at once (lines are those of each release's wheel):
   :170-210; 0.16.0 :262-282; V0 0.6.4 ``model_executor/layers/sampler.py`` :426-452; torch ``SortStable.cu``.)
 - FlashInfer (0.9.x-0.11.0 when flashinfer is installed, as the vllm/vllm-openai image has it; the 0.10.1.1 log
   in tests/data says "Using FlashInfer for top-p & top-k sampling"): ``top_k_mask_logits`` copy (4 B) and softmax
-  probabilities (4 B): 14 B (0.10.1.1 ``topk_topp_sampler.py`` :262-298). A pip install without flashinfer sorts
-  (38 B): said in the note.
+  probabilities (4 B): 14 B (0.10.1.1 ``topk_topp_sampler.py`` :262-298). vLLM's pip wheel has flashinfer only as
+  an extra (0.10.2 METADATA: ``flashinfer-python==0.3.0; extra == "flashinfer"``), so ``pip install vllm`` sorts
+  (38 B) and logs "FlashInfer is not available. Falling back to the PyTorch-native implementation": the path is a
+  setting (``--vllm-sampler``; VLLM_USE_FLASHINFER_SAMPLER=0/1 in a deployment; the line in a log), and the
+  release's default with the image's flashinfer is an assumption said in the note.
 - Triton (0.17+, rows >= 8, PR #33538; from 0.21 a FlashInfer pass then a Triton pass, PR #40376, both 14 B): the
   mask is applied in place; probabilities and the sampling noise (4 + 4 B): 14 B, plus a cached fp32 buffer of
   min(next_pow2(min(SMs, rows)), SMs) x vocab x 4 B (0.17.0 ``topk_topp_triton.py`` :993-1000; 0.19.0 :1011-1018).
@@ -44,7 +47,11 @@ SM_COUNTS = {"V100-SXM2-16GB": 80, "V100-SXM2-32GB": 80, "T4": 40, "A10": 72, "A
 DEFAULT_SMS = 132  # an H100's, where the GPU is not in the table (said in the note)
 
 
-def backend(version: Version, rows: int) -> str:
+PATHS = ("sort", "flashinfer", "triton")
+V1_FLASHINFER_SINCE = (0, 8)  # v1/sample/ops/topk_topp_sampler.py: the V1 sampler's FlashInfer path (0.8.0 wheel)
+
+
+def default(version: Version, rows: int) -> str:
     """The release's default top-k/top-p path for the dummy run: sort, flashinfer or triton."""
     if FLASHINFER_SINCE <= version < FLASHINFER_OPT_IN_SINCE:
         return "flashinfer"
@@ -53,27 +60,71 @@ def backend(version: Version, rows: int) -> str:
     return "sort"  # V0, V1 0.8.x, 0.11.1-0.16, and the Triton releases below 8 rows
 
 
-def bytes_per_logit(version: Version, rows: int) -> tuple[float, str]:
-    """The dummy sampler run's peak per logit of ``rows`` x vocab, and which backend holds it."""
-    path = backend(version, rows)
+def check(version: Version, given: str | None) -> None:
+    """Refuse a path the release cannot take (field ``vllm_sampler``); None (the default) passes."""
+    from kvplan.engines.version import render_version
+    from kvplan.errors import UsageError
+
+    if given is None:
+        return
+    if given not in PATHS:
+        raise UsageError(f"'{given}': choose sort, flashinfer or triton", field="vllm_sampler")
+    if given == "triton" and version < TRITON_SINCE:
+        raise UsageError(f"vLLM {render_version(version)} has no Triton top-k/top-p sampler (it came in 0.17)",
+                         field="vllm_sampler")
+    if given == "flashinfer" and version < V1_FLASHINFER_SINCE:
+        raise UsageError(f"vLLM {render_version(version)} profiles with V0's sampler, which sorts (kvplan plans "
+                         "FlashInfer's from the V1 engine, 0.8, on)", field="vllm_sampler")
+
+
+def backend(version: Version, rows: int, given: str | None = None) -> str:
+    """The path the dummy run takes: the one given (``--vllm-sampler``, a deployment's
+    VLLM_USE_FLASHINFER_SAMPLER, a log's line), else the release's default. Triton sorts below 8 rows as vLLM does."""
+    if given is None:
+        return default(version, rows)
+    check(version, given)
+    return "sort" if given == "triton" and rows < TRITON_MIN_ROWS else given
+
+
+def note(version: Version, rows: int, given: str | None, why: str = "given") -> str | None:
+    """The assumptions line for the path taken where it is not the release's only one: given (``why``: where
+    from), or the default that rests on flashinfer being installed (0.9 - 0.11.0); None otherwise."""
+    path = backend(version, rows, given)
+    if given is not None:
+        return f"vLLM sampler: {path} top-k/top-p in the profiling run ({why})"
     if path == "flashinfer":
-        return 14.0, ("FlashInfer top-k/top-p, 14 B per logit (the vllm/vllm-openai image has flashinfer; a pip "
-                      "install without it sorts: 38 B)")
+        return ("vLLM sampler: FlashInfer top-k/top-p in the profiling run, this release's default where flashinfer "
+                "is installed (assumed, as in the vllm/vllm-openai image); `pip install vllm` has no flashinfer and "
+                "sorts, 38 B per logit: give --vllm-sampler sort (or VLLM_USE_FLASHINFER_SAMPLER=0) for it")
+    return None
+
+
+def bytes_per_logit(version: Version, rows: int, given: str | None = None) -> tuple[float, str]:
+    """The dummy sampler run's peak per logit of ``rows`` x vocab, and which backend holds it (and why)."""
+    path = backend(version, rows, given)
+    if path == "flashinfer" and given is None:
+        return 14.0, ("FlashInfer top-k/top-p, 14 B per logit (the release's default where flashinfer is "
+                      "installed, assumed: the vllm/vllm-openai image has it; a pip install without it sorts, 38 B: "
+                      "--vllm-sampler sort)")
+    if path == "flashinfer":
+        return 14.0, "FlashInfer top-k/top-p, 14 B per logit (given)"
     if path == "triton":
-        return 14.0, "Triton top-k/top-p in place, 14 B per logit, and its cached fp32 buffer"
-    return sort_bytes_per_logit(rows)
+        return 14.0, "Triton top-k/top-p in place, 14 B per logit, and its cached fp32 buffer" + (
+            " (given)" if given else "")
+    return sort_bytes_per_logit(rows, given == "sort")
 
 
-def sort_bytes_per_logit(rows: int) -> tuple[float, str]:
+def sort_bytes_per_logit(rows: int, given: bool = False) -> tuple[float, str]:
     """The PyTorch sort path's peak per logit (V0's only path: variant.py)."""
     small = rows < SORT_SMALL_ROWS
-    return (50.0, "PyTorch full sort of the fp32 logits, 50 B per logit (under 128 rows)") if small else \
-        (38.0, "PyTorch sort of the fp32 logits, 38 B per logit")
+    why = " (given)" if given else ""
+    return (50.0, f"PyTorch full sort of the fp32 logits, 50 B per logit (under 128 rows){why}") if small else \
+        (38.0, f"PyTorch sort of the fp32 logits, 38 B per logit{why}")
 
 
-def fixed_bytes(version: Version, rows: int, vocab: int, gpu_name: str) -> tuple[int, str]:
+def fixed_bytes(version: Version, rows: int, vocab: int, gpu_name: str, given: str | None = None) -> tuple[int, str]:
     """The Triton kernel's cached fp32 buffer (0.17+): min(next_pow2(min(SMs, rows)), SMs) rows of vocab."""
-    if backend(version, rows) != "triton":
+    if backend(version, rows, given) != "triton":
         return 0, ""
     sms = SM_COUNTS.get(gpu_name)
     known = sms is not None

@@ -57,6 +57,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("vllm_engine", ("--vllm-engine",), "vLLM's engine, v0 (VLLM_USE_V1=0, to 0.10) or v1 (the default "
             "from 0.8): V0 plans V0's memory profile at any release that has it. Default: the release's engine.",
             "settings", convert=choice("v0", "v1"), serve=("VLLM_USE_V1",)),
+    # the profiling run's top-k/top-p path (sampler.py): envs.VLLM_USE_FLASHINFER_SAMPLER, flashinfer installed or not
+    Setting("vllm_sampler", ("--vllm-sampler",), "Top-k/top-p path of the profiling run's sampler: sort (PyTorch, "
+            "38 B per logit), flashinfer (14 B) or triton (0.17+). Default: the release's (FlashInfer in "
+            "0.9 - 0.11.0, assuming flashinfer is installed as in the vllm/vllm-openai image; a pip install sorts).",
+            "settings", convert=choice("sort", "flashinfer", "triton"), serve=("VLLM_USE_FLASHINFER_SAMPLER",)),
     expert_parallel("--enable-expert-parallel"), QUANTIZATION, DTYPE, allow_long("VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
     # the backend and config come first: a mistake in them is named before the size they read
     Setting("kv_offloading_backend", ("--kv-offloading-backend",), "native (the default) or lmcache: LMCache's "

@@ -52,9 +52,13 @@ class V1Engine:
     def profiled_tokens(self, chosen: int, seqs: int, max_model_len: int, version: Version) -> int:
         return min(chosen, seqs * max_model_len)  # the defaulted budget is capped (_set_default_args_v1)
 
-    def sampler(self, version: Version, rows: int, vocab: int, gpu_name: str) -> tuple[float, str, int, str]:
-        per_logit, how = sampler.bytes_per_logit(version, rows)
-        return (per_logit, how, *sampler.fixed_bytes(version, rows, vocab, gpu_name))
+    def sampler(self, version: Version, rows: int, vocab: int, gpu_name: str,
+                given: str | None = None) -> tuple[float, str, int, str]:
+        per_logit, how = sampler.bytes_per_logit(version, rows, given)
+        return (per_logit, how, *sampler.fixed_bytes(version, rows, vocab, gpu_name, given))
+
+    def sampler_note(self, version: Version, rows: int, given: str | None) -> str | None:
+        return sampler.note(version, rows, given)
 
     def non_torch_field(self, version: Version, tp: int, pp: int) -> tuple[str, str]:
         return fitted.non_torch_field(version, tp, pp)
@@ -82,9 +86,16 @@ class V0Engine:
     def profiled_tokens(self, chosen: int, seqs: int, max_model_len: int, version: Version) -> int:
         return min(chosen, seqs * max_model_len) if version >= V0_CAPPED_SINCE else chosen
 
-    def sampler(self, version: Version, rows: int, vocab: int, gpu_name: str) -> tuple[float, str, int, str]:
-        per_logit, how = sampler.sort_bytes_per_logit(rows)
+    def sampler(self, version: Version, rows: int, vocab: int, gpu_name: str,
+                given: str | None = None) -> tuple[float, str, int, str]:
+        if given not in (None, "sort"):  # V0's sampler takes FlashInfer only with VLLM_USE_FLASHINFER_SAMPLER=1
+            raise UsageError(f"'{given}' under vLLM's V0 engine: kvplan plans V0's sampler by its sort path only",
+                             field="vllm_sampler")
+        per_logit, how = sampler.sort_bytes_per_logit(rows, given == "sort")
         return per_logit, how, 0, ""
+
+    def sampler_note(self, version: Version, rows: int, given: str | None) -> str | None:
+        return "vLLM sampler: sort top-k/top-p in the profiling run (given)" if given else None
 
     def non_torch_field(self, version: Version, tp: int, pp: int) -> tuple[str, str]:
         return fitted.v0_non_torch_field(version, tp)
