@@ -177,6 +177,9 @@ def inputs(case: dict) -> tuple[dict | None, str]:
     for key in ("max_num_seqs", "max_num_batched_tokens"):
         if isinstance(case.get(key), int) and given(case, key):
             settings[key] = case[key]
+    # the top-k/top-p path the log's start-up line (or its source) shows, quoted in sampler_evidence
+    if case.get("sampler") is not None and case.get("sampler_evidence"):
+        settings["vllm_sampler"] = case["sampler"]
     return {"args": args, "settings": settings, "model": spec, "version": version}, ""
 
 

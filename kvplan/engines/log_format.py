@@ -113,6 +113,9 @@ class Line:
     text: str
 
 
+_ADDED_LATER = frozenset({"vllm_sampler"})
+
+
 @dataclass(frozen=True)
 class LogSettings:
     """The settings the log names (None where it does not)."""
@@ -131,9 +134,12 @@ class LogSettings:
     max_num_seqs: int | None = None
     block_size: int | None = None
     enforce_eager: bool | None = None
+    vllm_sampler: str | None = None
+    """vLLM: the top-k/top-p path its start-up line names (sort, flashinfer)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        # a field added later is left out where unknown: the stable JSON of older logs stays as it was
+        return {k: v for k, v in vars(self).items() if v is not None or k not in _ADDED_LATER}
 
 
 class Collector:

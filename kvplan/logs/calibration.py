@@ -88,6 +88,7 @@ class CalibrationSettings(BaseModel):
     max_num_batched_tokens: PositiveCount | None = None
     max_num_seqs: PositiveCount | None = None
     enforce_eager: bool | None = None
+    vllm_sampler: Literal["sort", "flashinfer", "triton"] | None = None
 
 
 SourceValue = Annotated[str, Field(max_length=4096)] | Annotated[int, Field(ge=-MAX_COUNT, le=MAX_COUNT)] | None
@@ -274,7 +275,7 @@ def from_log(log: ParsedLog, *, source: str | None = None, model: str | None = N
                      "dtype": s.dtype, "kv_dtype": s.kv_dtype, "max_model_len": s.max_model_len,
                      "gpu_memory_utilization": s.gpu_memory_utilization, "mem_fraction_static": s.mem_fraction_static,
                      "max_num_batched_tokens": s.max_num_batched_tokens, "max_num_seqs": s.max_num_seqs,
-                     "enforce_eager": s.enforce_eager},
+                     "enforce_eager": s.enforce_eager, "vllm_sampler": s.vllm_sampler},
         "measured": measured, "num_gpu_blocks": log.num_gpu_blocks, "kv_cache_tokens": log.kv_cache_tokens,
         "source": {"file": source, "format": log.format}, "notes": notes,
     }

@@ -15,7 +15,7 @@ from kvplan.logs.reader import Draft, LogReader, log_reader, log_readers, titles
 
 _SETTING_KEYS = ("model", "engine_version", "gpu_name", "tp", "pp", "dtype", "kv_dtype", "max_model_len",
                  "gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs",
-                 "block_size", "enforce_eager")
+                 "block_size", "enforce_eager", "vllm_sampler")
 _EXTRAS = ("peak_torch", "free_after_weights", "free_before_weights", "free_before_kv", "free_after_kv",
            "free_after_graphs",
            "kv_cache_needed", "cudagraph_estimate", "cudagraph_capture", "k_size", "v_size", "free_before_graphs",

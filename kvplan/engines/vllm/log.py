@@ -178,7 +178,11 @@ _WORTH_READING = re.compile("|".join(re.escape(k) for k in (
     "Maximum concurrency", "maximum model length", "LLM engine", "API server version", "args",
     "max_num_batched_tokens", "max model len", "device_name=", "num_gpu_blocks", "weights memory", "weights take",
     "vLLM instance can use", "available_kv_cache_memory", "stored in KV cache",
-    "offload blocks", "CPU blocks", "mmap file", "CPU tensor", "pinned tensor", "model_runner.py", "Model Runner")))
+    "offload blocks", "CPU blocks", "mmap file", "CPU tensor", "pinned tensor", "model_runner.py", "Model Runner",
+    "top-p & top-k sampling")))
+# v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__ (0.8 - 0.11.0 wheels): the profiling run's path
+_SAMPLER_LINES = (("Using FlashInfer for top-p & top-k sampling", "flashinfer"),
+                  ("Falling back to the PyTorch-native implementation of top-p & top-k sampling", "sort"))
 _V2_FILE = re.compile(r"\[model_runner\.py:\d")  # Model Runner V2's file (bracketed: a 0.8+ log line)
 V2_FORMAT = "vllm-v1-runner-v2"
 V2_RUNNER_SINCE = (0, 12)  # runner.py V2_SINCE: the release that brought vllm/v1/worker/gpu/model_runner.py
@@ -213,6 +217,9 @@ def read(lines: list[Line], out: Collector) -> str:
 def _read_line(line: Line, out: Collector, state: dict[str, str],
                tensor_sizes: dict[int | None, list[tuple[int, bool]]]) -> None:
     text = line.text
+    for said, path in _SAMPLER_LINES:
+        if said in text:
+            out.put("vllm_sampler", path, line)
     if "Using V2 Model Runner" in text:
         out.put("runner_v2_said", True, line)
     if "gpu_model_runner.py:" in text:
@@ -431,6 +438,7 @@ def finish(d: Draft) -> None:
         total = memory["total"]
         memory["budget"] = Logged(int(total.bytes * util), int(total.step_bytes * util) + 1, f"{total.text} x {util:g}")
         d.derived.append("budget")
+    _sampler_said(d)
     in_use = d.out.get("kv_cache_in_use")
     if isinstance(in_use, Logged):  # the after-capture summary prints the pool exactly (or to more digits)
         available = memory.get("kv_cache")
@@ -451,6 +459,26 @@ def finish(d: Draft) -> None:
         d.notes.append("CUDA graphs were captured after the KV cache was sized (" + (
             "Model Runner V2 before 0.29 does" if v2 else "vLLM before v0.21 does") + " not subtract them from the "
             "KV budget)")
+
+
+def _sampler_said(d: Draft) -> None:
+    """The top-k/top-p path the log's sampler took (its start-up line), kept where kvplan plans that choice:
+    before 0.17 (sampler.py; from 0.17 the same FlashInfer line can precede the Triton pass kvplan plans)."""
+    from kvplan.engines.version import parse_version
+    from kvplan.engines.vllm.sampler import TRITON_SINCE
+
+    path = d.settings.vllm_sampler
+    if path is None:
+        return
+    try:
+        late = parse_version(d.settings.engine_version) >= TRITON_SINCE if d.settings.engine_version else False
+    except ValueError:
+        late = False
+    if late:
+        d.settings = replace(d.settings, vllm_sampler=None)
+        return
+    d.notes.append(f"sampler: {path} top-k/top-p, as the log's start-up line says (line "
+                   f"{d.out.line_of('vllm_sampler')}); a calibration plans with it (--vllm-sampler {path})")
 
 
 def _v2_graphs_profiled(version: str | None) -> bool | None:
@@ -525,7 +553,7 @@ def calibrate(case: CalibrationCase) -> Calibrated:
                     max_num_seqs=c.max_num_seqs, enforce_eager=bool(c.enforce_eager), weights_bytes=weights,
                     non_torch_bytes=non_torch, cudagraph_bytes=graphs,
                     model_runner=logged_runner or case.settings.model_runner,
-                    vllm_engine=logged_engine or case.settings.vllm_engine)
+                    vllm_engine=logged_engine or case.settings.vllm_engine, vllm_sampler=c.vllm_sampler)
     kv_target = _kv_target(cal, model, measured_at, base, notes, probe)
     # the activation that makes the measured items add up to the measured KV memory (vLLM's identity)
     without = probe(model, settings=replace(base, activation_bytes=0), **measured_at)
@@ -558,7 +586,8 @@ def calibrate(case: CalibrationCase) -> Calibrated:
                      f"{activation / 2**30:.2f} -> {scaled / 2**30:.2f} GiB")
         activation = scaled
     s = replace(case.settings, weights_bytes=weights, activation_bytes=max(activation, 0), non_torch_bytes=non_torch,
-                cudagraph_bytes=graphs, model_runner=case.settings.model_runner or logged_runner)
+                cudagraph_bytes=graphs, model_runner=case.settings.model_runner or logged_runner,
+                vllm_sampler=case.settings.vllm_sampler or c.vllm_sampler)
     if logged_runner and case.settings.model_runner is None:
         notes.append("calibration: Model Runner V2, as the log ran it")
     if s.gpu_memory_utilization is None and c.gpu_memory_utilization is not None:
@@ -611,7 +640,7 @@ LOG = LogReader(
              ("cudagraph", ("cudagraph", "cudagraph_estimate", "cudagraph_capture")),
              ("kv_cache", ("kv_cache", "kv_cache_error"))),
     finish=finish, implied_version=implied_version, logged_settings=logged_settings,
-    carried=("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs"),
+    carried=("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "vllm_sampler"),
     profile_settings=("max_num_batched_tokens", "max_num_seqs"),
     calibrate=calibrate, startups=STARTUPS,
 )
