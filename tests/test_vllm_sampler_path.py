@@ -46,6 +46,13 @@ def test_paths_a_release_cannot_take_are_refused() -> None:
         assert err.value.field == "vllm_sampler", (version, path)
     assert _plan("0.17.0", "sort").per_gpu.activation_bytes > _plan("0.17.0", None).per_gpu.activation_bytes
     _plan("0.12.0", "flashinfer")  # opt-in from 0.11.1: accepted
+    # the V0 engine (to 0.10) plans its sampler's sort only: FlashInfer there is refused by name, sort is taken
+    with pytest.raises(UsageError) as err:
+        _plan("0.10.2", "flashinfer", vllm_engine="v0")
+    assert err.value.field == "vllm_sampler"
+    v0_sort, v0 = _plan("0.10.2", "sort", vllm_engine="v0"), _plan("0.10.2", None, vllm_engine="v0")
+    assert v0_sort.per_gpu.activation_bytes == v0.per_gpu.activation_bytes
+    assert not any("vLLM sampler" in a for a in v0.assumptions)  # V0's default rests on no flashinfer
 
 
 def _cli(*extra: str) -> subprocess.CompletedProcess[str]:
