@@ -11,8 +11,9 @@ a number counts as read whatever kvplan calls it. Left out of the count, with th
 printed (nvidia-smi, a notebook's own estimate), what a collector worked out across runs (sweeps, the
 utilization a run would need), settings and shapes (layer and graph counts), and lists or words.
 
-tests/test_log_coverage.py fails when a change reads fewer of them than ``benchmarks/log_coverage_baseline.json``
-(rewritten with ``--baseline`` when a change reads more); the issue's goal is ``GOAL``.
+tests/test_log_coverage.py fails when a change stops reading a number ``benchmarks/log_coverage_baseline.json``
+lists as read (rewritten with ``--baseline`` when a change reads more, or new logs come), or the share falls under
+``GOAL``.
 """
 
 from __future__ import annotations
@@ -97,7 +98,13 @@ def read(key: str, value: float, log) -> bool:
 
 
 def run() -> tuple[Counter, Counter, list[tuple[str, str, object]]]:
-    total, hit, misses = Counter(), Counter(), []
+    total, hit, misses, _ = run_all()
+    return total, hit, misses
+
+
+def run_all() -> tuple[Counter, Counter, list[tuple[str, str, object]], list[str]]:
+    """Counts per name, and the numbers missed and read ('case: name')."""
+    total, hit, misses, read_ones = Counter(), Counter(), [], []
     for case in cases():
         log = parse_text(case["log_excerpt"])
         for key, value in case["reported"].items():
@@ -106,9 +113,10 @@ def run() -> tuple[Counter, Counter, list[tuple[str, str, object]]]:
             total[key] += 1
             if read(key, float(value), log):
                 hit[key] += 1
+                read_ones.append(f"{case['id']}: {key}")
             else:
                 misses.append((case["id"], key, value))
-    return total, hit, misses
+    return total, hit, misses, read_ones
 
 
 def main() -> None:
@@ -116,11 +124,10 @@ def main() -> None:
     parser.add_argument("--misses", action="store_true", help="list every number kvplan log does not read")
     parser.add_argument("--baseline", action="store_true", help=f"rewrite {BASELINE.name} with these figures")
     opts = parser.parse_args()
-    total, hit, misses = run()
+    total, hit, misses, read_ones = run_all()
     n, h = sum(total.values()), sum(hit.values())
     if opts.baseline:
-        BASELINE.write_text(json.dumps({"printed": n, "read": h, "missed": sorted(f"{c}: {k}" for c, k, _ in misses)},
-                                       indent=1) + "\n")
+        BASELINE.write_text(json.dumps({"printed": n, "read": h, "read_numbers": sorted(read_ones)}, indent=1) + "\n")
     print(f"{h} of {n} numbers read ({100 * h / n:.1f} %; goal {GOAL:.0f} %)\n")
     print("| reported as | printed | read |\n|---|---:|---:|")
     for key, count in total.most_common():

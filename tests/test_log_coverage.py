@@ -1,6 +1,6 @@
 """How many of the numbers real start-up logs print ``kvplan log`` reads (benchmarks/log_coverage.py): a change may
 not stop reading one it read (benchmarks/log_coverage_baseline.json, rewritten with ``--baseline`` when it reads
-more)."""
+more), and the share stays at the issue's goal (95 %)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ from benchmarks import log_coverage  # noqa: E402
 
 def test_no_number_read_before_is_missed_now() -> None:
     baseline = json.loads(log_coverage.BASELINE.read_text())
-    _, hit, misses = log_coverage.run()
-    missed_now = {f"{case}: {key}" for case, key, _ in misses}
-    newly_missed = missed_now - set(baseline["missed"])
-    assert not newly_missed, sorted(newly_missed)
-    assert sum(hit.values()) >= baseline["read"]
+    total, hit, _, read_now = log_coverage.run_all()
+    no_longer_read = set(baseline["read_numbers"]) - set(read_now)
+    assert not no_longer_read, sorted(no_longer_read)
+    assert 100 * sum(hit.values()) / sum(total.values()) >= log_coverage.GOAL
 
 
 def test_a_number_is_read_only_when_its_value_is_there() -> None:

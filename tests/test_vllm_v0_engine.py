@@ -94,7 +94,7 @@ def test_v0_budget_terms_derived_by_hand_from_a_0_8_log() -> None:
     assert g.budget_bytes == math.ceil(total * 0.9)
     # profile_run samples min(256, 10,000) rows of Llama-3's 128,256 logits by the sort path: 38 B per logit
     assert g.activation_bytes == 256 * 128_256 * 38 == 1_247_674_368  # logged 1.22 GiB
-    assert g.non_torch_bytes == fitted.FIT.non_torch_v0_tp1 == int(0.03 * GIB)  # V0's growth since its baseline
+    assert g.non_torch_bytes == fitted.FIT.non_torch_v0_tp1 == int(0.05 * GIB)  # V0's growth since its baseline
     assert g.cudagraph_bytes == 0  # V0 captures its graphs after sizing the cache
     assert g.kv_cache_bytes == g.budget_bytes - weights - g.activation_bytes - g.non_torch_bytes
     assert abs(g.kv_cache_bytes / GIB - rep["available_kv_gib"]) < 0.06  # logged 2.38 GiB (kvplan 2.43)
