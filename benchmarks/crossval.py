@@ -143,6 +143,8 @@ def inputs(case: dict) -> tuple[dict | None, str]:
     rep = case.get("reported") or {}
     if case.get("engine") != "vllm":
         return None, "not vLLM"
+    if case.get("duplicate_of"):  # one start-up is one log, however often it was collected
+        return None, f"the same start-up as {case['duplicate_of']}"
     if rep.get("available_kv_gib") is None or rep.get("weights_gib") is None:
         return None, "no weights or available KV logged"
     version = _release(case["version"]) if case.get("version") else engine_version(case.get("engine_version"))

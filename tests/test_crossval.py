@@ -61,3 +61,19 @@ def test_intervals_cover_nine_in_ten_held_out_logs_and_are_current(rows: list[di
     assert crossval.coverage(rows, table) >= 0.9  # the issue's goal; COVER is 0.95 nominal
     for band in (*table["bands"].values(), table["pooled"]):
         assert band["low"] <= 0 <= band["high"] or band["low"] <= band["high"]
+
+
+def test_no_start_up_is_judged_twice() -> None:
+    """One start-up is one log: a log collected twice (the same lines at the same times) carries ``duplicate_of``
+    and is left out, so that it does not weigh twice in the medians and intervals."""
+    import re
+
+    seen: dict[tuple, str] = {}
+    for case in crossval.cases():
+        inp, _ = crossval.inputs(case)
+        stamps = tuple(re.findall(r"\d\d-\d\d \d\d:\d\d:\d\d", case.get("log_excerpt") or ""))[:3]
+        if inp is None or len(stamps) < 3:
+            continue
+        key = (stamps, case["reported"].get("available_kv_gib"))
+        assert key not in seen, (case["id"], seen.get(key))
+        seen[key] = case["id"]
