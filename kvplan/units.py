@@ -150,6 +150,15 @@ def format_bytes(n: int | float, digits: int = 2) -> str:
     return f"{int(n)} B"
 
 
+def format_bytes_many(values: Iterable[int]) -> list[str]:
+    """``format_bytes`` of each of ``values`` (digits 2): a sweep's column at once, the unit picked by comparisons
+    in one expression; anything but an int of 0 or more goes to ``format_bytes`` itself."""
+    tib, gib, mib, kib = (size for _, size in _BINARY)
+    return [("%.2f TiB" % (n / tib) if n >= tib else "%.2f GiB" % (n / gib) if n >= gib else
+             "%.2f MiB" % (n / mib) if n >= mib else "%.2f KiB" % (n / kib) if n >= kib else "%d B" % n)
+            if type(n) is int and n >= 0 else format_bytes(n) for n in values]
+
+
 def format_count(n: int) -> str:
     """Token counts as people write them: 8k, 128k, 1000 stays 1,000."""
     if n >= 1024 and n % 1024 == 0:
