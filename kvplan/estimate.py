@@ -515,8 +515,8 @@ def _class_bytes(classes: list[tuple[int, Any]], contexts: list[int], batch: int
     """Σ layers x bytes per layer over the group classes, at each context."""
     total: list[int] | None = None
     for count, g in classes:
-        each = g.layer_bytes_many(contexts, batch)
-        total = [count * b for b in each] if total is None else [t + count * b for t, b in zip(total, each)]
+        each = g.layer_bytes_many(contexts, batch, count)
+        total = each if total is None else [t + b for t, b in zip(total, each)]
     return total if total is not None else [0] * len(contexts)
 
 

@@ -71,11 +71,12 @@ class GroupRule:
         state = batch * self.state.bytes if self.state is not None else 0
         return self.token.bytes * self.tokens_for(context, batch) + state
 
-    def layer_bytes_many(self, contexts: Sequence[int], batch: int) -> list[int]:
-        """``layer_bytes`` at each of ``contexts`` (a sweep's block), the bytes per token and the state read once.
-        A group that overrides ``layer_bytes`` overrides this too."""
-        per_token = self.token.bytes
-        state = batch * self.state.bytes if self.state is not None else 0
+    def layer_bytes_many(self, contexts: Sequence[int], batch: int, layers: int = 1) -> list[int]:
+        """``layers`` x ``layer_bytes`` at each of ``contexts`` (a sweep's block): the bytes per token and the state
+        of all ``layers`` worked out once, one product and one sum per context (whole bytes: exact). A group that
+        overrides ``layer_bytes`` overrides this too."""
+        per_token = layers * self.token.bytes
+        state = layers * batch * self.state.bytes if self.state is not None else 0
         return [per_token * t + state for t in self.tokens.batch_tokens_many(contexts, batch)]
 
     @property

@@ -25,9 +25,16 @@ def row_cells(row: EstimateRow) -> list[str]:
 def block_cells(block: RowBlock) -> list[tuple[str, ...]]:
     """``row_cells`` of every row of ``block``, a column at a time (one format call per cell, no row object)."""
     grouped = "{:,}".format
-    return list(zip(map(str, block.batches), map(grouped, block.contexts), repeat(dtype_label(block)),
-                    format_bytes_many(block.kv_bytes), map(grouped, block.kv_bytes),
-                    map("{:,.1f}".format, block.bytes_per_token)))
+    kv = block.kv_bytes
+    distinct = list(dict.fromkeys(kv))
+    if 2 * len(distinct) <= len(kv):  # paged sweeps repeat each figure a page of contexts long: format it once
+        sizes, exact = dict(zip(distinct, format_bytes_many(distinct))), dict(zip(distinct, map(grouped, distinct)))
+        size_cells, byte_cells = map(sizes.__getitem__, kv), map(exact.__getitem__, kv)
+    else:
+        size_cells, byte_cells = iter(format_bytes_many(kv)), map(grouped, kv)
+    batches = {b: str(b) for b in dict.fromkeys(block.batches)}
+    return list(zip(map(batches.__getitem__, block.batches), map(grouped, block.contexts), repeat(dtype_label(block)),
+                    size_cells, byte_cells, map("{:,.1f}".format, block.bytes_per_token)))
 
 
 def estimate_cells(result: EstimateResult, sharing: bool = True) -> Iterator[Sequence[str]]:

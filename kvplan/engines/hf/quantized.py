@@ -191,8 +191,8 @@ class QuantizedGroup(GroupRule):
             total += batch * heads * residual * width * self.elem_bytes
         return total
 
-    def layer_bytes_many(self, contexts: Sequence[int], batch: int) -> list[int]:
-        return [self.layer_bytes(c, batch) for c in contexts]
+    def layer_bytes_many(self, contexts: Sequence[int], batch: int, layers: int = 1) -> list[int]:
+        return [layers * self.layer_bytes(c, batch) for c in contexts]
 
     @property
     def cost_key(self) -> tuple[object, ...]:  # type: ignore[override]  # a longer key than GroupRule's 3 fields

@@ -85,17 +85,17 @@ class PoolShape:
     def blocks_per_request_many(self, lengths: Sequence[int], batched_tokens: int) -> list[int]:
         """``blocks_per_request`` at each of ``lengths`` (a sweep's block), each group type's terms read once."""
         in_flight = in_flight_tokens(self.in_flight_batches, batched_tokens)
-        total = [0] * len(lengths)
+        total: list[int] | None = None
         for t, groups in zip(self.types, self.groups_per_type):
             fixed, cap, block = self._admission_terms(t, in_flight)
             if cap == 0:
-                total = [n + groups * fixed for n in total]
+                each = [groups * fixed] * len(lengths)
             elif cap is None:
-                total = [n + groups * (fixed - (-length // block)) for n, length in zip(total, lengths)]
+                each = [groups * (fixed - (-length // block)) for length in lengths]
             else:
-                total = [n + groups * (fixed - (-(length if length < cap else cap) // block))
-                         for n, length in zip(total, lengths)]
-        return total
+                each = [groups * (fixed - (-(length if length < cap else cap) // block)) for length in lengths]
+            total = each if total is None else [a + b for a, b in zip(total, each)]
+        return total if total is not None else [0] * len(lengths)
 
     def longest(self, blocks: int, batched_tokens: int, upper: int) -> int:
         """The largest length in [1, ``upper``] admitted with at most ``blocks`` blocks, 0 if none: what a bisection
