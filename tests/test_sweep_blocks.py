@@ -6,6 +6,7 @@ templates. Every figure and every byte of output must be what the point-by-point
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -211,3 +212,31 @@ def test_format_bytes_many_is_format_bytes(n):
 @given(st.floats(min_value=1e-300, max_value=1e300))
 def test_the_csv_template_formats_as_the_f_string(x):
     assert "%.6g" % x == f"{x:.6g}"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_writers_hold_a_block_or_two_not_the_sweep(fmt):
+    import weakref
+
+    from kvplan.estimate import RowBlock
+
+    result = estimate("meta-llama/Llama-3.1-8B", contexts="1..3000:1", batches=[1, 2], lazy=True)
+    sweep = result.rows
+    made = [0]
+
+    def watched(admission: bool) -> Iterator[RowBlock]:
+        refs: list[weakref.ref[RowBlock]] = []  # a block holds lists: unhashable, so no WeakSet
+        for block in sweep.blocks(admission):
+            refs = [r for r in refs if r() is not None] + [weakref.ref(block)]
+            made[0] += 1
+            assert len(refs) <= 2, f"{len(refs)} blocks held at once"
+            yield block
+
+    rows = RowSweep(lambda: _block_rows_of(watched(True)), len(sweep), watched)
+    assert _text([replace(result, rows=rows)], fmt) == _text([replace(result, rows=tuple(sweep))], fmt)
+    assert made[0] >= 6000 // 7  # blocks of 7 rows (the fixture), every one made
+
+
+def _block_rows_of(blocks):
+    for block in blocks:
+        yield from block.rows()
