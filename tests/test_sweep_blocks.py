@@ -154,7 +154,7 @@ RULES: tuple[TokenRule, ...] = (
 
 @pytest.mark.parametrize("rule", RULES, ids=repr)
 def test_each_rule_over_a_list_is_the_rule_at_each_point(rule):
-    contexts = [*range(0, 300), *range(4000, 4200), *range(8180, 8200), 1 << 20, 1 << 40]
+    contexts = [*range(300), *range(4000, 4200), *range(8180, 8200), 1 << 20, 1 << 40]
     assert rule.held_many(contexts) == [rule.held(c) for c in contexts]
     for batch in (1, 2, 7):
         assert rule.batch_tokens_many(contexts, batch) == [rule.batch_tokens(c, batch) for c in contexts]
@@ -174,8 +174,8 @@ def _owner(cls: type, name: str) -> type:
 def test_a_variant_that_changes_a_rule_changes_its_list_form_too(base, one, many):
     """The list form is written beside the point form it repeats: a subclass that overrides the point form
     under a list form of its base would leave the list form computing the base's rule."""
-    import kvplan.engines.hf.quantized  # noqa: F401  # the variants outside rules.py and layout.py
-    import kvplan.engines.hf.speculative  # noqa: F401
+    import kvplan.engines.hf.quantized  # the variants outside rules.py and layout.py
+    import kvplan.engines.hf.speculative
 
     for cls in _subclasses(base):
         point, listed = _owner(cls, one), _owner(cls, many)
