@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 from kvplan.estimate import EstimateResult, EstimateRow, LayerRow, RowBlock, row_blocks
@@ -37,14 +37,17 @@ def block_cells(block: RowBlock) -> list[tuple[str, ...]]:
                     size_cells, byte_cells, map("{:,.1f}".format, block.bytes_per_token)))
 
 
-def estimate_cells(result: EstimateResult, sharing: bool = True) -> Iterator[Sequence[str]]:
+def estimate_cells(result: EstimateResult, sharing: bool = True) -> Iterable[Sequence[str]]:
     """``row_cells`` (+ ``sharing_cells`` with ``sharing``) of each row of ``result``, in order: a block at a time
     where the rows come in blocks (a plain sweep), row by row otherwise."""
     blocks = row_blocks(result.rows, admission=False)
     if blocks is not None:
-        for block in blocks:
-            yield from block_cells(block)
-    elif result.sharing is None or not sharing:
+        return chain.from_iterable(map(block_cells, blocks))  # no generator step per row
+    return _row_cells(result, sharing)
+
+
+def _row_cells(result: EstimateResult, sharing: bool) -> Iterator[Sequence[str]]:
+    if result.sharing is None or not sharing:
         for row in result.rows:
             yield row_cells(row)
     else:
