@@ -148,7 +148,8 @@ RULES: tuple[TokenRule, ...] = (
     *(WindowBlocks(block, window, lag) for block in (1, 16, 32) for window in (1, 2, 16, 17, 4096) for lag in (0, 1, 2)),
     WindowBlocks(16, 0, 1), WindowBlocks(16, -20, 2),  # no window at all: what ``held`` does, even there
     *(ChunkBlocks(block, chunk, lag) for block in (1, 16) for chunk in (1, 16, 8192) for lag in (0, 1, 2)),
-    UnifiedCells(256), SlidingCells(4096, 512, 256), SinkWindow(4, 1020), SinkWindow(0, 1),
+    UnifiedCells(256), UnifiedCells(1), SlidingCells(4096, 512, 256), SlidingCells(16, 0, 1), SinkWindow(4, 1020),
+    SinkWindow(0, 1),
 )
 
 

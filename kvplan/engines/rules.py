@@ -245,7 +245,8 @@ class UnifiedCells(TokenRule):
         return ceil_to(context * batch, self.pad)
 
     def batch_tokens_many(self, contexts: Sequence[int], batch: int) -> list[int]:
-        return [self.batch_tokens(c, batch) for c in contexts]
+        pad = self.pad
+        return [-(-(c * batch) // pad) * pad for c in contexts]
 
     @property
     def per_sequence(self) -> bool:
@@ -270,7 +271,8 @@ class SlidingCells(TokenRule):
         return ceil_to(min(context * batch, self.window * batch + self.ubatch), self.pad)
 
     def batch_tokens_many(self, contexts: Sequence[int], batch: int) -> list[int]:
-        return [self.batch_tokens(c, batch) for c in contexts]
+        pad, cap = self.pad, self.window * batch + self.ubatch
+        return [-(-(c * batch if c * batch < cap else cap) // pad) * pad for c in contexts]
 
     @property
     def per_sequence(self) -> bool:
