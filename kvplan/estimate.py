@@ -9,7 +9,7 @@ renderers stream a sweep of any size in constant memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import islice
+from itertools import islice, repeat
 from typing import Any, overload
 
 from kvplan._version import __version__
@@ -62,19 +62,57 @@ class EstimateRow:
     kind from what they hold while decoding (vLLM: window + tokens in flight for sliding layers)."""
 
 
+@dataclass(frozen=True)
+class RowBlock:
+    """Consecutive rows of a sweep as columns, where the rows are plain (no per-layer breakdown, nothing
+    shared): what the writers format without making an ``EstimateRow`` each. Row i is ``batches[i]``,
+    ``contexts[i]``, ... with the block's dtype; the values are those the rows would hold."""
+
+    kv_dtype: str
+    kv_dtype_resolved: str
+    batches: list[int]
+    contexts: list[int]
+    kv_bytes: list[int]
+    bytes_per_token: list[float]
+    admission_kv_bytes: list[int] | None
+    """None where no row has one, or where the blocks were asked for without it."""
+
+    def rows(self) -> Iterator[EstimateRow]:
+        """The block's rows, as the point-by-point path makes them."""
+        new_row = object.__new__
+        dtype, resolved = self.kv_dtype, self.kv_dtype_resolved
+        admitted: Iterable[int | None] = self.admission_kv_bytes if self.admission_kv_bytes is not None else \
+            repeat(None)
+        for batch, context, kv, per_token, admit in zip(self.batches, self.contexts, self.kv_bytes,
+                                                       self.bytes_per_token, admitted):
+            row = new_row(EstimateRow)  # EstimateRow(...) less its frozen __setattr__ calls, as in _rows
+            row.__dict__.update(batch=batch, context=context, kv_dtype=dtype, kv_bytes=kv,
+                                bytes_per_token=per_token, layers=None, kv_dtype_resolved=resolved, sharing=None,
+                                admission_kv_bytes=admit)
+            yield row
+
+
 class RowSweep(Sequence[EstimateRow]):
     """The rows of a sweep, computed afresh on every pass (each a generator), so that no pass holds them
     all; ``len`` is known without computing any. Reads like the tuple ``estimate`` returns otherwise:
-    indexing computes up to that row, a slice or a comparison materializes."""
+    indexing computes up to that row, a slice or a comparison materializes. Plain rows also come as
+    ``RowBlock``s (``blocks``), a few thousand at a time, for the writers."""
 
-    __slots__ = ("_make", "_count")
+    __slots__ = ("_make", "_count", "_blocks")
 
-    def __init__(self, make: Callable[[], Iterator[EstimateRow]], count: int) -> None:
+    def __init__(self, make: Callable[[], Iterator[EstimateRow]], count: int,
+                 blocks: Callable[[bool], Iterator[RowBlock]] | None = None) -> None:
         self._make = make
         self._count = count
+        self._blocks = blocks
 
     def __iter__(self) -> Iterator[EstimateRow]:
         return self._make()
+
+    def blocks(self, admission: bool = True) -> Iterator[RowBlock] | None:
+        """The rows as ``RowBlock``s, computed afresh, where they are plain; None otherwise (read the rows).
+        ``admission``: with ``admission_kv_bytes`` (JSON shows it; the tables do not, and skip its cost)."""
+        return None if self._blocks is None else self._blocks(admission)
 
     def __len__(self) -> int:
         return self._count
@@ -269,9 +307,14 @@ def estimate(
     make_rows, terms, first_workload = _sized(eng, layouts, counts, workloads, extra, by_layer, assumptions)
     assumptions.extend(spec_notes)
     refuses = any(g.refuses_points for _, layout in layouts for g in layout.groups)
-    rows: Sequence[EstimateRow] = (
-        RowSweep(make_rows, len(layouts) * len(counts.contexts) * len(counts.batches)) if lazy and not refuses
-        else tuple(make_rows()))
+    rows: Sequence[EstimateRow]
+    if lazy and not refuses:
+        blocks = _block_maker(eng, layouts, counts, extra) if workloads is None and not by_layer else None
+        # plain rows are made from the blocks; the tuple (lazy=False) is made point by point, the reference
+        make = make_rows if blocks is None else lambda: _block_rows(blocks(True))
+        rows = RowSweep(make, len(layouts) * len(counts.contexts) * len(counts.batches), blocks)
+    else:
+        rows = tuple(make_rows())
     return EstimateResult(
         kvplan_version=__version__, engine=eng.name, engine_version=version_text,
         block_size=layouts[0][1].block_size, model=_summary(target), rows=rows,
@@ -409,6 +452,84 @@ def _sized(eng: Any, layouts: list[tuple[str, CacheLayout]], counts: _Counts, wo
     return make_rows, terms, first_workload
 
 
+_BLOCK_ROWS = 2048
+"""Rows per ``RowBlock`` (fewer contexts per block with many batches): memory stays flat, the per-block
+overhead small."""
+
+
+def _block_maker(eng: Any, layouts: list[tuple[str, CacheLayout]], counts: _Counts,
+                 extra: int) -> Callable[[bool], Iterator[RowBlock]] | None:
+    """A maker of the plain rows of every (dtype, context, batch) as ``RowBlock``s, in the rows' order; None
+    where a group's bytes are not whole numbers (the rows then come point by point)."""
+    for _, layout in layouts:
+        for g in layout.groups:
+            if type(g.token.bytes) is not int or (g.state is not None and type(g.state.bytes) is not int):
+                return None
+    contexts = [c + extra for c in counts.contexts] if extra else counts.contexts
+    batches = counts.batches
+
+    def make(admission: bool) -> Iterator[RowBlock]:
+        for name, layout in layouts:
+            admit = eng.admission(layout) if admission else None
+            yield from _layout_blocks(layout, name, batches, contexts, extra, admit)
+
+    return make
+
+
+def _layout_blocks(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int], extra: int,
+                   admission: Callable[[Sequence[int]], list[int]] | None) -> Iterator[RowBlock]:
+    """``_rows``' figures a block of contexts at a time: each group class's bytes over the block (the token
+    rule's closed form over the list, ``held_many``), summed column-wise; contexts computed with the
+    speculative slots, shown without them (``_unshift``)."""
+    classes = _classes(layout)
+    plain = all(g.tokens.per_sequence for _, g in classes)
+    resolved = layout.kv_dtype.name
+    width = len(batches)
+    step = max(1, _BLOCK_ROWS // width)
+    for start in range(0, len(contexts), step):
+        part = contexts[start:start + step]
+        shown = [c - extra for c in part] if extra else part
+        admitted = admission(part) if admission is not None else None
+        if plain:
+            per_seq = _class_bytes(classes, part, 1)
+            columns = [per_seq if batch == 1 else [batch * b for b in per_seq] for batch in batches]
+        else:
+            columns = [_class_bytes(classes, part, batch) for batch in batches]
+        if width == 1:
+            (batch,) = batches
+            kv, context_column, batch_column = columns[0], shown, [batch] * len(part)
+            per_token = [k / (batch * c) for k, c in zip(kv, shown)] if batch != 1 else \
+                [k / c for k, c in zip(kv, shown)]
+            admit_column = None if admitted is None else admitted if batch == 1 else [a * batch for a in admitted]
+        else:  # rows go context by context, each context's batches in turn
+            kv = [k for ks in zip(*columns) for k in ks]
+            context_column = [c for c in shown for _ in batches]
+            batch_column = batches * len(part)
+            per_token = [k / (b * c) for k, b, c in zip(kv, batch_column, context_column)]
+            admit_column = None if admitted is None else \
+                [a * b for a, b in zip((a for a in admitted for _ in batches), batch_column)]
+        yield RowBlock(dtype_name, resolved, batch_column, context_column, kv, per_token, admit_column)
+
+
+def _class_bytes(classes: list[tuple[int, Any]], contexts: list[int], batch: int) -> list[int]:
+    """Σ layers x bytes per layer over the group classes, at each context."""
+    total: list[int] | None = None
+    for count, g in classes:
+        each = g.layer_bytes_many(contexts, batch, count)
+        total = each if total is None else [t + b for t, b in zip(total, each)]
+    return total if total is not None else [0] * len(contexts)
+
+
+def _block_rows(blocks: Iterable[RowBlock]) -> Iterator[EstimateRow]:
+    for block in blocks:
+        yield from block.rows()
+
+
+def row_blocks(rows: Sequence[EstimateRow], admission: bool = True) -> Iterator[RowBlock] | None:
+    """``rows`` as ``RowBlock``s where they come that way (a plain ``RowSweep``); None otherwise."""
+    return rows.blocks(admission) if isinstance(rows, RowSweep) else None
+
+
 def _summary(target: ModelSpec) -> ModelSummary:
     return ModelSummary(
         id=target.id, source=target.source, model_type=target.model_type, num_layers=target.num_layers,
@@ -454,10 +575,9 @@ def _json_options(values: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int],
-          by_layer: bool, admission: Callable[[int], int] | None) -> Iterable[EstimateRow]:
-    # Groups with equal token rules and sizes add up: merge them so a sweep point costs a few
-    # function calls, not one per group (Gemma 3 has 21 groups but two distinct rules).
+def _classes(layout: CacheLayout) -> list[tuple[int, Any]]:
+    """(layers, a group of them) per distinct cost: groups with equal token rules and sizes add up, so a sweep
+    point costs a few function calls, not one per group (Gemma 3 has 21 groups but two distinct rules)."""
     merged: dict[tuple[object, ...], list[Any]] = {}  # cost_key -> [layers, a group of them]
     for g in layout.groups:
         key = g.cost_key
@@ -465,7 +585,14 @@ def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: li
             merged[key][0] += g.count
         else:
             merged[key] = [g.count, g]
-    classes = [(count, g) for count, g in merged.values()]
+    return [(count, g) for count, g in merged.values()]
+
+
+def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: list[int],
+          by_layer: bool, admission: Callable[[Sequence[int]], list[int]] | None) -> Iterable[EstimateRow]:
+    """Every (context, batch) row, point by point: the path of by-layer and shared rows, and the reference the
+    block path (``_layout_blocks``) is held to."""
+    classes = _classes(layout)
     plain = all(g.tokens.per_sequence for _, g in classes)
     resolved = layout.kv_dtype.name
     new_row = object.__new__
@@ -474,7 +601,7 @@ def _rows(layout: CacheLayout, dtype_name: str, batches: list[int], contexts: li
         if plain:
             for count, g in classes:
                 per_seq += count * g.layer_bytes(context, 1)
-        admit = admission(context) if admission is not None else None
+        admit = admission([context])[0] if admission is not None else None
         for batch in batches:
             if plain:
                 kv = per_seq * batch

@@ -8,7 +8,8 @@ units (GiB = 2^30 B); a bare "GB" is never printed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import pairwise
+from itertools import islice
+from operator import lt
 
 from kvplan.errors import UsageError
 
@@ -67,7 +68,7 @@ def parse_count_list(text: str, what: str) -> list[int]:
 def _unique(values: list[int]) -> list[int]:
     """``values`` without repeats, in order; a rising list (any one range) as it is, with no set of it built
     (a sweep of 10^6 points would hold one)."""
-    if all(a < b for a, b in pairwise(values)):
+    if all(map(lt, values, islice(values, 1, None))):  # map, not a generator: a 10^5-point sweep is checked twice
         return values
     return list(dict.fromkeys(values))
 
@@ -87,7 +88,7 @@ def parse_counts(value: int | str | Iterable[int | str], field: str) -> list[int
         raise UsageError(f"expected a count, a text such as '1k..8k' or a list of those, got "
                          f"{type(value).__name__}", field=field)
     if isinstance(value, (list, tuple, range)) and 0 < len(value) <= MAX_SWEEP_POINTS and \
-            all(type(item) is int for item in value) and min(value) > 0 and max(value) <= MAX_COUNT:
+            set(map(type, value)) == {int} and min(value) > 0 and max(value) <= MAX_COUNT:
         return _unique(list(value))  # a sweep the CLI parsed already: checked whole, not item by item
     values: list[int] = []
     for item in value:
@@ -148,6 +149,15 @@ def format_bytes(n: int | float, digits: int = 2) -> str:
         if abs(n) >= size:
             return f"{n / size:.{digits}f} {unit}"
     return f"{int(n)} B"
+
+
+def format_bytes_many(values: Iterable[int]) -> list[str]:
+    """``format_bytes`` of each of ``values`` (digits 2): a sweep's column at once, the unit picked by comparisons
+    in one expression; anything but an int of 0 or more goes to ``format_bytes`` itself."""
+    tib, gib, mib, kib = (size for _, size in _BINARY)
+    return [("%.2f TiB" % (n / tib) if n >= tib else "%.2f GiB" % (n / gib) if n >= gib else
+             "%.2f MiB" % (n / mib) if n >= mib else "%.2f KiB" % (n / kib) if n >= kib else "%d B" % n)
+            if type(n) is int and n >= 0 else format_bytes(n) for n in values]
 
 
 def format_count(n: int) -> str:

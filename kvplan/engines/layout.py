@@ -8,7 +8,7 @@ by-layer tables, pools, verify's tensor shapes) reads this.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
 
@@ -70,6 +70,14 @@ class GroupRule:
         """Bytes ``batch`` sequences of ``context`` tokens hold in one layer of this group."""
         state = batch * self.state.bytes if self.state is not None else 0
         return self.token.bytes * self.tokens_for(context, batch) + state
+
+    def layer_bytes_many(self, contexts: Sequence[int], batch: int, layers: int = 1) -> list[int]:
+        """``layers`` x ``layer_bytes`` at each of ``contexts`` (a sweep's block): the bytes per token and the state
+        of all ``layers`` worked out once, one product and one sum per context (whole bytes: exact). A group that
+        overrides ``layer_bytes`` overrides this too."""
+        per_token = layers * self.token.bytes
+        state = layers * batch * self.state.bytes if self.state is not None else 0
+        return [per_token * t + state for t in self.tokens.batch_tokens_many(contexts, batch)]
 
     @property
     def cost_key(self) -> tuple[TokenRule, int, int]:

@@ -121,7 +121,7 @@ class Engine(Protocol):
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
                     workload: Workload | None = None) -> TensorPlan | None: ...
 
-    def admission(self, layout: CacheLayout) -> Callable[[int], int] | None: ...
+    def admission(self, layout: CacheLayout) -> Callable[[Sequence[int]], list[int]] | None: ...
 
     def shared_admission(self, layout: CacheLayout, workload: Workload, batch: int) -> int | None:
         """``admission`` for ``batch`` requests of a workload that shares a prefix, samples or beams, what
@@ -218,9 +218,10 @@ class EngineDefaults:
         tensor layout for the engine."""
         return None
 
-    def admission(self, layout: CacheLayout) -> Callable[[int], int] | None:
-        """Bytes the engine reserves to admit one request of a given length, where it admits by a rule of
-        its own (vLLM's ``max_memory_usage_bytes``); None where admission is what the layout holds."""
+    def admission(self, layout: CacheLayout) -> Callable[[Sequence[int]], list[int]] | None:
+        """Bytes the engine reserves to admit one request of each given length (a sweep's block of contexts at
+        once), where it admits by a rule of its own (vLLM's ``max_memory_usage_bytes``); None where admission is
+        what the layout holds."""
         return None
 
     def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout:

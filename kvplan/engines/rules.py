@@ -9,6 +9,7 @@ fields for ``--explain``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from kvplan.record import dataclass, replace
@@ -29,6 +30,17 @@ class TokenRule:
     def batch_tokens(self, context: int, batch: int) -> int:
         """Tokens ``batch`` sequences occupy in one layer (``batch x held`` unless the cache is shared)."""
         return batch * self.held(context)
+
+    def held_many(self, contexts: Sequence[int]) -> list[int]:
+        """``held`` at each of ``contexts``, in order: a sweep's block of points at once. A variant whose ``held``
+        is a closed form overrides this with the same arithmetic over the list (no call per point); the
+        tests hold every variant's to ``held``."""
+        return [self.held(c) for c in contexts]
+
+    def batch_tokens_many(self, contexts: Sequence[int], batch: int) -> list[int]:
+        """``batch_tokens`` at each of ``contexts``; a variant that overrides ``batch_tokens`` overrides this too."""
+        held = self.held_many(contexts)
+        return held if batch == 1 else [batch * h for h in held]
 
     def prefix_held(self, context: int, prefix: int) -> int:
         """Of the tokens one sequence holds, those at positions below ``prefix`` (the part a shared
@@ -66,6 +78,9 @@ class AllTokens(TokenRule):
     def held(self, context: int) -> int:
         return context
 
+    def held_many(self, contexts: Sequence[int]) -> list[int]:
+        return list(contexts)
+
     def prefix_held(self, context: int, prefix: int) -> int:
         return min(context, prefix)
 
@@ -83,6 +98,10 @@ class KeepLast(TokenRule):
     def held(self, context: int) -> int:
         keep = self.window - self.less
         return context if context < keep else keep
+
+    def held_many(self, contexts: Sequence[int]) -> list[int]:
+        keep = self.window - self.less
+        return [c if c < keep else keep for c in contexts]
 
     def prefix_held(self, context: int, prefix: int) -> int:
         start = max(0, context - (self.window - self.less))
@@ -105,6 +124,10 @@ class WholePages(TokenRule):
 
     def held(self, context: int) -> int:
         return ceil_to(self.inner.held(context), self.page)
+
+    def held_many(self, contexts: Sequence[int]) -> list[int]:
+        page = self.page
+        return [-(-h // page) * page for h in self.inner.held_many(contexts)]
 
     def prefix_held(self, context: int, prefix: int) -> int:
         # whole pages of the prefix only: a page holding a token past the prefix is per sequence
@@ -137,6 +160,15 @@ class WindowBlocks(TokenRule):
 
     def held(self, context: int) -> int:
         return (-(-context // self.block) - self._freed_blocks(context)) * self.block
+
+    def held_many(self, contexts: Sequence[int]) -> list[int]:
+        # ``held`` inlined: nothing is freed up to context window - 1 + lag, after that what ``_freed_blocks``
+        # frees; before any token is computed (context <= lag) what it frees then
+        block, lag, window = self.block, self.lag, self.window
+        edge = window - 1 + lag
+        early = max(0, 1 - window) // block
+        return [(-(-c // block) - ((c - lag - window + 1) // block if c > edge else 0)) * block if c > lag
+                else (-(-c // block) - early) * block for c in contexts]
 
     def _freed_blocks(self, context: int) -> int:
         computed = max(0, context - self.lag)
@@ -176,6 +208,11 @@ class ChunkBlocks(TokenRule):
     def held(self, context: int) -> int:
         return (-(-context // self.block) - self._freed_blocks(context)) * self.block
 
+    def held_many(self, contexts: Sequence[int]) -> list[int]:
+        block, lag, chunk = self.block, self.lag, self.chunk
+        return [(-(-c // block) - (c - lag) // chunk * chunk // block) * block if c > lag
+                else -(-c // block) * block for c in contexts]
+
     def prefix_held(self, context: int, prefix: int) -> int:
         last = min(-(-context // self.block), prefix // self.block)  # freed as ``held`` frees, lag included
         return max(0, last - self._freed_blocks(context)) * self.block
@@ -207,6 +244,10 @@ class UnifiedCells(TokenRule):
     def batch_tokens(self, context: int, batch: int) -> int:
         return ceil_to(context * batch, self.pad)
 
+    def batch_tokens_many(self, contexts: Sequence[int], batch: int) -> list[int]:
+        pad = self.pad
+        return [-(-(c * batch) // pad) * pad for c in contexts]
+
     @property
     def per_sequence(self) -> bool:
         return False
@@ -228,6 +269,10 @@ class SlidingCells(TokenRule):
 
     def batch_tokens(self, context: int, batch: int) -> int:
         return ceil_to(min(context * batch, self.window * batch + self.ubatch), self.pad)
+
+    def batch_tokens_many(self, contexts: Sequence[int], batch: int) -> list[int]:
+        pad, cap = self.pad, self.window * batch + self.ubatch
+        return [-(-(c * batch if c * batch < cap else cap) // pad) * pad for c in contexts]
 
     @property
     def per_sequence(self) -> bool:
@@ -295,6 +340,10 @@ class SinkWindow(TokenRule):
     def held(self, context: int) -> int:
         budget = self.keep + self.recent
         return context if context < budget else budget
+
+    def held_many(self, contexts: Sequence[int]) -> list[int]:
+        budget = self.keep + self.recent
+        return [c if c < budget else budget for c in contexts]
 
     @property
     def windowed(self) -> bool:

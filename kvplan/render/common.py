@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain, repeat
 from typing import Any
 
-from collections.abc import Iterable
-
-from kvplan.estimate import EstimateResult, EstimateRow, LayerRow
-from kvplan.units import format_bytes
+from kvplan.estimate import EstimateResult, EstimateRow, LayerRow, RowBlock, row_blocks
+from kvplan.units import format_bytes, format_bytes_many
 
 
-def dtype_label(row: EstimateRow) -> str:
+def dtype_label(row: EstimateRow | RowBlock) -> str:
     """'bfloat16', or 'auto (bfloat16)' when the user left the choice to the engine."""
     if row.kv_dtype_resolved and row.kv_dtype_resolved != row.kv_dtype:
         return f"{row.kv_dtype} ({row.kv_dtype_resolved})"
@@ -20,6 +20,39 @@ def dtype_label(row: EstimateRow) -> str:
 def row_cells(row: EstimateRow) -> list[str]:
     return [str(row.batch), f"{row.context:,}", dtype_label(row), format_bytes(row.kv_bytes),
             f"{row.kv_bytes:,}", f"{row.bytes_per_token:,.1f}"]
+
+
+def block_cells(block: RowBlock) -> list[tuple[str, ...]]:
+    """``row_cells`` of every row of ``block``, a column at a time (one format call per cell, no row object)."""
+    grouped = "{:,}".format
+    kv = block.kv_bytes
+    distinct = list(dict.fromkeys(kv))
+    if 2 * len(distinct) <= len(kv):  # paged sweeps repeat each figure a page of contexts long: format it once
+        sizes, exact = dict(zip(distinct, format_bytes_many(distinct))), dict(zip(distinct, map(grouped, distinct)))
+        size_cells, byte_cells = map(sizes.__getitem__, kv), map(exact.__getitem__, kv)
+    else:
+        size_cells, byte_cells = iter(format_bytes_many(kv)), map(grouped, kv)
+    batches = {b: str(b) for b in dict.fromkeys(block.batches)}
+    return list(zip(map(batches.__getitem__, block.batches), map(grouped, block.contexts), repeat(dtype_label(block)),
+                    size_cells, byte_cells, map("{:,.1f}".format, block.bytes_per_token)))
+
+
+def estimate_cells(result: EstimateResult, sharing: bool = True) -> Iterable[Sequence[str]]:
+    """``row_cells`` (+ ``sharing_cells`` with ``sharing``) of each row of ``result``, in order: a block at a time
+    where the rows come in blocks (a plain sweep), row by row otherwise."""
+    blocks = row_blocks(result.rows, admission=False)
+    if blocks is not None:
+        return chain.from_iterable(map(block_cells, blocks))  # no generator step per row
+    return _row_cells(result, sharing)
+
+
+def _row_cells(result: EstimateResult, sharing: bool) -> Iterator[Sequence[str]]:
+    if result.sharing is None or not sharing:
+        for row in result.rows:
+            yield row_cells(row)
+    else:
+        for row in result.rows:
+            yield row_cells(row) + sharing_cells(row)
 
 
 SHARING_COLUMNS = ("sequences", "plain", "saving")

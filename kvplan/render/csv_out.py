@@ -8,7 +8,7 @@ import io
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
-from kvplan.estimate import EstimateResult
+from kvplan.estimate import EstimateResult, row_blocks
 
 if TYPE_CHECKING:
     from kvplan.plan import CapacityPlan
@@ -34,6 +34,18 @@ def write_estimate_csv(stream: IO[str], result: EstimateResult, by_layer: bool, 
     if header:
         writer.writerow(ROW_COLUMNS + (SHARING_COLUMNS if shared else []) + (LAYER_COLUMNS if by_layer else []))
     model, engine = result.model.id, result.engine
+    blocks = row_blocks(result.rows, admission=False)
+    if blocks is not None:  # plain rows: one %-template per dtype, the text cells quoted once by the writer
+        stream.write(out.getvalue())
+        lead = (_cell(model) + "," + _cell(engine)).replace("%", "%%") + ",%d,%d,"
+        templates: dict[str, str] = {}
+        for block in blocks:
+            template = templates.get(block.kv_dtype)
+            if template is None:
+                template = templates[block.kv_dtype] = lead + _cell(block.kv_dtype).replace("%", "%%") + ",%d,%.6g\n"
+            stream.write("".join([template % row for row in zip(block.batches, block.contexts, block.kv_bytes,
+                                                                  block.bytes_per_token)]))
+        return
     for row in result.rows:
         base = [model, engine, row.batch, row.context, row.kv_dtype, row.kv_bytes, f"{row.bytes_per_token:.6g}"]
         if row.sharing is not None:
@@ -48,6 +60,13 @@ def write_estimate_csv(stream: IO[str], result: EstimateResult, by_layer: bool, 
             out.seek(0)
             out.truncate()
     stream.write(out.getvalue())
+
+
+def _cell(text: str) -> str:
+    """``text`` as the csv writer writes it as one field of several (quoted where it must be)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow([text, ""])
+    return out.getvalue()[:-2]
 
 
 _CHUNK = 1 << 17

@@ -36,7 +36,7 @@ def _outer(docs: list[dict[str, Any]]) -> dict[str, Any]:
 def write_estimates(results: Sequence[Any], stream: IO[str], *, explain: bool = False) -> None:
     """``dumps(estimates_dict(results, explain=explain))`` written to ``stream`` with each result's rows
     encoded a block at a time: memory stays flat however many rows the sweep has."""
-    from kvplan.estimate import row_dict
+    from kvplan.estimate import row_blocks, row_dict
 
     marks = [f"\x00kvplan rows {i} {id(r)}\x00" for i, r in enumerate(results)]
     text = dumps(_outer([r.to_dict(explain=explain, rows=[mark]) for r, mark in zip(results, marks)]))
@@ -47,6 +47,9 @@ def write_estimates(results: Sequence[Any], stream: IO[str], *, explain: bool = 
     for result, token in zip(results, tokens):
         head, _, text = text.partition(token)
         pad = head[head.rindex("\n") + 1:]  # the rows' indentation: '[\n' + pad precedes the marker
+        blocks = row_blocks(result.rows)
+        if blocks is not None and _write_blocks(stream, head, blocks, len(pad) // 2):
+            continue
         rows = iter(result.rows)
         first = next(rows, None)
         if first is None:
@@ -98,6 +101,44 @@ def _plain_rows(first: Any, level: int) -> Callable[[Sequence[Any]], str] | None
         return None
     between = "," + outer
     return lambda block: between.join(map(one, block))
+
+
+def _write_blocks(stream: IO[str], head: str, blocks: Iterator[Any], level: int) -> bool:
+    """``head`` then the rows of ``blocks`` (``RowBlock``s: plain rows, ``_PLAIN_KEYS``) at nesting ``level``, each
+    from a %-template with the block's dtype names in place (no row object, no dictionary, no encoder call per row);
+    False, with nothing written, where there is no row or the first row's text is not ``encode_at``'s."""
+    from kvplan.estimate import row_dict
+
+    inner, outer = "\n" + "  " * (level + 1), "\n" + "  " * level
+    between = "," + outer
+    templates: dict[tuple[str, str, bool], str] = {}
+    wrote = False
+    for block in blocks:
+        if not block.contexts:
+            continue
+        admitted = block.admission_kv_bytes
+        key = (block.kv_dtype, block.kv_dtype_resolved, admitted is None)
+        template = templates.get(key)
+        if template is None:
+            values = {"batch": "%d", "context": "%d", "kv_dtype": json.dumps(block.kv_dtype).replace("%", "%%"),
+                      "kv_dtype_resolved": json.dumps(block.kv_dtype_resolved).replace("%", "%%"), "kv_bytes": "%d",
+                      "bytes_per_token": "%r", "admission_kv_bytes": "null" if admitted is None else "%d"}
+            template = templates[key] = "{" + inner + ("," + inner).join(
+                f'"{name}": {values[name]}' for name in _PLAIN_KEYS) + outer + "}"
+            if not wrote and template % _fields(block, 0) != encode_at(row_dict(next(block.rows())), level):
+                return False  # never taken while row_dict's keys are _PLAIN_KEYS: the bytes are checked, not assumed
+        columns = (block.batches, block.contexts, block.kv_bytes, block.bytes_per_token)
+        text = between.join([template % row for row in (zip(*columns) if admitted is None else
+                                                         zip(*columns, admitted))])
+        stream.write((between if wrote else head) + text)
+        wrote = True
+    return wrote
+
+
+def _fields(block: Any, i: int) -> tuple[Any, ...]:
+    """Row ``i`` of ``block`` as its template takes it."""
+    values = (block.batches[i], block.contexts[i], block.kv_bytes[i], block.bytes_per_token[i])
+    return values if block.admission_kv_bytes is None else (*values, block.admission_kv_bytes[i])
 
 
 def write_items(stream: IO[str], head: str, items: Iterable[Any], level: int) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING
 
 from kvplan.estimate import EstimateResult, EstimateRow
-from kvplan.render.common import (interval_note, layer_ranges, ranged, row_cells, sharing_cells, sharing_summary,
+from kvplan.render.common import (estimate_cells, interval_note, layer_ranges, ranged, sharing_summary,
                                   sharing_term_lines)
 from kvplan.units import format_bytes
 
@@ -30,7 +30,7 @@ def write_estimate_markdown(stream: IO[str], result: EstimateResult, by_layer: b
                           "| batch | context | kv dtype | KV cache | bytes | bytes/token |"
                           + (" sequences | plain | saving |" if shared else ""),
                           "|---:|---:|---|---:|---:|---:|" + ("---:|---:|---:|" if shared else "")])
-    _write_lines(stream, ("| " + " | ".join(row_cells(row) + sharing_cells(row)) + " |" for row in result.rows))
+    _write_lines(stream, ("| " + " | ".join(cells) + " |" for cells in estimate_cells(result)))
     lines: list[str] = []
     if shared:
         lines += ["", sharing_summary(result)]

@@ -5,15 +5,15 @@ notes are described once, here, for both (``Out``: ``RichOut`` or ``PlainOut``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
 from typing import Any, Union
 
 from kvplan.estimate import EstimateResult
 from kvplan.render.common import (
     SHARING_COLUMNS,
     dtype_label,
+    estimate_cells,
     layer_ranges,
-    row_cells,
-    sharing_cells,
     sharing_summary,
     sharing_term_lines,
 )
@@ -60,8 +60,8 @@ def write_estimates(out: Out, results: Sequence[EstimateResult], by_layer: bool,
     def rows() -> Iterator[Row]:
         for result in results:
             last = len(result.rows) - 1
-            for i, row in enumerate(result.rows):
-                yield [_engine_label(result) if i == 0 else "", *row_cells(row)], i == last
+            for i, cells in enumerate(estimate_cells(result, sharing=False)):
+                yield [_engine_label(result) if i == 0 else "", *cells], i == last
 
     out.table(TableSpec(f"KV cache of {results[0].model.id} by engine", (("engine", "left"), *_COLUMNS), rows,
                         _caption(results[0])))
@@ -78,12 +78,7 @@ def _write_estimate(out: Out, result: EstimateResult, by_layer: bool, explain: b
     columns = _COLUMNS + (tuple((name, "right") for name in SHARING_COLUMNS) if result.sharing is not None else ())
 
     def rows() -> Iterator[Row]:
-        if result.sharing is None:
-            for row in result.rows:
-                yield row_cells(row), False
-        else:
-            for row in result.rows:
-                yield row_cells(row) + sharing_cells(row), False
+        return zip(estimate_cells(result), repeat(False))
 
     out.table(TableSpec(f"KV cache of {result.model.id} on {_engine_label(result)}", columns, rows,
                         _caption(result)))

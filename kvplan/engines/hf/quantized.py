@@ -25,6 +25,7 @@ Sources (read from the released wheels; the code wins over the docs):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
 from typing import TYPE_CHECKING, ClassVar
 
@@ -189,6 +190,9 @@ class QuantizedGroup(GroupRule):
             total += packing.tensor_bytes((batch, heads, quantized, width), self.elem_bytes)
             total += batch * heads * residual * width * self.elem_bytes
         return total
+
+    def layer_bytes_many(self, contexts: Sequence[int], batch: int, layers: int = 1) -> list[int]:
+        return [layers * self.layer_bytes(c, batch) for c in contexts]
 
     @property
     def cost_key(self) -> tuple[object, ...]:  # type: ignore[override]  # a longer key than GroupRule's 3 fields

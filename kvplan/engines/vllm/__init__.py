@@ -130,13 +130,18 @@ class VLLMEngine(EngineDefaults):
 
         return device.device_share(items, total_bytes, tp, pp, version, used_bytes)
 
-    def admission(self, layout: CacheLayout) -> Callable[[int], int] | None:
-        """Pool bytes one request of ``context`` tokens is admitted with, at the default 8,192 batched
+    def admission(self, layout: CacheLayout) -> Callable[[Sequence[int]], list[int]] | None:
+        """Pool bytes one request of each of the given contexts is admitted with, at the default 8,192 batched
         tokens (``max_admission_blocks_per_request`` x bytes per pool block; padding slots included)."""
         from kvplan.engines.vllm.admission import DEFAULT_BATCHED_TOKENS, vllm_pool
 
         pool = vllm_pool(layout)
-        return lambda context: pool.blocks_per_request(context, DEFAULT_BATCHED_TOKENS) * pool.bytes_per_block
+        per_block = pool.bytes_per_block
+
+        def admitted(contexts: Sequence[int]) -> list[int]:
+            return [n * per_block for n in pool.blocks_per_request_many(contexts, DEFAULT_BATCHED_TOKENS)]
+
+        return admitted
 
     def shared_admission(self, layout: CacheLayout, workload: Workload, batch: int) -> int | None:
         """The pool bytes ``shared_capacity`` admits ``batch`` requests of ``workload`` with, at the default

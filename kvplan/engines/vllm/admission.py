@@ -82,6 +82,21 @@ class PoolShape:
         return sum(groups * self.admission_blocks(t, length, in_flight)
                    for t, groups in zip(self.types, self.groups_per_type))
 
+    def blocks_per_request_many(self, lengths: Sequence[int], batched_tokens: int) -> list[int]:
+        """``blocks_per_request`` at each of ``lengths`` (a sweep's block), each group type's terms read once."""
+        in_flight = in_flight_tokens(self.in_flight_batches, batched_tokens)
+        total: list[int] | None = None
+        for t, groups in zip(self.types, self.groups_per_type):
+            fixed, cap, block = self._admission_terms(t, in_flight)
+            if cap == 0:
+                each = [groups * fixed] * len(lengths)
+            elif cap is None:
+                each = [groups * (fixed - (-length // block)) for length in lengths]
+            else:
+                each = [groups * (fixed - (-(length if length < cap else cap) // block)) for length in lengths]
+            total = each if total is None else [a + b for a, b in zip(total, each)]
+        return total if total is not None else [0] * len(lengths)
+
     def longest(self, blocks: int, batched_tokens: int, upper: int) -> int:
         """The largest length in [1, ``upper``] admitted with at most ``blocks`` blocks, 0 if none: what a bisection
         over ``blocks_per_request`` (monotone in the length) finds, worked out from its pieces where it can. Past
@@ -120,14 +135,22 @@ class PoolShape:
 
     def admission_blocks(self, layer_type: PoolType, length: int, in_flight: int) -> int:
         """Blocks one group of ``layer_type`` is admitted with for a request of ``length`` tokens."""
+        fixed, cap, block = self._admission_terms(layer_type, in_flight)
+        if cap == 0:
+            return fixed
+        return fixed - (-(length if cap is None else min(cap, length)) // block)
+
+    def _admission_terms(self, layer_type: PoolType, in_flight: int) -> tuple[int, int | None, int]:
+        """(fixed blocks, cap, block): a group of ``layer_type`` is admitted with fixed + ceil(min(cap, length) /
+        block) blocks (no cap: the whole length; cap 0: the fixed blocks only)."""
         block = layer_type.block_size
         if layer_type.kind == "recurrent":
-            return self.state_pages
+            return self.state_pages, 0, block
         if layer_type.kind == "sliding" and layer_type.span is not None:
-            return -(-min(layer_type.span - 1 + in_flight, length) // block) + 1
+            return 1, layer_type.span - 1 + in_flight, block
         if layer_type.kind == "chunked" and layer_type.span is not None:
-            return -(-min(layer_type.span + in_flight, length) // block)
-        return -(-length // block)
+            return 0, layer_type.span + in_flight, block
+        return 0, None, block
 
 
 def vllm_pool(layout: CacheLayout) -> PoolShape:
