@@ -101,3 +101,53 @@ def test_recurrent_state_buffers_are_an_extra_reading():
     assert _mib(log.memory["recurrent_state"]) == 598.50 + 37.69
     assert _device(log, "CUDA0", "recurrent_state") == [598.50] and _device(log, "CUDA1", "recurrent_state") == [37.69]
     assert not log.impossible
+
+
+def test_trtllm_engine_context_runtime_buffers_and_decoder():
+    """The TensorRT engine's own lines (docs/source/reference/memory.md and the 0.12 benchmarking doc)."""
+    for case_id in ("trtllm-docs-memory-md-7b-h100", "trtllm-bench-doc-012dev-llama2-7b-fp8-h100"):
+        log, r = _case(case_id)
+        assert _mib(log.memory["engine_size"]) == r["engine_size_mib"]
+        assert _mib(log.memory["execution_context"]) == r["execution_context_mib"]
+        for name in ("runtime_buffers", "decoder"):  # MemoryCounters' "MB" and "GB" are of 1024
+            printed = r.get(f"{name}_mb") or r[f"{name}_gb"] * 1024
+            assert abs(log.memory[name].bytes / MIB - printed) <= log.memory[name].step_bytes / MIB / 2
+        assert log.num_gpu_blocks == r["kv_blocks"] and log.kv_cache_tokens == r["kv_cache_tokens"]
+        assert not log.impossible
+    log, r = _case("trtllm-1188-qwen25-coder-05b-a4000")  # lines without the [TensorRT-LLM] prefix
+    assert (log.memory["runtime_buffers"].text, log.memory["decoder"].text) == ("2.66 GiB", "5.76 GiB")
+    assert r["runtime_buffers_gb"] == 2.66 and r["decoder_gb"] == 5.76
+    for case_id in ("trtllm-benchdoc-llama3-8b-3090-triton", "trtllm-nemotron-nano4b-nvfp4-5070ti-f020"):
+        log, r = _case(case_id)
+        assert _mib(log.memory["engine_size"]) == r["engine_size_mib"]
+
+
+# the PyTorch backend (TensorRT LLM 1.2.0rc2, a Qwen3 run): the estimation dry run's KV cache manager, then the one
+# that serves
+PYTORCH_BACKEND = """\
+[TensorRT-LLM] TensorRT LLM version: 1.2.0rc2
+Model init total -- 3.13s
+[TensorRT-LLM][INFO] Max KV cache blocks per sequence: 288 [window size=8224], tokens per block=32, \
+primary blocks=257, secondary blocks=0, max sequence length=9193
+[TensorRT-LLM][INFO] Number of tokens per block: 32.
+[TensorRT-LLM][INFO] [MemUsageChange] Allocated 0.56 GiB for max tokens in paged KV cache (8224).
+[TensorRT-LLM][WARNING] [kv cache manager] storeContextBlocks: Can not find sequence for request 1
+[TensorRT-LLM][INFO] Max KV cache blocks per sequence: 288 [window size=9193], tokens per block=32, \
+primary blocks=1444, secondary blocks=0, max sequence length=9193
+[TensorRT-LLM][INFO] Number of tokens per block: 32.
+[TensorRT-LLM][INFO] [MemUsageChange] Allocated 3.17 GiB for max tokens in paged KV cache (46208).
+"""
+
+
+def test_trtllm_pytorch_backend_primary_blocks_of_the_serving_manager():
+    log = parse_text(PYTORCH_BACKEND)
+    assert log.engine == "trtllm" and log.settings.engine_version == "1.2.0rc2"
+    assert log.num_gpu_blocks == 1444 and log.kv_cache_tokens == 46_208 == 1444 * 32  # not the dry run's 257
+    assert log.memory["kv_cache"].text == "3.17 GiB" and log.settings.block_size == 32
+    assert "num_cpu_blocks" not in log.counts  # secondary blocks=0: no host pool
+    assert any("dry run" in note for note in log.notes)
+    # one manager with two attention windows (VSWA): its pools add up
+    two = PYTORCH_BACKEND.splitlines()[2].replace("primary blocks=257, secondary blocks=0",
+                                                  "primary blocks=300, secondary blocks=40")
+    log = parse_text(two + "\n" + two.replace("window size=8224", "window size=512") + "\n")
+    assert log.num_gpu_blocks == 600 and log.counts["num_cpu_blocks"] == 80
