@@ -53,6 +53,9 @@ def test_every_device_buffer_of_a_split_run_is_kept():
     log, r = _case("llamacpp-ik514-qwen3-30b-a3b-q4km-4090-5090-split-16k")
     assert _mib(log.memory["weights"]) == round(r["model_buffer_cuda0_mib"] + r["model_buffer_cuda1_mib"], 2)
     assert _mib(log.memory["kv_cache"]) == r["kv_size_mib"] == r["kv_buffer_cuda0_mib"] + r["kv_buffer_cuda1_mib"]
+    # "using device CUDA1 (..) - N MiB free": each device's free memory when the model loads
+    assert [_device(log, d, "free_at_load") for d in ("CUDA0", "CUDA1")] == [[r["free_mib_at_load_cuda0"]],
+                                                                             [r["free_mib_at_load_cuda1"]]]
 
 
 def test_two_kv_buffers_on_one_device_are_both_the_kv_cache():

@@ -118,19 +118,19 @@ _ADDED_LATER = frozenset({"vllm_sampler"})
 
 @dataclass(frozen=True)
 class DeviceReading:
-    """One buffer a log printed for one device of a multi-device (or partly offloaded) run, as printed: the
-    waterfall shows each item summed over the devices."""
+    """One reading a log printed for one device (a buffer, the free memory), as printed: the waterfall shows each
+    buffer summed over the devices."""
 
     device: str
     """As the log names it ('CUDA0', 'ROCm1', 'Metal')."""
     item: str
-    """``DEVICE_ITEMS``: weights, kv_cache, activation (a compute buffer), recurrent_state."""
+    """``DEVICE_ITEMS``: weights, kv_cache, activation (a compute buffer), recurrent_state, free_at_load."""
     value: Logged
     line: int
 
 
 DEVICE_ITEMS = {"weights": "weights", "kv_cache": "KV cache", "activation": "compute buffer",
-                "recurrent_state": "recurrent state"}
+                "recurrent_state": "recurrent state", "free_at_load": "free at load"}
 """What a per-device reading is of (its label)."""
 MAX_DEVICE_READINGS = 256
 """At most this many per-device readings are kept (a log repeating buffer lines is anyone's text)."""

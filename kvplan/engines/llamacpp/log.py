@@ -51,7 +51,7 @@ _PER_DEVICE_KV = 8  # KV buffers summed per device (a SWA model prints two; a dr
 # ggml-cuda (ggml_backend_cuda_device_get_memory, NVML builds): "... free: 11490947072 total: 12884901888" in bytes
 _NVML = re.compile(r"NVML memory reporting free: (\d{1,18}) total: (\d{1,18})")
 # llama_model_load_from_file_impl: "using device CUDA0 (NVIDIA GeForce RTX 3060) (0000:01:00.0) - 10958 MiB free"
-_FREE_AT_LOAD = re.compile(r"using device \w+ \([^)]{1,200}\)[^-]{0,64}- (\d{1,12}) MiB free")
+_FREE_AT_LOAD = re.compile(r"using device (\w{1,64}) \([^)]{1,200}\)[^-]{0,64}- (\d{1,12}) MiB free")
 _DEVICE = re.compile(r"Device (\d{1,4}): ([^,]{1,200}), compute capability")
 _USING = re.compile(r"using device (\w+) \(([^)]{1,200})\)")
 _NAME = re.compile(r"general\.name\s+(?:str\s+)?=\s*(.+)$")
@@ -186,7 +186,9 @@ def _read_line(line: Line, out: Collector, state: _State) -> None:
         out.put("total", exact_bytes(m.group(2)), line)
         out.put("free_at_start", exact_bytes(m.group(1)), line)
     if "MiB free" in text and (m := _FREE_AT_LOAD.search(text)):
-        out.put_size("free_at_load", m.group(1), "MiB", line)
+        out.put_size("free_at_load", m.group(2), "MiB", line)
+        if (free := logged_size(m.group(2), "MiB")) is not None:
+            out.put_device(m.group(1), "free_at_load", free, line)
     if m := _DEVICE.search(text):
         if m.group(1) == "0":
             out.put("gpu_name", m.group(2).strip(), line)
