@@ -74,8 +74,8 @@ def test_the_gpu_part_of_a_kv_cache_split_with_host_memory_is_shown(capsys):
     assert _device(log, "CUDA0", "kv_cache") == [r["kv_buffer_cuda0_mib"]]
     stream = io.StringIO()
     print_log(log, None, None, stream=stream)
-    assert "Per device: CUDA0 weights 3715.11 MiB, KV cache 9728.00 MiB, compute buffer 9240.00 MiB" in (
-        " ".join(stream.getvalue().split()))
+    assert ("Per device: CUDA0 free at load 7128 MiB, weights 3715.11 MiB, KV cache 9728.00 MiB, compute buffer "
+            "9240.00 MiB") in " ".join(stream.getvalue().split())
     shown = json.loads(json.dumps(to_json(log, None, None)))["per_device"]
     assert {"device": "CUDA0", "item": "kv_cache", "logged": 9728 * MIB, "step": MIB // 100, "text": "9728.00 MiB",
             "line": 9} in shown
