@@ -37,6 +37,7 @@ _CONTEXT = re.compile(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) for exe
 _BUFFERS = re.compile(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) GPU memory for (runtime buffers|decoder)")
 _WINDOW = re.compile(r"\[window size=(\d{1,12})\], tokens per block=(\d{1,9}), primary blocks=(\d{1,15}), "
                      r"secondary blocks=(\d{1,15})")
+_MAX_WINDOWS = 64  # attention windows kept per KV cache manager (a model has a few; a log is anyone's text)
 _DRY_RUN = ("kv_cache", "kv_cache_tokens", "num_gpu_blocks", "num_cpu_blocks")
 """What a KV cache manager logs: the estimation dry run's are replaced by the serving manager's."""
 
@@ -56,7 +57,8 @@ def read(lines: list[Line], out: Collector) -> str:
                     windows, allocated = {}, False
                     for name in _DRY_RUN:
                         out.values.pop(name, None)
-                windows[window] = (int(m.group(3)), int(m.group(4)), line)
+                if window in windows or len(windows) < _MAX_WINDOWS:
+                    windows[window] = (int(m.group(3)), int(m.group(4)), line)
                 out.put_int("block_size", m.group(2), line)
             allocated = allocated or "for max tokens in paged KV cache" in line.text
             _read_line(line, out)
@@ -75,8 +77,9 @@ def _pools(windows: dict[int, tuple[int, int, Line]], managers: int, out: Collec
     if (secondary := sum(s for _, s, _ in windows.values())) > 0:
         out.put("num_cpu_blocks", secondary, last)
     if len(windows) > 1:
-        out.notes.append("KV blocks: the sum of " + ", ".join(f"{p:,} (window {w:,})" for w, (p, _, _)
-                                                               in sorted(windows.items())) + " primary blocks")
+        pools = [f"{p:,} (window {w:,})" for w, (p, _, _) in sorted(windows.items())]
+        more = f" and {len(pools) - 8} more" if len(pools) > 8 else ""
+        out.notes.append(f"KV blocks: the sum of {', '.join(pools[:8])}{more} primary blocks")
     if managers:
         out.notes.append("the KV cache of the estimation dry run is left out: the KV cache manager created after "
                          "it is read")
