@@ -117,6 +117,26 @@ _ADDED_LATER = frozenset({"vllm_sampler"})
 
 
 @dataclass(frozen=True)
+class DeviceReading:
+    """One reading a log printed for one device (a buffer, the free memory), as printed: the waterfall shows each
+    buffer summed over the devices."""
+
+    device: str
+    """As the log names it ('CUDA0', 'ROCm1', 'Metal')."""
+    item: str
+    """``DEVICE_ITEMS``: weights, kv_cache, activation (a compute buffer), recurrent_state, free_at_load."""
+    value: Logged
+    line: int
+
+
+DEVICE_ITEMS = {"weights": "weights", "kv_cache": "KV cache", "activation": "compute buffer",
+                "recurrent_state": "recurrent state", "free_at_load": "free at load"}
+"""What a per-device reading is of (its label)."""
+MAX_DEVICE_READINGS = 256
+"""At most this many per-device readings are kept (a log repeating buffer lines is anyone's text)."""
+
+
+@dataclass(frozen=True)
 class LogSettings:
     """The settings the log names (None where it does not)."""
 
@@ -155,6 +175,14 @@ class Collector:
         """(line number, why) of the first lines that could not be read: left out, never a reason to drop the
         log (``skipped_count`` counts them all)."""
         self.skipped_count = 0
+        self.devices: list[DeviceReading] = []
+        """Per-device readings in the order printed (``put_device``)."""
+
+    def put_device(self, device: str, item: str, value: Logged, line: Line) -> None:
+        if item not in DEVICE_ITEMS:  # a reader's typo must not make a reading no one can label
+            raise ValueError(f"unknown per-device item {item!r}")
+        if len(self.devices) < MAX_DEVICE_READINGS:
+            self.devices.append(DeviceReading(device, item, value, line.number))
 
     def skip(self, line: int, why: str) -> None:
         self.skipped_count += 1

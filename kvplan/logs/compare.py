@@ -96,7 +96,10 @@ EXTRA_LABELS = {"peak_torch": "torch peak (weights + activation)", "free_before_
                 "cudagraph_piecewise_first": "piecewise CUDA graphs, first capture",
                 "cudagraph_piecewise_each": "piecewise CUDA graphs, each further",
                 "cudagraph_full_first": "full CUDA graphs, first capture",
-                "cudagraph_full_each": "full CUDA graphs, each further"}
+                "cudagraph_full_each": "full CUDA graphs, each further",
+                "recurrent_state": "recurrent state", "engine_size": "compiled engine loaded (weights)",
+                "execution_context": "execution context (activations)", "runtime_buffers": "runtime buffers",
+                "decoder": "decoder buffers"}
 
 
 def extras(log: ParsedLog) -> list[Row]:

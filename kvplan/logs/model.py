@@ -6,10 +6,10 @@ The settings a log names and the collector a reader fills are the engines' log f
 
 from __future__ import annotations
 
-from kvplan.engines.log_format import Collector, Logged, LogSettings
+from kvplan.engines.log_format import DEVICE_ITEMS, Collector, DeviceReading, Logged, LogSettings
 from kvplan.record import dataclass, field
 
-__all__ = ["COUNT_ITEMS", "MEMORY_ITEMS", "Collector", "LogSettings", "ParsedLog"]
+__all__ = ["COUNT_ITEMS", "DEVICE_ITEMS", "MEMORY_ITEMS", "Collector", "DeviceReading", "LogSettings", "ParsedLog"]
 
 MEMORY_ITEMS = ("total", "budget", "weights", "activation", "non_torch", "cudagraph", "kv_cache")
 """The waterfall's memory items, in order (bytes per GPU)."""
@@ -57,6 +57,9 @@ class ParsedLog:
     read."""
     size: int | None = None
     """The file's size in bytes (None: a stream)."""
+    per_device: tuple[DeviceReading, ...] = ()
+    """Buffers the log printed per device, one per printed line (llama.cpp's 'CUDA1 KV buffer size'): the
+    waterfall's items are their sums."""
 
     def item(self, name: str) -> int | None:
         value = self.memory.get(name)

@@ -19,6 +19,8 @@ def to_json(log: Any, comparison: Any, save: Path | None) -> dict[str, Any]:
         "also_logged": [{k: v for k, v in r.to_dict().items() if k in ("item", "logged", "step", "text", "line")}
                         for r in extras(log)],
         "counts_logged": [{"item": k, "value": v, "line": log.lines.get(k)} for k, v in log.counts.items()],
+        "per_device": [{"device": r.device, "item": r.item, "logged": r.value.bytes, "step": r.value.step_bytes,
+                        "text": r.value.text, "line": r.line} for r in log.per_device],
         "compare": None if comparison is None else {
             "model": comparison.model, "gpu": comparison.gpu, "engine_version": comparison.engine_version,
             "biggest_difference": comparison.biggest_item, "explanation": comparison.biggest,
@@ -81,6 +83,8 @@ def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | No
     also += [f"{COUNT_ITEMS[k]} {v:,}" for k, v in log.counts.items()]
     if also:
         console.print("Also logged: " + "; ".join(also), highlight=False)
+    if shown_per_device(log):
+        console.print("Per device: " + per_device_text(log), highlight=False)
     if comparison is not None:
         console.print(f"kvplan: {comparison.model} on {comparison.gpu}, {log.engine} {comparison.engine_version}",
                       highlight=False)
@@ -93,3 +97,25 @@ def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | No
             console.print(f"  • {note}", highlight=False)
     if save is not None:
         console.print(f"Calibration written to {save}", highlight=False)
+
+
+def shown_per_device(log: Any) -> bool:
+    """Whether the table shows the per-device buffers: where they say more than the waterfall's sums (several
+    devices, or one device's item that is not the whole item: a KV cache split with host memory)."""
+    devices = {r.device for r in log.per_device}
+    if len(devices) > 1:
+        return True
+    sums: dict[str, int] = {}
+    for r in log.per_device:
+        sums[r.item] = sums.get(r.item, 0) + r.value.bytes
+    return any(item in log.memory and log.memory[item].bytes != total for item, total in sums.items())
+
+
+def per_device_text(log: Any) -> str:
+    """'CUDA0 weights 104.91 MiB, KV cache 208.00 MiB; CUDA1 ...' in the order the log printed them."""
+    from kvplan.logs.model import DEVICE_ITEMS
+
+    by_device: dict[str, list[str]] = {}
+    for r in log.per_device:
+        by_device.setdefault(r.device, []).append(f"{DEVICE_ITEMS[r.item]} {r.value.text}")
+    return "; ".join(f"{device} " + ", ".join(items) for device, items in by_device.items())

@@ -4,7 +4,9 @@ Newer builds: "llama_context: n_ctx = N", "llama_kv_cache[_unified[_iswa]]: size
 S/S seqs), K (f16): .. MiB, V (f16): .. MiB" (one line per cache: a SWA model prints two);
 older builds: "llama_kv_cache_init: kv_size = N, offload = 1, type_k = 'q8_0', type_v = 'q8_0', n_layer = L",
 "llama_new_context_with_model: KV self size = X MiB, K (q8_0): .., V (q8_0): ..". Per device:
-"CUDA0 KV buffer size = X MiB", "CUDA0 model buffer size", "CUDA0 compute buffer size". GPU:
+"CUDA0 KV buffer size = X MiB" (one per cache: a SWA model prints two on one device), "CUDA0 model buffer size"
+(before about b3700: "llm_load_tensors: CUDA0 buffer size", and "CPU buffer size" for the part in host memory),
+"CUDA0 compute buffer size", a recurrent model's "llama_memory_recurrent: CUDA0 RS buffer size". GPU:
 "Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9" (ggml_cuda_init).
 """
 
@@ -35,14 +37,21 @@ _SIZE_LINE = re.compile(r"llama_kv_cache\w{0,32}:\s+size =\s*" + _MIB + r" \(\s*
 _SELF_SIZE = re.compile(r"KV self size\s*=\s*" + _MIB + r", K \((\w+)\):\s*" + _MIB + r", V \((\w+)\):\s*" + _MIB)
 _INIT = re.compile(r"kv_size = (\d+), offload = \d+, type_k = '(\w+)', type_v = '(\w+)', n_layer = (\d+)")
 _N_CTX = re.compile(r"^(?:llama_context|llama_new_context_with_model):\s+n_ctx\s*=\s*(\d+)")
-_DEVICE_BUF = re.compile(r"\b(CUDA\d{1,4}|ROCm\d{1,4}|Metal|Vulkan\d{1,4}|SYCL\d{1,4})\s+(KV|model|compute) buffer "
-                         r"size =\s*" + _MIB)
+# no kind: the weights (llm_load_tensors before the word "model" was added)
+_DEVICE_BUF = re.compile(r"\b(CUDA\d{1,4}|ROCm\d{1,4}|Metal|Vulkan\d{1,4}|SYCL\d{1,4})\s+(?:(KV|RS|model|compute) )?"
+                         r"buffer size =\s*" + _MIB)
+_DEVICE_ITEM = {"KV": "kv_cache", "RS": "recurrent_state", None: "weights", "model": "weights",
+                "compute": "activation"}
 # buffers in host memory: the part of the weights left on the CPU (CPU_Mapped: mmap'd), pinned staging (CUDA_Host)
-_HOST_BUF = re.compile(r"\b(CPU|CPU_Mapped|CUDA_Host|CPU_REPACK)\s+(KV|model|compute|output) buffer size =\s*" + _MIB)
+_HOST_BUF = re.compile(r"\b(CPU|CPU_Mapped|CUDA_Host|CPU_REPACK)\s+(?:(KV|model|compute|output) )?buffer size =\s*"
+                       + _MIB)
+_HOST_KEY = {"KV": "kv_host", None: "weights_host", "model": "weights_host", "compute": "compute_host",
+             "output": "output_host"}
+_PER_DEVICE_KV = 8  # KV buffers summed per device (a SWA model prints two; a draft model's context more)
 # ggml-cuda (ggml_backend_cuda_device_get_memory, NVML builds): "... free: 11490947072 total: 12884901888" in bytes
 _NVML = re.compile(r"NVML memory reporting free: (\d{1,18}) total: (\d{1,18})")
 # llama_model_load_from_file_impl: "using device CUDA0 (NVIDIA GeForce RTX 3060) (0000:01:00.0) - 10958 MiB free"
-_FREE_AT_LOAD = re.compile(r"using device \w+ \([^)]{1,200}\)[^-]{0,64}- (\d{1,12}) MiB free")
+_FREE_AT_LOAD = re.compile(r"using device (\w{1,64}) \([^)]{1,200}\)[^-]{0,64}- (\d{1,12}) MiB free")
 _DEVICE = re.compile(r"Device (\d{1,4}): ([^,]{1,200}), compute capability")
 _USING = re.compile(r"using device (\w+) \(([^)]{1,200})\)")
 _NAME = re.compile(r"general\.name\s+(?:str\s+)?=\s*(.+)$")
@@ -70,9 +79,14 @@ def read(lines: list[Line], out: Collector) -> str:
                                              f"{sums[key] / (1 << 20):.2f} MiB over {n} device(s)"),
                                 out.line_of(f"{key}_line") or 0)]
     if "kv_cache" not in out.values and "kv_device" in sums:
-        out.values["kv_cache"] = [(None, Logged(sums["kv_device"], (1 << 20) // 100, "KV buffers"),
+        out.values["kv_cache"] = [(None, Logged(sums["kv_device"], state.steps["kv_device"], "KV buffers"),
                                    out.line_of("kv_device_line") or 0)]
-    if len(per_device) > 1:
+    if "recurrent_state" in sums:
+        total = sums["recurrent_state"]
+        out.values["recurrent_state"] = [(None, Logged(total, state.steps["recurrent_state"],
+                                                       f"{total / (1 << 20):.2f} MiB"),
+                                          out.line_of("recurrent_state_line") or 0)]
+    if len({name.split(" ")[0] for name in per_device}) > 1:
         out.notes.append("the KV cache is split over devices (" + ", ".join(per_device) + "); the waterfall "
                          "shows the whole cache")
     for name, (total, step) in state.halves.items():
@@ -97,6 +111,8 @@ class _State:
         self.per_device: list[str] = []
         self.halves: dict[str, tuple[int, int]] = {}  # k_size / v_size: bytes summed over the caches, step
         self.host: dict[str, tuple[Logged, int]] = {}
+        self.kv_lines: dict[tuple[str, str], int] = {}  # (key, device) -> buffers summed
+        self.steps: dict[str, int] = {}  # rounding of a sum of several buffers
 
 
 def _cache(number: str, line: Line, out: Collector, state: _State) -> None:
@@ -113,6 +129,31 @@ def _half(name: str, number: str, line: Line, state: _State) -> None:
     if size is not None and len(state.caches) <= 8:
         total, step = state.halves.get(name, (0, 0))
         state.halves[name] = (total + size.bytes, step + size.step_bytes)
+
+
+def _device_buffer(device: str, item: str, number: str, line: Line, out: Collector, state: _State) -> None:
+    """One device's buffer: kept as printed (per device), and summed into its item: the weights and the compute
+    buffer once per device, every KV buffer of a device (a SWA model's two caches), every recurrent-state buffer."""
+    size = logged_size(number, "MiB")
+    if size is None:
+        out.skip(line.number, f"'{number[:24]} MiB' is not a size kvplan reads")
+        return
+    out.put_device(device, item, size, line)
+    key = "kv_device" if item == "kv_cache" else item
+    seen = state.devices.setdefault(key, set())
+    if item in ("kv_cache", "recurrent_state"):
+        count = state.kv_lines.get((key, device), 0)
+        if count >= _PER_DEVICE_KV or (device not in seen and len(seen) >= 64):
+            return
+        state.kv_lines[(key, device)] = count + 1
+        state.steps[key] = state.steps.get(key, 0) + size.step_bytes
+    elif device in seen or len(seen) >= 64:
+        return
+    seen.add(device)
+    state.sums[key] = state.sums.get(key, 0) + size.bytes
+    if key == "kv_device":
+        state.per_device.append(f"{device} {size.text}")
+    out.put(f"{key}_line", line.number, line)
 
 
 def _read_line(line: Line, out: Collector, state: _State) -> None:
@@ -135,27 +176,19 @@ def _read_line(line: Line, out: Collector, state: _State) -> None:
         state.k_type, state.v_type = m.group(2), m.group(3)
     if m := _N_CTX.search(text):
         out.put_int("max_model_len", m.group(1), line)
-    if m := _DEVICE_BUF.search(text):
-        key = {"KV": "kv_device", "model": "weights", "compute": "activation"}[m.group(2)]
-        size = logged_size(m.group(3), "MiB")
-        seen = state.devices.setdefault(key, set())
-        if size is None:
-            out.skip(line.number, f"'{m.group(3)[:24]} MiB' is not a size kvplan reads")
-        elif m.group(1) not in seen and len(seen) < 64:
-            seen.add(m.group(1))
-            state.sums[key] = state.sums.get(key, 0) + size.bytes
-            if key == "kv_device":
-                state.per_device.append(f"{m.group(1)} {size.text}")
-            out.put(f"{key}_line", line.number, line)
+    if "buffer size" in text and (m := _DEVICE_BUF.search(text)):
+        _device_buffer(m.group(1), _DEVICE_ITEM[m.group(2)], m.group(3), line, out, state)
     if "buffer size" in text and (m := _HOST_BUF.search(text)):
-        key = {"KV": "kv_host", "model": "weights_host", "compute": "compute_host", "output": "output_host"}[m.group(2)]
+        key = _HOST_KEY[m.group(2)]
         if (size := logged_size(m.group(3), "MiB")) is not None and key not in state.host:
             state.host[key] = (size, line.number)
     if "NVML" in text and (m := _NVML.search(text)):
         out.put("total", exact_bytes(m.group(2)), line)
         out.put("free_at_start", exact_bytes(m.group(1)), line)
     if "MiB free" in text and (m := _FREE_AT_LOAD.search(text)):
-        out.put_size("free_at_load", m.group(1), "MiB", line)
+        out.put_size("free_at_load", m.group(2), "MiB", line)
+        if (free := logged_size(m.group(2), "MiB")) is not None:
+            out.put_device(m.group(1), "free_at_load", free, line)
     if m := _DEVICE.search(text):
         if m.group(1) == "0":
             out.put("gpu_name", m.group(2).strip(), line)

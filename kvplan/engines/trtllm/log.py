@@ -5,7 +5,12 @@ block: B."; the PyTorch backend's "Memory used ... total: T GiB, available: A Gi
 pool is sized from, after weights and the dry run); "Number of blocks in KV cache primary pool: N"; "[TensorRT-LLM]
 TensorRT-LLM version: V". Releases up to 0.8 (the C++ runtime, ``kvCacheManager.cpp``): "Allocate N bytes for
 k/v cache." and "Using N tokens in paged KV cache." (from about 0.9: "Using N total tokens in paged KV cache, and
-B blocks per sequence"): NVIDIA/TensorRT-LLM#224, #1400.
+B blocks per sequence"): NVIDIA/TensorRT-LLM#224, #1400. What the TensorRT engine takes ("Loaded engine size: X MiB",
+whole MiB; "[MemUsageChange] Allocated X MiB for execution context memory."; "Allocated X MB GPU memory for runtime
+buffers." and "... for decoder.", in ``MemoryCounters::bytesToString`` units: B, KB, MB, GB of 1024). The PyTorch
+backend (1.0+, ``kvCacheManager.cpp``): "Max KV cache blocks per sequence: M [window size=W], tokens per block=T,
+primary blocks=P, secondary blocks=S, max sequence length=L", one line per attention window, printed again for each
+KV cache manager created: a first one for the estimation dry run, then the one that serves (its lines are read).
 """
 
 from __future__ import annotations
@@ -26,21 +31,68 @@ _ALLOCATE_BYTES = re.compile(r"Allocate " + COUNT + r" bytes for k/v cache")
 _USING_TOKENS = re.compile(r"Using " + COUNT + r" (?:total )?tokens in paged KV cache")
 _PRIMARY = re.compile(r"Number of blocks in KV cache primary pool:\s*" + COUNT)
 _TOTAL = re.compile(r"total:\s*" + NUMBER + r"\s*(GiB|GB), available:\s*" + NUMBER + r"\s*(GiB|GB)")
-_VERSION = re.compile(r"TensorRT-LLM version:\s*v?(\d+\.\d+[\w.]{0,32})")
+_VERSION = re.compile(r"TensorRT[- ]LLM version:\s*v?(\d+\.\d+[\w.]{0,32})")
+_ENGINE = re.compile(r"Loaded engine size:\s*" + COUNT + r" MiB")
+_CONTEXT = re.compile(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) for execution context memory")
+_BUFFERS = re.compile(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) GPU memory for (runtime buffers|decoder)")
+_WINDOW = re.compile(r"\[window size=(\d{1,12})\], tokens per block=(\d{1,9}), primary blocks=(\d{1,15}), "
+                     r"secondary blocks=(\d{1,15})")
+_MAX_WINDOWS = 64  # attention windows kept per KV cache manager (a model has a few; a log is anyone's text)
+_DRY_RUN = ("kv_cache", "kv_cache_tokens", "num_gpu_blocks", "num_cpu_blocks")
+"""What a KV cache manager logs: the estimation dry run's are replaced by the serving manager's."""
 
 
 def read(lines: list[Line], out: Collector) -> str:
     """Fill ``out`` from TensorRT-LLM lines. A line that cannot be read is left out (and listed)."""
+    windows: dict[int, tuple[int, int, Line]] = {}  # the current KV cache manager's pools: window -> blocks
+    managers, allocated = 0, False
     for line in lines:
         try:
+            if "primary blocks=" in line.text and (m := _WINDOW.search(line.text)):
+                window = int(m.group(1))
+                # a manager prints its windows' lines, then allocates: a line after the allocation (or a window
+                # seen again) is the next manager's, and the one before was the dry run
+                if windows and (allocated or window in windows):
+                    managers += 1
+                    windows, allocated = {}, False
+                    for name in _DRY_RUN:
+                        out.values.pop(name, None)
+                if window in windows or len(windows) < _MAX_WINDOWS:
+                    windows[window] = (int(m.group(3)), int(m.group(4)), line)
+                out.put_int("block_size", m.group(2), line)
+            allocated = allocated or "for max tokens in paged KV cache" in line.text
             _read_line(line, out)
         except Exception as exc:  # noqa: BLE001 - one odd line must not cost the whole log
             out.skip(line.number, f"not read ({type(exc).__name__})")
+    if windows:
+        _pools(windows, managers, out)
     return "trtllm"
+
+
+def _pools(windows: dict[int, tuple[int, int, Line]], managers: int, out: Collector) -> None:
+    """The serving manager's blocks, summed over its attention-window pools."""
+    last = max((line for _, _, line in windows.values()), key=lambda line: line.number)
+    out.values.pop("num_gpu_blocks", None)  # "Number of blocks in KV cache primary pool" counts one pool
+    out.put("num_gpu_blocks", sum(p for p, _, _ in windows.values()), last)
+    if (secondary := sum(s for _, s, _ in windows.values())) > 0:
+        out.put("num_cpu_blocks", secondary, last)
+    if len(windows) > 1:
+        pools = [f"{p:,} (window {w:,})" for w, (p, _, _) in sorted(windows.items())]
+        more = f" and {len(pools) - 8} more" if len(pools) > 8 else ""
+        out.notes.append(f"KV blocks: the sum of {', '.join(pools[:8])}{more} primary blocks")
+    if managers:
+        out.notes.append("the KV cache of the estimation dry run is left out: the KV cache manager created after "
+                         "it is read")
 
 
 def _read_line(line: Line, out: Collector) -> None:
     text = line.text
+    if "Loaded engine size" in text and (m := _ENGINE.search(text)):
+        out.put_size("engine_size", m.group(1), "MiB", line)
+    if "execution context memory" in text and (m := _CONTEXT.search(text)):
+        out.put_size("execution_context", m.group(1), m.group(2), line)
+    if "GPU memory for" in text and (m := _BUFFERS.search(text)):
+        out.put_size(m.group(3).replace(" ", "_"), m.group(1), m.group(2), line)
     if m := _ALLOCATED.search(text):
         out.put_size("kv_cache", m.group(1), m.group(2), line)
         out.put_int("kv_cache_tokens", m.group(3), line)
