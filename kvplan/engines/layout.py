@@ -116,6 +116,7 @@ class CacheLayout:
         at every (context, batch), so their sum is one product (Gemma 3's interleaved windows: ~10 groups, 2 keys)."""
         merged: dict[Any, list[Any]] = {}
         for g in self.groups:
+            key: tuple[type[GroupRule], object]
             try:
                 key = (type(g), g.cost_key)
                 hash(key)

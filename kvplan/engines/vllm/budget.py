@@ -174,7 +174,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     runner_note = ((f"vLLM runs this model on Model Runner V2 ({why}): before 0.29 it captures its CUDA graphs "
                     "after sizing the KV cache and subtracts no estimate (set VLLM_USE_V2_MODEL_RUNNER=0, or "
                     "--model-runner v1, for the other runner)"),) if graphs_after else ()
-    notes = (f"vLLM {', '.join(estimated)} memory: kvplan's estimates; vLLM logs 'Available KV cache memory' at "
+    notes: tuple[str, ...] = (f"vLLM {', '.join(estimated)} memory: kvplan's estimates; vLLM logs 'Available KV cache memory' at "
              "start-up: pass it as --kv-cache-memory, or calibrate from the log (kvplan log --save), to plan "
              "exactly",) if estimated else ()
     # which top-k/top-p path the estimated activation takes, where it is given or rests on flashinfer (sampler.py)
