@@ -258,11 +258,28 @@ def inputs(case: dict) -> tuple[dict | None, str]:
             settings["free_gpu_memory_fraction"] = fraction
         if isinstance(case.get("max_num_tokens"), int):
             settings["max_num_batched_tokens"] = case["max_num_tokens"]
+        # the build's sizes the C++ runtime's buffers follow (kvplan/engines/trtllm/runtime.py), where the source
+        # gives them, and the execution context the log prints (a logged item, as the engine's weights are)
+        built = re.search(r"--max_batch_size[ =](\d+)", str(case.get("command") or ""))
+        batch = case.get("max_batch_size") if isinstance(case.get("max_batch_size"), int) else built and int(built[1])
+        if batch:
+            settings["max_num_seqs"] = batch
+        if rep.get("execution_context_mib") is not None:
+            settings["activation_bytes"] = round(rep["execution_context_mib"] * (1 << 20))
+        # "Allocated X MB / GB GPU memory for runtime buffers" and "... for decoder" (MemoryCounter: 1024-based units)
+        printed = [rep.get(f"{item}_{unit}", 0) * scale for item in ("runtime_buffers", "decoder")
+                   for unit, scale in (("mb", 1 << 20), ("gb", 1 << 30))]
+        if any(printed):
+            settings["engine_buffer_bytes"] = round(sum(printed))
     args = {"model": spec, "gpu": gpu, "tp": _whole(case.get("tensor_parallel_size")),
             "pp": _whole(case.get("pipeline_parallel_size")), "engine": engine, "engine_version": version}
     context = case.get("context_length") or rep.get("context_len")
     if engine == "sglang" and isinstance(context, int):
         args["max_model_len"] = context
+    built_seq = re.search(r"--max_seq_len[ =](\d+)", str(case.get("command") or ""))
+    seq = case.get("max_seq_len") or rep.get("max_attention_window") or (built_seq and int(built_seq[1]))  # the build's max_seq_len (the attention window)
+    if engine == "trtllm" and isinstance(seq, int):
+        args["max_model_len"] = seq
     return {"args": args, "settings": settings, "engine": engine, "version": version, "want": want, "tokens": tokens,
             "free_before": free_before, "weights_logged": weights is not None}, ""
 

@@ -29,6 +29,8 @@ class Settings:
     non_torch_bytes: int | None = None
     cudagraph_bytes: int | None = None
     """Measured per-GPU items (a calibration from an engine log: kvplan.logs), replacing kvplan's estimates."""
+    engine_buffer_bytes: int | None = None
+    """TensorRT-LLM's C++ runtime: its runtime buffers and decoder as a log prints them, replacing kvplan's sum."""
     usage_context: Literal["serve", "llm"] = "serve"
     """vLLM: how the engine is started (`vllm serve` or the `LLM` class); its batch defaults differ."""
     model_runner: str | None = None
@@ -62,7 +64,8 @@ class Settings:
                 raise UsageError(f"{value} must be positive", field=name)
         if isinstance(self.expert_dp, bool) or not isinstance(self.expert_dp, int) or self.expert_dp < 1:
             raise UsageError(f"{self.expert_dp!r} must be a whole number of at least 1", field="ep")
-        for name in ("activation_bytes", "non_torch_bytes", "cudagraph_bytes", "device_used_bytes"):
+        for name in ("activation_bytes", "non_torch_bytes", "cudagraph_bytes", "device_used_bytes",
+                     "engine_buffer_bytes"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise UsageError(f"{value} must not be negative", field=name)

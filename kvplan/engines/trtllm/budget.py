@@ -1,7 +1,12 @@
 """TensorRT-LLM: ``free_gpu_memory_fraction`` (0.9) of the memory free after weights and buffers.
 
-docs/source/reference/memory.md and ``KvCacheCreator`` (tensorrt_llm/_torch/pyexecutor/_util.py):
-the KV cache takes ``fraction x (total - peak memory after a warm-up of max_num_tokens)``.
+The PyTorch backend (the default from 1.0): docs/source/reference/memory.md and ``KvCacheCreator``
+(tensorrt_llm/_torch/pyexecutor/_util.py): the KV cache takes ``fraction x (total - peak memory after a warm-up
+of max_num_tokens)``.
+
+The C++ runtime of a prebuilt TensorRT engine (releases before 1.0, kvplan's band "< 1.0"): the fraction takes the
+memory free after the engine's weights, its execution context, the runtime buffers and the decoder
+(``TrtGptModelInflightBatching``'s constructor allocates them before ``createKvCacheManager``; runtime.py).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from kvplan.spec import ModelSpec
 DEFAULT_FRACTION = 0.9
 DEFAULT_MAX_NUM_TOKENS = 8192
 CONTEXT_BYTES = int(0.6 * GIB)
+ENGINE_RUNTIME_UNTIL = (1, 0)  # before 1.0 trtllm-serve / Triton run a prebuilt TensorRT engine (the C++ runtime)
 
 
 # TensorRT-LLM builds (and so loads) the MTP layers only with an MTP spec_config (NVIDIA/TensorRT-LLM
@@ -28,11 +34,17 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     fraction = settings.free_gpu_memory_fraction or DEFAULT_FRACTION
     tokens = settings.max_num_batched_tokens or DEFAULT_MAX_NUM_TOKENS
     weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
-    act, how = activation_bytes(spec, tokens, tp, settings.max_num_seqs or 256)
-    items = [weights, MemoryItem("activation", act, "assumed", how),
-             MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context, cuBLAS, NCCL")]
-    free = total_bytes - weights.bytes - act - CONTEXT_BYTES - settings.device_used_bytes  # others': not free (device.py)
-    kv = kv_item(settings, int(free * fraction), f"{fraction:g} x memory free after warm-up")
+    if version < ENGINE_RUNTIME_UNTIL:
+        items = [weights, *_engine_runtime(spec, tokens, tp, pp, version, demand, settings)]
+        what = "memory free after the engine, its context, runtime buffers and decoder"
+    else:
+        act, how = activation_bytes(spec, tokens, tp, settings.max_num_seqs or 256)
+        items = [weights, MemoryItem("activation", act, "assumed", how)]
+        what = "memory free after warm-up"
+    items.append(MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context, cuBLAS, NCCL"))
+    # others' memory is not free (device.py)
+    free = total_bytes - sum(i.bytes for i in items) - settings.device_used_bytes
+    kv = kv_item(settings, int(free * fraction), f"{fraction:g} x {what}")
     items.append(kv)
     from kvplan.engines.trtllm.error import kv_error
 
@@ -41,3 +53,30 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     return GpuBudget(total_bytes, tuple(items), kv.bytes, {"free_gpu_memory_fraction": fraction,
                                                      "max_num_tokens": tokens},
                      ("TensorRT-LLM's warm-up peak is kvplan's estimate",), error)
+
+
+def _engine_runtime(spec: ModelSpec, tokens: int, tp: int, pp: int, version: Version, demand: Demand,
+                    settings: Settings) -> list[MemoryItem]:
+    """The C++ runtime's allocations before the KV pool (runtime.py): the execution context, then the runtime
+    buffers and the decoder, sized by the build's max_batch_size, the beams, max_seq_len and the vocabulary."""
+    from kvplan.engines.trtllm import runtime
+
+    if settings.activation_bytes is not None:  # the log's "Allocated X MiB for execution context memory"
+        context = MemoryItem("activation", settings.activation_bytes, "given", "TensorRT execution context")
+    else:  # the engine's I/O logits are the runtime buffers' (below), not the context's
+        act, how = activation_bytes(spec, tokens, tp, 0)
+        context = MemoryItem("activation", act, "assumed", f"TensorRT execution context, as a forward pass: {how}")
+    given = settings.max_num_seqs is not None
+    batch = settings.max_num_seqs or runtime.default_batch(version)
+    beams, seq = max(1, demand.beam_width), demand.max_model_len
+    vocab = runtime.padded_vocab(spec.vocab_size or 32000, tp * pp)
+    shape = (f"max_batch_size {batch:,}{'' if given else ' (trtllm-build default, assumed)'}, {beams} beam(s), "
+             f"max_seq_len {seq:,}, vocabulary {vocab:,}")
+    if settings.engine_buffer_bytes is not None:  # the log's "... GPU memory for runtime buffers" + "for decoder"
+        return [context, MemoryItem("runtime_buffers", settings.engine_buffer_bytes, "given",
+                                    "runtime buffers and decoder, as logged")]
+    return [context,
+            MemoryItem("runtime_buffers", runtime.runtime_buffer_bytes(batch, beams, seq, vocab), "computed",
+                       f"logits and cache indirection: {shape}"),
+            MemoryItem("decoder", runtime.decoder_bytes(batch, beams, seq, vocab), "computed",
+                       f"output ids, log-probs, penalty and sampling workspaces: {shape}")]

@@ -1,0 +1,62 @@
+"""What TensorRT-LLM's C++ runtime (a prebuilt TensorRT engine: releases before 1.0, ``--backend tensorrt``)
+allocates before it sizes the KV pool, as kvplan plans it.
+
+``TrtGptModelInflightBatching``'s constructor (cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp)
+deserializes the engine ("Loaded engine size": the weights), creates the execution context ("Allocated X MiB for
+execution context memory": TensorRT's activation memory, fixed at build time by max_batch_size / max_num_tokens /
+max_seq_len, docs/source/reference/memory.md "Activation size"), then ``createBuffers`` ("Allocated X GB GPU memory
+for runtime buffers") and ``createDecoder`` ("... for decoder"), and only then ``createKvCacheManager``, which
+takes ``free_gpu_memory_fraction`` of the memory still free. The two buffer sets are sized by the runtime's
+max_batch_size B, max_beam_width W, max_seq_len S and the padded vocabulary V (``getVocabSizePadded``: the
+vocabulary rounded up to a multiple of the world size); this module sums the tensors the code shapes from them:
+
+runtime buffers (batch_manager/runtimeBuffers.cpp ``RuntimeBuffers::reshape`` and the decoder's I/O buffers):
+  the engine's ``logits`` output [B x W, V] and the decoder's copy of it, in the logits dtype (fp32: assumed,
+  trtllm-build's default ``logits_dtype``), and the cache indirection of beam search, input and output
+  [B, W, S] int32.
+decoder (runtime/gptDecoderBatched.cpp ``GptDecoderBatched::setup`` and the layers ``IGptDecoder::create`` makes):
+  ids, parentIds, logProbs [B, W, S] and logProbsTiled [S, B, W] (4 B each; gatheredIds too when W > 1);
+  the embedding bias [B, V] in the logits dtype; the occurrence-penalty workspace (layers/penaltyLayer.cpp
+  ``allocateWorkspace``: B x W x V int32, twice for beam search); the sampling workspace (kernels/samplingTopPKernels
+  ``getTopPWorkspaceSizes``: sorted log-probs and sorted ids of B x V, and cub's radix-sort copies of both).
+
+Against the two logs that print these lines with a known build (tests/data/engine_logs_*.yaml): the 0.12 trtllm-bench
+H100 log (B 4,096, S 4,098, Llama-2's 32,000 tokens) logs 1.14 + 4.35 GiB, the sum below gives 4.28 GiB (78 %);
+TensorRT-LLM#1188 (Qwen2.5-0.5B, trtllm-build's defaults read as B 2,048, S 32,768) logs 2.66 + 5.76 GiB, the sum
+gives 10.8 GiB (128 %). The terms are computed from the code's shapes; the logits dtype and the cub copies are
+assumptions, and the layers this sum leaves out (stop / bad words, beam-search hypotheses) are small next to B x V.
+"""
+
+from __future__ import annotations
+
+from kvplan.engines.version import Version
+
+LOGITS_BYTES = 4  # fp32 logits: trtllm-build's default logits_dtype (assumed; the 0.12 log's runtime buffers fit it)
+INT32 = 4
+# trtllm-build's default max_batch_size: 2,048 from the BuildConfig of 0.11 (TensorRT-LLM#1188: "default value was
+# used"), 256 before (the examples' build scripts); assumed where the build's is not given
+BUILD_BATCH_DEFAULT = ((0, 11), 2048, 256)
+
+
+def default_batch(version: Version) -> int:
+    since, new, old = BUILD_BATCH_DEFAULT
+    return new if version >= since else old
+
+
+def padded_vocab(vocab: int, world: int) -> int:
+    """ModelConfig::getVocabSizePadded: the vocabulary rounded up to a multiple of the world size."""
+    return -(-vocab // world) * world
+
+
+def runtime_buffer_bytes(batch: int, beams: int, seq_len: int, vocab_padded: int) -> int:
+    logits = 2 * batch * beams * vocab_padded * LOGITS_BYTES  # the engine's logits and the decoder's copy
+    indirection = 2 * batch * beams * seq_len * INT32  # cache indirection, decoder input and output
+    return logits + indirection
+
+
+def decoder_bytes(batch: int, beams: int, seq_len: int, vocab_padded: int) -> int:
+    per_token = (5 if beams > 1 else 4) * batch * beams * seq_len * INT32  # ids, parentIds, logProbs(+Tiled)
+    bias = batch * vocab_padded * LOGITS_BYTES  # embeddingBias [B, V]
+    penalty = (2 if beams > 1 else 1) * batch * beams * vocab_padded * INT32  # PenaltyLayer::allocateWorkspace
+    sampling = 2 * batch * vocab_padded * (LOGITS_BYTES + INT32)  # sorted log-probs + ids, and cub's copies
+    return per_token + bias + penalty + sampling
