@@ -2,15 +2,16 @@
 written by benchmarks/crossval_engines.py --intervals from kvplan's errors on real start-up logs).
 
 No TensorRT-LLM budget size is fitted to logs (the fraction is the engine's default or the one given; the
-warm-up peak and context are kvplan's assumptions, set before these logs were read), so each log's error is
-already out of sample.
+warm-up peak and context are kvplan's assumptions, set before these logs were read; the C++ runtime's buffers and
+decoder are summed from the code's tensor shapes, runtime.py), so each log's error is already out of sample.
 
-Where kvplan and the logs disagree (docs/accuracy.md (c2)): most logs are prebuilt TensorRT engines (the C++
-runtime). There the fraction takes the memory free after the engine's weights, its activation memory (fixed at
-build time from the largest profile: docs/source/reference/memory.md "Activation size"), the runtime buffers
-and the decoder, which grow with the build's max_batch_size / max_num_tokens (the 0.12 H100 log: 0.93 GiB
-execution context, 1.14 GB runtime buffers, 4.35 GB decoder at max_batch_size 4,096). kvplan's budget is the
-PyTorch backend's warm-up, which lacks them, so its KV memory is high on such logs; not modelled yet.
+Most logs are prebuilt TensorRT engines (the C++ runtime, releases before 1.0). There the fraction takes the memory
+free after the engine's weights, its execution context (TensorRT's activation memory, fixed at build time from the
+largest profile: docs/source/reference/memory.md "Activation size"), the runtime buffers and the decoder, which grow
+with the build's max_batch_size, max_seq_len and the vocabulary (budget.py, runtime.py). The crossval gives each log
+its build's sizes where its source states them and the context and buffers it prints; the execution context is
+kvplan's forward-pass estimate where not printed (the 0.9 RTX 3090 log's 4.4 GiB outside weights and KV is not
+explained by it: the largest error).
 """
 
 from __future__ import annotations
