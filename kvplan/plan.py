@@ -379,6 +379,21 @@ def _checked_sizes(spec: ModelSpec, tp: int | None, pp: int | None, dp: int | No
     return tp, pp, dp, mml
 
 
+def _token_cap(eng: Any, layouts: Any, version: Any, budget: Any, demand: Demand, cap: Any,
+               limit: int) -> tuple[Any, int, Any]:
+    """The pool capped at ``limit`` tokens rounded up to whole blocks, where the memory allows more: the engine
+    allocates only those blocks, so the KV memory is the budget's scaled to them (exact: no error band)."""
+    block = cap.block_size or 1
+    tokens = -(-limit // block) * block
+    if cap.kv_cache_tokens <= 0 or tokens >= cap.kv_cache_tokens:
+        return budget, budget.kv_cache_bytes, cap
+    kv = budget.kv_cache_bytes * tokens // cap.kv_cache_tokens
+    note = f"capped at {limit:,} tokens ({tokens:,} in whole blocks), of the {cap.kv_cache_tokens:,} the memory allows"
+    items = tuple(replace(i, bytes=kv, note=note) if i.name == "kv_cache" else i for i in budget.items)
+    budget = replace(budget, items=items, kv_cache_bytes=kv, kv_error=None)
+    return budget, kv, eng.capacity(layouts, kv, version, budget, demand)
+
+
 def check_samples(n: int, beam_width: int) -> None:
     """Refuse a request of more sequences than ``MAX_SAMPLES`` (0 and negatives are ``Workload``'s to refuse,
     by the same field)."""
@@ -429,6 +444,8 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
+    if settings.max_kv_tokens is not None:
+        budget, kv, cap = _token_cap(eng, layouts, version, budget, demand, cap, settings.max_kv_tokens)
     plain_batch, misfit = None, ""
     if not workload.plain:
         cap, plain_batch, misfit = _shared_capacity(eng, layouts, kv, version, budget, demand, cap, workload,

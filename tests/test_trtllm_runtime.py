@@ -41,3 +41,26 @@ def test_an_engine_release_subtracts_them_and_the_pytorch_backend_does_not() -> 
     logged = kvplan.max_batch("meta-llama/Llama-2-7b-hf", gpu="H100-SXM-80GB", engine="trtllm", engine_version="0.12",
                               max_model_len=4096, settings=Settings(max_num_seqs=2048, engine_buffer_bytes=GIB))
     assert _items(logged)["runtime_buffers"] == GIB and "decoder" not in _items(logged)
+
+
+def _llama(**settings: int):
+    return kvplan.max_batch("meta-llama/Llama-2-7b-hf", gpu="H100-SXM-80GB", engine="trtllm", max_model_len=4096,
+                            settings=Settings(**settings))
+
+
+def test_kv_max_tokens_caps_the_pool_in_whole_blocks() -> None:
+    free = _llama()
+    capped = _llama(max_kv_tokens=100_001)
+    assert capped.kv_cache_tokens == -(-100_001 // capped.block_size) * capped.block_size < free.kv_cache_tokens
+    assert capped.per_gpu.kv_cache_bytes == free.per_gpu.kv_cache_bytes * capped.kv_cache_tokens // free.kv_cache_tokens
+    assert capped.interval is None and free.interval is not None  # the cap is exact: no error band
+    assert _llama(max_kv_tokens=10 * free.kv_cache_tokens).kv_cache_tokens == free.kv_cache_tokens  # not binding
+
+
+def test_kv_max_tokens_refuses_a_bad_value_and_another_engine() -> None:
+    from kvplan.cli import main
+
+    base = ["max-batch", "meta-llama/Llama-2-7b-hf", "--gpu", "H100-SXM-80GB", "--kv-max-tokens"]
+    for bad in ("0", "-3", "many"):
+        assert main([*base, bad, "--engine", "trtllm"], fast=False) == 2
+    assert main([*base, "5000", "--engine", "vllm"], fast=False) == 2

@@ -29,6 +29,9 @@ class Settings:
     non_torch_bytes: int | None = None
     cudagraph_bytes: int | None = None
     """Measured per-GPU items (a calibration from an engine log: kvplan.logs), replacing kvplan's estimates."""
+    max_kv_tokens: int | None = None
+    """A cap on the KV pool's tokens (TensorRT-LLM kv_cache_config.max_tokens): the pool holds the smaller of it
+    (rounded up to whole blocks) and the tokens the memory allows."""
     engine_buffer_bytes: int | None = None
     """TensorRT-LLM's C++ runtime: its runtime buffers and decoder as a log prints them, replacing kvplan's sum."""
     usage_context: Literal["serve", "llm"] = "serve"
@@ -58,7 +61,7 @@ class Settings:
             if value is not None and not 0 < value <= 1:
                 raise UsageError(f"{value} must be in (0, 1]", field=name)
         for name in ("kv_cache_memory_bytes", "max_num_batched_tokens", "max_num_seqs", "weights_bytes",
-                     "cpu_offload_bytes"):
+                     "cpu_offload_bytes", "max_kv_tokens"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UsageError(f"{value} must be positive", field=name)

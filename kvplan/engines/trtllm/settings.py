@@ -3,11 +3,15 @@ table."""
 
 from __future__ import annotations
 
-from kvplan.engines.settings import (MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, OFFLOAD_LINK, Setting,
+from kvplan.engines.settings import (MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, OFFLOAD_LINK, Setting, engine_int,
                                      expert_parallel, number)
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("free_gpu_memory_fraction", ("--free-gpu-memory-fraction",), "The KV fraction (0.9).", "settings",
             convert=number, serve=("free_gpu_memory_fraction",)),
     MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, expert_parallel("enable_attention_dp"), OFFLOAD_LINK,
+    # KvCacheConfig.max_tokens: calculateMaxNumBlocks keeps the smaller of it and the fraction's tokens
+    Setting("max_kv_tokens", ("--kv-max-tokens",), "A cap on the KV pool's tokens: the pool holds the smaller of it "
+            "(rounded up to whole blocks) and what the memory allows.", "settings", convert=engine_int,
+            serve=("kv_cache_config.max_tokens",)),
 )
