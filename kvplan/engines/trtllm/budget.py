@@ -37,10 +37,14 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     if version < ENGINE_RUNTIME_UNTIL:
         items = [weights, *_engine_runtime(spec, tokens, tp, pp, version, demand, settings)]
         what = "memory free after the engine, its context, runtime buffers and decoder"
+        said = ("TensorRT-LLM before 1.0 is planned as a prebuilt TensorRT engine (the C++ runtime): its execution "
+                "context is kvplan's estimate unless given, its runtime buffers and decoder follow max_batch_size "
+                "(--max-num-seqs) and max_seq_len (--max-model-len) of the build",)
     else:
         act, how = activation_bytes(spec, tokens, tp, settings.max_num_seqs or 256)
         items = [weights, MemoryItem("activation", act, "assumed", how)]
         what = "memory free after warm-up"
+        said = ("TensorRT-LLM's warm-up peak is kvplan's estimate",)
     items.append(MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context, cuBLAS, NCCL"))
     # others' memory is not free (device.py)
     free = total_bytes - sum(i.bytes for i in items) - settings.device_used_bytes
@@ -52,20 +56,22 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     error = kv_error(version) if settings.kv_cache_memory_bytes is None else None
     return GpuBudget(total_bytes, tuple(items), kv.bytes, {"free_gpu_memory_fraction": fraction,
                                                      "max_num_tokens": tokens},
-                     ("TensorRT-LLM's warm-up peak is kvplan's estimate",), error)
+                     said, error)
 
 
 def _engine_runtime(spec: ModelSpec, tokens: int, tp: int, pp: int, version: Version, demand: Demand,
                     settings: Settings) -> list[MemoryItem]:
     """The C++ runtime's allocations before the KV pool (runtime.py): the execution context, then the runtime
-    buffers and the decoder, sized by the build's max_batch_size, the beams, max_seq_len and the vocabulary."""
+    buffers and the decoder, sized by the build's max_batch_size, the beams, max_seq_len and the vocabulary. The
+    decoder runs on the last pipeline rank only; every rank is planned with it (the pool of the fullest rank)."""
     from kvplan.engines.trtllm import runtime
 
     if settings.activation_bytes is not None:  # the log's "Allocated X MiB for execution context memory"
         context = MemoryItem("activation", settings.activation_bytes, "given", "TensorRT execution context")
     else:  # the engine's I/O logits are the runtime buffers' (below), not the context's
         act, how = activation_bytes(spec, tokens, tp, 0)
-        context = MemoryItem("activation", act, "assumed", f"TensorRT execution context, as a forward pass: {how}")
+        forward = how.split(" + ")[0]  # no logits rows: "N tokens x B B"
+        context = MemoryItem("activation", act, "assumed", f"TensorRT execution context, as a forward pass: {forward}")
     given = settings.max_num_seqs is not None
     batch = settings.max_num_seqs or runtime.default_batch(version)
     beams, seq = max(1, demand.beam_width), demand.max_model_len
