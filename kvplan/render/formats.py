@@ -123,11 +123,12 @@ def _estimate_markdown(results: Sequence[Any], stream: IO[str], *, by_layer: boo
 
 @register("CapacityPlan", "table")
 def _plan_table(plans: Sequence[Any], stream: IO[str], **_: Any) -> None:
-    from kvplan.render.plan_table import print_plan
+    from kvplan.render.grid import GridOut
+    from kvplan.render.plan_table import write_plan
 
-    console = _console(stream)
+    out = GridOut(stream)  # piped: written without rich, in rich's bytes
     for p in plans:
-        print_plan(console, p)
+        write_plan(out, p)
 
 
 @register("CapacityPlan", "json")
@@ -205,26 +206,18 @@ for _fmt in ("table", "json", "junit", "github", "markdown"):
 
 @register("GPU", "table")
 def _gpus_table(gpus: Sequence[Any], stream: IO[str], **_: Any) -> None:
-    from rich.table import Table
+    from kvplan.render.grid import Grid, GridOut
 
-    from kvplan.render.console import never_cut
-
-    table = Table(title="GPUs: memory as torch reports it (GiB = 2^30 B; ~ rounded reading, * estimate)",
-                  title_justify="left")
-    for name in ("name", "GiB", "bytes", "TB/s", "bf16 TFLOP/s"):
-        table.add_column(name, justify="left" if name == "name" else "right", no_wrap=True)
-    table.add_column("aliases")
+    rows = []
     for g in gpus:
         mark = "*" if g.estimate else ("~" if g.memory_precision != "exact" else "")
-        table.add_row(
-            g.name,
-            f"{g.memory_gib:.2f}{mark}",
-            f"{g.memory_bytes:,}",
-            f"{g.bandwidth / 1e12:.2f}" if g.bandwidth else "-",
-            f"{g.tflops:g}" if g.tflops else "-",
-            ", ".join(g.aliases),
-        )
-    _console(stream).print(never_cut(table))
+        rows.append((g.name, f"{g.memory_gib:.2f}{mark}", f"{g.memory_bytes:,}",
+                     f"{g.bandwidth / 1e12:.2f}" if g.bandwidth else "-", f"{g.tflops:g}" if g.tflops else "-",
+                     ", ".join(g.aliases)))
+    GridOut(stream).grid(Grid(
+        "GPUs: memory as torch reports it (GiB = 2^30 B; ~ rounded reading, * estimate)",
+        (("name", "left"), ("GiB", "right"), ("bytes", "right"), ("TB/s", "right"), ("bf16 TFLOP/s", "right"),
+         ("aliases", "left")), tuple(rows)))
 
 
 @register("GPU", "json")
@@ -236,21 +229,17 @@ def _gpus_json(gpus: Sequence[Any], stream: IO[str], **_: Any) -> None:
 
 @register("BundledModel", "table")
 def _models_table(rows: Sequence[dict[str, Any]], stream: IO[str], **_: Any) -> None:
-    from rich.table import Table
-
-    from kvplan.render.console import never_cut
+    from kvplan.render.grid import Grid, GridOut
     from kvplan.units import format_bytes
 
-    table = Table(title="Bundled models (transformers cache, model dtype, one sequence at max context)",
-                  title_justify="left")
-    for name in ("id", "type", "layers", "kinds", "max context", "KV at max context", "weights"):
-        table.add_column(name, justify="right" if name in ("layers", "max context", "KV at max context", "weights") else "left")
-    for r in rows:
-        kinds = ", ".join(f"{n} {k}" for k, n in r["layer_kinds"].items())
-        table.add_row(r["id"], r["model_type"], str(r["layers"]), kinds,
-                      f"{r['max_position_embeddings'] or 0:,}", format_bytes(r["kv_bytes_at_max_context"]),
-                      format_bytes(r["weights_bytes"]) if r["weights_bytes"] else "?")
-    _console(stream).print(never_cut(table))
+    cells = tuple((r["id"], r["model_type"], str(r["layers"]), ", ".join(f"{n} {k}" for k, n in r["layer_kinds"].items()),
+                   f"{r['max_position_embeddings'] or 0:,}", format_bytes(r["kv_bytes_at_max_context"]),
+                   format_bytes(r["weights_bytes"]) if r["weights_bytes"] else "?") for r in rows)
+    right = ("layers", "max context", "KV at max context", "weights")
+    GridOut(stream).grid(Grid(
+        "Bundled models (transformers cache, model dtype, one sequence at max context)",
+        tuple((name, "right" if name in right else "left")
+              for name in ("id", "type", "layers", "kinds", "max context", "KV at max context", "weights")), cells))
 
 
 @register("BundledModel", "json")

@@ -45,58 +45,59 @@ def _value(row: Any, which: str) -> str:
 
 
 def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | None = None) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    """The waterfall as rich's default console prints it on ``stream`` (the terminal's width, or 80 columns):
+    through rich in a terminal, written plainly when piped (``render/grid.py``, the same bytes)."""
+    import sys
 
     from kvplan.logs.compare import EXTRA_LABELS, LABELS, extras, rows
     from kvplan.logs.model import COUNT_ITEMS
+    from kvplan.render.grid import Grid, GridOut
     from kvplan.units import format_bytes
 
-    console = Console(file=stream)
+    out = GridOut(sys.stdout if stream is None else stream, wide=False)
     s = log.settings
     if log.engine is None:
-        console.print("Not a start-up log kvplan reads.", highlight=False)
+        out.line("Not a start-up log kvplan reads.", markup=True)
         for note in log.notes:
-            console.print(f"  • {note}", highlight=False)
+            out.line(f"  • {note}", markup=True)
         return
     said = [f"{k.replace('_', ' ')} {v}" for k, v in s.to_dict().items() if v is not None]
     title = f"{log.engine} log ({log.format})" + (f": {', '.join(said)}" if said else "")
-    table = Table(title=title, title_justify="left")
-    table.add_column("item")
-    table.add_column("logged", justify="right")
+    columns = [("item", "left"), ("logged", "right")]
     if comparison is not None:
-        table.add_column("kvplan", justify="right")
-        table.add_column("difference", justify="right")
-    table.add_column("as printed")
+        columns += [("kvplan", "right"), ("difference", "right")]
+    columns.append(("as printed", "left"))
+    cells: list[tuple[str | tuple[str, str], ...]] = []
     for row in rows(log, comparison.plan if comparison else None):
         label = LABELS[row.item] + (" (derived)" if row.derived else "")
-        cells = [label, _value(row, "logged")]
+        shown = [label, _value(row, "logged")]
         if comparison is not None:
             diff = row.difference
-            cells += [_value(row, "kvplan"),
+            shown += [_value(row, "kvplan"),
                       "" if diff is None else (f"{diff / 2**30:+.2f} GiB" if row.unit == "bytes"
                                                else f"{diff:+.2f}x" if row.unit == "x" else f"{diff:+,}")]
-        cells.append((row.text or "") + (f"  [line {row.line}]" if row.line else ""))
-        table.add_row(*cells)
-    console.print(table)
+        # rich reads "[line N]" as a markup tag and prints nothing for it (the spaces before it stay)
+        printed = (row.text or "") + ("  " if row.line else "")
+        cells.append((*shown, (printed, printed + f"[line {row.line}]") if row.line else printed))
+    out.grid(Grid(title, tuple(columns), tuple(cells), fold=False))
     also = [f"{EXTRA_LABELS[r.item]} {format_bytes(r.logged or 0)} ({r.text})" for r in extras(log)]
     also += [f"{COUNT_ITEMS[k]} {v:,}" for k, v in log.counts.items()]
     if also:
-        console.print("Also logged: " + "; ".join(also), highlight=False)
+        out.line("Also logged: " + "; ".join(also), markup=True)
     if shown_per_device(log):
-        console.print("Per device: " + per_device_text(log), highlight=False)
+        out.line("Per device: " + per_device_text(log), markup=True)
     if comparison is not None:
-        console.print(f"kvplan: {comparison.model} on {comparison.gpu}, {log.engine} {comparison.engine_version}",
-                      highlight=False)
+        out.line(f"kvplan: {comparison.model} on {comparison.gpu}, {log.engine} {comparison.engine_version}",
+                 markup=True)
         if comparison.biggest:
-            console.print(comparison.biggest[0].upper() + comparison.biggest[1:], highlight=False)
+            out.line(comparison.biggest[0].upper() + comparison.biggest[1:], markup=True)
     notes = list(log.notes) + (list(comparison.assumptions) if comparison else [])
     if notes:
-        console.print("[bold]Notes[/bold]")
+        out.line("Notes", bold=True)
         for note in notes:
-            console.print(f"  • {note}", highlight=False)
+            out.line(f"  • {note}", markup=True)
     if save is not None:
-        console.print(f"Calibration written to {save}", highlight=False)
+        out.line(f"Calibration written to {save}", markup=True)
 
 
 def shown_per_device(log: Any) -> bool:
