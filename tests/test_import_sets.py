@@ -35,15 +35,19 @@ EXPECTED: list[tuple[list[str], set[str]]] = [
     (["estimate", "meta-llama/Llama-3.1-8B", "-c", "8k"], set()),  # piped: the plain table (render/plain.py)
     # the GPU catalog is read from its JSON twin (kvplan/data/gpus.json): no yaml to look up a GPU
     (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "-f", "json"], set()),
-    (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4"], {"rich", "dataclasses", "inspect"}),
+    # piped, the tables of max-batch, log, models and gpus are written without rich (render/grid.py)
+    (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4"], set()),
     # a kvplan deployment file and a pinned spec, both valid: read without pydantic (deploy/kvplan_fast.py,
     # sources/spec_fast.py); pydantic validates (and words) only what those readers leave to it
     (["check", "examples/pass", "--specs", "examples/specs", "-f", "json"], {"yaml"}),
     # a Kubernetes manifest: yaml, but not the kvplan deployment file's pydantic models
     (["check", "examples/pass/k8s-vllm-deployment.yaml", "-f", "json"], {"yaml"}),
     (["log", LOG, "-f", "json"], set()),
+    (["log", LOG], set()),
     (["models", "-f", "json"], set()),
+    (["models"], set()),
     (["gpus", "-f", "json"], set()),
+    (["gpus"], set()),
     (["--help"], set()),
     (["--version"], set()),
 ]

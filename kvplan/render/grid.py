@@ -195,7 +195,7 @@ class GridOut:
         edge = (lambda a, b, c, d: a + b.join(d * w for w in widths) + c + "\n")
         if grid.show_header:
             out.append(edge("┏", "┳", "┓", "━"))
-            head = _row(heads, widths, justify, "┃", grid.fold)
+            head = _row(heads, widths, justify, "┃", grid.fold, bottom=True)
             if head is None:
                 return None
             out.append(head)
@@ -252,8 +252,10 @@ def _reduce(total: int, shares: list[int], caps: list[int], values: list[int]) -
     return out
 
 
-def _row(cells: Sequence[str], widths: list[int], justify: list[str], bar: str, fold: bool) -> str | None:
-    """One row, its cells wrapped to their columns (``None``: a word rich would cut)."""
+def _row(cells: Sequence[str], widths: list[int], justify: list[str], bar: str, fold: bool,
+         bottom: bool = False) -> str | None:
+    """One row, its cells wrapped to their columns (``None``: a word rich would cut), at the top of the row (the
+    header: at its bottom)."""
     columns: list[list[str]] = []
     for cell, width, how in zip(cells, widths, justify):
         lines = wrap(cell, width - 2, fold)
@@ -264,7 +266,7 @@ def _row(cells: Sequence[str], widths: list[int], justify: list[str], bar: str, 
         else:
             columns.append([" " + line.ljust(width - 2) + " " for line in lines])
     height = max(len(c) for c in columns)
-    out = []
-    for i in range(height):
-        out.append(bar + bar.join(c[i] if i < len(c) else " " * w for c, w in zip(columns, widths)) + bar + "\n")
-    return "".join(out)
+    for column, width in zip(columns, widths):
+        blank = [" " * width] * (height - len(column))
+        column[:] = blank + column if bottom else column + blank
+    return "".join(bar + bar.join(line) + bar + "\n" for line in zip(*columns))
