@@ -42,10 +42,31 @@ def test_build_data_check_names_a_stale_twin(tmp_path, monkeypatch):
     (tmp_path / "gpus.json").write_text('{"version": 1, "gpus": [{}]}\n')
     monkeypatch.setattr(build_data, "JSON_TWINS", (str(yaml_path),))
     monkeypatch.setattr(build_data, "REPO", tmp_path)
+    monkeypatch.setattr(build_data, "MODEL_INDEX", tmp_path / "models.json")
+    monkeypatch.setattr(build_data, "models_index", lambda: '{"models": []}\n')
+    (tmp_path / "models.json").write_text('{"models": []}\n')
     assert build_data.main(["--check"]) == 1
     assert build_data.main([]) == 0
     assert build_data.main(["--check"]) == 0
     assert json.loads((tmp_path / "gpus.json").read_text()) == {"version": 1, "gpus": []}
+    (tmp_path / "models.json").write_text('{"models": [{}]}\n')  # the index of `kvplan models`, stale
+    assert build_data.main(["--check"]) == 1
+    assert build_data.main([]) == 0 and json.loads((tmp_path / "models.json").read_text()) == {"models": []}
+
+
+def test_the_models_index_holds_the_rows_computed_from_the_specs(monkeypatch, capsys):
+    """model_specs/models.json (what ``kvplan models`` lists) is what loading and estimating every bundled spec
+    gives today; without it, the command computes the same."""
+    from kvplan.cli import main, models
+
+    assert models.rows() == models.compute_rows(), "model_specs/models.json is stale: run python tools/build_data.py"
+    for fmt in ("table", "json"):
+        assert main(["models", "-f", fmt]) == 0
+        indexed = capsys.readouterr().out
+        monkeypatch.setattr(models, "INDEX", "no-such-index.json")
+        assert main(["models", "-f", fmt]) == 0
+        assert capsys.readouterr().out == indexed
+        monkeypatch.undo()
 
 
 def test_the_shipped_catalog_from_json_equals_the_catalog_from_yaml():

@@ -38,6 +38,11 @@ def _specs_dir() -> str:
     return os.path.join(os.path.dirname(here), "model_specs")
 
 
+def spec_file(name: str) -> str:
+    """The path of ``name`` in the bundled specs' directory (a string: no pathlib at start-up)."""
+    return os.path.join(_specs_dir(), name)
+
+
 @lru_cache(maxsize=1)
 def _bundle() -> dict:
     try:
