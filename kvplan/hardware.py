@@ -13,14 +13,17 @@ A user catalog in the same format can add GPUs or replace shipped ones (``load_c
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import ConfigError, UsageError
 from kvplan.record import dataclass, field
+
+if TYPE_CHECKING:  # pathlib, decimal and difflib are imported where used: not on every command's start-up
+    from pathlib import Path
 
 CATALOG_NAME = "gpus.yaml"
 VENDORS = ("nvidia", "amd", "intel", "other")
@@ -135,25 +138,32 @@ def gpu_from_memory(text: str) -> GPU:
 # --------------------------------------------------------------------------------------- catalog
 
 def catalog_path() -> Path:
-    return Path(__file__).resolve().parent / "data" / CATALOG_NAME
+    from pathlib import Path
+
+    return Path(_catalog_file())
 
 
-def load_catalog(extra: Path | None = None) -> tuple[GPU, ...]:
+@lru_cache(maxsize=1)
+def _catalog_file() -> str:
+    return os.path.join(os.path.dirname(os.path.realpath(__file__)), "data", CATALOG_NAME)
+
+
+def load_catalog(extra: str | os.PathLike[str] | None = None) -> tuple[GPU, ...]:
     """The shipped catalog, then ``extra`` (same format): an entry whose name matches a shipped one
     (case, spaces, '-' and '_' ignored) replaces it in place; any other entry is appended."""
-    gpus = _cached_catalog(catalog_path())
+    gpus = _cached_catalog(_catalog_file())
     if extra is None:
         return gpus
+    from pathlib import Path
+
     merged = {_norm(g.name): g for g in gpus}
-    for gpu in _cached_catalog(Path(extra)):
+    for gpu in _cached_catalog(str(Path(extra))):  # named as pathlib spells it ('./a.yaml' -> 'a.yaml')
         merged[_norm(gpu.name)] = gpu  # dict keeps the shipped position for replacements
     return tuple(merged.values())
 
 
-def _cached_catalog(path: Path) -> tuple[GPU, ...]:
+def _cached_catalog(path: str) -> tuple[GPU, ...]:
     """A catalog file read once per version of it: ``kvplan check`` asks for it once per deployment."""
-    import os
-
     try:
         info = os.stat(path)
     except OSError:
@@ -163,12 +173,12 @@ def _cached_catalog(path: Path) -> tuple[GPU, ...]:
 
 @lru_cache(maxsize=8)
 def _read_catalog_version(path: str, mtime_ns: int, size: int) -> tuple[GPU, ...]:
-    return _read_catalog(Path(path))
+    return _read_catalog(path)
 
 
-def _read_catalog(path: Path) -> tuple[GPU, ...]:
-    where = str(path)
-    if path == catalog_path():
+def _read_catalog(path: str | os.PathLike[str]) -> tuple[GPU, ...]:
+    where = os.fspath(path)
+    if where == _catalog_file():
         # the shipped catalog, from its JSON twin (tools/build_data.py; a test holds it equal to the YAML):
         # no yaml import on a command's start-up
         from kvplan.data_files import read_bundled
@@ -177,7 +187,7 @@ def _read_catalog(path: Path) -> tuple[GPU, ...]:
     else:
         from kvplan.safe_io import load_yaml, read_text
 
-        if not path.exists():
+        if not os.path.exists(where):
             raise ConfigError(f"{where}: GPU catalog not found")
         # regular files only, bounded size, UTF-8; bounded depth, aliases and numbers
         data = load_yaml(read_text(path), where)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kvplan.estimate import EstimateResult, EstimateRow, LayerRow, RowBlock, row_blocks
 from kvplan.units import format_bytes, format_bytes_many
+
+if TYPE_CHECKING:  # kvplan.estimate is imported where an estimate is printed, not by a capacity plan's table
+    from kvplan.estimate import EstimateResult, EstimateRow, LayerRow, RowBlock
 
 
 def dtype_label(row: EstimateRow | RowBlock) -> str:
@@ -40,6 +42,8 @@ def block_cells(block: RowBlock) -> list[tuple[str, ...]]:
 def estimate_cells(result: EstimateResult, sharing: bool = True) -> Iterable[Sequence[str]]:
     """``row_cells`` (+ ``sharing_cells`` with ``sharing``) of each row of ``result``, in order: a block at a time
     where the rows come in blocks (a plain sweep), row by row otherwise."""
+    from kvplan.estimate import row_blocks
+
     blocks = row_blocks(result.rows, admission=False)
     if blocks is not None:
         return chain.from_iterable(map(block_cells, blocks))  # no generator step per row

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pathlib costs kvplan log's start-up some 10 ms
+    from pathlib import Path
+    from typing import IO
 
 
 def to_json(log: Any, comparison: Any, save: Path | None) -> dict[str, Any]:
