@@ -62,7 +62,8 @@ def test_each_table_is_what_rich_prints_piped(capsys, monkeypatch, argv, columns
 
 
 def _words(rng: random.Random) -> str:
-    pieces = [rng.choice(["a", "bb", "kv", "1,024", "GiB", "x" * rng.randint(1, 40), "(derived)", "-", "•", "≥"])
+    pieces = [rng.choice(["a", "bb", "kv", "1,024", "GiB", "x" * rng.randint(1, 40), "(derived)", "-", "•",
+                             "".join(sorted(grid._NARROW))])
               for _ in range(rng.randint(0, 9))]
     text = "".join(p + rng.choice([" ", " ", "  ", ""]) for p in pieces)
     return rng.choice([text, text.strip(), " " + text, text + "   "])
