@@ -76,13 +76,18 @@ GENERIC = ("9", "9.", "9,", "9.9 ", "1.5e3 ", "-9", "a=", "[2, ", "'")
 
 
 def _patterns(reader: LogReader) -> list[re.Pattern[str]]:
-    """Every compiled pattern of the engine's log module: module attributes, and the tables that hold them."""
+    """Every compiled pattern of the engine's log module: module attributes, and the tables that hold them (a
+    pattern compiled on first use, ``LazyPattern``, compiled here)."""
+    from kvplan.engines.log_format import LazyPattern
+
     module = sys.modules[reader.read.__module__]
     found: list[re.Pattern[str]] = []
     for value in vars(module).values():
         items = value if isinstance(value, (list, tuple)) else (value,)
         for item in items:
             for part in item if isinstance(item, tuple) else (item,):
+                if isinstance(part, LazyPattern):
+                    part = part.compiled()
                 if isinstance(part, re.Pattern) and part not in found:
                     found.append(part)
     return found

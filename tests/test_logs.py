@@ -431,3 +431,30 @@ def test_llamacpp_halves_host_buffers_and_nvml_total():
     assert abs(log.item("compute_host") - r["compute_buffer_cuda_host_mib"] * mib) < 1
     assert abs(log.item("output_host") - r["output_buffer_cuda_host_mib"] * mib) < 1
     assert log.item("kv_cache") == log.item("k_size") + log.item("v_size")
+
+
+def test_lazy_patterns_match_as_compiled_ones_and_compile_only_when_used():
+    """The engines' log patterns are compiled on first use (``LazyPattern``): the same matches as ``re.compile``,
+    and reading a vLLM log compiles none of the other engines' patterns (their cost is kvplan log's start-up)."""
+    import re
+    import subprocess
+    import sys
+
+    from kvplan.engines.log_format import LazyPattern, lazy_pattern
+
+    lazy, eager = lazy_pattern(r"(\d+) (GiB|MiB)", re.IGNORECASE), re.compile(r"(\d+) (GiB|MiB)", re.IGNORECASE)
+    assert "_compiled" not in vars(lazy)
+    for text in ("12 gib and 3 MiB", "none", "7 GIB"):
+        assert [m.groups() for m in lazy.finditer(text)] == [m.groups() for m in eager.finditer(text)]
+        assert lazy.findall(text) == eager.findall(text) and lazy.sub("x", text) == eager.sub("x", text)
+        found, wanted = lazy.search(text), eager.search(text)
+        assert (found and found.span()) == (wanted and wanted.span())
+    assert lazy.groups == 2 and lazy.pattern == eager.pattern and isinstance(lazy, LazyPattern)
+    code = ("import sys, io, contextlib\nfrom kvplan.cli import main\nfrom kvplan.engines.log_format import LazyPattern\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    main(['log', {str(LOGS / 'vllm-0.6-10517-llama31-8b-3090-29k.log')!r}])\n"
+            "for name in ('sglang', 'trtllm', 'llamacpp'):\n"
+            "    module = sys.modules[f'kvplan.engines.{name}.log']\n"
+            "    print(name, sum('_compiled' in vars(v) for v in vars(module).values() if isinstance(v, LazyPattern)))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["sglang", "0", "trtllm", "0", "llamacpp", "0"]

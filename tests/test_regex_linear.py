@@ -55,7 +55,12 @@ def _module_patterns() -> dict[tuple[str, int], str]:
 
 
 def _patterns_in(value: object, depth: int = 0) -> list[re.Pattern]:
-    """The patterns a module-level value holds: itself, or inside tables of them (lists, tuples, dicts)."""
+    """The patterns a module-level value holds: itself, or inside tables of them (lists, tuples, dicts); a pattern
+    compiled on first use (``LazyPattern``, the engines' log readers) is compiled here."""
+    from kvplan.engines.log_format import LazyPattern
+
+    if isinstance(value, LazyPattern):
+        value = value.compiled()
     if isinstance(value, re.Pattern):
         return [value] if isinstance(value.pattern, str) else []
     if depth < 3 and isinstance(value, (list, tuple, dict)):

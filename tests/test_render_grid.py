@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import pytest
-
-import kvplan.render.grid as grid
 from conftest import REPO
+
 from kvplan.cli import main
+from kvplan.render import grid
 from kvplan.render.grid import Grid, GridOut, wrap
 
 LOGS = sorted((REPO / "tests/data/logs").glob("*.log"))
@@ -133,3 +133,22 @@ def test_piped_tables_never_import_rich():
             "print('rich' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_still_gets_rich(monkeypatch):
+    import kvplan
+    from kvplan.render.formats import write
+
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    plan = kvplan.max_batch(kvplan.load_model("meta-llama/Llama-3.1-70B"), gpu="L4")  # does not fit: "no" in red
+    terminal, piped = _Terminal(), io.StringIO()
+    write([plan], "table", terminal)
+    write([plan], "table", piped)
+    assert "\x1b[" in terminal.getvalue() and "\x1b[" not in piped.getvalue()

@@ -24,9 +24,9 @@ from kvplan.record import dataclass
 from kvplan.render.plain import cell_safe, plain_target, text_safe, utf_stream
 
 if TYPE_CHECKING:
-    from typing import IO, Any, Union
+    from typing import IO, Any
 
-    Cell = Union[str, tuple[str, str]]
+    Cell = str | tuple[str, str]
     """A cell's text, or (the text rich prints, the markup it is given: ``[bold red]no[/bold red]``)."""
 
 WIDE = 100_000  # render/console.py: a console that is not a terminal, as make_console makes it

@@ -12,8 +12,6 @@ older builds: "llama_kv_cache_init: kv_size = N, offload = 1, type_k = 'q8_0', t
 
 from __future__ import annotations
 
-import re
-
 from kvplan.engines.log_format import (
     NUMBER,
     Collector,
@@ -22,40 +20,41 @@ from kvplan.engines.log_format import (
     Logged,
     LogReader,
     exact_bytes,
+    lazy_pattern,
     logged_size,
 )
 
 MARKERS = ("llama_kv_cache", "llama_context", "llama_new_context_with_model", "llama_model_loader", "ggml_",
            "llm_load", "load_tensors", "print_info")
 # once per start (``common/common.cpp``: "build: N (commit) with ..." is the first line llama-server prints)
-STARTUPS = (re.compile(r"^build: \d+ \("),)
+STARTUPS = (lazy_pattern(r"^build: \d+ \("),)
 
 # Linear patterns (engines/log_format.py): each after a literal, with bounded runs where a field is free text.
 _MIB = NUMBER + r" MiB"
-_SIZE_LINE = re.compile(r"llama_kv_cache\w{0,32}:\s+size =\s*" + _MIB + r" \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)"
-                        r"(?:/\s*(\d+))? seqs\), K \((\w+)\):\s*" + _MIB + r", V \((\w+)\):\s*" + _MIB)
-_SELF_SIZE = re.compile(r"KV self size\s*=\s*" + _MIB + r", K \((\w+)\):\s*" + _MIB + r", V \((\w+)\):\s*" + _MIB)
-_INIT = re.compile(r"kv_size = (\d+), offload = \d+, type_k = '(\w+)', type_v = '(\w+)', n_layer = (\d+)")
-_N_CTX = re.compile(r"^(?:llama_context|llama_new_context_with_model):\s+n_ctx\s*=\s*(\d+)")
+_SIZE_LINE = lazy_pattern(r"llama_kv_cache\w{0,32}:\s+size =\s*" + _MIB + r" \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)"
+                          r"(?:/\s*(\d+))? seqs\), K \((\w+)\):\s*" + _MIB + r", V \((\w+)\):\s*" + _MIB)
+_SELF_SIZE = lazy_pattern(r"KV self size\s*=\s*" + _MIB + r", K \((\w+)\):\s*" + _MIB + r", V \((\w+)\):\s*" + _MIB)
+_INIT = lazy_pattern(r"kv_size = (\d+), offload = \d+, type_k = '(\w+)', type_v = '(\w+)', n_layer = (\d+)")
+_N_CTX = lazy_pattern(r"^(?:llama_context|llama_new_context_with_model):\s+n_ctx\s*=\s*(\d+)")
 # no kind: the weights (llm_load_tensors before the word "model" was added)
-_DEVICE_BUF = re.compile(r"\b(CUDA\d{1,4}|ROCm\d{1,4}|Metal|Vulkan\d{1,4}|SYCL\d{1,4})\s+(?:(KV|RS|model|compute) )?"
-                         r"buffer size =\s*" + _MIB)
+_DEVICE_BUF = lazy_pattern(r"\b(CUDA\d{1,4}|ROCm\d{1,4}|Metal|Vulkan\d{1,4}|SYCL\d{1,4})\s+(?:(KV|RS|model|compute) )?"
+                           r"buffer size =\s*" + _MIB)
 _DEVICE_ITEM = {"KV": "kv_cache", "RS": "recurrent_state", None: "weights", "model": "weights",
                 "compute": "activation"}
 # buffers in host memory: the part of the weights left on the CPU (CPU_Mapped: mmap'd), pinned staging (CUDA_Host)
-_HOST_BUF = re.compile(r"\b(CPU|CPU_Mapped|CUDA_Host|CPU_REPACK)\s+(?:(KV|model|compute|output) )?buffer size =\s*"
-                       + _MIB)
+_HOST_BUF = lazy_pattern(r"\b(CPU|CPU_Mapped|CUDA_Host|CPU_REPACK)\s+(?:(KV|model|compute|output) )?buffer size =\s*"
+                         + _MIB)
 _HOST_KEY = {"KV": "kv_host", None: "weights_host", "model": "weights_host", "compute": "compute_host",
              "output": "output_host"}
 _PER_DEVICE_KV = 8  # KV buffers summed per device (a SWA model prints two; a draft model's context more)
 # ggml-cuda (ggml_backend_cuda_device_get_memory, NVML builds): "... free: 11490947072 total: 12884901888" in bytes
-_NVML = re.compile(r"NVML memory reporting free: (\d{1,18}) total: (\d{1,18})")
+_NVML = lazy_pattern(r"NVML memory reporting free: (\d{1,18}) total: (\d{1,18})")
 # llama_model_load_from_file_impl: "using device CUDA0 (NVIDIA GeForce RTX 3060) (0000:01:00.0) - 10958 MiB free"
-_FREE_AT_LOAD = re.compile(r"using device (\w{1,64}) \([^)]{1,200}\)[^-]{0,64}- (\d{1,12}) MiB free")
-_DEVICE = re.compile(r"Device (\d{1,4}): ([^,]{1,200}), compute capability")
-_USING = re.compile(r"using device (\w+) \(([^)]{1,200})\)")
-_NAME = re.compile(r"general\.name\s+(?:str\s+)?=\s*(.+)$")
-_BUILD = re.compile(r"^build: (\d{1,18}) \((\w+)\)")
+_FREE_AT_LOAD = lazy_pattern(r"using device (\w{1,64}) \([^)]{1,200}\)[^-]{0,64}- (\d{1,12}) MiB free")
+_DEVICE = lazy_pattern(r"Device (\d{1,4}): ([^,]{1,200}), compute capability")
+_USING = lazy_pattern(r"using device (\w+) \(([^)]{1,200})\)")
+_NAME = lazy_pattern(r"general\.name\s+(?:str\s+)?=\s*(.+)$")
+_BUILD = lazy_pattern(r"^build: (\d{1,18}) \((\w+)\)")
 
 
 def read(lines: list[Line], out: Collector) -> str:

@@ -27,6 +27,7 @@ from kvplan.engines.log_format import (
     LogReader,
     LogSettings,
     kv_only,
+    lazy_pattern,
     to_float,
     to_int,
 )
@@ -39,26 +40,26 @@ _SIZE = NUMBER + r"\s*(GB|GiB|MB)"
 MARKERS = ("KV Cache is allocated", "Load weight end", "server_args=ServerArgs", "max_total_num_tokens=",
            "Memory pool end", "sglang", "Capture cuda graph")
 # printed once per launch by the main process (``entrypoints/engine.py::_launch_subprocesses``: "server_args=...")
-STARTUPS = (re.compile(r"server_args=ServerArgs\("),)
+STARTUPS = (lazy_pattern(r"server_args=ServerArgs\("),)
 
-_AVAIL = re.compile(r"avail mem=" + _SIZE + r"(?:, mem usage=" + _SIZE + ")?")
-_LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=" + _SIZE)
-_KV = re.compile(r"#tokens:\s*" + COUNT + r", K size:\s*" + _SIZE + r", V size:\s*" + _SIZE)
-_KV_MLA = re.compile(r"#tokens:\s*" + COUNT + r", KV size:\s*" + _SIZE)
-_KV_DTYPE = re.compile(r"KV Cache is allocated\. dtype:\s*(?:torch\.)?(\w{1,32})")
-_POOL_END = re.compile(r"Memory pool end\. avail mem=" + _SIZE)
-_MEM_USAGE = re.compile(r"mem usage=" + _SIZE)
-_SUMMARY = re.compile(r"max_total_num_tokens=" + COUNT)
-_CONTEXT = re.compile(r"context_len=" + COUNT)
-_RUNNING = re.compile(r"max_running_requests=" + COUNT)
-_PREFILL = re.compile(r"max_prefill_tokens=" + COUNT)
-_CHUNKED = re.compile(r"chunked_prefill_size=(-?\d+)")
-_AVAILABLE = re.compile(r"available_gpu_mem=" + _SIZE)
-_HOST_POOL = re.compile(r"Allocating (\d+(?:\.\d+)?) GB host memory for hierarchical KV cache")
-_SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)")
-_VERSION = re.compile(r"sglang(?:==|\s{1,8}version[:=]?\s{0,8}v?)(\d+\.\d+[\w.]{0,32})", re.IGNORECASE)
+_AVAIL = lazy_pattern(r"avail mem=" + _SIZE + r"(?:, mem usage=" + _SIZE + ")?")
+_LOAD_BEGIN = lazy_pattern(r"Load weight begin\. avail mem=" + _SIZE)
+_KV = lazy_pattern(r"#tokens:\s*" + COUNT + r", K size:\s*" + _SIZE + r", V size:\s*" + _SIZE)
+_KV_MLA = lazy_pattern(r"#tokens:\s*" + COUNT + r", KV size:\s*" + _SIZE)
+_KV_DTYPE = lazy_pattern(r"KV Cache is allocated\. dtype:\s*(?:torch\.)?(\w{1,32})")
+_POOL_END = lazy_pattern(r"Memory pool end\. avail mem=" + _SIZE)
+_MEM_USAGE = lazy_pattern(r"mem usage=" + _SIZE)
+_SUMMARY = lazy_pattern(r"max_total_num_tokens=" + COUNT)
+_CONTEXT = lazy_pattern(r"context_len=" + COUNT)
+_RUNNING = lazy_pattern(r"max_running_requests=" + COUNT)
+_PREFILL = lazy_pattern(r"max_prefill_tokens=" + COUNT)
+_CHUNKED = lazy_pattern(r"chunked_prefill_size=(-?\d+)")
+_AVAILABLE = lazy_pattern(r"available_gpu_mem=" + _SIZE)
+_HOST_POOL = lazy_pattern(r"Allocating (\d+(?:\.\d+)?) GB host memory for hierarchical KV cache")
+_SERVER_ARGS = lazy_pattern(r"server_args=ServerArgs\((.*)")
+_VERSION = lazy_pattern(r"sglang(?:==|\s{1,8}version[:=]?\s{0,8}v?)(\d+\.\d+[\w.]{0,32})", re.IGNORECASE)
 # a key starts where a word starts (the look-behind): a 16 KB word is tried once, not from each of its letters
-_PAIR = re.compile(r"(?<!\w)(\w+)=('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^,\s)]+)")
+_PAIR = lazy_pattern(r"(?<!\w)(\w+)=('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^,\s)]+)")
 _ARGS = {"model_path": "model", "mem_fraction_static": "mem_fraction_static", "tp_size": "tp", "pp_size": "pp",
          "context_length": "max_model_len", "kv_cache_dtype": "kv_dtype", "dtype": "dtype",
          "chunked_prefill_size": "max_num_batched_tokens", "max_running_requests": "max_num_seqs",

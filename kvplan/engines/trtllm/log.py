@@ -15,28 +15,34 @@ KV cache manager created: a first one for the estimation dry run, then the one t
 
 from __future__ import annotations
 
-import re
-
-from kvplan.engines.log_format import COUNT, NUMBER, Collector, Line, LogReader, exact_bytes
+from kvplan.engines.log_format import (
+    COUNT,
+    NUMBER,
+    Collector,
+    Line,
+    LogReader,
+    exact_bytes,
+    lazy_pattern,
+)
 
 MARKERS = ("TensorRT-LLM", "for max tokens in paged KV cache", "[TRT-LLM]", "tensorrt_llm", "bytes for k/v cache",
            "tokens in paged KV cache")
 
 # Linear patterns (engines/log_format.py): each after a literal, the number read whole. No start-up pattern: every MPI
 # rank imports tensorrt_llm and prints the version line, so that line does not mark one start-up.
-_ALLOCATED = re.compile(r"Allocated " + NUMBER + r"\s*(GiB|GB|MiB|MB) for max tokens in paged KV cache \(" + COUNT
-                        + r"\)")
-_BLOCK = re.compile(r"Number of tokens per block:\s*(\d+)")
-_ALLOCATE_BYTES = re.compile(r"Allocate " + COUNT + r" bytes for k/v cache")
-_USING_TOKENS = re.compile(r"Using " + COUNT + r" (?:total )?tokens in paged KV cache")
-_PRIMARY = re.compile(r"Number of blocks in KV cache primary pool:\s*" + COUNT)
-_TOTAL = re.compile(r"total:\s*" + NUMBER + r"\s*(GiB|GB), available:\s*" + NUMBER + r"\s*(GiB|GB)")
-_VERSION = re.compile(r"TensorRT[- ]LLM version:\s*v?(\d+\.\d+[\w.]{0,32})")
-_ENGINE = re.compile(r"Loaded engine size:\s*" + COUNT + r" MiB")
-_CONTEXT = re.compile(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) for execution context memory")
-_BUFFERS = re.compile(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) GPU memory for (runtime buffers|decoder)")
-_WINDOW = re.compile(r"\[window size=(\d{1,12})\], tokens per block=(\d{1,9}), primary blocks=(\d{1,15}), "
-                     r"secondary blocks=(\d{1,15})")
+_ALLOCATED = lazy_pattern(r"Allocated " + NUMBER + r"\s*(GiB|GB|MiB|MB) for max tokens in paged KV cache \(" + COUNT
+                          + r"\)")
+_BLOCK = lazy_pattern(r"Number of tokens per block:\s*(\d+)")
+_ALLOCATE_BYTES = lazy_pattern(r"Allocate " + COUNT + r" bytes for k/v cache")
+_USING_TOKENS = lazy_pattern(r"Using " + COUNT + r" (?:total )?tokens in paged KV cache")
+_PRIMARY = lazy_pattern(r"Number of blocks in KV cache primary pool:\s*" + COUNT)
+_TOTAL = lazy_pattern(r"total:\s*" + NUMBER + r"\s*(GiB|GB), available:\s*" + NUMBER + r"\s*(GiB|GB)")
+_VERSION = lazy_pattern(r"TensorRT[- ]LLM version:\s*v?(\d+\.\d+[\w.]{0,32})")
+_ENGINE = lazy_pattern(r"Loaded engine size:\s*" + COUNT + r" MiB")
+_CONTEXT = lazy_pattern(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) for execution context memory")
+_BUFFERS = lazy_pattern(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) GPU memory for (runtime buffers|decoder)")
+_WINDOW = lazy_pattern(r"\[window size=(\d{1,12})\], tokens per block=(\d{1,9}), primary blocks=(\d{1,15}), "
+                       r"secondary blocks=(\d{1,15})")
 _MAX_WINDOWS = 64  # attention windows kept per KV cache manager (a model has a few; a log is anyone's text)
 _DRY_RUN = ("kv_cache", "kv_cache_tokens", "num_gpu_blocks", "num_cpu_blocks")
 """What a KV cache manager logs: the estimation dry run's are replaced by the serving manager's."""

@@ -54,6 +54,7 @@ from kvplan.engines.log_format import (
     LogReader,
     exact_bytes,
     kv_only,
+    lazy_pattern,
     to_float,
     to_int,
 )
@@ -74,12 +75,12 @@ MARKERS = ("GPU KV cache size", "GPU blocks:", "cuda blocks:", "CUDA blocks:", "
 
 # One per start-up, on rank 0 (``entrypoints/openai/api_server.py::run_server``; without the API server, the engine's
 # ``LLMEngine.__init__`` / ``EngineCore.__init__`` line, once per data-parallel engine: DP0's is the start-up's).
-STARTUPS = (re.compile(r"vLLM API server version "), re.compile(r"Initializing an? (?:V[01] )?LLM engine \("))
+STARTUPS = (lazy_pattern(r"vLLM API server version "), lazy_pattern(r"Initializing an? (?:V[01] )?LLM engine \("))
 
 # (item, a literal the line must hold, the pattern): the literal is looked for first (a plain substring search), so
 # that a line holding none of them costs no pattern (a pattern that starts with a number is tried at every
 # character of the line: linear, but not free)
-_PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, re.compile(pattern)) for name, needle, pattern in (
+_PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, lazy_pattern(pattern)) for name, needle, pattern in (
     # weights
     ("weights", "Loading model weights took ", r"Loading model weights took " + _SIZE),
     ("weights", "Model loading took ", r"Model loading took " + _SIZE),
@@ -129,48 +130,48 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, re.compile(p
 # cuda_memory=.., torch_memory=.., non_torch_memory=N, ..." before any model: N is the CUDA context and whatever ran
 # first, not the budget's non-torch item (the growth since this snapshot), so the line is read apart
 _SNAPSHOT = "memory snapshot:"
-_SNAPSHOT_ITEMS = (("free_at_init", re.compile(r"\bfree_memory=" + _SIZE)),
-                   ("non_torch_at_init", re.compile(r"\bnon_torch_memory=" + _SIZE)))
+_SNAPSHOT_ITEMS = (("free_at_init", lazy_pattern(r"\bfree_memory=" + _SIZE)),
+                   ("non_torch_at_init", lazy_pattern(r"\bnon_torch_memory=" + _SIZE)))
 # 0.10.2+ "Replace gpu_memory_utilization config with `--kv-cache-memory=A` ... to fit into requested memory, or
 # `--kv-cache-memory=B` ... to fully utilize gpu memory" (gpu_worker.py): the KV memory either way, in bytes
-_KV_ADVICE = re.compile(r"--kv-cache-memory=" + COUNT + r"`(?: \([^)]{0,32}\))? to (fit into requested|fully utilize)")
-_FREE_AT_START = re.compile(r"Free memory on device \(" + _NUM + r"/" + _NUM + r"\s*(GiB|GB)")
-_IN_USE_BYTES = re.compile(r"Current kv cache memory in use is " + COUNT + r" bytes")
-_BLOCKS = re.compile(r"(?:GPU|cuda|CUDA) blocks: *" + COUNT)  # 0.8.5 executor_base.py: "# CUDA blocks"
-_CPU_BLOCKS = re.compile(r"# *CPU blocks: *" + COUNT)
-_SIMPLE_BLOCKS = re.compile(r"SimpleCPUOffloadScheduler: Allocating " + COUNT + r" (?:CPU|offload) blocks \("
-                            + _FRACTION + r" GB")
-_MMAP_REGION = re.compile(r"Created mmap file \S+ \(" + _FRACTION + r" GB\)")
-_CPU_TENSORS = re.compile(r"Allocating " + COUNT + r" CPU tensors")
-_CPU_TENSOR_SIZE = re.compile(r"Allocating CPU tensor of shape \[([^\]]{0,200})\]"
-                              r"|torch\.zeros pinned tensor (\d+) *[×x] *(\d+)")
-_TOKENS = re.compile(r"GPU KV cache size: *" + COUNT + r" tokens")
-_CONCURRENCY = re.compile(r"Maximum concurrency for " + COUNT + r" tokens per request: *" + _FRACTION + r"x")
-_ESTIMATED_LEN = re.compile(r"estimated maximum model length is " + COUNT)
+_KV_ADVICE = lazy_pattern(r"--kv-cache-memory=" + COUNT + r"`(?: \([^)]{0,32}\))? to (fit into requested|fully utilize)")
+_FREE_AT_START = lazy_pattern(r"Free memory on device \(" + _NUM + r"/" + _NUM + r"\s*(GiB|GB)")
+_IN_USE_BYTES = lazy_pattern(r"Current kv cache memory in use is " + COUNT + r" bytes")
+_BLOCKS = lazy_pattern(r"(?:GPU|cuda|CUDA) blocks: *" + COUNT)  # 0.8.5 executor_base.py: "# CUDA blocks"
+_CPU_BLOCKS = lazy_pattern(r"# *CPU blocks: *" + COUNT)
+_SIMPLE_BLOCKS = lazy_pattern(r"SimpleCPUOffloadScheduler: Allocating " + COUNT + r" (?:CPU|offload) blocks \("
+                              + _FRACTION + r" GB")
+_MMAP_REGION = lazy_pattern(r"Created mmap file \S+ \(" + _FRACTION + r" GB\)")
+_CPU_TENSORS = lazy_pattern(r"Allocating " + COUNT + r" CPU tensors")
+_CPU_TENSOR_SIZE = lazy_pattern(r"Allocating CPU tensor of shape \[([^\]]{0,200})\]"
+                                r"|torch\.zeros pinned tensor (\d+) *[×x] *(\d+)")
+_TOKENS = lazy_pattern(r"GPU KV cache size: *" + COUNT + r" tokens")
+_CONCURRENCY = lazy_pattern(r"Maximum concurrency for " + COUNT + r" tokens per request: *" + _FRACTION + r"x")
+_ESTIMATED_LEN = lazy_pattern(r"estimated maximum model length is " + COUNT)
 # V0's start-up error (``LLMEngine._initialize_kv_caches`` -> ``raise_if_cache_size_invalid``, vllm#2163): M is
 # num_gpu_blocks x block_size, the tokens the pool holds; N the max model len it could not hold
-_STORED = re.compile(r"max seq len \(" + COUNT + r"\) is larger than the maximum number of tokens that can be "
-                     r"stored in KV cache \(" + COUNT + r"\)")
-_ENGINE = re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v?([0-9][\w.+\-]{0,63})\) with config: (.*)")
-_SERVER_VERSION = re.compile(r"vLLM API server version v?([0-9][\w.+\-]{0,63})")
-_UTIL = re.compile(r"gpu_memory_utilization(?:=| \(|\s{1,16}(?=\d))" + _FRACTION + r"|Desired GPU memory utilization is \("
-                   + _FRACTION + r"|Requested memory: " + _FRACTION + r" \(util\)")
-_UTIL_NOTE = re.compile(r"--gpu-memory-utilization=" + _FRACTION + r" is equivalent")
-_CHUNKED = re.compile(r"max_num_batched_tokens=" + COUNT)
-_MAX_LEN = re.compile(r"Using max model len " + COUNT)
-_DEVICE_NAME = re.compile(r"device_name=(NVIDIA_[A-Za-z0-9_\-]{1,100})(?:,|\.json)")
-_OVERRIDE = re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d{1,18})\b")
+_STORED = lazy_pattern(r"max seq len \(" + COUNT + r"\) is larger than the maximum number of tokens that can be "
+                       r"stored in KV cache \(" + COUNT + r"\)")
+_ENGINE = lazy_pattern(r"Initializing an? (?:V[01] )?LLM engine \(v?([0-9][\w.+\-]{0,63})\) with config: (.*)")
+_SERVER_VERSION = lazy_pattern(r"vLLM API server version v?([0-9][\w.+\-]{0,63})")
+_UTIL = lazy_pattern(r"gpu_memory_utilization(?:=| \(|\s{1,16}(?=\d))" + _FRACTION + r"|Desired GPU memory utilization is \("
+                     + _FRACTION + r"|Requested memory: " + _FRACTION + r" \(util\)")
+_UTIL_NOTE = lazy_pattern(r"--gpu-memory-utilization=" + _FRACTION + r" is equivalent")
+_CHUNKED = lazy_pattern(r"max_num_batched_tokens=" + COUNT)
+_MAX_LEN = lazy_pattern(r"Using max model len " + COUNT)
+_DEVICE_NAME = lazy_pattern(r"device_name=(NVIDIA_[A-Za-z0-9_\-]{1,100})(?:,|\.json)")
+_OVERRIDE = lazy_pattern(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d{1,18})\b")
 _CONFIG_KEYS = {"model": "model", "max_seq_len": "max_model_len", "tensor_parallel_size": "tp",
                 "pipeline_parallel_size": "pp", "dtype": "dtype", "kv_cache_dtype": "kv_dtype",
                 "enforce_eager": "enforce_eager", "max_model_len": "max_model_len",
                 "gpu_memory_utilization": "gpu_memory_utilization", "max_num_batched_tokens": "max_num_batched_tokens",
                 "max_num_seqs": "max_num_seqs", "block_size": "block_size", "model_tag": "model"}
 # a key starts where a word starts (the look-behind): a 16 KB word is tried once, not from each of its letters
-_KV = re.compile(r"(?<!\w)(\w+)=('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^,\s)]+)")
+_KV = lazy_pattern(r"(?<!\w)(\w+)=('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^,\s)]+)")
 
 
 # One cheap test per line before the patterns: a long log is mostly request lines that hold none of these.
-_WORTH_READING = re.compile("|".join(re.escape(k) for k in (
+_WORTH_READING = lazy_pattern("|".join(re.escape(k) for k in (
     "took", "total_gpu_memory", "Free memory on device", "total capacity", "utilization", "Requested memory",
     "non KV", "peak", "non_torch", "non-torch", "CUDAGraph", "CUDA graph", "kv_cache_size", "KV Cache is",
     "KV cache memory", "kv cache memory", "KV cache is needed", "blocks:", "GPU KV cache size",
@@ -182,7 +183,7 @@ _WORTH_READING = re.compile("|".join(re.escape(k) for k in (
 # v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__ (0.8 - 0.11.0 wheels): the profiling run's path
 _SAMPLER_LINES = (("Using FlashInfer for top-p & top-k sampling", "flashinfer"),
                   ("Falling back to the PyTorch-native implementation of top-p & top-k sampling", "sort"))
-_V2_FILE = re.compile(r"\[model_runner\.py:\d")  # Model Runner V2's file (bracketed: a 0.8+ log line)
+_V2_FILE = lazy_pattern(r"\[model_runner\.py:\d")  # Model Runner V2's file (bracketed: a 0.8+ log line)
 V2_FORMAT = "vllm-v1-runner-v2"
 V2_RUNNER_SINCE = (0, 12)  # runner.py V2_SINCE: the release that brought vllm/v1/worker/gpu/model_runner.py
 
