@@ -3,7 +3,8 @@
 Each bundled spec is what kvplan's own config reader makes of the model's config.json (listed in
 tools/bundle.yaml), plus its provenance, aliases and weights: the published checkpoint total where
 one was found, otherwise an analytic count from the config, labelled as computed.
-tests/test_bundled_specs.py runs ``--check`` so the YAML files never drift from their configs.
+tests/test_bundled_specs.py runs ``--check`` so the YAML files never drift from their configs. After a change
+here, ``python tools/build_data.py`` rewrites ``model_specs/models.json`` (the rows of ``kvplan models``).
 """
 
 from __future__ import annotations
