@@ -179,7 +179,10 @@ class GridOut:
         rows = [[_text(cell) for cell in row] for row in grid.rows]
         shown = ([heads] if grid.show_header else []) + rows
         titles = grid.title.split("\n") if grid.title else []
-        if not all(_cell_safe(cell) for row in shown for cell in row) or \
+        # a (text, markup) cell says what rich prints for it: only its columns need checking
+        given = all(_cell_safe(h) for h in heads) if grid.show_header else True
+        if not given or not all(_cell_safe(cell) if isinstance(cell, str) else _one_column(cell[0])
+                                for row in grid.rows for cell in row) or \
                 not all(_cell_safe(t) and t == t.strip() for t in titles):
             return None
         widths = _widths(shown, len(heads), self.width)

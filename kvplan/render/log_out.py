@@ -79,9 +79,10 @@ def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | No
             shown += [_value(row, "kvplan"),
                       "" if diff is None else (f"{diff / 2**30:+.2f} GiB" if row.unit == "bytes"
                                                else f"{diff:+.2f}x" if row.unit == "x" else f"{diff:+,}")]
-        # rich reads "[line N]" as a markup tag and prints nothing for it (the spaces before it stay)
+        # the line the item was read from; escaped for rich, which would read "[line N]" as a markup tag and drop it
         printed = (row.text or "") + ("  " if row.line else "")
-        cells.append((*shown, (printed, printed + f"[line {row.line}]") if row.line else printed))
+        cells.append((*shown, (printed + f"[line {row.line}]", printed + f"\\[line {row.line}]") if row.line
+                      else printed))
     out.grid(Grid(title, tuple(columns), tuple(cells), fold=False))
     also = [f"{EXTRA_LABELS[r.item]} {format_bytes(r.logged or 0)} ({r.text})" for r in extras(log)]
     also += [f"{COUNT_ITEMS[k]} {v:,}" for k, v in log.counts.items()]
