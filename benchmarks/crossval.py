@@ -78,8 +78,8 @@ def non_torch_field(inp: dict) -> str:
 def gpu_class(text: str) -> str:
     name = text.upper()
     for key, cls in (("H100", "H100/H200/H20"), ("H200", "H100/H200/H20"), ("H20", "H100/H200/H20"),
-                     ("A100", "A100"), ("L40", "L40S/L4"), ("L4", "L40S/L4"), ("RTX", "consumer"),
-                     ("GB", "consumer")):
+                     ("A100", "A100"), ("L40", "L40S/L4"), ("L4", "L40S/L4"), ("B200", "B200/GB200"),
+                     ("RTX", "consumer"), ("GB", "consumer")):
         if key in name:
             return cls
     return "other"
@@ -373,13 +373,18 @@ def coverage(rows: list[dict], table: dict) -> float:
     return inside / len(held) if held else float("nan")
 
 
-def main() -> None:
+def arguments(baseline: str, intervals: str) -> argparse.Namespace:
+    """The options both cross-validation scripts take (this one and crossval_engines.py)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", help="write every case's figures here")
     parser.add_argument("--no-write", action="store_true", help="do not rewrite docs/accuracy.md")
-    parser.add_argument("--baseline", action="store_true", help="rewrite benchmarks/crossval_baseline.json")
-    parser.add_argument("--intervals", action="store_true", help="rewrite kvplan/engines/vllm/budget_error.json")
-    opts = parser.parse_args()
+    parser.add_argument("--baseline", action="store_true", help=f"rewrite {baseline}")
+    parser.add_argument("--intervals", action="store_true", help=f"rewrite {intervals}")
+    return parser.parse_args()
+
+
+def main() -> None:
+    opts = arguments("benchmarks/crossval_baseline.json", "kvplan/engines/vllm/budget_error.json")
     rows, skipped = run()
     text = report(rows, skipped)
     if opts.json:

@@ -31,7 +31,6 @@ tests/test_crossval_engines.py fails when a change makes an engine's cross-valid
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -48,7 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.accuracy import replace_block  # noqa: E402
-from benchmarks.crossval import DATA, _quantile, _whole, gpu_class, source_of, stats  # noqa: E402
+from benchmarks.crossval import DATA, _quantile, _whole, arguments, gpu_class, source_of, stats  # noqa: E402
 from benchmarks.crossval import table as _table  # noqa: E402
 from kvplan.budgets import Settings  # noqa: E402
 from kvplan.engines import parse_version  # noqa: E402
@@ -176,8 +175,6 @@ def _gpu(case: dict) -> Any:
 
 
 def _gpu_class(name: str) -> str:
-    if name.upper().startswith(("B200", "GB200")):  # crossval.gpu_class reads the "GB" of "B200-180GB" as consumer
-        return "B200/GB200"
     return "AMD Instinct" if name.upper().startswith("MI") else gpu_class(name)
 
 
@@ -485,12 +482,7 @@ def report(rows: list[dict], skipped: list[tuple[str, str, str]]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--json", help="write every case's figures here")
-    parser.add_argument("--no-write", action="store_true", help="do not rewrite docs/accuracy.md")
-    parser.add_argument("--baseline", action="store_true", help="rewrite benchmarks/crossval_engines_baseline.json")
-    parser.add_argument("--intervals", action="store_true", help="rewrite each engine's budget_error.json")
-    opts = parser.parse_args()
+    opts = arguments("benchmarks/crossval_engines_baseline.json", "each engine's budget_error.json")
     rows, skipped = run()
     text = report(rows, skipped)
     if opts.json:

@@ -70,7 +70,7 @@ def in_text(value: float, excerpt: str) -> bool:
     import re
 
     digits = str(value).rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
-    spaced = re.compile(r"(?<![\d.])" + re.escape(digits).replace(r"\.", r"\.") + r"0*(?![\d])")
+    spaced = re.compile(r"(?<![\d.])" + re.escape(digits) + r"0*(?![\d])")
     with_commas = f"{value:,}" if isinstance(value, int) else None
     return bool(spaced.search(excerpt)) or (with_commas is not None and with_commas in excerpt)
 
@@ -98,12 +98,7 @@ def read(key: str, value: float, log) -> bool:
     return any(c is not None and abs(c - value) <= float(step) / 2 + 1e-9 for c in counts)
 
 
-def run() -> tuple[Counter, Counter, list[tuple[str, str, object]]]:
-    total, hit, misses, _ = run_all()
-    return total, hit, misses
-
-
-def run_all() -> tuple[Counter, Counter, list[tuple[str, str, object]], list[str]]:
+def run() -> tuple[Counter, Counter, list[tuple[str, str, object]], list[str]]:
     """Counts per name, and the numbers missed and read ('case: name')."""
     total, hit, misses, read_ones = Counter(), Counter(), [], []
     for case in cases():
@@ -125,7 +120,7 @@ def main() -> None:
     parser.add_argument("--misses", action="store_true", help="list every number kvplan log does not read")
     parser.add_argument("--baseline", action="store_true", help=f"rewrite {BASELINE.name} with these figures")
     opts = parser.parse_args()
-    total, hit, misses, read_ones = run_all()
+    total, hit, misses, read_ones = run()
     n, h = sum(total.values()), sum(hit.values())
     if opts.baseline:
         BASELINE.write_text(json.dumps({"printed": n, "read": h, "read_numbers": sorted(read_ones)}, indent=1) + "\n")

@@ -156,6 +156,31 @@ def run_cli(argv: list[str] | tuple[str, ...], *, seconds: float = 30, stdin: by
     return code, out.getvalue(), err.getvalue()
 
 
+def checked_kv_tokens(path: Path) -> int:
+    """``kvplan check PATH --format json`` in-process: the first deployment's KV-cache tokens."""
+    import json
+
+    code, out, err = run_cli(["check", str(path), "--format", "json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    return int((doc["deployments"][0] if "deployments" in doc else doc)["kv_cache_tokens"])
+
+
+class Terminal(io.StringIO):
+    """An output stream that says it is a terminal (rich's path, not the plain writer's)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def terminal_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A colour terminal, whatever the environment the tests run in says."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+
+
 @contextlib.contextmanager
 def hf_token(token: str) -> Iterator[None]:
     """HF_TOKEN set to ``token`` for the block (a module fixture's body: hypothesis runs many cases in one

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import REPO, Terminal
 
 from kvplan.cli import main
 from kvplan.render import grid
@@ -135,20 +135,12 @@ def test_piped_tables_never_import_rich():
     assert done.stdout.strip().splitlines()[-1] == "False"
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_a_terminal_still_gets_rich(monkeypatch):
+def test_a_terminal_still_gets_rich(monkeypatch, terminal_env):
     import kvplan
     from kvplan.render.formats import write
 
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TERM", "xterm-256color")
     plan = kvplan.max_batch(kvplan.load_model("meta-llama/Llama-3.1-70B"), gpu="L4")  # does not fit: "no" in red
-    terminal, piped = _Terminal(), io.StringIO()
+    terminal, piped = Terminal(), io.StringIO()
     write([plan], "table", terminal)
     write([plan], "table", piped)
     assert "\x1b[" in terminal.getvalue() and "\x1b[" not in piped.getvalue()

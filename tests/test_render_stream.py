@@ -16,6 +16,8 @@ from kvplan.estimate import EstimateResult, EstimateRow, LayerRow, RowSweep, est
 from kvplan.render.formats import write
 from kvplan.render.json_out import dumps, encode_at, estimates_dict, write_items
 
+from conftest import Terminal
+
 
 def _value(rng: random.Random, depth: int = 0) -> object:
     r = rng.random()
@@ -168,22 +170,14 @@ def test_piped_table_never_imports_rich():
     assert done.stdout.strip() == "False"
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_a_table_longer_than_the_terminal_is_the_plain_one(monkeypatch):
-    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TERM", "xterm-256color")
+def test_a_table_longer_than_the_terminal_is_the_plain_one(monkeypatch, terminal_env):
     monkeypatch.setenv("LINES", "20")
     monkeypatch.setenv("COLUMNS", "120")
     long = [estimate("gpt2", contexts="1..40:1", lazy=True)]
-    terminal, piped = _Terminal(), io.StringIO()
+    terminal, piped = Terminal(), io.StringIO()
     write(long, "table", terminal)
     write(long, "table", piped)
     assert terminal.getvalue() == piped.getvalue()  # no colour, no fitting: the plain writer
-    short = _Terminal()
+    short = Terminal()
     write([estimate("gpt2", contexts=[1024], lazy=True)], "table", short)
     assert "\x1b[" in short.getvalue()  # a table that fits the screen stays rich's, styled

@@ -19,6 +19,8 @@ from kvplan.errors import UsageError
 from kvplan.plan import CapacityPlan
 from kvplan.sources.resolve import load_model
 
+from conftest import checked_kv_tokens
+
 QWEN05 = str(Path(__file__).parent / "data" / "hf_configs" / "Qwen__Qwen2.5-0.5B.json")
 
 
@@ -151,17 +153,11 @@ def test_estimate_and_092_from_the_0_20_wheel() -> None:
 
 
 def test_check_reads_the_deployments_runner_variable(tmp_path: Path) -> None:
-    import json
-
     def tokens(env: str) -> int:
         path = tmp_path / "serve.sh"
         path.write_text("# kvplan/gpu: RTX-4090\n# kvplan/engine-version: 0.27.1\n"
                         f"{env}vllm serve Qwen/Qwen3-8B --max-model-len 8192\n")
-        done = subprocess.run([sys.executable, "-m", "kvplan", "check", str(path), "--format", "json"],
-                              capture_output=True, text=True, check=False)
-        assert done.returncode == 0, done.stderr
-        doc = json.loads(done.stdout)
-        return int((doc["deployments"][0] if "deployments" in doc else doc)["kv_cache_tokens"])
+        return checked_kv_tokens(path)
 
     # 0.27.1 runs Qwen3-8B on V2 by default (no graphs taken off); VLLM_USE_V2_MODEL_RUNNER=0 takes V1's estimate
     default, v1, v2 = tokens(""), tokens("VLLM_USE_V2_MODEL_RUNNER=0 "), tokens("VLLM_USE_V2_MODEL_RUNNER=1 ")

@@ -16,6 +16,8 @@ from kvplan.budgets.base import Settings
 from kvplan.plan import CapacityPlan
 from kvplan.errors import UsageError
 
+from conftest import checked_kv_tokens
+
 DATA = Path(__file__).parent / "data"
 QWEN8 = "Qwen/Qwen3-8B"  # bundled; vocabulary 151,936
 QWEN4 = str(DATA / "hf_configs_transcribed" / "Qwen__Qwen3-4B.json")  # the logged model (its case's kvplan_model)
@@ -77,11 +79,7 @@ def test_check_reads_the_deployments_variable(tmp_path: Path) -> None:
         path = tmp_path / "serve.sh"
         path.write_text(f"# kvplan/gpu: H100-SXM-80GB\n# kvplan/engine-version: {version}\n"
                         f"{env}vllm serve {QWEN8} --max-model-len 40960\n")
-        done = subprocess.run([sys.executable, "-m", "kvplan", "check", str(path), "--format", "json"],
-                              capture_output=True, text=True, check=False)
-        assert done.returncode == 0, done.stderr
-        doc = json.loads(done.stdout)
-        return int((doc["deployments"][0] if "deployments" in doc else doc)["kv_cache_tokens"])
+        return checked_kv_tokens(path)
 
     default = tokens("")
     assert tokens("VLLM_USE_FLASHINFER_SAMPLER=1 ") == default  # 0.10.2's default path
