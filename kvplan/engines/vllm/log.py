@@ -90,7 +90,6 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, lazy_pattern
     ("weights_debug", "weights memory:", r"weights memory:\s*" + _SIZE),
     # totals and budget
     ("total", "total_gpu_memory", r"total_gpu_memory[=\s(]{1,16}" + _SIZE),
-    ("total", "Free memory on device (", r"Free memory on device \(" + _NUM + r"/" + _SIZE),
     ("total", "total capacity of ", r"total capacity of " + _SIZE),
     ("budget", "gpu_memory_utilization (", r"gpu_memory_utilization \(" + _FRACTION + r"\) = " + _SIZE),
     ("budget", "Desired GPU memory utilization is (",
@@ -245,8 +244,9 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
         else:
             number, unit = groups[0], groups[1]
         out.put_size(name, number, unit, line)
-    if m := _find("Free memory on device (", _FREE_AT_START, text):  # (free/total GiB): the free part
+    if m := _find("Free memory on device (", _FREE_AT_START, text):  # (free/total GiB)
         out.put_size("free_at_start", m.group(1), m.group(3), line)
+        out.put_size("total", m.group(2), m.group(3), line)
     if m := _find("kv cache memory in use", _IN_USE_BYTES, text):
         out.put("kv_cache_in_use", exact_bytes(m.group(1)), line)
     if "Memory profiling results" in text:
