@@ -46,7 +46,8 @@ from kvplan.plan import max_batch  # noqa: E402
 GIB = 1 << 30
 DATA = REPO / "tests" / "data"
 LOG_FILES = ("engine_logs_dev.yaml", "engine_logs_found.yaml", "engine_logs_more.yaml", "engine_logs_collected.yaml",
-             "engine_logs_issue21.yaml", "engine_logs_issue21b.yaml", "engine_logs_issue21e.yaml")
+             "engine_logs_issue21.yaml", "engine_logs_issue21b.yaml", "engine_logs_issue21d.yaml",
+             "engine_logs_issue21e.yaml")
 BASELINE = REPO / "benchmarks" / "crossval_baseline.json"
 
 # Checkpoints the logs name that kvplan has no config for, mapped to a bundled one of the same attention and
