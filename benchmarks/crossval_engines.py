@@ -196,7 +196,10 @@ def _logged_kv(case: dict) -> float | None:
     printed (``run`` converts it with kvplan's bytes per token, exact for the KV arithmetic)."""
     rep = case.get("reported") or {}
     if rep.get("k_size_gib") is not None and rep.get("v_size_gib") is not None:
-        return rep["k_size_gib"] + rep["v_size_gib"]
+        # a hybrid model's "Mamba Cache is allocated" states come out of the same budget as K and V: the pool
+        # is both (kvplan's KV memory is that pool too)
+        state = sum(rep.get(key) or 0.0 for key in ("mamba_conv_state_gib", "mamba_ssm_state_gib"))
+        return rep["k_size_gib"] + rep["v_size_gib"] + state
     for key in ("kv_size_gib", "available_kv_gib", "kv_gib"):
         if rep.get(key) is not None:
             return float(rep[key])

@@ -49,7 +49,7 @@ def qwen3_next_layers(reader: ConfigReader) -> list[LayerSpec]:
     # linear_conv_kernel_dim; recurrent state [value_heads, key_dim, value_dim].
     def gdn(layer_type: str) -> LayerSpec:
         if layer_type != "linear_attention":
-            raise ConfigError(f"layer_types has '{layer_type}', which qwen3_next does not use")
+            raise ConfigError(f"layer_types has '{layer_type}', which {reader.model_type} does not use")
         key_heads, key_dim, value_heads, value_dim, kernel = gdn_dims(reader)
         return Recurrent(mixer="gated_delta_net",
                          conv_dim=2 * key_heads * key_dim + value_heads * value_dim, conv_kernel=kernel,
@@ -69,6 +69,14 @@ def qwen3_next_params(b: Counter) -> None:
     shared_expert_gate), and the ``mtp.*`` layer the checkpoints ship (below). Which layers are
     full attention, and the DeltaNet sizes, are the cache rule's (:func:`qwen3_next_layers`).
     """
+    hybrid_gdn_params(b, decoder="model", split_in_proj=False)
+
+
+def hybrid_gdn_params(b: Counter, *, decoder: str, split_in_proj: bool) -> None:
+    """The Gated DeltaNet + gated attention decoder of qwen3_next and qwen3_5 (see :func:`qwen3_next_params`):
+    ``decoder`` is the module prefix of its layers; ``split_in_proj``: the DeltaNet input projections are
+    stored as in_proj_qkv / in_proj_z / in_proj_b / in_proj_a (qwen3_5) instead of fused in_proj_qkvz /
+    in_proj_ba (qwen3_next), the same elements."""
     h, n_layers = b.hidden, b.layers
     full = [isinstance(layer, FullAttention) for layer in qwen3_next_layers(b.reader)]
     k_heads, k_dim, v_heads, v_dim, conv = gdn_dims(b.reader)
@@ -91,8 +99,14 @@ def qwen3_next_params(b: Counter) -> None:
             b.add(comp("norms"), f"{p}.self_attn.k_norm", hd)
         else:
             m = f"{p}.linear_attn"
-            b.linear("ssm", f"{m}.in_proj_qkvz", h, 2 * key_dim + 2 * value_dim)
-            b.linear("ssm", f"{m}.in_proj_ba", h, 2 * v_heads)
+            if split_in_proj:
+                b.linear("ssm", f"{m}.in_proj_qkv", h, 2 * key_dim + value_dim)
+                b.linear("ssm", f"{m}.in_proj_z", h, value_dim)
+                b.linear("ssm", f"{m}.in_proj_b", h, v_heads)
+                b.linear("ssm", f"{m}.in_proj_a", h, v_heads)
+            else:
+                b.linear("ssm", f"{m}.in_proj_qkvz", h, 2 * key_dim + 2 * value_dim)
+                b.linear("ssm", f"{m}.in_proj_ba", h, 2 * v_heads)
             b.add("ssm", f"{m}.conv1d", 2 * key_dim + value_dim, 1, conv)
             b.add("ssm", f"{m}.dt_bias", v_heads)
             b.add("ssm", f"{m}.A_log", v_heads)
@@ -109,16 +123,16 @@ def qwen3_next_params(b: Counter) -> None:
         else:
             gated_mlp(b, f"{p}.mlp", intermediate(b), component=comp("mlp"))
 
-    b.embed()
+    b.embed(f"{decoder}.embed_tokens")
     for i in range(n_layers):
-        layer(f"model.layers.{i}", i, full[i])
-    b.norm("model.norm", h)
+        layer(f"{decoder}.layers.{i}", i, full[i])
+    b.norm(f"{decoder}.norm", h)
     b.lm_head()
 
     # MTP: vLLM model_executor/models/qwen3_next_mtp.py: mtp.fc (Linear(2h, h)), pre_fc_norm_embedding,
     # pre_fc_norm_hidden, full-attention MoE decoder layer(s) mtp.layers.N, mtp.norm; embeddings and
     # lm_head are shared with the main model. How many: qwen3_next_mtp_layers, as ModelSpec.mtp_layers.
-    for k in range(qwen3_next_mtp_layers(b.reader)):
+    for k in range(b.family.mtp_count(b.reader)):
         b.linear("mtp", "mtp.fc", 2 * h, h, quantizable=False)
         b.add("mtp", "mtp.pre_fc_norm_embedding", h)
         b.add("mtp", "mtp.pre_fc_norm_hidden", h)

@@ -1,0 +1,83 @@
+"""Qwen3.5 / Qwen3.6 (model_type qwen3_5): Qwen3-Next's hybrid Gated DeltaNet decoder, dense, under a vision tower.
+
+Ground truth: tests/data/hf_oracle_configs.json, what transformers 5.24.0 itself built from each config on the
+meta device (tools/transformers_oracle_configs.py): its parameter count (no MTP layers: transformers builds
+none), its DynamicCache layer classes and its DeltaNet state sizes; and the SGLang start-up log of Qwen3.5-9B
+in tests/data/engine_logs_issue21f.yaml. Provenance of the configs: tests/data/hf_configs/SOURCES.yaml.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from kvplan.errors import ConfigError
+from kvplan.sources.hf_config import read_config_file, spec_from_config
+from kvplan.sources.hf_params import count_params
+from kvplan.spec import FullAttention, Recurrent
+from conftest import DATA
+
+ORACLE = json.loads((DATA / "hf_oracle_configs.json").read_text())["models"]
+QWEN3_5 = sorted(name for name in ORACLE if name.startswith("Qwen__Qwen3.5-"))
+GIB = 1 << 30
+
+
+def config_of(name: str) -> dict:
+    return read_config_file(DATA / ORACLE[name]["config"])
+
+
+@pytest.mark.parametrize("name", QWEN3_5)
+def test_parameters_are_transformers_own_plus_the_mtp_layer(name: str):
+    count = count_params(config_of(name))
+    assert count.total - count.by_component["mtp"] == ORACLE[name]["params"]
+    assert count.by_component["mtp"] > 0 and count.by_component["vision"] > 0
+    assert not any("not counted" in a or "no parameter rule" in a for a in count.assumptions)
+
+
+@pytest.mark.parametrize("name", QWEN3_5)
+def test_layers_are_transformers_cache_layers_and_states(name: str):
+    spec = spec_from_config(config_of(name), model_id=name)
+    kind = {"LinearAttentionLayer": Recurrent, "DynamicLayer": FullAttention}
+    layers = list(spec.expanded_layers())
+    classes = ORACLE[name]["cache_layer_classes"]
+    assert len(layers) == len(classes)
+    assert all(isinstance(layer, kind[cls]) for layer, cls in zip(layers, classes))
+    state = ORACLE[name]["linear_attention_state"]
+    for layer in layers:
+        if isinstance(layer, Recurrent):
+            assert layer.mixer == "gated_delta_net"
+            assert [layer.conv_dim, layer.conv_kernel] == state["conv_state"]
+            assert list(layer.ssm_state) == state["recurrent_state"]
+    assert spec.model_type == "qwen3_5" and not any("not one kvplan knows" in a for a in spec.assumptions)
+
+
+def test_mtp_layers_are_read_from_mtp_num_hidden_layers():
+    config = config_of("Qwen__Qwen3.5-9B")
+    assert spec_from_config(config, model_id="m").mtp_layers == 1
+    config["text_config"]["mtp_num_hidden_layers"] = 0
+    assert spec_from_config(config, model_id="m").mtp_layers == 0
+    assert count_params(config).by_component["mtp"] == 0
+
+
+def test_a_vision_config_without_a_size_is_refused_naming_it():
+    config = copy.deepcopy(config_of("Qwen__Qwen3.5-9B"))
+    del config["vision_config"]["out_hidden_size"]
+    with pytest.raises(ConfigError, match="out_hidden_size"):
+        count_params(config)
+
+
+def test_the_sglang_log_gives_the_configs_bytes_per_token():
+    # "KV Cache is allocated. #tokens: 327310, K size: 2.50 GB" at TP 2: 8 full-attention layers x (4 / 2) KV heads
+    # x 256 x 2 B of K per token
+    cases = yaml.safe_load((DATA / "engine_logs_issue21f.yaml").read_text())["cases"]
+    case = next(c for c in cases if c["id"] == "sglang-qwen35-9b-hybrid-tp2-2x4090-mfs080")
+    assert case["kvplan_model"] == "tests/data/" + ORACLE["Qwen__Qwen3.5-9B"]["config"]
+    spec = spec_from_config(config_of("Qwen__Qwen3.5-9B"), model_id="m")
+    tp = case["tensor_parallel_size"]
+    k_per_token = sum(layer.kv_heads // tp * layer.head_dim * 2 for layer in spec.expanded_layers()
+                      if isinstance(layer, FullAttention))
+    logged = case["reported"]
+    assert abs(logged["kv_cache_tokens"] * k_per_token - logged["k_size_gib"] * GIB) <= 0.005 * GIB
