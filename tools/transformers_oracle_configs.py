@@ -3,14 +3,15 @@
 Run from the repository root with transformers and torch installed:
     python tools/transformers_oracle_configs.py
 Nothing of kvplan is imported: the numbers are transformers' own. Each model is built from its config with
-AutoModelForImageTextToText (multimodal wrappers) or AutoModelForCausalLM on the meta device in bf16.
+AutoModelForImageTextToText (multimodal wrappers) or AutoModel (encoders) on the meta device in bf16.
 """
 import json, sys, torch, transformers
-from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, DynamicCache
+from transformers import AutoConfig, AutoModel, AutoModelForImageTextToText, DynamicCache
 
 CASES = {  # name: (folder, auto class)
     "Qwen__Qwen3.5-9B": ("hf_configs_transcribed", AutoModelForImageTextToText),
     "Qwen__Qwen3.5-27B": ("hf_configs_transcribed", AutoModelForImageTextToText),
+    "google__embeddinggemma-300m": ("hf_configs_transcribed", AutoModel),  # Gemma3TextModel: an encoder, no lm_head
 }
 out = {}
 for name, (sub, auto) in CASES.items():
@@ -24,7 +25,8 @@ for name, (sub, auto) in CASES.items():
     entry = {"config": f"{sub}/{name}.json", "model_class": type(m).__name__, "params": params,
              "cache_layer_classes": [type(l).__name__ for l in cache.layers]}
     # the per-sequence state of a linear-attention layer, as the modeling file allocates it
-    mixer = next((l.linear_attn for l in m.model.language_model.layers if hasattr(l, "linear_attn")), None)
+    decoder = getattr(getattr(m, "model", None), "language_model", None)
+    mixer = next((l.linear_attn for l in decoder.layers if hasattr(l, "linear_attn")), None) if decoder else None
     if mixer is not None:
         entry["linear_attention_state"] = {
             "conv_state": [mixer.conv_dim, mixer.conv_kernel_size],

@@ -1,4 +1,7 @@
-"""Qwen3.5 / Qwen3.6 (model_type qwen3_5): Qwen3-Next's hybrid Gated DeltaNet decoder, dense, under a vision tower.
+"""The configs added for issue 21's "cannot load" logs, read as transformers reads them.
+
+Qwen3.5 / Qwen3.6 (model_type qwen3_5): Qwen3-Next's hybrid Gated DeltaNet decoder, dense, under a vision tower.
+EmbeddingGemma-300m: a gemma3_text encoder (bidirectional attention, the same cache layers as Gemma 3).
 
 Ground truth: tests/data/hf_oracle_configs.json, what transformers 5.24.0 itself built from each config on the
 meta device (tools/transformers_oracle_configs.py): its parameter count (no MTP layers: transformers builds
@@ -81,3 +84,15 @@ def test_the_sglang_log_gives_the_configs_bytes_per_token():
                       if isinstance(layer, FullAttention))
     logged = case["reported"]
     assert abs(logged["kv_cache_tokens"] * k_per_token - logged["k_size_gib"] * GIB) <= 0.005 * GIB
+
+
+def test_embeddinggemma_is_gemma3_text_as_transformers_builds_it():
+    name = "google__embeddinggemma-300m"
+    config = config_of(name)
+    count = count_params(config)
+    assert count.total == ORACLE[name]["params"]  # Gemma3TextModel: tied embeddings, no lm_head of its own
+    spec = spec_from_config(config, model_id=name)
+    kind = {"DynamicSlidingWindowLayer": "sliding", "DynamicLayer": "full"}
+    assert [layer.kind for layer in spec.expanded_layers()] == [kind[c] for c in ORACLE[name]["cache_layer_classes"]]
+    assert {(layer.kv_heads, layer.head_dim) for layer in spec.expanded_layers()} == {(1, 256)}
+    assert not any("not one kvplan knows" in a for a in spec.assumptions)
