@@ -96,3 +96,40 @@ def test_embeddinggemma_is_gemma3_text_as_transformers_builds_it():
     assert [layer.kind for layer in spec.expanded_layers()] == [kind[c] for c in ORACLE[name]["cache_layer_classes"]]
     assert {(layer.kv_heads, layer.head_dim) for layer in spec.expanded_layers()} == {(1, 256)}
     assert not any("not one kvplan knows" in a for a in spec.assumptions)
+
+
+# --------------------------------------------------------------------------------------------
+# Grok-2: model_type "git", read by the grok family (transformers has no Grok model: the log is the check)
+
+GROK2 = DATA / "hf_configs_transcribed" / "xai-org__grok-2.json"
+
+
+def _sglang_case(case_id: str) -> dict:
+    cases = yaml.safe_load((DATA / "engine_logs_issue21f.yaml").read_text())["cases"]
+    return next(c for c in cases if c["id"] == case_id)
+
+
+def test_grok2_matches_its_sglang_log():
+    case = _sglang_case("sglang-grok2-fp8-8xh100-tp8-v052rc2")
+    assert case["kvplan_model"] == "tests/data/hf_configs_transcribed/xai-org__grok-2.json"
+    config = read_config_file(GROK2)
+    spec = spec_from_config(config, model_id="xai-org/grok-2")
+    assert spec.layer_kind_counts() == {"full": 64} and (spec.num_experts, spec.experts_per_token) == (8, 2)
+    assert not any("not one kvplan knows" in a for a in spec.assumptions)
+    # "KV Cache is allocated. #tokens: 903439, K size: 13.79 GB" at TP 8: 64 layers x (8 / 8) KV head x 128 x 2 B
+    tp = case["tensor_parallel_size"]
+    k_per_token = sum(layer.kv_heads // tp * layer.head_dim * 2 for layer in spec.expanded_layers())
+    logged = case["reported"]
+    assert abs(logged["kv_cache_tokens"] * k_per_token - logged["k_size_gib"] * GIB) <= 0.005 * GIB
+    # "#parameters (actual): 269.56 B" (SGLang's count of the loaded model)
+    assert abs(count_params(config).total / 1e9 - logged["params_actual_b"]) < 0.001 * logged["params_actual_b"]
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"architectures": ["GitForCausalLM"]}, "architectures"),  # Microsoft's GIT shares the model_type
+    ({"sliding_window_size": 8192}, "sliding_window_size"),
+])
+def test_grok_refuses_what_it_has_no_rule_for(change: dict, field: str):
+    config = dict(read_config_file(GROK2), **change)
+    with pytest.raises(ConfigError, match=field):
+        spec_from_config(config, model_id="m")

@@ -9,7 +9,7 @@ reading the config through one :class:`ConfigReader` with the family's transform
     tensors.py     Counter (tensor list), ParamCount, pieces several families share
     llama.py       the generic rules (the fallback) and the llama-like families
     qwen.py, qwen3_next.py, qwen3_5.py, gemma.py (+ cohere), gemma4.py (+ gemma4_towers.py), deepseek.py,
-    llama4.py, gpt_oss.py, gpt.py (gpt2, gptj, phi, falcon, gpt_bigcode), mamba.py (+ mamba2, jamba)
+    llama4.py, gpt_oss.py, grok.py (model_type git), gpt.py (gpt2, gptj, phi, falcon, gpt_bigcode), mamba.py (+ mamba2, jamba)
     mllama.py      Llama 3.2 Vision: refused (per-request cross-attention cache)
     vision.py      vision towers of multimodal configs without a rule of their own
 
@@ -28,6 +28,7 @@ from kvplan.sources.families import (  # noqa: F401  (importing a family module 
     gemma4,
     gpt,
     gpt_oss,
+    grok,
     llama,
     llama4,
     mamba,
