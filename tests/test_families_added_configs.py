@@ -1,6 +1,7 @@
 """The configs added for issue 21's "cannot load" logs, read as transformers reads them.
 
-Qwen3.5 / Qwen3.6 (model_type qwen3_5): Qwen3-Next's hybrid Gated DeltaNet decoder, dense, under a vision tower.
+Qwen3.5 / Qwen3.6 (model_type qwen3_5 / qwen3_5_moe): Qwen3-Next's hybrid Gated DeltaNet decoder, dense or MoE, under
+a vision tower.
 EmbeddingGemma-300m: a gemma3_text encoder (bidirectional attention, the same cache layers as Gemma 3).
 
 Ground truth: tests/data/hf_oracle_configs.json, what transformers 5.24.0 itself built from each config on the
@@ -24,7 +25,7 @@ from kvplan.spec import FullAttention, Recurrent
 from conftest import DATA
 
 ORACLE = json.loads((DATA / "hf_oracle_configs.json").read_text())["models"]
-QWEN3_5 = sorted(name for name in ORACLE if name.startswith("Qwen__Qwen3.5-"))
+QWEN3_5 = sorted(name for name in ORACLE if name.startswith(("Qwen__Qwen3.5-", "Qwen__Qwen3.6-")))
 GIB = 1 << 30
 
 
@@ -37,6 +38,7 @@ def test_parameters_are_transformers_own_plus_the_mtp_layer(name: str):
     count = count_params(config_of(name))
     assert count.total - count.by_component["mtp"] == ORACLE[name]["params"]
     assert count.by_component["mtp"] > 0 and count.by_component["vision"] > 0
+    assert (count.by_component["experts"] > 0) == ("moe" in config_of(name)["model_type"])
     assert not any("not counted" in a or "no parameter rule" in a for a in count.assumptions)
 
 
@@ -54,7 +56,7 @@ def test_layers_are_transformers_cache_layers_and_states(name: str):
             assert layer.mixer == "gated_delta_net"
             assert [layer.conv_dim, layer.conv_kernel] == state["conv_state"]
             assert list(layer.ssm_state) == state["recurrent_state"]
-    assert spec.model_type == "qwen3_5" and not any("not one kvplan knows" in a for a in spec.assumptions)
+    assert spec.model_type.startswith("qwen3_5") and not any("not one kvplan knows" in a for a in spec.assumptions)
 
 
 def test_mtp_layers_are_read_from_mtp_num_hidden_layers():

@@ -11,6 +11,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForImageTextToText, Dyn
 CASES = {  # name: (folder, auto class)
     "Qwen__Qwen3.5-9B": ("hf_configs_transcribed", AutoModelForImageTextToText),
     "Qwen__Qwen3.5-27B": ("hf_configs_transcribed", AutoModelForImageTextToText),
+    "Qwen__Qwen3.6-35B-A3B": ("hf_configs_transcribed", AutoModelForImageTextToText),
     "google__embeddinggemma-300m": ("hf_configs_transcribed", AutoModel),  # Gemma3TextModel: an encoder, no lm_head
 }
 out = {}

@@ -1,5 +1,5 @@
 """Qwen3.5 (and Qwen3.6, the same ``model_type``): Qwen3-Next's Gated DeltaNet + gated attention decoder with
-a dense MLP, under a vision tower.
+a dense MLP (``qwen3_5``) or Qwen3-Next's MoE (``qwen3_5_moe``), under a vision tower.
 
 The cached layers are Qwen3-Next's (:func:`~kvplan.sources.families.qwen3_next.qwen3_next_layers`: the
 same ``layer_types`` / ``full_attention_interval`` reading, the same DeltaNet state); the parameters are
@@ -75,5 +75,7 @@ _QWEN3_5_DEFAULTS = {
     # are required, as for qwen3_next
     "linear_conv_kernel_dim": (4, "transformers Qwen3_5TextConfig"),
 }
-register("qwen3_5_text", "qwen3_5", layers=qwen3_next_layers, params=qwen3_5_params, defaults=_QWEN3_5_DEFAULTS,
+# qwen3_5_moe (Qwen3.5-35B-A3B / -122B / -397B, Qwen3.6-35B-A3B): the same decoder with Qwen3-Next's MoE
+# (num_experts of moe_intermediate_size, a shared expert and its gate), counted by the same rule
+register("qwen3_5_text", "qwen3_5", "qwen3_5_moe_text", "qwen3_5_moe", layers=qwen3_next_layers, params=qwen3_5_params, defaults=_QWEN3_5_DEFAULTS,
          own_towers=True, mtp=qwen3_5_mtp_layers)
