@@ -17,12 +17,12 @@ import json
 
 import pytest
 import yaml
+from conftest import DATA
 
 from kvplan.errors import ConfigError
 from kvplan.sources.hf_config import read_config_file, spec_from_config
 from kvplan.sources.hf_params import count_params
 from kvplan.spec import FullAttention, Recurrent
-from conftest import DATA
 
 ORACLE = json.loads((DATA / "hf_oracle_configs.json").read_text())["models"]
 QWEN3_5 = sorted(name for name in ORACLE if name.startswith(("Qwen__Qwen3.5-", "Qwen__Qwen3.6-")))
@@ -134,4 +134,13 @@ def test_grok2_matches_its_sglang_log():
 def test_grok_refuses_what_it_has_no_rule_for(change: dict, field: str):
     config = dict(read_config_file(GROK2), **change)
     with pytest.raises(ConfigError, match=field):
+        spec_from_config(config, model_id="m")
+
+
+def test_qwen3_omni_is_refused_naming_its_nested_thinker():
+    # Qwen3-Omni-30B-A3B's shape: the decoder only under thinker_config.text_config
+    config = {"model_type": "qwen3_omni_moe", "thinker_config": {"model_type": "qwen3_omni_moe_thinker", "text_config": {
+        "model_type": "qwen3_omni_moe_text", "num_hidden_layers": 48, "hidden_size": 2048, "num_attention_heads": 32,
+        "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 152064}}}
+    with pytest.raises(ConfigError, match="thinker_config.text_config"):
         spec_from_config(config, model_id="m")

@@ -638,7 +638,8 @@ def test_granite_and_olmo2():
 FAMILIES = ["gpt2", "gptj", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
             "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "gemma", "gemma2", "gemma3", "gemma3_text",
             "phi3", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "llama4", "jamba", "mamba", "mamba2",
-            "cohere", "cohere2", "glm4_moe", "granite", "olmo2", "mistral3", "phi", "kimi_vl"]
+            "cohere", "cohere2", "glm4_moe", "granite", "olmo2", "mistral3", "phi", "kimi_vl", "qwen3_5", "qwen3_5_moe",
+            "git"]
 HAND_WRITTEN = [PYTHIA_1_4B, OPT_6_7B, BLOOM_560M, FALCON_40B, GEMMA_7B, GEMMA3_4B, COMMAND_R7B,
                 GRANITE_3_1_8B, PHI3_MINI_128K, MISTRAL_SMALL_3_1]
 

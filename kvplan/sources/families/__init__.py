@@ -11,6 +11,7 @@ reading the config through one :class:`ConfigReader` with the family's transform
     qwen.py, qwen3_next.py, qwen3_5.py, gemma.py (+ cohere), gemma4.py (+ gemma4_towers.py), deepseek.py,
     llama4.py, gpt_oss.py, grok.py (model_type git), gpt.py (gpt2, gptj, phi, falcon, gpt_bigcode), mamba.py (+ mamba2, jamba)
     mllama.py      Llama 3.2 Vision: refused (per-request cross-attention cache)
+    qwen3_omni.py  Qwen3-Omni: refused (its decoder is nested in thinker_config)
     vision.py      vision towers of multimodal configs without a rule of their own
 
 Adding a family: a module with a layer rule and a parameter rule, a ``register(...)`` call naming
@@ -36,6 +37,7 @@ from kvplan.sources.families import (  # noqa: F401  (importing a family module 
     qwen,
     qwen3_5,
     qwen3_next,
+    qwen3_omni,
 )
 from kvplan.sources.families.reader import ConfigReader, json_kind, model_type_of
 from kvplan.sources.families.registry import Family, model_types, registered
