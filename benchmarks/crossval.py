@@ -177,6 +177,8 @@ def inputs(case: dict) -> tuple[dict | None, str]:
         settings["gpu_memory_utilization"] = case["gpu_memory_utilization"]
     if case.get("enforce_eager"):
         settings["enforce_eager"] = True
+    if "--language-model-only" in str(case.get("command") or ""):  # no encoder in the profiling run
+        settings["language_model_only"] = True
     for key in ("max_num_seqs", "max_num_batched_tokens"):
         if isinstance(case.get(key), int) and given(case, key):
             settings[key] = case[key]

@@ -43,6 +43,9 @@ class Settings:
     vllm_sampler: str | None = None
     """vLLM: the top-k/top-p path of its profiling run's sampler (sort, flashinfer, triton); None: the release's
     default (engines/vllm/sampler.py)."""
+    language_model_only: bool = False
+    """vLLM: the multimodal inputs are off (--language-model-only, or limit_mm_per_prompt 0 for every modality):
+    no encoder runs in the profiling run (engines/vllm/encoder_profile.py)."""
     cpu_offload_bytes: int | None = None
     """Weights per GPU kept in host memory (vLLM --cpu-offload-gb); only vLLM's budget takes it."""
     expert_dp: int = 1

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from kvplan.engines.version import Version
 from kvplan.record import dataclass
+from kvplan.sources import vision_towers as towers
 
 # model types whose prefill (piecewise) CUDA graphs SGLang turns off (configs/model_config.py,
 # piecewise_cuda_graph_disabled_model_archs and is_deepseek_nsa, 0.5.10)
@@ -183,11 +184,9 @@ def default_fraction(inputs: FractionInputs, version: Version) -> Fraction:
     return rule(inputs, version)
 
 
-# SGLang's multimodal architectures among kvplan's model types, with their vision tower (vision_config's
-# num_hidden_layers, hidden_size; read in tests/data/hf_configs: gemma-3-27b-it, gemma-4-31B-it, gemma-4-26B-A4B-it,
-# gemma-4-E2B-it / -E4B-it (16, 768), Llama-4-Scout; Gemma 3 4B and 12B ship the same SigLIP tower as 27B)
-VISION_TOWERS = {"gemma3": (27, 1152), "gemma4": (27, 1152), "llama4": (34, 1408)}
-SMALL_TOWERS = {"gemma-4-e2b": (16, 768), "gemma-4-e4b": (16, 768)}
+# SGLang's multimodal architectures among kvplan's model types; their towers' shapes are kept with the model
+# sources (kvplan/sources/vision_towers.py, read in tests/data/hf_configs)
+MULTIMODAL_TYPES = frozenset({"gemma3", "gemma4", "llama4"})
 
 
 # configs/model_config.py mm_disabled_models (read in 0.4.6, 0.4.10, 0.5.8, 0.5.17; absent in 0.4.5): Gemma 3 and
@@ -205,9 +204,8 @@ def text_only_by_default(model_type: str, version: Version) -> bool:
 
 def vision_tower(model_type: str, model_id: str) -> tuple[int, int] | None:
     """(layers, hidden size) of the model's vision tower where SGLang serves it as multimodal, else None."""
-    lowered = model_id.lower()
-    small = next((tower for key, tower in SMALL_TOWERS.items() if key in lowered), None)
-    return small or VISION_TOWERS.get(model_type)
+    tower = towers.vision_tower(model_type, model_id) if model_type in MULTIMODAL_TYPES else None
+    return (tower.layers, tower.hidden) if tower is not None else None
 
 
 def multimodal_factor(tower: tuple[int, int] | None, version: Version, default: bool) -> tuple[float, str] | None:

@@ -16,7 +16,7 @@ import math
 
 from kvplan.budgets.base import GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
 from kvplan.engines.protocol import Demand
-from kvplan.engines.vllm import collectives, fitted, runner, sampler, variant
+from kvplan.engines.vllm import collectives, encoder_profile, fitted, runner, sampler, variant
 from kvplan.engines.vllm.cudagraph import cudagraph_estimate
 from kvplan.engines.vllm.defaults import UsageContext, batch_defaults
 from kvplan.engines.version import Version
@@ -38,7 +38,8 @@ CUDAGRAPH_ESTIMATE_SINCE = (0, 20)
 # runs (assumed: the 0.19.0 MoE logs peak 0.2-0.5 GiB above the sampler alone: Qwen3-30B-A3B 2.68 GiB,
 # DeepSeek-V2-Lite 1.93, Qwen1.5-MoE 2.47, Llama-4-Scout TP4 3.19, Mixtral TP2 1.21). gpt-oss (MXFP4
 # kernels) logs no such excess (2.87 GiB, the sampler alone gives 2.97).
-MOE_MODEL_TYPES = frozenset({"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "llama4",
+# Kimi-VL (kimi_vl) runs DeepSeek-V3's MoE text model (vLLM kimi_vl.py: DeepseekV2Model)
+MOE_MODEL_TYPES = frozenset({"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "kimi_vl", "llama4",
                              "glm4_moe", "qwen3_next", "kimi_k2", "minimax", "dbrx", "phimoe", "olmoe"})
 MOE_WORKSPACE_VALUES = 3
 
@@ -142,6 +143,9 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
                                                                demand.gpu_name, settings.vllm_sampler)
     act, how = activation_bytes(spec, tokens, tp, rows, per_logit, moe_workspace_bytes(spec, tokens, tp) + buffer)
     how = f"{how}; sampler: {sampler_how}" + (f"; {buffer_how}" if buffer_how else "")
+    # the multimodal encoder's dummy batch, profiled before the text run (encoder_profile.py)
+    act, how, mm_notes = encoder_profile.add(act, how, spec, tokens, seqs, max_model_len, tp, engine.name, which,
+                                             settings.language_model_only)
     non_torch, nt_how = non_torch_bytes(version, tp, pp, demand.gpu_name, spec.hidden_size or 0, tokens,
                                         settings.enforce_eager, demand.dp, engine.non_torch_field(version, tp, pp))
     cudagraph, cg_how = cudagraph_estimate(spec, tp, pp, seqs, tokens, demand.gpu_name)
@@ -180,6 +184,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     # which top-k/top-p path the estimated activation takes, where it is given or rests on flashinfer (sampler.py)
     said = engine.sampler_note(version, rows, settings.vllm_sampler) if "activation" in estimated else None
     notes = ((said,) if said else ()) + notes
+    notes = (mm_notes if "activation" in estimated else ()) + notes
     # measured items (a calibration) leave the error of the rest: the cross-validated band bounds the whole
     whole = len(estimated) == 3 or (len(estimated) == 2 and not subtract_graphs)
     error = fitted.kv_error(version, engine.band(version)) if whole else None

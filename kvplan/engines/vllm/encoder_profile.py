@@ -1,0 +1,114 @@
+"""The multimodal encoder's part of vLLM's profiling run (V1 engine).
+
+``GPUModelRunner.profile_run`` (vllm/v1/worker/gpu_model_runner.py; the same code read in the 0.10.1.1, 0.19.0
+and 0.33.0 wheels) first encodes a dummy batch when the model takes images: ``MultiModalBudget``
+(0.10: v1/worker/utils.py; 0.19, 0.33: multimodal/encoder_budget.py) picks the modality with the most tokens per
+item, T, and ``_get_mm_dummy_batch`` builds ``max_mm_items_per_batch`` copies of its largest dummy item:
+
+    items = max(1, min(budget // T, max_num_seqs x max(1, min(limit_mm_per_prompt, max_model_len // T))))
+    budget = max(max_num_batched_tokens, T)   (v1/core/encoder_cache_manager.py compute_mm_encoder_budget:
+                                               encoder_compute_budget and encoder_cache_size, both
+                                               scheduler_config.max_num_batched_tokens by default)
+
+``self.model.embed_multimodal(**batched_dummy_mm_inputs)`` runs the tower on all of them at once, and its outputs
+are stored in ``self.encoder_cache`` until the end of ``profile_run``: they are still allocated while
+``_dummy_run(max_num_tokens)`` and the sampler run, and so is ``batched_dummy_mm_inputs`` (a local of
+``profile_run``; the pixel values in the model dtype: multimodal/processing/context.py ``_postprocess_output``).
+Model Runner V2 (0.33 v1/worker/gpu/mm/encoder_runner.py ``profile_encoder_cache``) keeps the outputs only: the
+inputs are built and dropped inside ``execute_mm_encoder``. The peak that ``determine_available_memory`` charges
+is then the larger of
+
+    the text forward / sampler peak + the kept encoder outputs (+ the pixel values, V1 runner): computed
+    the encoder's own peak: the pixel values + its outputs + the widest point of a ViT block over every
+    patch of the batch (the residual and the norm's output, the MLP's fc1 output and its activation, split
+    over tp as vLLM shards the tower), plus a dense patches^2 mask where the encoder builds one: assumed
+
+``--language-model-only`` (config/multimodal.py ``get_limit_per_prompt`` returns 0) or every modality's
+``limit_mm_per_prompt`` at 0 leaves ``mm_max_toks_per_item`` empty, the budget 0, and nothing is encoded.
+The encoders' shapes and their largest items: kvplan/sources/vision_towers.py.
+"""
+
+from __future__ import annotations
+
+from kvplan.record import dataclass
+from kvplan.sources.vision_towers import UNRECORDED, VisionTower, vision_tower
+from kvplan.spec import ModelSpec
+
+MM_LIMIT_DEFAULT = 999  # config/multimodal.py get_limit_per_prompt: an unspecified modality allows 999 items
+
+
+@dataclass(frozen=True)
+class EncoderProfile:
+    items: int
+    """Dummy items encoded at once."""
+    kept_bytes: int
+    """Allocated while the text forward and the sampler run: the encoder outputs (+ the V1 runner's inputs)."""
+    peak_bytes: int
+    """The encoder's own peak (assumed profile of the tower, see the module)."""
+    how: str
+
+
+def items_per_batch(tokens_per_item: int, batched_tokens: int, max_num_seqs: int, max_model_len: int,
+                    limit: int = MM_LIMIT_DEFAULT) -> int:
+    """``MultiModalBudget`` (``_get_max_items``, 0.19.0 multimodal/encoder_budget.py; ``get_max_items`` in 0.10.1.1
+    v1/worker/utils.py): the dummy items profile_run encodes, chunked prefill on (V1 always)."""
+    budget = max(batched_tokens, tokens_per_item)
+    per_prompt = max(1, min(limit, max_model_len // tokens_per_item))
+    return max(1, min(budget // tokens_per_item, max_num_seqs * per_prompt))
+
+
+def profile(spec: ModelSpec, tokens: int, seqs: int, max_model_len: int, tp: int, runner: str,
+            language_model_only: bool = False) -> EncoderProfile | str | None:
+    """The encoder's part of the profiling run for ``spec`` on one of ``tp`` ranks, or a note saying why it is
+    not planned (a multimodal family whose tower kvplan has not recorded), or None (a text model, or text-only
+    serving)."""
+    if language_model_only:
+        return None
+    tower = vision_tower(spec.model_type, spec.id)
+    if tower is None or not tower.profiled:
+        if tower is not None or spec.model_type in UNRECORDED:
+            return (f"vLLM also profiles the vision encoder of this {spec.model_type} model on its largest dummy "
+                    "images; kvplan has not derived that tower's largest item, so the activation leaves it out "
+                    "(pass --language-model-only if the deployment serves text only)")
+        return None
+    return _profile(tower, spec, tokens, seqs, max_model_len, tp, runner)
+
+
+def _profile(tower: VisionTower, spec: ModelSpec, tokens: int, seqs: int, max_model_len: int, tp: int,
+             runner: str) -> EncoderProfile:
+    dtype = spec.dtype_bytes
+    hidden = spec.hidden_size or 4096
+    items = items_per_batch(tower.tokens_per_item, tokens, seqs, max_model_len)
+    patches = items * tower.patches_per_item
+    # embed_multimodal's outputs: one (tokens_per_item x text hidden) tensor per item, full width on every rank
+    outputs = items * tower.tokens_per_item * hidden * dtype
+    pixels = patches * tower.patch_values * dtype
+    if runner == "v1":
+        kept, kept_how = outputs + pixels, "outputs + pixel values"
+    elif runner == "v2":
+        kept, kept_how = outputs, "outputs"
+    else:
+        raise ValueError(f"vLLM model runner {runner!r}: kvplan knows v1 and v2")
+    per_patch = (2 * tower.hidden + max(2 * tower.mlp, 4 * tower.hidden) // tp) * dtype
+    mask = patches * patches * dtype if tower.masked_attention else 0
+    peak = pixels + outputs + patches * per_patch + mask
+    how = (f"vision encoder: {items} dummy items of {tower.tokens_per_item:,} tokens ({tower.where}); kept through "
+           f"the text run: {kept_how} {kept / (1 << 20):,.0f} MiB (computed, gpu_model_runner.py profile_run); "
+           f"encoder peak {peak / (1 << 30):.2f} GiB over {patches:,} patches (assumed"
+           + (", with the dense patch mask" if mask else "") + ")")
+    return EncoderProfile(items, kept, peak, how)
+
+
+def add(act: int, how: str, spec: ModelSpec, tokens: int, seqs: int, max_model_len: int, tp: int, engine: str,
+        runner: str, language_model_only: bool = False) -> tuple[int, str, tuple[str, ...]]:
+    """The activation peak with the encoder's part (the V1 engine's profile_run; V0 encodes inside its forward
+    pass and is not planned here), its description, and a note where the encoder is not planned."""
+    if engine != "v1":
+        return act, how, ()
+    found = profile(spec, tokens, seqs, max_model_len, tp, runner, language_model_only)
+    if found is None:
+        return act, how, ()
+    if isinstance(found, str):
+        return act, how, (found,)
+    total = max(act + found.kept_bytes, found.peak_bytes)
+    return total, f"{how}; + {found.how}", ()

@@ -1,0 +1,81 @@
+"""Vision towers of the multimodal model families kvplan plans: their shape, and the largest item an engine's
+processor feeds them (what vLLM's profiling run encodes, kvplan/engines/vllm/encoder_profile.py; SGLang's
+fraction rule reads the layers and width only, kvplan/engines/sglang/fraction.py).
+
+A ModelSpec keeps the model type and id, not the checkpoint's vision_config, so the towers are recorded here by
+model type (read in tests/data/hf_configs and the checkpoints' preprocessor configs, as each entry says).
+"""
+
+from __future__ import annotations
+
+from kvplan.record import dataclass
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    layers: int
+    hidden: int
+    """vision_config's num_hidden_layers and hidden_size."""
+    mlp: int = 0
+    """The tower's MLP width (vision_config intermediate_size); 0: not recorded."""
+    patch_values: int = 0
+    """Pixel values per patch: channels x patch^2 (x the temporal patch, where the processor has one)."""
+    patches_per_item: int = 0
+    """Patches the encoder sees for the largest item the processor makes (vLLM's dummy image); 0: not derived."""
+    tokens_per_item: int = 0
+    """Text-model embeddings that item becomes after the merger / pooling / projector."""
+    masked_attention: bool = False
+    """The encoder attends over all the batch's patches at once with a dense patches x patches mask (not a
+    kernel over per-image lengths)."""
+    where: str = ""
+    """Where the figures come from."""
+
+    @property
+    def profiled(self) -> bool:
+        return self.patches_per_item > 0 and self.tokens_per_item > 0 and self.mlp > 0
+
+
+# SigLIP-So400m at 896 x 896, patch 14 (google/gemma-3-*-it vision_config; Gemma 3 4B, 12B and 27B ship the same
+# tower): 64 x 64 = 4,096 patches, average-pooled 4 x 4 to mm_tokens_per_image 256 (vLLM gemma3_mm.py,
+# Gemma3ProcessingInfo.get_image_size_with_most_features: the native 896 x 896 with pan-and-scan off, its default)
+GEMMA3 = VisionTower(27, 1152, 4304, 3 * 14 * 14, 64 * 64, 256, where=(
+    "SigLIP 896 px / patch 14 pooled to 256 tokens (vLLM gemma3_mm.py get_image_size_with_most_features)"))
+# Llama 4 (meta-llama/Llama-4-Scout/Maverick vision_config): 336 px tiles, patch 14 (576 patches + 1 class
+# embedding), pixel shuffle 0.5 to 144 tokens a tile; vLLM mllama4.py get_image_size_with_most_features: a 16 x 1
+# tile image (image processor max_patches 16), plus the global tile = 17 chunks
+LLAMA4 = VisionTower(34, 1408, 5632, 3 * 14 * 14, 17 * 577, 17 * 144, where=(
+    "17 tiles of 336 px (max_patches 16 + the global tile), 144 tokens each (vLLM mllama4.py "
+    "get_image_size_with_most_features, get_patch_per_chunk)"))
+# MoonViT (moonshotai/Kimi-VL-A3B-Instruct vision_config, patch 14, merge 2 x 2; preprocessor in_token_limit 4096
+# patches): vLLM kimi_vl.py's dummy image is 1024 x 1024 (MaxImageTokenMeta), scaled to 897 x 897 to fit 4,096
+# patches, padded to 924 x 924: 66 x 66 = 4,356 patches, 33 x 33 = 1,089 tokens (get_num_image_tokens)
+KIMI_VL = VisionTower(27, 1152, 4304, 3 * 14 * 14, 66 * 66, 33 * 33, where=(
+    "MoonViT: a 1024 px dummy image fitted to 4,096 patches, 4,356 patches padded, 1,089 tokens (vLLM kimi_vl.py "
+    "MaxImageTokenMeta, get_num_image_tokens)"))
+# Pixtral's tower in Mistral 3 (Mistral-Small-3.1-24B-Instruct-2503 vision_config: 1540 px, patch 14, spatial
+# merge 2): 110 x 110 = 12,100 patches, 55 x 55 = 3,025 image embeddings (the [IMG_BREAK] / [IMG_END] tokens are
+# not embeddings). Without xformers (not a vLLM dependency) vLLM pixtral.py PixtralHFVisionModel.forward builds
+# transformers' generate_block_attention_mask over every patch of the batch: a dense patches^2 mask
+MISTRAL3 = VisionTower(24, 1024, 4096, 3 * 14 * 14, 110 * 110, 55 * 55, masked_attention=True, where=(
+    "Pixtral 1540 px / patch 14, merged 2 x 2 to 3,025 embeddings, dense block mask without xformers (vLLM "
+    "mistral3.py get_image_size_with_most_features, pixtral.py PixtralHFVisionModel.forward)"))
+
+# (layers, width) only where the largest item is not derived: Gemma 4's variable-resolution tower
+# (google/gemma-4-31B-it, gemma-4-26B-A4B-it vision_config; gemma-4-E2B-it / -E4B-it below)
+TOWERS: dict[str, VisionTower] = {"gemma3": GEMMA3, "gemma4": VisionTower(27, 1152), "llama4": LLAMA4,
+                                  "kimi_vl": KIMI_VL, "mistral3": MISTRAL3}
+SMALL_TOWERS: dict[str, VisionTower] = {"gemma-4-e2b": VisionTower(16, 768), "gemma-4-e4b": VisionTower(16, 768)}
+
+# Multimodal families whose tower kvplan has not recorded (their processors make items of another size):
+# named, so that a plan says the encoder is not modelled instead of leaving it out silently
+UNRECORDED = frozenset({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_omni", "qwen3_omni_moe",
+                        "llava", "llava_next", "llava_onevision", "mllama", "internvl_chat", "minicpmv",
+                        "phi3_v", "phi4mm", "idefics3", "smolvlm", "paligemma", "glm4v", "glm4v_moe",
+                        "granite_vision", "aya_vision", "pixtral"})
+
+
+def vision_tower(model_type: str, model_id: str) -> VisionTower | None:
+    """The model's vision tower where kvplan records one (a smaller tower named by the id first), else None."""
+    lowered = model_id.lower()
+    small = next((tower for key, tower in SMALL_TOWERS.items() if key in lowered), None)
+    return small or TOWERS.get(model_type)
