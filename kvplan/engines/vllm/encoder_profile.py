@@ -68,8 +68,8 @@ def profile(spec: ModelSpec, tokens: int, seqs: int, max_model_len: int, tp: int
     if tower is None or not tower.profiled:
         if tower is not None or spec.model_type in UNRECORDED:
             return (f"vLLM also profiles the vision encoder of this {spec.model_type} model on its largest dummy "
-                    "images; kvplan has not derived that tower's largest item, so the activation leaves it out "
-                    "(pass --language-model-only if the deployment serves text only)")
+                    "inputs before the text run; kvplan has not derived that tower's largest item, so the activation "
+                    "peak leaves it out (there is none under --language-model-only)")
         return None
     return _profile(tower, spec, tokens, seqs, max_model_len, tp, runner)
 

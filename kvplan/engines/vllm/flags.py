@@ -216,6 +216,8 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
         remarks.append(ServeRemark("note", "default-swap", f"vLLM V0 pins --swap-space {V0_DEFAULT_SWAP_GIB} GiB "
                                    "of host memory per GPU by default (CacheConfig.swap_space); give --swap-space 0 "
                                    "to turn it off", "VLLM_USE_V1" if "VLLM_USE_V1" in settings else "model"))
+    if settings.get("language_model_only"):  # no encoder in the profiling run (encoder_profile.py)
+        budget["language_model_only"] = True
     gb = settings.get("cpu_offload_gb")
     if gb:
         budget["cpu_offload_bytes"] = int(float(gb) * GIB)
@@ -408,11 +410,11 @@ SERVE = ServeFlags(
         ("--swap-space", "swap_space"), ("--cpu-offload-gb", "cpu_offload_gb"),
         ("--enable-prefix-caching", "enable_prefix_caching"), ("--no-enable-prefix-caching", "no_enable_prefix_caching"),
         ("--kv-transfer-config", "kv_transfer_config"), ("--quantization", "quantization"), ("-q", "quantization"),
-        ("--dtype", "dtype"),
+        ("--dtype", "dtype"), ("--language-model-only", "language_model_only"),
     ),
     env_prefixes=("LMCACHE_",),
     booleans=("enforce_eager", "enable_prefix_caching", "no_enable_prefix_caching", "enable_expert_parallel",
-              "no_enable_expert_parallel"),
+              "no_enable_expert_parallel", "language_model_only"),
     floats=("kv_offloading_size", "swap_space", "cpu_offload_gb"),
     reader=read_serve,
     environment=ENVIRONMENT,

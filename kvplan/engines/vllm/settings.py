@@ -62,6 +62,10 @@ SETTINGS: tuple[Setting, ...] = (
             "38 B per logit), flashinfer (14 B) or triton (0.17+). Default: the release's (FlashInfer in "
             "0.9 - 0.11.0, assuming flashinfer is installed as in the vllm/vllm-openai image; a pip install sorts).",
             "settings", convert=choice("sort", "flashinfer", "triton"), serve=("VLLM_USE_FLASHINFER_SAMPLER",)),
+    # config/multimodal.py MultiModalConfig.language_model_only: every modality's limit 0, no encoder profiled
+    Setting("language_model_only", ("--language-model-only",), "Serve a multimodal model as text only: vLLM "
+            "neither loads nor profiles its vision encoder (encoder_profile.py).", "settings", switch=True,
+            serve=("--language-model-only",)),
     expert_parallel("--enable-expert-parallel"), QUANTIZATION, DTYPE, allow_long("VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
     # the backend and config come first: a mistake in them is named before the size they read
     Setting("kv_offloading_backend", ("--kv-offloading-backend",), "native (the default) or lmcache: LMCache's "

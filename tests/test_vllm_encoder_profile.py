@@ -1,0 +1,114 @@
+"""The multimodal encoder's part of vLLM's profiling run (kvplan/engines/vllm/encoder_profile.py), with values worked
+out by hand from vLLM's code (gpu_model_runner.py profile_run, multimodal/encoder_budget.py MultiModalBudget, read
+in the 0.19.0 wheel) and the two 0.19.0 H100 logs that print the item count."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import kvplan
+from kvplan.budgets.base import GIB, Settings
+from kvplan.engines.sglang.fraction import vision_tower as sglang_tower
+from kvplan.engines.vllm import encoder_profile
+from kvplan.sources.resolve import load_model
+
+KIMI_VL = "tests/data/hf_configs/moonshotai__Kimi-VL-A3B-Instruct.json"
+
+
+def test_items_match_the_logged_encoder_cache_line():
+    # 0.19.0 H100 logs (llmd-planner), vllm serve defaults 8192 batched tokens, 1024 seqs, max_model_len 8192:
+    # "Encoder cache will be initialized with a budget of 8192 tokens, and profiled with 32 image items" (gemma-3)
+    # and "... with 7 image items" (Kimi-VL): 8192 // 256 = 32, 8192 // 1089 = 7
+    assert encoder_profile.items_per_batch(256, 8192, 1024, 8192) == 32
+    assert encoder_profile.items_per_batch(1089, 8192, 1024, 8192) == 7
+    # an item larger than the batch: the budget grows to one item (compute_mm_encoder_budget's max)
+    assert encoder_profile.items_per_batch(3025, 2048, 256, 32768) == 1
+    # the decoder side: max_num_seqs x items per prompt (limit_mm_per_prompt, max_model_len // T)
+    assert encoder_profile.items_per_batch(256, 8192, 4, 300) == 4
+    assert encoder_profile.items_per_batch(256, 8192, 8, 8192, limit=1) == 8
+
+
+def test_gemma3_kept_bytes_by_hand():
+    spec = load_model("google/gemma-3-4b-it")
+    found = encoder_profile.profile(spec, 8192, 1024, 8192, 1, "v1")
+    # 32 items x 256 tokens x hidden 2,560 x 2 B (encoder_cache) + 32 x 4,096 patches x 3 x 14 x 14 bf16 pixel
+    # values (batched_dummy_mm_inputs, alive to the end of profile_run)
+    assert found.items == 32
+    assert found.kept_bytes == 32 * 256 * 2560 * 2 + 32 * 4096 * 588 * 2 == 196_083_712
+    # Model Runner V2 builds its inputs inside execute_mm_encoder: only the outputs stay
+    assert encoder_profile.profile(spec, 8192, 1024, 8192, 1, "v2").kept_bytes == 32 * 256 * 2560 * 2
+
+
+def test_kimi_vl_kept_bytes_by_hand():
+    spec = load_model(KIMI_VL)
+    found = encoder_profile.profile(spec, 8192, 1024, 8192, 1, "v1")
+    # 1024 px dummy -> 897 px (4,096 patches) -> padded to 924: 66 x 66 patches, 33 x 33 = 1,089 tokens; text hidden 2,048
+    assert found.items == 7
+    assert found.kept_bytes == 7 * 1089 * 2048 * 2 + 7 * 66 * 66 * 588 * 2 == 67_082_400
+
+
+def test_the_encoder_peak_wins_where_it_is_larger():
+    # Mistral 3's Pixtral tower without xformers: a dense mask over both dummy images' 24,200 patches
+    spec = dataclasses.replace(load_model("google/gemma-3-4b-it"), model_type="mistral3", hidden_size=5120,
+                               id="mistralai/Mistral-Small-3.1-24B-Instruct-2503")
+    found = encoder_profile.profile(spec, 8192, 1024, 8192, 1, "v1")
+    patches = 2 * 110 * 110
+    outputs, pixels = 2 * 3025 * 5120 * 2, patches * 588 * 2
+    assert found.peak_bytes == pixels + outputs + patches * (2 * 1024 + 2 * 4096) * 2 + patches * patches * 2
+    act, _, _ = encoder_profile.add(100, "text", spec, 8192, 1024, 8192, 1, "v1", "v1")
+    assert act == found.peak_bytes
+    act, _, _ = encoder_profile.add(4 * GIB, "text", spec, 8192, 1024, 8192, 1, "v1", "v1")
+    assert act == 4 * GIB + found.kept_bytes
+
+
+def test_text_only_serving_and_v0_get_nothing():
+    spec = load_model("google/gemma-3-4b-it")
+    assert encoder_profile.profile(spec, 8192, 1024, 8192, 1, "v1", language_model_only=True) is None
+    assert encoder_profile.add(123, "x", spec, 8192, 1024, 8192, 1, "v0", "v1") == (123, "x", ())
+    assert encoder_profile.profile(load_model("Qwen/Qwen3-8B"), 8192, 1024, 8192, 1, "v1") is None
+
+
+def test_unknown_runner_is_refused_by_name():
+    with pytest.raises(ValueError, match="'v3'"):
+        encoder_profile.profile(load_model("google/gemma-3-4b-it"), 8192, 1024, 8192, 1, "v3")
+
+
+def test_budget_adds_it_and_language_model_only_takes_it_away():
+    def plan(**settings):
+        return kvplan.max_batch("google/gemma-3-4b-it", gpu="H100", engine_version="0.19.0", max_model_len=8192,
+                                settings=Settings(**settings))
+
+    text_only, multimodal = plan(language_model_only=True), plan()
+    # the sampler peak (1024 x 262,208 logits) is larger than the tower's: the kept bytes add to it
+    assert multimodal.per_gpu.activation_bytes - text_only.per_gpu.activation_bytes == 196_083_712
+
+
+def test_a_tower_not_derived_is_said_not_dropped():
+    plan = kvplan.max_batch("google/gemma-4-31B-it", gpu="H100", engine_version="0.19.0", max_model_len=8192)
+    assert any("vision encoder of this gemma4 model" in note for note in plan.assumptions)
+    text = kvplan.max_batch("google/gemma-4-31B-it", gpu="H100", engine_version="0.19.0", max_model_len=8192,
+                            settings=Settings(language_model_only=True))
+    assert not any("vision encoder" in note for note in text.assumptions)
+
+
+def test_sglang_reads_the_same_towers():
+    assert sglang_tower("gemma3", "google/gemma-3-27b-it") == (27, 1152)
+    assert sglang_tower("gemma4", "google/gemma-4-E2B-it") == (16, 768)
+    assert sglang_tower("llama4", "meta-llama/Llama-4-Scout-17B-16E-Instruct") == (34, 1408)
+    assert sglang_tower("kimi_vl", "moonshotai/Kimi-VL-A3B-Instruct") is None  # not in SGLang's multimodal rule
+
+
+def test_serve_flag_and_cli_flag_turn_the_encoder_off(tmp_path):
+    from kvplan.cli import main
+    from kvplan.deploy import check
+
+    def kv(flags: str) -> int:
+        path = tmp_path / f"serve{len(flags)}.sh"
+        path.write_text(f"# kvplan/gpu: H100\nvllm serve google/gemma-3-4b-it --max-model-len 8192 {flags}\n")
+        return check([str(path)]).deployments[0].kv_cache_bytes_per_gpu
+
+    assert kv("--language-model-only") > kv("")
+    assert main(["max-batch", "google/gemma-3-4b-it", "--gpu", "H100", "--engine", "sglang",
+                 "--language-model-only"]) == 2  # another engine's flag: refused by name
