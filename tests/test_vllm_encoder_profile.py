@@ -86,11 +86,22 @@ def test_budget_adds_it_and_language_model_only_takes_it_away():
 
 
 def test_a_tower_not_derived_is_said_not_dropped():
+    qwen_vl = dataclasses.replace(load_model("Qwen/Qwen2.5-7B"), model_type="qwen2_5_vl", id="Qwen/Qwen2.5-VL-7B")
+    said = encoder_profile.profile(qwen_vl, 8192, 1024, 8192, 1, "v1")
+    assert isinstance(said, str) and "qwen2_5_vl" in said
+    assert encoder_profile.add(5, "x", qwen_vl, 8192, 1024, 8192, 1, "v1", "v1") == (5, "x", (said,))
+    assert encoder_profile.profile(qwen_vl, 8192, 1024, 8192, 1, "v1", language_model_only=True) is None
+
+
+def test_gemma4_profiles_its_dummy_videos_and_says_the_tower_is_transformers():
+    # video: 32 x (70 + 2 + 6) = 2,496 tokens an item (get_mm_max_tokens_per_item); 8192 // 2496 = 3 videos of
+    # 32 frames x 64 embeddings (224 px frames fitted to 384 px, 576 patches / 3^2) and 630 patch slots of 16 x 16 x 3
+    spec = load_model("google/gemma-4-31B-it")
+    found = encoder_profile.profile(spec, 8192, 1024, 8192, 1, "v1")
+    assert found.items == 3
+    assert found.kept_bytes == 3 * 2048 * 5376 * 2 + 3 * 32 * 630 * 768 * 2
     plan = kvplan.max_batch("google/gemma-4-31B-it", gpu="H100", engine_version="0.19.0", max_model_len=8192)
-    assert any("vision encoder of this gemma4 model" in note for note in plan.assumptions)
-    text = kvplan.max_batch("google/gemma-4-31B-it", gpu="H100", engine_version="0.19.0", max_model_len=8192,
-                            settings=Settings(language_model_only=True))
-    assert not any("vision encoder" in note for note in text.assumptions)
+    assert any("transformers' module" in note for note in plan.assumptions)
 
 
 def test_sglang_reads_the_same_towers():

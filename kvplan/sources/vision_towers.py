@@ -23,12 +23,22 @@ class VisionTower:
     patches_per_item: int = 0
     """Patches the encoder sees for the largest item the processor makes (vLLM's dummy image); 0: not derived."""
     tokens_per_item: int = 0
-    """Text-model embeddings that item becomes after the merger / pooling / projector."""
+    """Prompt tokens vLLM counts for that item (``get_mm_max_tokens_per_item``: what divides the encoder budget)."""
+    embeds_per_item: int = 0
+    """Text-model embeddings the encoder returns for it (0: ``tokens_per_item``; fewer where the prompt also
+    holds separator or timestamp tokens)."""
     masked_attention: bool = False
     """The encoder attends over all the batch's patches at once with a dense patches x patches mask (not a
     kernel over per-image lengths)."""
+    transformers_tower: str = ""
+    """Where vLLM runs the tower as Hugging Face transformers' module (AutoModel.from_config), what in it sets the
+    peak: it follows the transformers release installed, not vLLM's code."""
     where: str = ""
     """Where the figures come from."""
+
+    @property
+    def embeds(self) -> int:
+        return self.embeds_per_item or self.tokens_per_item
 
     @property
     def profiled(self) -> bool:
@@ -36,10 +46,28 @@ class VisionTower:
 
 
 # SigLIP-So400m at 896 x 896, patch 14 (google/gemma-3-*-it vision_config; Gemma 3 4B, 12B and 27B ship the same
-# tower): 64 x 64 = 4,096 patches, average-pooled 4 x 4 to mm_tokens_per_image 256 (vLLM gemma3_mm.py,
-# Gemma3ProcessingInfo.get_image_size_with_most_features: the native 896 x 896 with pan-and-scan off, its default)
+# tower): 64 x 64 = 4,096 patches, average-pooled 4 x 4 to mm_tokens_per_image 256 (vLLM gemma3_mm.py
+# get_num_image_tokens: (num_crops + 1) x 256, no crops with pan-and-scan off, its default; the dummy image is
+# resized to 896 x 896). Read in 0.19.0, 0.21.0, 0.25.1, 0.33.0; the 0.19.0 H100 logs print 32 items of 8,192 tokens
 GEMMA3 = VisionTower(27, 1152, 4304, 3 * 14 * 14, 64 * 64, 256, where=(
-    "SigLIP 896 px / patch 14 pooled to 256 tokens (vLLM gemma3_mm.py get_image_size_with_most_features)"))
+    "SigLIP 896 px / patch 14 pooled to 256 tokens (vLLM gemma3_mm.py get_num_image_tokens)"))
+# Gemma 4 (gemma4_vision: patch 16, pooling 3 x 3; google/gemma-4-31B-it, -26B-A4B-it (27, 1152, 4304),
+# -E2B-it / -E4B-it (16, 768, 3072)): vLLM gemma4_mm.py get_mm_max_tokens_per_item gives image 280, video
+# _VIDEO_MAX_FRAMES 32 x (_VIDEO_MAX_SOFT_TOKENS 70 + 2 + 6) = 2,496 (audio, E2B/E4B, audio_seq_length: fewer), so
+# the dummy batch is videos: get_dummy_mm_data makes 32 frames of 224 x 224 (the image processor's size is None),
+# each fitted to 70 x 3^2 = 630 patches by _compute_num_soft_tokens (384 x 384 px: 576 patches, 64 embeddings) and
+# padded to 630 patch slots. Read in 0.19.0, 0.21.0, 0.25.1, 0.33.0 (the same constants and dummy). The tower is
+# transformers' (gemma4_mm.py: AutoModel.from_config): from 0.25 vLLM encodes frames in chunks sized for
+# Gemma4VisionPatchEmbedder's F.one_hot position transient, (frames, patches, 2, 10240) int64 (_encoder_chunk); the
+# transformers 5.24 wheel looks positions up with F.embedding instead
+_GEMMA4_ITEM = {"transformers_tower": ("Gemma4VisionPatchEmbedder's position transient (an F.one_hot of 160 KiB a "
+                                       "patch in some transformers releases; vLLM gemma4_mm.py _encoder_chunk)"),
+                "patch_values": 3 * 16 * 16, "patches_per_item": 32 * 630, "tokens_per_item": 32 * (70 + 2 + 6),
+                "embeds_per_item": 32 * 64, "where": (
+                    "a 32-frame 224 px dummy video, 630 patch slots and 64 embeddings a frame (vLLM gemma4_mm.py "
+                    "get_mm_max_tokens_per_item, get_dummy_mm_data, _compute_num_soft_tokens)")}
+GEMMA4 = VisionTower(27, 1152, 4304, **_GEMMA4_ITEM)
+GEMMA4_SMALL = VisionTower(16, 768, 3072, **_GEMMA4_ITEM)
 # Llama 4 (meta-llama/Llama-4-Scout/Maverick vision_config): 336 px tiles, patch 14 (576 patches + 1 class
 # embedding), pixel shuffle 0.5 to 144 tokens a tile; vLLM mllama4.py get_image_size_with_most_features: a 16 x 1
 # tile image (image processor max_patches 16), plus the global tile = 17 chunks
@@ -60,11 +88,9 @@ MISTRAL3 = VisionTower(24, 1024, 4096, 3 * 14 * 14, 110 * 110, 55 * 55, masked_a
     "Pixtral 1540 px / patch 14, merged 2 x 2 to 3,025 embeddings, dense block mask without xformers (vLLM "
     "mistral3.py get_image_size_with_most_features, pixtral.py PixtralHFVisionModel.forward)"))
 
-# (layers, width) only where the largest item is not derived: Gemma 4's variable-resolution tower
-# (google/gemma-4-31B-it, gemma-4-26B-A4B-it vision_config; gemma-4-E2B-it / -E4B-it below)
-TOWERS: dict[str, VisionTower] = {"gemma3": GEMMA3, "gemma4": VisionTower(27, 1152), "llama4": LLAMA4,
-                                  "kimi_vl": KIMI_VL, "mistral3": MISTRAL3}
-SMALL_TOWERS: dict[str, VisionTower] = {"gemma-4-e2b": VisionTower(16, 768), "gemma-4-e4b": VisionTower(16, 768)}
+TOWERS: dict[str, VisionTower] = {"gemma3": GEMMA3, "gemma4": GEMMA4, "llama4": LLAMA4, "kimi_vl": KIMI_VL,
+                                  "mistral3": MISTRAL3}
+SMALL_TOWERS: dict[str, VisionTower] = {"gemma-4-e2b": GEMMA4_SMALL, "gemma-4-e4b": GEMMA4_SMALL}
 
 # Multimodal families whose tower kvplan has not recorded (their processors make items of another size):
 # named, so that a plan says the encoder is not modelled instead of leaving it out silently

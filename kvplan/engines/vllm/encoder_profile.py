@@ -81,7 +81,7 @@ def _profile(tower: VisionTower, spec: ModelSpec, tokens: int, seqs: int, max_mo
     items = items_per_batch(tower.tokens_per_item, tokens, seqs, max_model_len)
     patches = items * tower.patches_per_item
     # embed_multimodal's outputs: one (tokens_per_item x text hidden) tensor per item, full width on every rank
-    outputs = items * tower.tokens_per_item * hidden * dtype
+    outputs = items * tower.embeds * hidden * dtype
     pixels = patches * tower.patch_values * dtype
     if runner == "v1":
         kept, kept_how = outputs + pixels, "outputs + pixel values"
@@ -92,7 +92,7 @@ def _profile(tower: VisionTower, spec: ModelSpec, tokens: int, seqs: int, max_mo
     per_patch = (2 * tower.hidden + max(2 * tower.mlp, 4 * tower.hidden) // tp) * dtype
     mask = patches * patches * dtype if tower.masked_attention else 0
     peak = pixels + outputs + patches * per_patch + mask
-    how = (f"vision encoder: {items} dummy items of {tower.tokens_per_item:,} tokens ({tower.where}); kept through "
+    how = (f"vision encoder: {items} dummy items of {tower.embeds:,} embeddings ({tower.where}); kept through "
            f"the text run: {kept_how} {kept / (1 << 20):,.0f} MiB (computed, gpu_model_runner.py profile_run); "
            f"encoder peak {peak / (1 << 30):.2f} GiB over {patches:,} patches (assumed"
            + (", with the dense patch mask" if mask else "") + ")")
@@ -111,4 +111,8 @@ def add(act: int, how: str, spec: ModelSpec, tokens: int, seqs: int, max_model_l
     if isinstance(found, str):
         return act, how, (found,)
     total = max(act + found.kept_bytes, found.peak_bytes)
-    return total, f"{how}; + {found.how}", ()
+    tower = vision_tower(spec.model_type, spec.id)
+    said = () if tower is None or not tower.transformers_tower else (
+        f"vLLM runs this {spec.model_type} model's vision tower as transformers' module: its own peak follows the "
+        f"transformers release installed ({tower.transformers_tower}) and may exceed kvplan's estimate",)
+    return total, f"{how}; + {found.how}", said
