@@ -8,7 +8,7 @@ model type (read in tests/data/hf_configs and the checkpoints' preprocessor conf
 
 from __future__ import annotations
 
-from kvplan.record import dataclass
+from kvplan.record import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -60,14 +60,12 @@ GEMMA3 = VisionTower(27, 1152, 4304, 3 * 14 * 14, 64 * 64, 256, where=(
 # transformers' (gemma4_mm.py: AutoModel.from_config): from 0.25 vLLM encodes frames in chunks sized for
 # Gemma4VisionPatchEmbedder's F.one_hot position transient, (frames, patches, 2, 10240) int64 (_encoder_chunk); the
 # transformers 5.24 wheel looks positions up with F.embedding instead
-_GEMMA4_ITEM = {"transformers_tower": ("Gemma4VisionPatchEmbedder's position transient (an F.one_hot of 160 KiB a "
-                                       "patch in some transformers releases; vLLM gemma4_mm.py _encoder_chunk)"),
-                "patch_values": 3 * 16 * 16, "patches_per_item": 32 * 630, "tokens_per_item": 32 * (70 + 2 + 6),
-                "embeds_per_item": 32 * 64, "where": (
-                    "a 32-frame 224 px dummy video, 630 patch slots and 64 embeddings a frame (vLLM gemma4_mm.py "
-                    "get_mm_max_tokens_per_item, get_dummy_mm_data, _compute_num_soft_tokens)")}
-GEMMA4 = VisionTower(27, 1152, 4304, **_GEMMA4_ITEM)
-GEMMA4_SMALL = VisionTower(16, 768, 3072, **_GEMMA4_ITEM)
+GEMMA4 = VisionTower(27, 1152, 4304, 3 * 16 * 16, 32 * 630, 32 * (70 + 2 + 6), 32 * 64, where=(
+    "a 32-frame 224 px dummy video, 630 patch slots and 64 embeddings a frame (vLLM gemma4_mm.py "
+    "get_mm_max_tokens_per_item, get_dummy_mm_data, _compute_num_soft_tokens)"), transformers_tower=(
+    "Gemma4VisionPatchEmbedder's position transient (an F.one_hot of 160 KiB a patch in some transformers releases; "
+    "vLLM gemma4_mm.py _encoder_chunk)"))
+GEMMA4_SMALL = replace(GEMMA4, layers=16, hidden=768, mlp=3072)
 # Llama 4 (meta-llama/Llama-4-Scout/Maverick vision_config): 336 px tiles, patch 14 (576 patches + 1 class
 # embedding), pixel shuffle 0.5 to 144 tokens a tile; vLLM mllama4.py get_image_size_with_most_features: a 16 x 1
 # tile image (image processor max_patches 16), plus the global tile = 17 chunks

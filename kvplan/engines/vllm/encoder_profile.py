@@ -112,7 +112,7 @@ def add(act: int, how: str, spec: ModelSpec, tokens: int, seqs: int, max_model_l
         return act, how, (found,)
     total = max(act + found.kept_bytes, found.peak_bytes)
     tower = vision_tower(spec.model_type, spec.id)
-    said = () if tower is None or not tower.transformers_tower else (
+    said = () if tower is None or not tower.transformers_tower else ((
         f"vLLM runs this {spec.model_type} model's vision tower as transformers' module: its own peak follows the "
-        f"transformers release installed ({tower.transformers_tower}) and may exceed kvplan's estimate",)
+        f"transformers release installed ({tower.transformers_tower}) and may exceed kvplan's estimate"),)
     return total, f"{how}; + {found.how}", said
