@@ -92,9 +92,9 @@ SMALL_TOWERS: dict[str, VisionTower] = {"gemma-4-e2b": GEMMA4_SMALL, "gemma-4-e4
 
 # Multimodal families whose tower kvplan has not recorded (their processors make items of another size):
 # named, so that a plan says the encoder is not modelled instead of leaving it out silently
-UNRECORDED = frozenset({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_omni", "qwen3_omni_moe",
-                        "llava", "llava_next", "llava_onevision", "mllama", "internvl_chat", "minicpmv",
-                        "phi3_v", "phi4mm", "idefics3", "smolvlm", "paligemma", "glm4v", "glm4v_moe",
+UNRECORDED = frozenset({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen2_5_omni",
+                        "qwen3_omni_moe", "llava", "llava_next", "llava_onevision", "mllama", "internvl_chat",
+                        "minicpmv", "phi3_v", "phi4mm", "idefics3", "smolvlm", "paligemma", "glm4v", "glm4v_moe",
                         "granite_vision", "aya_vision", "pixtral"})
 
 
