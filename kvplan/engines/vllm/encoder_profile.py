@@ -44,7 +44,7 @@ class EncoderProfile:
     kept_bytes: int
     """Allocated while the text forward and the sampler run: the encoder outputs (+ the V1 runner's inputs)."""
     peak_bytes: int
-    """The encoder's own peak (assumed profile of the tower, see the module)."""
+    """The encoder's own peak (assumed profile of the tower, see the module; 0 where it is not modelled)."""
     how: str
 
 
@@ -89,13 +89,17 @@ def _profile(tower: VisionTower, spec: ModelSpec, tokens: int, seqs: int, max_mo
         kept, kept_how = outputs, "outputs"
     else:
         raise ValueError(f"vLLM model runner {runner!r}: kvplan knows v1 and v2")
+    how = (f"vision encoder: {items} dummy items of {tower.embeds:,} embeddings ({tower.where}); kept through "
+           f"the text run: {kept_how} {kept / (1 << 20):,.0f} MiB (computed, gpu_model_runner.py profile_run); ")
+    if tower.transformers_tower:
+        # transformers' module, encoded in memory-sized chunks from 0.25 (gemma4_mm.py _encoder_chunk): its peak is
+        # neither vLLM's code nor a ViT block's; a T4 gemma-4-E2B log at 0.29.0 shows none above the text run
+        return EncoderProfile(items, kept, 0, how + "encoder peak: transformers' module, not modelled")
     per_patch = (2 * tower.hidden + max(2 * tower.mlp, 4 * tower.hidden) // tp) * dtype
     mask = patches * patches * dtype if tower.masked_attention else 0
     peak = pixels + outputs + patches * per_patch + mask
-    how = (f"vision encoder: {items} dummy items of {tower.embeds:,} embeddings ({tower.where}); kept through "
-           f"the text run: {kept_how} {kept / (1 << 20):,.0f} MiB (computed, gpu_model_runner.py profile_run); "
-           f"encoder peak {peak / (1 << 30):.2f} GiB over {patches:,} patches (assumed"
-           + (", with the dense patch mask" if mask else "") + ")")
+    how += (f"encoder peak {peak / (1 << 30):.2f} GiB over {patches:,} patches (assumed"
+            + (", with the dense patch mask" if mask else "") + ")")
     return EncoderProfile(items, kept, peak, how)
 
 
