@@ -40,7 +40,7 @@ from benchmarks.accuracy import MINIMUM_OVER_RANKS, STAND_INS, engine_version, r
 from benchmarks.accuracy import gpu_of as planner_gpu_of  # noqa: E402
 from kvplan.budgets import Settings  # noqa: E402
 from kvplan.engines import parse_version  # noqa: E402
-from kvplan.engines.vllm import fitted, variant  # noqa: E402
+from kvplan.engines.vllm import collectives, fitted, variant  # noqa: E402
 from kvplan.plan import max_batch  # noqa: E402
 
 GIB = 1 << 30
@@ -49,6 +49,8 @@ LOG_FILES = ("engine_logs_dev.yaml", "engine_logs_found.yaml", "engine_logs_more
              "engine_logs_issue21.yaml", "engine_logs_issue21b.yaml", "engine_logs_issue21d.yaml",
              "engine_logs_issue21e.yaml")
 BASELINE = REPO / "benchmarks" / "crossval_baseline.json"
+# a reading of the 0.10.x TP > 1 growth, which holds two NCCL communicators (refit turns it into a non_torch_tp one)
+TWO_COMMUNICATORS = "non_torch_tp (0.10.x: two communicators)"
 
 # Checkpoints the logs name that kvplan has no config for, mapped to a bundled one of the same attention and
 # vocabulary (the weights are the logged ones, so only the layer shapes and vocabulary matter).
@@ -225,8 +227,17 @@ def readings(case: dict, inp: dict) -> dict[str, float]:
     out: dict[str, float] = {}
     non_torch = rep.get("non_torch_forward_increase_gib", rep.get("non_torch_memory_gib"))
     if isinstance(non_torch, (int, float)):
-        # the fitted size is what is left after the collective buffers kvplan computes (collectives.py)
-        out[non_torch_field(inp)] = non_torch * GIB - computed(inp)
+        # the fitted size is what is left after the collective buffers kvplan computes (collectives.py); where the
+        # growth holds vLLM's own NCCL communicator too (0.10.x, TP > 1), what is left is TP 1's growth plus two
+        # communicators, one of them the fitted size less TP 1's growth (budget.second_communicator): refit reads
+        # it as (left + TP 1's growth) / 2, TP 1's growth refitted on the same training logs
+        field = non_torch_field(inp)
+        left = non_torch * GIB - computed(inp)
+        if field == "non_torch_tp" and collectives.vllm_communicators_after_snapshot(parse_version(inp["version"]),
+                                                                                      inp["args"]["tp"]):
+            out[TWO_COMMUNICATORS] = left
+        else:
+            out[field] = left
     return out
 
 
@@ -248,6 +259,9 @@ def refit(training: Iterable[dict[str, float]]) -> tuple[fitted.VllmFit, set[str
         for name, value in reading.items():
             values[name].append(value)
     fields = {f.name: f for f in dataclasses.fields(fitted.VllmFit)}
+    if values.get(TWO_COMMUNICATORS):  # 0.10.x TP > 1: g1 + 2 x communicator -> the TP > 1 size g1 + communicator
+        tp1 = statistics.median(values["non_torch_tp1"]) if values.get("non_torch_tp1") else fitted.FIT.non_torch_tp1
+        values["non_torch_tp"] += [(left + tp1) / 2 for left in values.pop(TWO_COMMUNICATORS)]
     new = {name: (statistics.median(vals) if isinstance(getattr(fitted.FIT, name), float)
                   else int(statistics.median(vals))) for name, vals in values.items() if name in fields}
     return dataclasses.replace(fitted.FIT, **new), set(fields) - set(new)

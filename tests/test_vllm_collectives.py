@@ -6,7 +6,10 @@ from __future__ import annotations
 import kvplan
 from kvplan.budgets.base import Settings
 from kvplan.engines.version import parse_version
-from kvplan.engines.vllm.collectives import fusion_workspace, nvls_buffers
+from kvplan.engines.vllm import fitted
+from kvplan.engines.vllm.budget import non_torch_bytes
+from kvplan.engines.vllm.collectives import (custom_allreduce_buffers, fusion_workspace, nvls_buffers,
+                                             vllm_communicators_after_snapshot)
 
 MIB = 1 << 20
 V = parse_version
@@ -60,3 +63,37 @@ def test_nvls_buffers_on_nvswitch_gpus_above_two_ranks():
     assert nvls_buffers(V("0.10.1"), 8, "B200-180GB")[0] == 512 * MIB  # NCCL 2.26: 32
     assert nvls_buffers(V("0.19.0"), 8, "A100-SXM4-80GB")[0] == 0
     assert nvls_buffers(V("0.19.0"), 4, "L40S")[0] == 0
+
+
+def test_before_0_11_the_snapshot_precedes_vllms_own_communicators():
+    # gpu_worker.py Worker.init_device: MemorySnapshot() then init_worker_distributed_environment in 0.10.0-0.10.2,
+    # the other way round from 0.11.0; TP 1 has no TP communicator
+    for version, count in (("0.10.0", 1), ("0.10.1", 1), ("0.10.2", 1), ("0.11.0", 0), ("0.19.0", 0)):
+        assert vllm_communicators_after_snapshot(V(version), 2) == count
+    assert vllm_communicators_after_snapshot(V("0.10.2"), 1) == 0
+    assert vllm_communicators_after_snapshot(V("0.9.2"), 2) == 0  # 0.8/0.9 charge all non-torch memory anyway
+
+
+def test_custom_allreduce_buffers_by_hand():
+    # 0.10.1.1 custom_all_reduce.py:157-162: cudaMalloc(meta_size + 8 MiB) and cudaMalloc(8 MiB), in 2 MiB pages:
+    # 10 + 8 MiB; rank_data (8 MiB) is torch memory made before the profile's baseline, so not charged
+    assert custom_allreduce_buffers(V("0.10.2"), 2, "H200-141GB")[0] == 18 * MIB
+    assert custom_allreduce_buffers(V("0.10.0"), 8, "H100-SXM-80GB")[0] == 18 * MIB
+    assert custom_allreduce_buffers(V("0.10.1"), 4, "A100-SXM4-80GB")[0] == 18 * MIB
+    assert custom_allreduce_buffers(V("0.11.0"), 2, "H200-141GB")[0] == 0  # made before the snapshot
+    assert custom_allreduce_buffers(V("0.10.2"), 3, "H200-141GB")[0] == 0  # world sizes 2, 4, 6, 8 only
+    assert custom_allreduce_buffers(V("0.10.2"), 4, "L40S")[0] == 0  # > 2 GPUs without full NVLink: off
+
+
+def test_0_10_growth_counts_a_second_communicator():
+    # 2 x H200 TP 2 on vLLM 0.10.2 (logged growth 1.38 GiB): torch's communicator and TP 1's growth (the fitted
+    # TP > 1 size) + vLLM's own communicator (that size less TP 1's) + 18 MiB custom all-reduce; no NVLS at TP 2
+    fit = fitted.FIT
+    size, how = non_torch_bytes(V("0.10.2"), 2, 1, "H200-141GB", 2048, 8192)
+    assert size == fit.non_torch_tp + (fit.non_torch_tp - fit.non_torch_tp1) + 18 * MIB
+    assert "vLLM's own NCCL communicator" in how and "custom all-reduce" in how
+    # 0.11: both made before the snapshot
+    assert non_torch_bytes(V("0.11.0"), 2, 1, "H200-141GB", 2048, 8192)[0] == fit.non_torch_tp
+    # 4 x H200 TP 4 on 0.10.0 (logged 2.04 GiB): + NCCL NVLS 128 MiB
+    size = non_torch_bytes(V("0.10.0"), 4, 1, "H200-141GB", 4096, 8192)[0]
+    assert size == 2 * fit.non_torch_tp - fit.non_torch_tp1 + 18 * MIB + 128 * MIB

@@ -60,9 +60,22 @@ def non_torch_bytes(version: Version, tp: int, pp: int, gpu_name: str = "", hidd
     name, how = field or fitted.non_torch_field(version, tp, pp)
     size = getattr(fitted.FIT, name)
     extra, parts = computed_non_torch(version, tp, pp, gpu_name, hidden, tokens, enforce_eager, dp, name)
-    if not extra:
+    comm = second_communicator(version, tp, name)
+    if comm:  # 0.10.x: vLLM's own NCCL communicator too (collectives.py item 3b): counted from code, sized by fit
+        parts = [(f"{comm / (1 << 20):,.0f} MiB fitted: vLLM's own NCCL communicator, as large as torch's (after "
+                  "the init snapshot before 0.11: gpu_worker.py init_device)"), *parts]
+    if not extra and not comm:
         return size, how
-    return size + extra, f"{how}: {size / (1 << 20):,.0f} MiB fitted + " + " + ".join(parts)
+    return size + comm + extra, f"{how}: {size / (1 << 20):,.0f} MiB fitted + " + " + ".join(parts)
+
+
+def second_communicator(version: Version, tp: int, field: str) -> int:
+    """Bytes of vLLM's own NCCL communicator where the init snapshot precedes it (0.10.x, TP > 1): one more
+    communicator like torch's, the fitted TP > 1 growth less TP 1's (collectives.py item 3b)."""
+    if field != "non_torch_tp":
+        return 0
+    return collectives.vllm_communicators_after_snapshot(version, tp) * max(
+        0, fitted.FIT.non_torch_tp - fitted.FIT.non_torch_tp1)
 
 
 def computed_non_torch(version: Version, tp: int, pp: int, gpu_name: str, hidden: int, tokens: int,
@@ -72,7 +85,8 @@ def computed_non_torch(version: Version, tp: int, pp: int, gpu_name: str, hidden
     if (field or fitted.non_torch_field(version, tp, pp)[0]) != "non_torch_tp":
         return 0, []
     terms = (collectives.fusion_workspace(version, tp, pp, gpu_name, hidden, tokens, enforce_eager, dp),
-             collectives.nvls_buffers(version, tp, gpu_name))
+             collectives.nvls_buffers(version, tp, gpu_name),
+             collectives.custom_allreduce_buffers(version, tp, gpu_name))
     return sum(b for b, _ in terms), [how for b, how in terms if b]
 
 

@@ -29,6 +29,24 @@ the TP > 1 growth (TP 1's growth, NCCL's ring buffers for torch's lazily created
    ``runtimeConn``), which for NVLS is the profiling run's first large all-reduce, after the snapshot.
    Counted once (for one communicator).
 
+3. Before 0.11: vLLM's own TP communicators, made after the init snapshot (vLLM 0.10.0-0.10.2
+   ``v1/worker/gpu_worker.py`` ``Worker.init_device``: ``MemorySnapshot()`` (0.10.1.1:174), then
+   ``init_worker_distributed_environment`` (:192); 0.11.0 swaps them, :169 before :182, "so NCCL buffers are allocated
+   before we measure"). ``ensure_model_parallel_initialized`` builds the TP group's ``CudaCommunicator``
+   (``distributed/device_communicators/cuda_communicator.py:49-62``): a ``PyNcclCommunicator`` (NCCL init plus a
+   1-element warm-up all-reduce, ``pynccl.py:105-106``) and a ``CustomAllreduce``. The EP group gets neither
+   (``use_pynccl = "ep" not in unique_name``); the symmetric-memory all-reduce is off (0.10.2 envs.py:1220, absent
+   before) and quick all-reduce is ROCm only. So the growth holds, on top of 0.11's:
+   a. the custom all-reduce's two IPC buffers (``custom_all_reduce.py:157-162``, ``cudaMalloc`` in
+      ``ops.allocate_shared_buffer_and_handle``, not torch): ``meta_size() + max_size`` and ``max_size``,
+      ``max_size = 8192 x 1024`` (:57); ``meta_size`` (``sizeof(Signal)``) is a few KiB, so with the 2 MiB page
+      rounding 10 + 8 = 18 MiB. Its 8 MiB ``rank_data`` is a torch tensor made before the profile's baseline: in
+      neither the growth nor the torch peak increase. Built for TP 2, 4, 6, 8 when the GPUs are all NVLink-connected
+      or TP is 2 (:97-158); kvplan counts it on NVLink GPUs only (P2P over PCIe at TP 2 is not known from the catalog).
+   b. a second NCCL communicator over the same ranks: vLLM's (pynccl) beside torch's lazily created one, same NCCL,
+      same environment, same topology, so kvplan charges it the size the TP > 1 fit gives one communicator
+      (``non_torch_tp - non_torch_tp1``): that size is fitted (fitted.py), the count is from the code.
+
 The recommended multicast granularity on Hopper is taken as 512 MiB: inferred, not measured (no GPU here). An
 NCCL 2.19.3 log on 8 x H100 (NVIDIA/nccl-tests#216, 4 ranks) binds ``size 1073741824`` for a request of
 16 x 2 x (4 MiB + 2 MiB) x 4 = 768 MiB rounded to that granularity (2.19.3 nvls.cc:67-70), so 512 MiB or 1 GiB;
@@ -56,7 +74,15 @@ ALLOC_GRANULARITY = 2 * MIB  # cuMemGetAllocationGranularity, recommended
 FUSION_SINCE = (0, 17)  # vLLM 0.17.0 config/vllm.py: fuse_allreduce_rms = enable_allreduce_rms_fusion at O2
 UNROUNDED_SINCE = (0, 27)  # vLLM 0.27.0 pins flashinfer-python 0.6.16.post3 (no multicast rounding from 0.6.15)
 NVLS_SINCE = (0, 10)  # the growth-since-snapshot bands; all bundle NCCL >= 2.21 (the sizes below)
-NCCL_227_SINCE = (0, 10, 2)  # torch 2.8 (NCCL 2.27.3): NVLS_NCHANNELS_SM100_NVL 24; 2.26.2 before: 32
+NCCL_227_SINCE = (0, 10, 2)
+# vLLM 0.11.0 gpu_worker.py Worker.init_device: init_worker_distributed_environment moved before the init snapshot
+DIST_BEFORE_SNAPSHOT_SINCE = (0, 11)
+GROWTH_SINCE = (0, 10)  # vLLM 0.10.0: the budget counts the growth since the init snapshot (fitted.INCREASE_SINCE)
+# GPUs whose TP peers are all NVLink-connected on their usual boards (custom all-reduce's is_fully_connected)
+NVLINK_GPUS = {*MULTICAST_GPUS, "A100-SXM4-40GB", "A100-SXM4-80GB", "A800-SXM4-80GB"}
+CA_MAX_SIZE = 8192 * 1024  # vLLM 0.10.x custom_all_reduce.py CustomAllreduce.__init__ max_size default
+CA_WORLD_SIZES = (2, 4, 6, 8)  # CustomAllreduce._SUPPORTED_WORLD_SIZES
+CA_META = 4096  # ops.meta_size(), sizeof(Signal): a few KiB (any size under 2 MiB rounds the same)  # torch 2.8 (NCCL 2.27.3): NVLS_NCHANNELS_SM100_NVL 24; 2.26.2 before: 32
 
 # vLLM 0.19.0 compilation/passes/fusion/allreduce_rms_fusion.py:54-71 (MiB; same table in 0.17, 0.18, 0.21, 0.33)
 FUSION_MAX_SIZE_MB = {90: {2: 64.0, 4: 2.0, 8: 0.5}, 100: {2: 64.0, 4: 32.0, 8: 1.0}, 103: {2: 64.0, 4: 64.0, 8: 2.0}}
@@ -108,3 +134,17 @@ def nvls_buffers(version: Version, tp: int, gpu_name: str) -> tuple[int, str]:
     total = _round_up(channels * 2 * NVLS_CHUNK * NCCL_STEPS * tp, ALLOC_GRANULARITY)
     return total, (f"{total / MIB:,.0f} MiB computed: NCCL NVLS buffers, {channels} channels x 2 x 1 MiB x tp {tp} "
                    "(NCCL src/transport/nvls.cc)")
+
+
+def vllm_communicators_after_snapshot(version: Version, tp: int) -> int:
+    """How many of vLLM's own TP communicators (pynccl) its init snapshot precedes: 1 for 0.10.x at TP > 1, else 0
+    (gpu_worker.py ``init_device`` order; see the module's docstring, item 3)."""
+    return 1 if tp > 1 and GROWTH_SINCE <= version < DIST_BEFORE_SNAPSHOT_SINCE else 0
+
+
+def custom_allreduce_buffers(version: Version, tp: int, gpu_name: str) -> tuple[int, str]:
+    """Bytes per GPU of vLLM's custom all-reduce IPC buffers counted in the growth (0.10.x only; item 3a)."""
+    if not vllm_communicators_after_snapshot(version, tp) or tp not in CA_WORLD_SIZES or gpu_name not in NVLINK_GPUS:
+        return 0, ""
+    total = _round_up(CA_META + CA_MAX_SIZE, ALLOC_GRANULARITY) + _round_up(CA_MAX_SIZE, ALLOC_GRANULARITY)
+    return total, f"{total / MIB:,.0f} MiB computed: vLLM's custom all-reduce IPC buffers (custom_all_reduce.py)"

@@ -35,10 +35,12 @@ class VllmFit:
     non_torch_tp1: int = int(0.25 * GIB)
     # TP > 1: what is left of the growth after the collective buffers computed in collectives.py (FlashInfer's
     # all-reduce fusion workspace, NCCL's NVLS buffers): TP 1's growth plus NCCL's ring buffers for torch's
-    # lazily created communicator. The median of 19 readings from 4 sources: the 0.19.0 H100 logs leave
-    # 0.51-0.61 GiB (17 logs, TP 2 and 4, after 1.5 GiB of workspace and 0.125 GiB of NVLS at TP 4), the 0.10.2
-    # L40S TP 4 log 0.21 GiB, two H200 logs of 0.10.0 / 0.10.2 1.38 and 1.92 GiB (before 0.11 the snapshot
-    # precedes vLLM's own communicator too). Interconnects and bands differ, but no split has 3 sources a side.
+    # lazily created communicator. The median of 20 readings from 4 sources: the 0.19.0 H100 logs leave
+    # 0.51-0.61 GiB (17 logs, TP 2 and 4, after 1.5 GiB of workspace and 0.125 GiB of NVLS at TP 4); before 0.11
+    # the snapshot precedes vLLM's own communicator too (collectives.py item 3), so a 0.10.x log reads TP 1's
+    # growth + two communicators, taken as (reading - computed + non_torch_tp1) / 2: the 0.10.2 L40S TP 4 log
+    # 0.23 GiB, the 0.10.2 2 x H200 TP 2 log 0.81, the 0.10.0 4 x H200 TP 4 log 1.07. Leave-one-source-out:
+    # 0.57 GiB without any one source but the llm-d logs (0.72 without them).
     non_torch_tp: int = int(0.57 * GIB)
     non_torch_pp: int = int(0.07 * GIB)
     # 0.8 / 0.9 V1 (0.8.5 Worker.determine_available_memory): all non-torch memory, the CUDA context included:
