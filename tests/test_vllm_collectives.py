@@ -60,7 +60,10 @@ def test_nvls_buffers_on_nvswitch_gpus_above_two_ranks():
     assert nvls_buffers(V("0.19.0"), 4, "H100-SXM-80GB")[0] == 128 * MIB  # 16 channels x 2 x 1 MiB x 4
     assert nvls_buffers(V("0.19.0"), 8, "H200-141GB")[0] == 256 * MIB
     assert nvls_buffers(V("0.19.0"), 8, "B200-180GB")[0] == 384 * MIB  # 24 channels on one SM 10.0 node
-    assert nvls_buffers(V("0.10.1"), 8, "B200-180GB")[0] == 512 * MIB  # NCCL 2.26: 32
+    assert nvls_buffers(V("0.10.2"), 8, "B200-180GB")[0] == 384 * MIB  # NCCL 2.27.3 (torch 2.8)
+    # NCCL 2.26: 32 channels; before 0.10.2 cuMem is off, NCCL connects NVLS at init in both communicators
+    assert nvls_buffers(V("0.10.1"), 8, "B200-180GB")[0] == 2 * 512 * MIB
+    assert nvls_buffers(V("0.10.0"), 4, "H200-141GB")[0] == 2 * 128 * MIB
     assert nvls_buffers(V("0.19.0"), 8, "A100-SXM4-80GB")[0] == 0
     assert nvls_buffers(V("0.19.0"), 4, "L40S")[0] == 0
 
@@ -94,6 +97,6 @@ def test_0_10_growth_counts_a_second_communicator():
     assert "vLLM's own NCCL communicator" in how and "custom all-reduce" in how
     # 0.11: both made before the snapshot
     assert non_torch_bytes(V("0.11.0"), 2, 1, "H200-141GB", 2048, 8192)[0] == fit.non_torch_tp
-    # 4 x H200 TP 4 on 0.10.0 (logged 2.04 GiB): + NCCL NVLS 128 MiB
+    # 4 x H200 TP 4 on 0.10.0 (logged 2.04 GiB): + NCCL NVLS 16 x 2 x 1 MiB x 4, in both communicators
     size = non_torch_bytes(V("0.10.0"), 4, 1, "H200-141GB", 4096, 8192)[0]
-    assert size == 2 * fit.non_torch_tp - fit.non_torch_tp1 + 18 * MIB + 128 * MIB
+    assert size == 2 * fit.non_torch_tp - fit.non_torch_tp1 + 18 * MIB + 2 * 128 * MIB

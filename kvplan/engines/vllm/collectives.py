@@ -46,6 +46,12 @@ the TP > 1 growth (TP 1's growth, NCCL's ring buffers for torch's lazily created
    b. a second NCCL communicator over the same ranks: vLLM's (pynccl) beside torch's lazily created one, same NCCL,
       same environment, same topology, so kvplan charges it the size the TP > 1 fit gives one communicator
       (``non_torch_tp - non_torch_tp1``): that size is fitted (fitted.py), the count is from the code.
+   c. 0.10.0 / 0.10.1 force ``NCCL_CUMEM_ENABLE=0`` (``env_override.py:16-21``) for the whole process, and NCCL
+      without cuMem connects every algorithm at init, NVLS buffers included (``init.cc`` ``initTransportsRank``:
+      ``runtimeConn = cuMemSupport && NCCL_RUNTIME_CONNECT``; the other branch calls ``ncclTransportRingConnect``,
+      ``ncclTransportTreeConnect``, ``ncclNvlsSetup`` and ``ncclNvlsBufferSetup``). Both communicators are made
+      after the snapshot, so item 2 counts twice there. Their tree buffers (also connected eagerly) are not
+      counted: their size follows NCCL's channel search, like the ring buffers in the fitted size.
 
 The recommended multicast granularity on Hopper is taken as 512 MiB: inferred, not measured (no GPU here). An
 NCCL 2.19.3 log on 8 x H100 (NVIDIA/nccl-tests#216, 4 ranks) binds ``size 1073741824`` for a request of
@@ -77,6 +83,8 @@ NVLS_SINCE = (0, 10)  # the growth-since-snapshot bands; all bundle NCCL >= 2.21
 NCCL_227_SINCE = (0, 10, 2)
 # vLLM 0.11.0 gpu_worker.py Worker.init_device: init_worker_distributed_environment moved before the init snapshot
 DIST_BEFORE_SNAPSHOT_SINCE = (0, 11)
+# vLLM 0.10.2 drops env_override.py's NCCL_CUMEM_ENABLE=0: NCCL connects each algorithm on first use from then on
+LAZY_CONNECT_SINCE = (0, 10, 2)
 GROWTH_SINCE = (0, 10)  # vLLM 0.10.0: the budget counts the growth since the init snapshot (fitted.INCREASE_SINCE)
 # GPUs whose TP peers are all NVLink-connected on their usual boards (custom all-reduce's is_fully_connected)
 NVLINK_GPUS = {*MULTICAST_GPUS, "A100-SXM4-40GB", "A100-SXM4-80GB", "A800-SXM4-80GB"}
@@ -126,14 +134,17 @@ def fusion_workspace(version: Version, tp: int, pp: int, gpu_name: str, hidden: 
 
 
 def nvls_buffers(version: Version, tp: int, gpu_name: str) -> tuple[int, str]:
-    """Bytes per GPU of NCCL's NVLS buffers for one communicator (0 without NVSwitch multicast or at tp <= 2)."""
+    """Bytes per GPU of NCCL's NVLS buffers in the growth (0 without NVSwitch multicast or at tp <= 2): one
+    communicator's, two where NCCL connects at init and both communicators follow the snapshot (item 3c)."""
     cap = MULTICAST_GPUS.get(gpu_name)
     if cap is None or tp <= 2 or version < NVLS_SINCE:
         return 0, ""
     channels = 16 if cap < 100 else 24 if version >= NCCL_227_SINCE else 32
-    total = _round_up(channels * 2 * NVLS_CHUNK * NCCL_STEPS * tp, ALLOC_GRANULARITY)
-    return total, (f"{total / MIB:,.0f} MiB computed: NCCL NVLS buffers, {channels} channels x 2 x 1 MiB x tp {tp} "
-                   "(NCCL src/transport/nvls.cc)")
+    one = _round_up(channels * 2 * NVLS_CHUNK * NCCL_STEPS * tp, ALLOC_GRANULARITY)
+    comms = 1 + vllm_communicators_after_snapshot(version, tp) if version < LAZY_CONNECT_SINCE else 1
+    return comms * one, (f"{comms * one / MIB:,.0f} MiB computed: NCCL NVLS buffers, {channels} channels x 2 x 1 MiB "
+                         f"x tp {tp}" + (f" x {comms} communicators" if comms > 1 else "")
+                         + " (NCCL src/transport/nvls.cc)")
 
 
 def vllm_communicators_after_snapshot(version: Version, tp: int) -> int:
