@@ -31,8 +31,8 @@ the TP > 1 growth (TP 1's growth, NCCL's ring buffers for torch's lazily created
 
 3. Before 0.11: vLLM's own TP communicators, made after the init snapshot (vLLM 0.10.0-0.10.2
    ``v1/worker/gpu_worker.py`` ``Worker.init_device``: ``MemorySnapshot()`` (0.10.1.1:174), then
-   ``init_worker_distributed_environment`` (:192); 0.11.0 swaps them, :169 before :182, "so NCCL buffers are allocated
-   before we measure"). ``ensure_model_parallel_initialized`` builds the TP group's ``CudaCommunicator``
+   ``init_worker_distributed_environment`` (:192); 0.11.0 swaps them, :169 before :182, to leave NCCL's buffers out
+   of the measurement). ``ensure_model_parallel_initialized`` builds the TP group's ``CudaCommunicator``
    (``distributed/device_communicators/cuda_communicator.py:49-62``): a ``PyNcclCommunicator`` (NCCL init plus a
    1-element warm-up all-reduce, ``pynccl.py:105-106``) and a ``CustomAllreduce``. The EP group gets neither
    (``use_pynccl = "ep" not in unique_name``); the symmetric-memory all-reduce is off (0.10.2 envs.py:1220, absent
@@ -63,6 +63,7 @@ granules explain and 2 MiB rounding (0.5 GiB at TP 2, 0.03 GiB at TP 4) does not
 from __future__ import annotations
 
 from kvplan.engines.version import Version
+from kvplan.engines.vllm.fitted import INCREASE_SINCE as GROWTH_SINCE  # where the budget charges the growth
 
 MIB = 1 << 20
 
@@ -85,7 +86,6 @@ NCCL_227_SINCE = (0, 10, 2)
 DIST_BEFORE_SNAPSHOT_SINCE = (0, 11)
 # vLLM 0.10.2 drops env_override.py's NCCL_CUMEM_ENABLE=0: NCCL connects each algorithm on first use from then on
 LAZY_CONNECT_SINCE = (0, 10, 2)
-GROWTH_SINCE = (0, 10)  # vLLM 0.10.0: the budget counts the growth since the init snapshot (fitted.INCREASE_SINCE)
 # GPUs whose TP peers are all NVLink-connected on their usual boards (custom all-reduce's is_fully_connected)
 NVLINK_GPUS = {*MULTICAST_GPUS, "A100-SXM4-40GB", "A100-SXM4-80GB", "A800-SXM4-80GB"}
 CA_MAX_SIZE = 8192 * 1024  # vLLM 0.10.x custom_all_reduce.py CustomAllreduce.__init__ max_size default

@@ -39,7 +39,7 @@ class VllmFit:
     # 0.51-0.61 GiB (17 logs, TP 2 and 4, after 1.5 GiB of workspace and 0.125 GiB of NVLS at TP 4); before 0.11
     # the snapshot precedes vLLM's own communicator too (collectives.py item 3), so a 0.10.x log reads TP 1's
     # growth + two communicators, taken as (reading - computed + non_torch_tp1) / 2: the 0.10.2 L40S TP 4 log
-    # 0.23 GiB, the 0.10.2 2 x H200 TP 2 log 0.81, the 0.10.0 4 x H200 TP 4 log 1.07. Leave-one-source-out:
+    # 0.23 GiB, the 0.10.2 2 x H200 TP 2 log 0.81, the 0.10.0 4 x H200 TP 4 log 1.01. Leave-one-source-out:
     # 0.57 GiB without any one source but the llm-d logs (0.72 without them).
     non_torch_tp: int = int(0.57 * GIB)
     non_torch_pp: int = int(0.07 * GIB)
