@@ -8,13 +8,15 @@ Hand-computed from the released wheels: ``handle_max_mamba_cache`` (0.5.10
 
 from __future__ import annotations
 
+from typing import Any
+
+from conftest import DATA
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kvplan.budgets.base import Settings
 from kvplan.engines.sglang import mamba
-from kvplan.plan import max_batch
-from conftest import DATA
+from kvplan.plan import CapacityPlan, max_batch
 
 QWEN35_9B = str(DATA / "hf_configs_transcribed" / "Qwen__Qwen3.5-9B.json")
 QWEN3_NEXT = "Qwen/Qwen3-Next-80B-A3B-Thinking"
@@ -30,7 +32,7 @@ QWEN35_CELL = 8 * 2 * 512 * 2  # 16,384 B per token (the log: K 2.50 GB / 327,31
 QWEN35_REST = 186 * QWEN35_PER_REQ + 327_310 * QWEN35_CELL + 8_192
 
 
-def _plan(model: str, kv: int, version: str, tp: int, **kw: object):  # noqa: ANN202
+def _plan(model: str, kv: int, version: str, tp: int, **kw: Any) -> CapacityPlan:
     return max_batch(model, gpu="RTX-4090" if tp == 2 else "H100", tp=tp, engine="sglang", engine_version=version,
                      max_model_len=262144, settings=Settings(kv_cache_memory_bytes=kv), **kw)
 
