@@ -125,3 +125,23 @@ def test_log_comparison_shows_the_logged_and_planned_slots():
     # a log without the count gets no row (a dense model's waterfall is unchanged)
     bare = replace(log, counts={k: v for k, v in log.counts.items() if k != "mamba_cache_slots"})
     assert all(r.item != "mamba_cache_slots" for r in rows(bare, plan))
+
+
+# Two more logs whose models kvplan does not load, checked on the split alone: each log's slots and tokens come
+# out of one rest (a window of less than one cell), so the 0.9 ratio rule is what sized them.
+def test_lfm2_700m_log_0_5_6_is_one_rest_under_the_ratio_rule():
+    # LiquidAI/LFM2-700M (sglang-lfm2-700m-hybrid-16gb-bench-one-batch-v056post2): 10 short-conv layers of
+    # 1,536 channels x 2 columns x 2 B, no SSM state; 6 attention layers of 8 KV heads x 128 x 2 B
+    per_req, cell = 10 * 1536 * 2 * 2, 6 * 8 * 128 * 2
+    assert round(85_292 * per_req / (1 << 30), 2) == 4.88  # conv_state size: 4.88GB
+    cut = mamba.split(85_292 * per_req + 473_854 * cell + 4_000, per_req, (0, 5, 6), None)
+    assert (cut.slots, cut.token_bytes // cell) == (85_292, 473_854)
+
+
+def test_granite_4_h_micro_log_is_one_rest_under_the_ratio_rule():
+    # ibm-granite/granite-4.0-h-micro (sglang-pr18040-granite4-h-micro-hybrid-16gb, Jan 2026): 36 Mamba-2
+    # layers of conv (4,096 + 2 x 128) x 3 x 2 B and 64 x 64 x 128 x 4 B; 4 attention layers of 8 x 128 x 2 B
+    per_req, cell = 36 * (4352 * 3 * 2 + 64 * 64 * 128 * 4), 4 * 8 * 128 * 2
+    assert round(39 * 36 * 64 * 64 * 128 * 4 / (1 << 30), 2) == 2.74  # ssm_state size (39 rows): 2.74GB
+    cut = mamba.split(38 * per_req + 399_740 * cell + 4_000, per_req, (0, 5, 8), None)
+    assert (cut.slots, cut.token_bytes // cell) == (38, 399_740)
