@@ -19,6 +19,8 @@ By release (read in the wheels):
   subtracted.
 ``_resolve_max_num_reqs`` (0.5.4 on) caps running requests at ``max_mamba_cache_size // 3``
 (``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO``: the radix cache keeps states of cached prefixes in the rest).
+0.5.17's ``--mamba-radix-cache-strategy auto`` (``arg_groups/overrides.py``) picks ``extra_buffer`` with the overlap
+scheduler for the models that support it (ping-pong buffers: slots // 5); kvplan keeps // 3 and says so.
 SGLang does this arithmetic in float GiB; kvplan repeats it in floats so the counts agree to the slot and token.
 """
 
@@ -96,6 +98,9 @@ def split(kv_bytes: int, per_request: int, version: Version, max_running_request
                 f"{per_request:,} B, the rest for the full-attention tokens; running requests <= slots // "
                 f"{RUNNING_REQUESTS_RATIO} (the radix cache keeps cached prefixes' states in the others)")
         cap = slots // RUNNING_REQUESTS_RATIO
+        if version >= PADDING_ROW_SINCE:
+            rule += ("; from 0.5.17 the auto strategy may pick extra_buffer (slots // 5) for the models that "
+                     "support it")
     tokens = max(0, int((rest - state / GIB) * GIB))
     return MambaSplit(per_request, slots, state, tokens, cap, rule)
 
