@@ -135,6 +135,9 @@ class CapacityPlan:
     reading only the plan's own figures, as check's fixes do, spares the two capacity searches)."""
     solved: dict[str, Any] | None = None
     """``--solve utilization``: the engine's memory fraction found (setting, engine flag, value); else None."""
+    state_slots: int | None = None
+    """Recurrent-state slots the engine sizes apart from the KV tokens (SGLang's ``max_mamba_cache_size``, JSON
+    ``mamba_cache_slots``); None where it keeps none apart."""
     asked: Asked | None = field(default=None, compare=False, repr=False)
     """How to plan it again at another context (``max_batch``'s plans; None for a bare ``plan``)."""
 
@@ -209,6 +212,8 @@ class CapacityPlan:
             **({"n": self.n, "beam_width": self.beam_width, "max_batch_sequences": self.max_batch * self.samples}
                if self.samples > 1 else {}),
         }
+        if self.state_slots is not None:
+            out["mamba_cache_slots"] = self.state_slots
         if self.offload is not None:
             out["offload"] = dict(self.offload)
         if self.speculation is not None:
@@ -487,7 +492,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         offload=tier.to_dict() if tier is not None else None, n=n, beam_width=beam_width,
         mtp_layers=mtp_layers, mtp_weights_bytes=mtp_weights,
         speculation=_speculation_dict(speculation, extra), misfit=misfit, ep=tp * dp if split_experts else tp,
-        interval=interval, asked=asked,
+        interval=interval, asked=asked, state_slots=cap.state_slots,
     )
 
 

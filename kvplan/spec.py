@@ -29,7 +29,7 @@ from kvplan.layouts.base import (
 from kvplan.layouts.base import (
     MAX_LAYERS as _MAX_LAYERS,
 )
-from kvplan.record import dataclass, field
+from kvplan.record import dataclass, field, field_names
 
 # each kind's module registers its class as it loads, in this order (the order the kinds are listed in)
 from kvplan.layouts.full import FullAttention, KVAttention, LocalAttention  # isort: skip
@@ -168,6 +168,19 @@ class ModelSpec:
         for index, layer in enumerate(self.expanded_layers()):
             layer.check_position(index)
 
+    def __hash__(self) -> int:
+        """The hash of the fields, as a frozen dataclass's, worked out once per instance: a spec is in every plan's
+        cache key (``kvplan check`` looks thousands up, each hash walking the layer groups). Kept beside the
+        instance, not in it: a pickled copy must hash afresh in its own process."""
+        found = _HASHES.get(id(self))
+        if found is not None and found[0] is self:
+            return found[1]
+        value = hash(tuple(getattr(self, name) for name in _HASHED))
+        if len(_HASHES) >= 1024:  # bounded: the specs of one run; the entry holds the spec so its id stays its own
+            _HASHES.clear()
+        _HASHES[id(self)] = (self, value)
+        return value
+
     @property
     def num_layers(self) -> int:
         return sum(group.count for group in self.layers)
@@ -187,6 +200,11 @@ class ModelSpec:
     @property
     def dtype_bytes(self) -> int:
         return MODEL_DTYPE_BYTES[self.dtype]
+
+
+_HASHES: dict[int, tuple[ModelSpec, int]] = {}
+_HASHED: tuple[str, ...] = field_names(ModelSpec)  # every field is compared, so hashed
+"""The fields a spec's hash reads (those its dataclass hash reads)."""
 
 
 def group_layers(layers: list[LayerSpec]) -> tuple[LayerSpec, ...]:

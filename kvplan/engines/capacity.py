@@ -67,3 +67,6 @@ class KvCapacity:
     assumptions: tuple[str, ...] = ()
     admission_note: str = ""
     """Where admission counts more than a computed sequence holds (what verify's search can fit)."""
+    state_slots: int | None = None
+    """Recurrent-state slots of an engine that sizes them apart from the tokens (SGLang's
+    ``max_mamba_cache_size``); None where the engine keeps none apart."""

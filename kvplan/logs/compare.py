@@ -18,8 +18,10 @@ WATERFALL = ("total", "budget", "weights", "activation", "non_torch", "cudagraph
 LABELS = {"total": "total GPU memory", "budget": "x utilization (the engine's share)", "weights": "- weights",
           "activation": "- activation peak", "non_torch": "- non-torch memory", "cudagraph": "- CUDA graphs",
           "kv_cache": "= KV cache memory", "num_gpu_blocks": "KV blocks", "kv_cache_tokens": "KV tokens (as logged)",
-          "max_concurrency": "max concurrency"}
-UNITS = {"num_gpu_blocks": "blocks", "kv_cache_tokens": "tokens", "max_concurrency": "x"}
+          "max_concurrency": "max concurrency", "mamba_cache_slots": "recurrent-state slots"}
+UNITS = {"num_gpu_blocks": "blocks", "kv_cache_tokens": "tokens", "max_concurrency": "x", "mamba_cache_slots": "slots"}
+# counts compared where the log prints them (a hybrid model's state slots: SGLang's max_mamba_cache_size)
+COMPARED_COUNTS = ("mamba_cache_slots",)
 _MEMORY = ("total", "budget", "weights", "activation", "non_torch", "cudagraph", "kv_cache")
 # Why an item differs, per item: what kvplan assumes against what the engine measured.
 _WHY = {
@@ -139,6 +141,10 @@ def rows(log: ParsedLog, plan: Any = None) -> list[Row]:
             if item == "max_concurrency" and logged is not None and log.concurrency_len:
                 text = f"{logged:.2f}x at {log.concurrency_len:,} tokens"
             out.append(Row(item, UNITS[item], logged, None, text, False, log.lines.get(item), predicted.get(item)))
+    for item in COMPARED_COUNTS:
+        if item in log.counts:
+            out.append(Row(item, UNITS[item], log.counts[item], None, None, False, log.lines.get(item),
+                           predicted.get(item)))
     return out
 
 
@@ -147,7 +153,7 @@ def _predicted(plan: Any) -> dict[str, float | int | None]:
     return {"total": plan.gpu_total_bytes, "budget": per.budget_bytes, "weights": per.weights_bytes,
             "activation": per.activation_bytes, "non_torch": per.non_torch_bytes, "cudagraph": per.cudagraph_bytes,
             "kv_cache": per.kv_cache_bytes, "num_gpu_blocks": plan.num_blocks, "kv_cache_tokens": plan.kv_cache_tokens,
-            "max_concurrency": round(plan.max_concurrency, 4)}
+            "max_concurrency": round(plan.max_concurrency, 4), "mamba_cache_slots": getattr(plan, "state_slots", None)}
 
 
 def biggest(table: list[Row], plan: Any) -> tuple[str | None, str | None]:

@@ -52,7 +52,7 @@ def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | No
     through rich in a terminal, written plainly when piped (``render/grid.py``, the same bytes)."""
     import sys
 
-    from kvplan.logs.compare import EXTRA_LABELS, LABELS, extras, rows
+    from kvplan.logs.compare import COMPARED_COUNTS, EXTRA_LABELS, LABELS, extras, rows
     from kvplan.logs.model import COUNT_ITEMS
     from kvplan.render.grid import Grid, GridOut
     from kvplan.units import format_bytes
@@ -85,7 +85,7 @@ def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | No
                       else printed))
     out.grid(Grid(title, tuple(columns), tuple(cells), fold=False))
     also = [f"{EXTRA_LABELS[r.item]} {format_bytes(r.logged or 0)} ({r.text})" for r in extras(log)]
-    also += [f"{COUNT_ITEMS[k]} {v:,}" for k, v in log.counts.items()]
+    also += [f"{COUNT_ITEMS[k]} {v:,}" for k, v in log.counts.items() if k not in COMPARED_COUNTS]  # in the table
     if also:
         out.line("Also logged: " + "; ".join(also), markup=True)
     if shown_per_device(log):

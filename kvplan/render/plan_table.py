@@ -30,6 +30,8 @@ def write_plan(out: GridOut, plan: CapacityPlan) -> None:
         rows.append(("KV blocks per GPU", f"{plan.num_blocks:,}"))
     rows.append(("KV cache tokens (as the engine logs them)",
                  ranged(plan, "kv_cache_tokens", f"{plan.kv_cache_tokens:,}")))
+    if plan.state_slots is not None:  # SGLang sizes a hybrid's recurrent-state slots apart
+        rows.append(("recurrent-state slots (max_mamba_cache_size)", f"{plan.state_slots:,}"))
     rows.append((f"max concurrency at {plan.max_model_len:,} tokens",
                  ranged(plan, "max_concurrency", f"{plan.max_concurrency:.2f}x", lambda v: f"{v:.2f}x")))
     if plan.max_batch_plain is not None:

@@ -16,7 +16,7 @@ from kvplan.engines.protocol import (
     refuse_uneven_heads,
 )
 from kvplan.engines.version import Version
-from kvplan.record import dataclass
+from kvplan.record import dataclass, replace
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -83,8 +83,24 @@ class SGLangEngine(EngineDefaults):
             layouts, kv_bytes, more = target_pool(layouts, kv_bytes, apart, version,
                                                   int(budget.defaults.get("max_running_requests", 0)) or None)
             notes = (*notes, *more)
-        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing,
-                                  assumptions=notes)
+        from kvplan.engines.sglang import mamba
+
+        per_request = mamba.per_request_bytes(layouts)
+        if not per_request or not mamba.has_tokens(layouts):  # no state, or no token pool to split it from
+            return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True,
+                                      sharing=self.sharing, assumptions=notes)
+        # a hybrid model: state slots first, the full-attention tokens from what is left (mamba.py)
+        given = budget.defaults.get("max_running_requests")
+        cut = mamba.split(kv_bytes, per_request, version, int(given) if given else None)
+        if demand.speculative is not None:
+            notes = (*notes, mamba.SPECULATIVE_NOTE)
+        cap = byte_pool_capacity(mamba.token_layouts(layouts), cut.token_bytes, demand,
+                                 concurrency_from_tokens=True, sharing=self.sharing, assumptions=(*notes, cut.rule))
+        whole = max(layout.total_bytes(demand.max_model_len, 1) for layout in layouts)
+        running = cut.max_running_requests
+        return replace(cap, max_concurrency=min(cap.max_concurrency, running), max_batch=min(cap.max_batch, running),
+                       max_context=cap.max_context if demand.batch <= running else 0, request_bytes=whole,
+                       fits=cap.fits and running >= 1, state_slots=cut.slots)
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> OffloadTier | None:
