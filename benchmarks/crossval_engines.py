@@ -256,6 +256,9 @@ def inputs(case: dict) -> tuple[dict | None, str]:
                 return None, "GPU shared and its free memory not logged"
             settings["non_torch_bytes"] = gpu.memory_bytes - round(free_before * GIB)
     else:
+        # the backend the log shows where it is not the release's default (PyExecutor lines before 1.0: variant.py)
+        if case.get("trtllm_backend"):
+            settings["trtllm_backend"] = case["trtllm_backend"]
         fraction = case.get("free_gpu_memory_fraction") or case.get("kv_cache_free_gpu_mem_fraction")
         if fraction:
             settings["free_gpu_memory_fraction"] = fraction

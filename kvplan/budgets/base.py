@@ -40,6 +40,8 @@ class Settings:
     """The engine's model runner where it has two (vLLM: v1 or v2, VLLM_USE_V2_MODEL_RUNNER); None: its default."""
     vllm_engine: str | None = None
     """vLLM's engine, v0 or v1 (VLLM_USE_V1; V0 runs to 0.10, V1 is the default from 0.8); None: the release's."""
+    trtllm_backend: str | None = None
+    """TensorRT-LLM's backend, pytorch or engine (a prebuilt TensorRT engine); None: the release's default."""
     vllm_sampler: str | None = None
     """vLLM: the top-k/top-p path of its profiling run's sampler (sort, flashinfer, triton); None: the release's
     default (engines/vllm/sampler.py)."""

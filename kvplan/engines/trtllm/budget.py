@@ -1,10 +1,10 @@
 """TensorRT-LLM: ``free_gpu_memory_fraction`` (0.9) of the memory free after weights and buffers.
 
-The PyTorch backend (the default from 1.0): docs/source/reference/memory.md and ``KvCacheCreator``
-(tensorrt_llm/_torch/pyexecutor/_util.py): the KV cache takes ``fraction x (total - peak memory after a warm-up
+The PyTorch backend (the default from 1.0, ``--backend pytorch`` from 0.17: variant.py):
+docs/source/reference/memory.md and ``KvCacheCreator`` (tensorrt_llm/_torch/pyexecutor/_util.py): the KV cache takes ``fraction x (total - peak memory after a warm-up
 of max_num_tokens)``.
 
-The C++ runtime of a prebuilt TensorRT engine (releases before 1.0, kvplan's band "< 1.0"): the fraction takes the
+The C++ runtime of a prebuilt TensorRT engine (the default before 1.0): the fraction takes the
 memory free after the engine's weights, its execution context, the runtime buffers and the decoder
 (``TrtGptModelInflightBatching``'s constructor allocates them before ``createKvCacheManager``; runtime.py).
 """
@@ -19,7 +19,6 @@ from kvplan.spec import ModelSpec
 DEFAULT_FRACTION = 0.9
 DEFAULT_MAX_NUM_TOKENS = 8192
 CONTEXT_BYTES = int(0.6 * GIB)
-ENGINE_RUNTIME_UNTIL = (1, 0)  # before 1.0 trtllm-serve / Triton run a prebuilt TensorRT engine (the C++ runtime)
 
 
 # TensorRT-LLM builds (and so loads) the MTP layers only with an MTP spec_config (NVIDIA/TensorRT-LLM
@@ -33,11 +32,16 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
            settings: Settings) -> GpuBudget:
     fraction = settings.free_gpu_memory_fraction or DEFAULT_FRACTION
     tokens = settings.max_num_batched_tokens or DEFAULT_MAX_NUM_TOKENS
+    from kvplan.engines.trtllm import variant
+
+    # the backend the deployment runs (the release's default: a prebuilt engine before 1.0, PyTorch from 1.0)
+    backend = variant.chosen(version, settings.trtllm_backend)
     weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
-    if version < ENGINE_RUNTIME_UNTIL:
+    if backend.prebuilt_engine:
         items = [weights, *_engine_runtime(spec, tokens, tp, pp, version, demand, settings)]
         what = "memory free after the engine, its context, runtime buffers and decoder"
-        said = ("TensorRT-LLM before 1.0 is planned as a prebuilt TensorRT engine (the C++ runtime): its execution "
+        when = "before 1.0" if version < variant.PYTORCH_DEFAULT_SINCE else "with --backend tensorrt"
+        said = (f"TensorRT-LLM {when} is planned as a prebuilt TensorRT engine (the C++ runtime): its execution "
                 "context is kvplan's estimate unless given, its runtime buffers and decoder follow max_batch_size "
                 "(--max-num-seqs) and max_seq_len (--max-model-len) of the build",)
     else:
@@ -56,7 +60,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     error = kv_error(version) if settings.kv_cache_memory_bytes is None else None
     return GpuBudget(total_bytes, tuple(items), kv.bytes, {"free_gpu_memory_fraction": fraction,
                                                      "max_num_tokens": tokens},
-                     said, error)
+                     (*backend.note(version), *said), error)
 
 
 def _engine_runtime(spec: ModelSpec, tokens: int, tp: int, pp: int, version: Version, demand: Demand,

@@ -3,8 +3,8 @@ table."""
 
 from __future__ import annotations
 
-from kvplan.engines.settings import (MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, OFFLOAD_LINK, Setting, engine_int,
-                                     expert_parallel, number)
+from kvplan.engines.settings import (MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, OFFLOAD_LINK, Setting, choice,
+                                     engine_int, expert_parallel, number)
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("free_gpu_memory_fraction", ("--free-gpu-memory-fraction",), "The KV fraction (0.9).", "settings",
@@ -14,4 +14,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_kv_tokens", ("--kv-max-tokens",), "A cap on the KV pool's tokens: the pool holds the smaller of it "
             "(rounded up to whole blocks) and what the memory allows.", "settings", convert=engine_int,
             serve=("kv_cache_config.max_tokens",)),
+    # --backend of trtllm-serve / trtllm-bench, LLM(backend=...): PyTorch from 0.17, the default from 1.0 (variant.py)
+    Setting("trtllm_backend", ("--trtllm-backend",), "TensorRT-LLM's backend, pytorch (PyExecutor, from 0.17) or "
+            "engine (a prebuilt TensorRT engine, the C++ runtime). Default: the release's (engine before 1.0, "
+            "pytorch from 1.0).", "settings", convert=choice("pytorch", "engine"), serve=("--backend",)),
 )
