@@ -300,6 +300,8 @@ def test_backend_is_a_click_choice(tmp_path):
     report, result = _one(_script(tmp_path, "--max_seq_len 8192 --backend vllm"))
     assert report.exit_code == 2 and "--backend vllm" in _find(result, "invalid-input")[0].message
     report, result = _one(_script(tmp_path, "--max_seq_len 8192 --backend trt"))
+    assert report.exit_code == 0 and _find(result, "backend")  # planned as a prebuilt engine (trtllm/variant.py)
+    report, result = _one(_script(tmp_path, "--max_seq_len 8192 --backend _autodeploy"))
     assert report.exit_code == 0 and _find(result, "engine-not-planned")
 
 

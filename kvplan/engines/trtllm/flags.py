@@ -200,23 +200,48 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     cap = kv.get("max_tokens")
     if cap is not None:
         cap = _positive(cap, f"{path}: kv_cache_config.max_tokens")
-    backend = str(settings.get("backend") or "pytorch").lower()
-    if backend not in _BACKENDS:  # serve.py: click ChoiceWithAlias(["pytorch", "tensorrt", "_autodeploy"], {"trt": ...})
-        raise UsageError(f"--backend {shown(backend, quote=False)}: trtllm-serve takes pytorch, tensorrt (trt) or "
-                         "_autodeploy",
-                         field="backend")
-    if backend in ("tensorrt", "trt", "_autodeploy"):
-        remarks.append(ServeRemark("warning", "engine-not-planned", f"--backend {backend}: kvplan's TensorRT-LLM budget "
-                                   "and speculation rules are the PyTorch backend's (the default); this backend's "
-                                   "warm-up and buffers differ", "backend"))
+    backend, budget = _backend(settings, version, remarks)
     if spec and str(spec.get("decoding_type", "")).lower() == "eagle3" and spec.get("eagle3_one_model") is False:
         remarks.append(ServeRemark("warning", "speculation-not-planned", f"{path}: eagle3_one_model false: two-model "
                                    "EAGLE-3 gives the head a KV cache of its own; kvplan plans the one-model layout "
                                    "(the head's layers in the target's cache)", CONFIG))
     beams = _parallel_remarks(settings, data or {}, path, backend, remarks)
-    return ServeReading(engine_options=tuple(sorted(options.items())), sharing=sharing, remarks=tuple(remarks),
+    return ServeReading(engine_options=tuple(sorted(options.items())), settings=budget, sharing=sharing,
+                        remarks=tuple(remarks),
                         parallel=attention_dp(settings, data or {}),
                         max_kv_tokens=cap, beam_width=beams)
+
+
+def _backend(settings: Mapping[str, Any], version: str | None,
+             remarks: list[ServeRemark]) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """The backend the server runs (``--backend``, the YAML's ``backend:``; unset: the release's default, variant.py)
+    and the budget setting that plans it where it is not the release's default."""
+    from kvplan.engines.trtllm import variant
+    from kvplan.engines.version import parse_version
+
+    ver = parse_version(version or "latest")
+    default = "pytorch" if ver >= variant.PYTORCH_DEFAULT_SINCE else "tensorrt"
+    backend = str(settings.get("backend") or default).lower()
+    if backend not in _BACKENDS:  # serve.py: click ChoiceWithAlias(["pytorch", "tensorrt", "_autodeploy"], {"trt": ...})
+        raise UsageError(f"--backend {shown(backend, quote=False)}: trtllm-serve takes pytorch, tensorrt (trt) or "
+                         "_autodeploy",
+                         field="backend")
+    if backend == "_autodeploy":
+        remarks.append(ServeRemark("warning", "engine-not-planned", f"--backend {backend}: kvplan's TensorRT-LLM budget "
+                                   "and speculation rules are the PyTorch backend's (the default); this backend's "
+                                   "warm-up and buffers differ", "backend"))
+        return backend, ()
+    chosen = "pytorch" if backend == "pytorch" else "engine"
+    try:
+        variant.chosen(ver, chosen)
+    except UsageError as exc:  # the PyTorch backend before 0.17: named by the deployment's own flag
+        raise UsageError(f"--backend {backend}: {exc.message}", field="backend") from None
+    if chosen == "engine" and ver >= variant.PYTORCH_DEFAULT_SINCE:
+        remarks.append(ServeRemark("note", "backend", f"--backend {backend}: planned as a prebuilt TensorRT engine (the "
+                                   "C++ runtime: runtime buffers and decoder sized by max_batch_size and the "
+                                   "vocabulary); kvplan's speculation rules are the PyTorch backend's", "backend"))
+    same = (chosen == "pytorch") == (ver >= variant.PYTORCH_DEFAULT_SINCE)
+    return backend, () if same else ((variant.FIELD, chosen),)
 
 
 def _count(settings: Mapping[str, Any], key: str) -> int:

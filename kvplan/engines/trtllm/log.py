@@ -11,9 +11,17 @@ buffers." and "... for decoder.", in ``MemoryCounters::bytesToString`` units: B,
 backend (1.0+, ``kvCacheManager.cpp``): "Max KV cache blocks per sequence: M [window size=W], tokens per block=T,
 primary blocks=P, secondary blocks=S, max sequence length=L", one line per attention window, printed again for each
 KV cache manager created: a first one for the estimation dry run, then the one that serves (its lines are read).
+
+The PyTorch backend before 1.0 (``--backend pytorch``, 0.17 - 0.21; the releases' default was a prebuilt engine,
+trtllm/variant.py) is told by its own lines: ``create_py_executor_instance``'s "max_seq_len=S, max_num_requests=B,
+max_num_tokens=T", the estimation's "... in memory usage profiling" and "Estimated max tokens in KV cache"
+(tensorrt_llm/_torch/pyexecutor/_util.py), PyExecutor's own; such a log is format ``trtllm-pytorch`` and is planned
+with that backend (``logged_settings``). From 1.0 PyTorch is the default and the format stays ``trtllm``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from kvplan.engines.log_format import (
     COUNT,
@@ -43,6 +51,9 @@ _CONTEXT = lazy_pattern(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) for e
 _BUFFERS = lazy_pattern(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) GPU memory for (runtime buffers|decoder)")
 _WINDOW = lazy_pattern(r"\[window size=(\d{1,12})\], tokens per block=(\d{1,9}), primary blocks=(\d{1,15}), "
                        r"secondary blocks=(\d{1,15})")
+_PYEXECUTOR = lazy_pattern(r"max_seq_len=\d{1,12}, max_num_requests=\d{1,12}, max_num_tokens=\d{1,12}")
+_PYEXECUTOR_TEXT = ("in memory usage profiling", "Estimated max tokens in KV cache", "PyExecutor")
+PYTORCH_FORMAT = "trtllm-pytorch"
 _MAX_WINDOWS = 64  # attention windows kept per KV cache manager (a model has a few; a log is anyone's text)
 _DRY_RUN = ("kv_cache", "kv_cache_tokens", "num_gpu_blocks", "num_cpu_blocks")
 """What a KV cache manager logs: the estimation dry run's are replaced by the serving manager's."""
@@ -51,9 +62,11 @@ _DRY_RUN = ("kv_cache", "kv_cache_tokens", "num_gpu_blocks", "num_cpu_blocks")
 def read(lines: list[Line], out: Collector) -> str:
     """Fill ``out`` from TensorRT-LLM lines. A line that cannot be read is left out (and listed)."""
     windows: dict[int, tuple[int, int, Line]] = {}  # the current KV cache manager's pools: window -> blocks
-    managers, allocated = 0, False
+    managers, allocated, pyexecutor = 0, False, False
     for line in lines:
         try:
+            pyexecutor = pyexecutor or any(t in line.text for t in _PYEXECUTOR_TEXT) or (
+                "max_num_requests=" in line.text and _PYEXECUTOR.search(line.text) is not None)
             if "primary blocks=" in line.text and (m := _WINDOW.search(line.text)):
                 window = int(m.group(1))
                 # a manager prints its windows' lines, then allocates: a line after the allocation (or a window
@@ -72,7 +85,36 @@ def read(lines: list[Line], out: Collector) -> str:
             out.skip(line.number, f"not read ({type(exc).__name__})")
     if windows:
         _pools(windows, managers, out)
-    return "trtllm"
+    return PYTORCH_FORMAT if pyexecutor and _before_default(out) else "trtllm"
+
+
+def _before_default(out: Collector) -> bool:
+    """The logged release is one whose default is a prebuilt engine (before 1.0), or none is logged."""
+    from kvplan.engines.trtllm.variant import PYTORCH_DEFAULT_SINCE
+    from kvplan.engines.version import parse_version
+
+    logged = out.values.get("engine_version")
+    if not logged:
+        return True
+    try:
+        return parse_version(str(logged[0][1])) < PYTORCH_DEFAULT_SINCE
+    except ValueError:
+        return True
+
+
+def logged_settings(fmt: str | None, version: str | None) -> dict[str, Any]:
+    """The PyTorch backend, for a PyExecutor log at a release whose default is a prebuilt engine (before 1.0);
+    nothing otherwise (from 1.0 it is the release's own backend)."""
+    from kvplan.engines.trtllm.variant import FIELD, PYTORCH_DEFAULT_SINCE, PYTORCH_SINCE
+    from kvplan.engines.version import parse_version
+
+    if fmt != PYTORCH_FORMAT or not version:
+        return {}
+    try:
+        release = parse_version(version)
+    except ValueError:
+        return {}
+    return {FIELD: "pytorch"} if PYTORCH_SINCE <= release < PYTORCH_DEFAULT_SINCE else {}
 
 
 def _pools(windows: dict[int, tuple[int, int, Line]], managers: int, out: Collector) -> None:
@@ -117,5 +159,5 @@ def _read_line(line: Line, out: Collector) -> None:
         out.put("engine_version", m.group(1), line)
 
 
-LOG = LogReader(engine="trtllm", title="TensorRT-LLM", markers=MARKERS, read=read)
+LOG = LogReader(engine="trtllm", title="TensorRT-LLM", markers=MARKERS, read=read, logged_settings=logged_settings)
 """TensorRT-LLM's log format for ``Engine.log``: a calibration from it carries the KV-cache memory only."""
