@@ -7,7 +7,7 @@ Sources (NVIDIA/TensorRT-LLM):
   ``--tensor_parallel_size``/``--tp_size``, ``--pipeline_parallel_size``/``--pp_size``, ``--max_batch_size``
   (the scheduler's request cap), ``--max_num_tokens``, ``--max_seq_len``, ``--free_gpu_memory_fraction``/
   ``--kv_cache_free_gpu_memory_fraction`` (default 0.9), ``--kv_cache_dtype`` (auto, fp8, nvfp4; 2026),
-  ``--backend`` (pytorch by default, tensorrt/trt, _autodeploy), ``--config``/``--extra_llm_api_options``,
+  ``--backend`` (pytorch by default from 1.0, a TensorRT engine before; tensorrt/trt, _autodeploy: variant.py), ``--config``/``--extra_llm_api_options``,
   ``--max_beam_width`` (default 1), ``--ep_size`` (MoE expert parallelism), ``--cp_size`` (context parallelism).
 - ``tensorrt_llm/llmapi/llm_args.py`` ``update_llm_args_with_extra_dict``: the YAML's top-level keys are
   ``TorchLlmArgs`` fields. Before 1.2 the YAML wins on every key it sets and its ``kv_cache_config`` replaces
