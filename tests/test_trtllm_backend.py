@@ -115,6 +115,10 @@ def test_check_plans_tensorrt_at_1_x_as_an_engine(tmp_path):
     assert result.kv_cache_bytes_per_gpu < _kv(_deploy(tmp_path, "1.2"))
 
 
+def test_check_plans_autodeploy_by_the_pytorch_rule(tmp_path):
+    assert _kv(_deploy(tmp_path, "0.20", "--backend _autodeploy")) == _kv(_deploy(tmp_path, "0.20", "--backend pytorch"))
+
+
 def test_check_refuses_pytorch_before_0_17(tmp_path):
     report = check([str(_deploy(tmp_path, "0.16", options="backend: pytorch\n"))])
     assert report.exit_code == 2

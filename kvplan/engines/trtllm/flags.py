@@ -230,7 +230,9 @@ def _backend(settings: Mapping[str, Any], version: str | None,
         remarks.append(ServeRemark("warning", "engine-not-planned", f"--backend {backend}: kvplan's TensorRT-LLM budget "
                                    "and speculation rules are the PyTorch backend's (the default); this backend's "
                                    "warm-up and buffers differ", "backend"))
-        return backend, ()
+        # AutoDeploy is a PyTorch flow (tensorrt_llm._torch.auto_deploy, release notes 0.19): planned by that rule
+        pytorch = variant.PYTORCH_SINCE <= ver < variant.PYTORCH_DEFAULT_SINCE
+        return backend, ((variant.FIELD, "pytorch"),) if pytorch else ()
     chosen = "pytorch" if backend == "pytorch" else "engine"
     try:
         variant.chosen(ver, chosen)
