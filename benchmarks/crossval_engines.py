@@ -221,6 +221,11 @@ def inputs(case: dict) -> tuple[dict | None, str]:
         return None, "no KV memory logged"
     if case.get("max_total_tokens") is not None:
         return None, "the pool is capped by --max-total-tokens (the budget is not what sized it)"
+    cap = rep.get("max_tokens_estimate")
+    if isinstance(cap, int) and isinstance(tokens, int) and tokens < cap + 64:
+        # trtllm-bench passes its own estimate as max_tokens and the smaller of the two pools is kept: the
+        # logged pool is the cap, which says only that the fraction's pool was at least as large.
+        return None, "the pool is capped by trtllm-bench's max_tokens (the budget is not what sized it)"
     version = VERSION_OF.get(case["id"]) or _release(case.get("version")) or _release(case.get("engine_version"))
     if version is None:
         return None, "release unknown"
