@@ -63,23 +63,7 @@ PACKAGE_ENGINES: tuple[str, ...] = tuple({module: name for name, (module, _) in 
 deployment file names."""
 
 
-_FOUND: dict[str, tuple[str, tuple[str, str], Engine]] = {}
-"""Engines looked up so far (every plan looks its engine up): the name asked -> (registry key, registry entry,
-engine), used while the registry still holds that entry."""
-
-
 def get_engine(name: str) -> Engine:
-    found = _FOUND.get(name) if type(name) is str else None
-    if found is not None and _REGISTRY.get(found[0]) is found[1]:
-        return found[2]
-    engine = _get_engine(name)
-    if type(name) is str and len(_FOUND) < 256:
-        key = _ALIASES.get(name.strip().lower(), name.strip().lower())
-        _FOUND[name] = (key, _REGISTRY[key], engine)
-    return engine
-
-
-def _get_engine(name: str) -> Engine:
     import importlib
 
     key = name.strip().lower()
