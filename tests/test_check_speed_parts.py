@@ -179,3 +179,16 @@ def test_status_in_one_pass() -> None:
                     for s, i in (rng.choice(kinds) for _ in range(rng.randint(0, 5)))]
         result = DeploymentResult(name="d", file="f", line=1, source="kvplan", findings=findings)
         assert result.status == slow(findings)
+
+
+def test_compose_command_without_quotes_splits_as_shlex() -> None:
+    import shlex
+
+    from kvplan.deploy.compose import _tokens
+
+    rng = random.Random(7)
+    chars = ["a", "-", "=", "#", " ", "\t", "\r", "\n", "\x0b", "\x0c", "\xa0", "\u2003", "\x85", "$", "(", ";", "|"]
+    for _ in range(20000):
+        text = "".join(rng.choice(chars) for _ in range(rng.randint(0, 16)))
+        assert [t.text for t in _tokens(text, 3, None)] == shlex.split(text)
+    assert [t.text for t in _tokens("--a 'b c' \"d\" e\\ f", 3, None)] == ["--a", "b c", "d", "e f"]
