@@ -192,3 +192,30 @@ def test_compose_command_without_quotes_splits_as_shlex() -> None:
         text = "".join(rng.choice(chars) for _ in range(rng.randint(0, 16)))
         assert [t.text for t in _tokens(text, 3, None)] == shlex.split(text)
     assert [t.text for t in _tokens("--a 'b c' \"d\" e\\ f", 3, None)] == ["--a", "b c", "d", "e f"]
+
+
+def test_check_imports_only_the_readers_its_files_need() -> None:
+    # examples/pass holds kvplan, Kubernetes, compose, Helm (production stack) and shell files: no llm-d, SkyPilot,
+    # Ray Serve, KServe, Dynamo or AIBrix reader is imported to tell them apart, and yaml's reader pattern stays
+    # uncompiled (the C loader never reads it)
+    code = ("import sys, io, contextlib\nfrom kvplan.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['check', 'examples/pass', '--specs', 'examples/specs', '-f', 'json'])\n"
+            "import yaml.reader\n"
+            "print(type(yaml.reader.Reader.__dict__['NON_PRINTABLE']).__name__)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('kvplan.deploy.')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    pattern, modules = done.stdout.splitlines()
+    assert pattern == "_DeferredPattern"
+    loaded = eval(modules)  # noqa: S307 - our own probe's printed list
+    for reader in ("llmd", "skypilot", "ray_serve", "kserve", "dynamo", "aibrix"):
+        assert f"kvplan.deploy.{reader}" not in loaded
+    assert {"kvplan.deploy.k8s", "kvplan.deploy.compose", "kvplan.deploy.helm", "kvplan.deploy.shell"} <= set(loaded)
+
+
+def test_detection_is_the_readers() -> None:
+    from kvplan.deploy import detect, llmd, ray_serve, skypilot
+
+    assert llmd.looks_like is detect.llmd and skypilot.looks_like is detect.skypilot
+    assert ray_serve.looks_like is detect.ray_serve
