@@ -61,7 +61,8 @@ def _convert(node: Any, loader: Any) -> Any:
     if kind == "mapping":
         loader.flatten_mapping(node)  # merge keys (<<: *anchor)
         out = LDict()
-        out.line, lines = node.start_mark.line + 1, {}
+        out.line = node.start_mark.line + 1
+        lines: dict[Any, int] = {}
         out.lines = lines
         for key_node, value_node in node.value:
             key = _scalar(key_node, loader)
@@ -74,7 +75,8 @@ def _convert(node: Any, loader: Any) -> Any:
         return out
     if kind == "sequence":
         seq = LList()
-        seq.line, seq_lines = node.start_mark.line + 1, []
+        seq.line = node.start_mark.line + 1
+        seq_lines: list[int] = []
         seq.lines = seq_lines
         for item in node.value:
             seq.append(_convert(item, loader))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from kvplan.deploy.report import CheckReport, DeploymentResult, Finding
@@ -115,7 +116,7 @@ class _NotPlain(Exception):
 
 
 def _float_text(value: float) -> str:
-    if value != value:
+    if math.isnan(value):
         return "NaN"
     if value in (float("inf"), float("-inf")):
         return "Infinity" if value > 0 else "-Infinity"
