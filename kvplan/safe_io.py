@@ -213,11 +213,15 @@ class _DeferredPattern:
     def __init__(self, compile_now: Any, pattern: Any, flags: int) -> None:
         self._compile_args = (compile_now, pattern, flags)
 
-    def __getattr__(self, name: str) -> Any:
-        compile_now, pattern, flags = self.__dict__["_compile_args"]
-        compiled = compile_now(pattern, flags)
-        for method in ("match", "search", "fullmatch", "finditer", "findall", "sub", "split"):
-            setattr(self, method, getattr(compiled, method))  # later calls skip __getattr__
+    def __getattr__(self, name: str) -> Any:  # reached only before the first use
+        if name.startswith("__"):  # copy, pickle and friends probe for these: not a pattern's
+            raise AttributeError(name)
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            compile_now, pattern, flags = self.__dict__["_compile_args"]
+            compiled = self.__dict__["_compiled"] = compile_now(pattern, flags)
+            for method in ("match", "search", "fullmatch", "finditer", "findall", "sub", "subn", "split"):
+                setattr(self, method, getattr(compiled, method))  # later calls skip __getattr__
         return getattr(compiled, name)
 
 

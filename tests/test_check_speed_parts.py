@@ -56,6 +56,9 @@ def test_deferred_pattern_is_the_compiled_pattern() -> None:
     assert lazy.search("x 5-6").group(0) == "5-6"
     assert lazy.pattern == r"(\d+)-(\d+)"
     assert lazy.sub("n", "1-2 3-4") == "n n"
+    import copy
+
+    assert copy.deepcopy(_DeferredPattern(re.compile, "a+", 0)).match("aa").group(0) == "aa"
 
 
 def test_remembered_resolution_is_the_loaders() -> None:
