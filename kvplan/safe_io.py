@@ -205,10 +205,78 @@ class YamlInputError(ConfigError):
         self.line = line
 
 
-def yaml_loader_class() -> Any:
-    import yaml
+class _DeferredPattern:
+    """A regular expression PyYAML compiles at import, compiled when first used: ``import yaml`` compiles some 20
+    patterns (about 17 ms on this machine, 12 of them for the pure-Python reader's NON_PRINTABLE, which the C
+    loader never reads), most of which a run never matches. Its methods are the compiled pattern's once read."""
 
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    def __init__(self, compile_now: Any, pattern: Any, flags: int) -> None:
+        self._compile_args = (compile_now, pattern, flags)
+
+    def __getattr__(self, name: str) -> Any:  # reached only before the first use
+        if name.startswith("__"):  # copy, pickle and friends probe for these: not a pattern's
+            raise AttributeError(name)
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            compile_now, pattern, flags = self.__dict__["_compile_args"]
+            compiled = self.__dict__["_compiled"] = compile_now(pattern, flags)
+            for method in ("match", "search", "fullmatch", "finditer", "findall", "sub", "subn", "split"):
+                setattr(self, method, getattr(compiled, method))  # later calls skip __getattr__
+        return getattr(compiled, name)
+
+
+def yaml_module() -> Any:
+    """PyYAML (``import yaml``), its import's regular expressions compiled on first use (``_DeferredPattern``).
+    Only PyYAML's own modules get deferred patterns, and only while it is first imported; a yaml imported
+    before is returned as it is."""
+    found = sys.modules.get("yaml")
+    if found is not None:
+        return found
+    import re
+
+    compile_now = re.compile
+
+    def deferred(pattern: Any, flags: int = 0) -> Any:
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller == "yaml" or caller.startswith("yaml."):
+            return _DeferredPattern(compile_now, pattern, flags)
+        return compile_now(pattern, flags)
+
+    re.compile = deferred  # type: ignore[assignment]
+    try:
+        import yaml
+    finally:
+        re.compile = compile_now
+    return yaml
+
+
+_LOADER: Any = None
+
+
+def yaml_loader_class() -> Any:
+    """PyYAML's safe loader (libyaml's where installed) whose tag resolution of a plain scalar is remembered by
+    value: resolving is a pure function of (kind, value, implicit) for the safe loader (no path resolvers), and
+    a fleet of manifests repeats the same keys and values (``resolve`` was ~10 % of reading a file)."""
+    global _LOADER
+    if _LOADER is None:
+        yaml = yaml_module()
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        memo: dict[tuple[Any, ...], str] = {}
+
+        class Loader(base):  # type: ignore[misc, valid-type]
+            def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+                if kind is not yaml.ScalarNode or type(value) is not str or self.yaml_path_resolvers:
+                    return super().resolve(kind, value, implicit)
+                key = (value, implicit)
+                tag = memo.get(key)
+                if tag is None:
+                    if len(memo) >= 50_000:  # bounded: a fleet's distinct scalars, not a huge file's
+                        memo.clear()
+                    tag = memo[key] = super().resolve(kind, value, implicit)
+                return tag
+
+        _LOADER = Loader
+    return _LOADER
 
 
 def _yaml_error(exc: Exception, where: str) -> YamlInputError:
@@ -226,7 +294,7 @@ def check_yaml_events(text: str, where: str) -> None:
     composer would recurse once per level. Each anchor's expanded size is known when its node
     ends; an alias adds that size (and that depth) where it stands.
     """
-    import yaml
+    yaml = yaml_module()
 
     loader = yaml_loader_class()(text)
     digits = max_int_digits()
@@ -328,7 +396,7 @@ def load_yaml_all(text: str, where: str, *, construct: Any = None) -> list[tuple
     ``construct(node, loader)`` builds each document from its composed node (default: PyYAML's
     safe constructor); ``kvplan.deploy.yaml_lines`` passes one that records line numbers.
     """
-    import yaml
+    yaml = yaml_module()
 
     if len(text) > MAX_FILE_BYTES:
         raise YamlInputError(f"{where}: more than the {_mib(MAX_FILE_BYTES)} kvplan reads from one file")

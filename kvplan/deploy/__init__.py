@@ -434,11 +434,19 @@ def read_file(path: str) -> tuple[str | None, list[Any], list[Finding]]:
 
 
 def _values_formats() -> list[tuple[str, Any, Any]]:
-    """(format, looks_like, read) of the readers tried after the production stack."""
-    from kvplan.deploy import helm, llmd, ray_serve, skypilot
+    """(format, looks_like, read) of the readers tried after the production stack; a reader's module is imported
+    when a file is of its format (``deploy/detect.py`` tells them apart without them)."""
+    from kvplan.deploy import detect, helm
 
-    return [("llm-d", llmd.looks_like, llmd.read), ("vllm-chart", helm.looks_like_vllm_chart, helm.read_vllm_chart),
-            ("skypilot", skypilot.looks_like, skypilot.read), ("ray-serve", ray_serve.looks_like, ray_serve.read)]
+    return [("llm-d", detect.llmd, _reader("llmd")), ("vllm-chart", helm.looks_like_vllm_chart, helm.read_vllm_chart),
+            ("skypilot", detect.skypilot, _reader("skypilot")), ("ray-serve", detect.ray_serve, _reader("ray_serve"))]
+
+
+def _reader(module: str) -> Any:
+    def read(data: Any, path: str, base_dir: Any) -> Any:
+        return __import__(f"kvplan.deploy.{module}", fromlist=["read"]).read(data, path, base_dir)
+
+    return read
 
 
 def _engine_config(data: Any) -> bool:

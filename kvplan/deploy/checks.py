@@ -342,18 +342,20 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
     def run(*, points_only: bool = False, **over: Any) -> Any:
         args = {**kwargs, **over}
         key: tuple[Any, ...] = (spec, tuple(sorted(args.items())))
-        if points_only and key not in plans:
+        found = plans.get(key)  # each lookup hashes the whole key again (the GPU, the settings): as few as can be
+        if found is None and points_only:
             # the plan's own figures alone (a fix reads fits, tokens, concurrency): no budget interval, ~40 % of a
             # plan; a whole plan of the same settings, made already, serves as well
             key, args = (*key, "points only"), {**args, "interval": False}
-        if key not in plans:
+            found = plans.get(key)
+        if found is None:
             if "engine_options" in args:
                 args["engine_options"] = dict(args["engine_options"])
             try:
-                plans[key] = max_batch(spec, **args)
+                found = max_batch(spec, **args)
             except KvplanError as exc:
-                plans[key] = exc
-        found = plans[key]
+                found = exc
+            plans[key] = found
         if isinstance(found, KvplanError):
             raise found
         return found

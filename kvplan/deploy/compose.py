@@ -47,6 +47,9 @@ def dotenv(base_dir: Path) -> dict[str, str]:
 
 def _tokens(value: Any, line: int | None, lines: Any) -> list[Token]:
     if isinstance(value, str):
+        if "'" not in value and '"' not in value and "\\" not in value:  # no quote or escape: shlex.split splits
+            return [Token(w, line) for w in value.replace("\t", " ").replace("\r", " ").replace("\n", " ").split(" ")
+                    if w]  # on its blanks (space, tab, CR, LF) alone, which str.split() would widen to all Unicode
         try:
             return [Token(w, line) for w in shlex.split(value)]
         except ValueError:

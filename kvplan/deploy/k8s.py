@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kvplan.deploy import aibrix, dynamo, kserve
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.host_memory import k8s_limit
 from kvplan.deploy.pods import (
@@ -53,11 +52,18 @@ PLATFORM_OTHER_KINDS = {"ServingRuntime", "ClusterServingRuntime", "LLMInference
 
 
 def _platform_reader(kind: Any) -> Any:
+    """The reader of a platform kind, its module imported when a file holds one (most manifests hold none)."""
     if kind in ("LLMInferenceService", "InferenceService"):
+        from kvplan.deploy import kserve
+
         return kserve.read_llm_service if kind == "LLMInferenceService" else kserve.read_inference_service
     if kind == "DynamoGraphDeployment":
+        from kvplan.deploy import dynamo
+
         return dynamo.read_graph
     if kind in ("RayClusterFleet", "RayCluster"):
+        from kvplan.deploy import aibrix
+
         return aibrix.read_ray
     return None
 

@@ -30,19 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
+from kvplan.deploy.detect import LLMD_ROLES
+from kvplan.deploy.detect import llmd as detect_llmd
 from kvplan.deploy.flags import FlagError, Token, image_server
 from kvplan.deploy.helm import count, helm_text, literal_env, run_command, tokens
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
 from kvplan.engines.serve import hosted_by
 
-ROLES = ("decode", "prefill")
+ROLES = LLMD_ROLES
+looks_like = detect_llmd  # told apart from other values in detect.py, without this module
 _NAME_TEMPLATE = re.compile(r"\{\{-?\s*\.Values\.modelArtifacts\.name\s*-?\}\}")
-
-
-def looks_like(data: Any) -> bool:
-    return (isinstance(data, dict) and isinstance(data.get("modelArtifacts"), dict)
-            and any(isinstance(data.get(role), dict) for role in ROLES) and "kind" not in data)
 
 
 def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:

@@ -25,28 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
+from kvplan.deploy.detect import RAY_SERVE_BUILDERS
+from kvplan.deploy.detect import ray_serve as detect_ray_serve
 from kvplan.deploy.flags import FlagError, Token
 from kvplan.deploy.helm import helm_text, run_command
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
 from kvplan.engines.serve import hosted_by
 
-_BUILDERS = ("ray.serve.llm:", "ray.llm.")
+_BUILDERS = RAY_SERVE_BUILDERS
+looks_like = detect_ray_serve  # told apart from other values in detect.py, without this module
 #: Ray's accelerator labels (GPUType) -> catalog GPUs
 _GPU_TYPES = {"a100": ("A100-SXM4-40GB", "A100-SXM4-80GB"), "a100-40g": ("A100-SXM4-40GB",),
               "a100-80g": ("A100-SXM4-80GB",), "v100": ("V100-SXM2-16GB", "V100-SXM2-32GB")}
 _ARG_KEYS = ("llm_configs", "llm_config", "prefill_config", "decode_config")
 _PARENTS = 4  # directories above the config where a relative LLMConfig path is looked for
-
-
-def looks_like(data: Any) -> bool:
-    if not isinstance(data, dict) or "kind" in data:
-        return False
-    if isinstance(data.get("model_loading_config"), dict):
-        return True
-    apps = data.get("applications")
-    return isinstance(apps, list) and any(
-        isinstance(a, dict) and str(a.get("import_path", "")).startswith(_BUILDERS) for a in apps)
 
 
 def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:

@@ -100,13 +100,15 @@ class DeploymentResult:
     @property
     def status(self) -> str:
         """pass, warn, fail or invalid."""
-        if any(f.invalid_input for f in self.findings):
-            return "invalid"
-        if any(f.severity == "error" for f in self.findings):
-            return "fail"
-        if any(f.severity == "warning" for f in self.findings):
-            return "warn"
-        return "pass"
+        status = "pass"  # one pass over the findings (read ~8 times a deployment while a report is written)
+        for f in self.findings:
+            if f.invalid_input:
+                return "invalid"
+            if f.severity == "error":
+                status = "fail"
+            elif f.severity == "warning" and status == "pass":
+                status = "warn"
+        return status
 
     def to_dict(self) -> dict[str, Any]:
         return {

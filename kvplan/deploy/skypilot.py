@@ -17,26 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
+from kvplan.deploy.detect import SKYPILOT_TASK_KEYS
+from kvplan.deploy.detect import skypilot as detect_skypilot
 from kvplan.deploy.flags import FlagError, apply_invocation, script_invocations
 from kvplan.deploy.helm import count, helm_text
 from kvplan.deploy.pods import image_version
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import line_at
 
-#: Top-level keys of a SkyPilot task (sky/utils/schemas.py ``get_task_schema``)
-TASK_KEYS = frozenset({"name", "workdir", "event_callback", "num_nodes", "resources", "envs", "secrets",
-                       "file_mounts", "setup", "run", "service", "config", "inputs", "outputs", "volumes",
-                       "pool", "_user_specified_yaml"})
+TASK_KEYS = SKYPILOT_TASK_KEYS
+looks_like = detect_skypilot  # told apart from other values in detect.py, without this module
 #: SkyPilot's accelerator names that are not a catalog name as they stand (docs: compute/gpus.html)
 _NAMES = {"a100": "A100-SXM4-40GB", "a100-80gb": "A100-SXM4-80GB", "a100-80gb-sxm": "A100-SXM4-80GB",
           "v100": "V100-SXM2-16GB", "v100-32gb": "V100-SXM2-32GB", "h100-mega": "H100-SXM-80GB"}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")  # fullmatch on stripped text: no blank runs to retry
-
-
-def looks_like(data: Any) -> bool:
-    if not isinstance(data, dict) or not data or not {str(k) for k in data} <= TASK_KEYS:
-        return False
-    return isinstance(data.get("run"), str) or isinstance(data.get("resources"), dict)
 
 
 def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:

@@ -40,31 +40,49 @@ def node_line(node: Any) -> int:
     return line
 
 
-def _convert(node: Any, loader: Any) -> Any:
-    import yaml
+_PLAIN_TAGS = frozenset("tag:yaml.org,2002:" + t for t in ("int", "float", "bool", "null"))
+_STR_TAG = "tag:yaml.org,2002:str"
 
-    if isinstance(node, yaml.MappingNode):
+
+def _scalar(node: Any, loader: Any) -> Any:
+    """``loader.construct_object(node, deep=True)`` for a scalar of a plain tag (str, int, float, bool, null), by
+    the loader's own constructor without its bookkeeping (a memo of nodes built, a guard against recursion, which
+    a scalar needs neither of); any other node or tag goes to ``construct_object``."""
+    tag = node.tag
+    if tag == _STR_TAG and node.id == "scalar":
+        return node.value  # construct_yaml_str: the scalar's text
+    if tag in _PLAIN_TAGS and node.id == "scalar":
+        return loader.yaml_constructors[tag](loader, node)
+    return loader.construct_object(node, deep=True)
+
+
+def _convert(node: Any, loader: Any) -> Any:
+    kind = node.id  # PyYAML's node kinds: "scalar", "sequence", "mapping"
+    if kind == "mapping":
         loader.flatten_mapping(node)  # merge keys (<<: *anchor)
         out = LDict()
-        out.line, out.lines = node.start_mark.line + 1, {}
+        out.line = node.start_mark.line + 1
+        lines: dict[Any, int] = {}
+        out.lines = lines
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
+            key = _scalar(key_node, loader)
             try:
                 hash(key)
             except TypeError:
                 key = str(key)
             out[key] = _convert(value_node, loader)
-            out.lines[key] = node_line(value_node) if isinstance(value_node, yaml.ScalarNode) \
-                else value_node.start_mark.line + 1
+            lines[key] = node_line(value_node) if value_node.id == "scalar" else value_node.start_mark.line + 1
         return out
-    if isinstance(node, yaml.SequenceNode):
+    if kind == "sequence":
         seq = LList()
-        seq.line, seq.lines = node.start_mark.line + 1, []
+        seq.line = node.start_mark.line + 1
+        seq_lines: list[int] = []
+        seq.lines = seq_lines
         for item in node.value:
             seq.append(_convert(item, loader))
-            seq.lines.append(node_line(item) if isinstance(item, yaml.ScalarNode) else item.start_mark.line + 1)
+            seq_lines.append(node_line(item) if item.id == "scalar" else item.start_mark.line + 1)
         return seq
-    return loader.construct_object(node, deep=True)
+    return _scalar(node, loader)
 
 
 def load_all(text: str, where: str) -> list[tuple[Any, int]]:

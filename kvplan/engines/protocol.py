@@ -247,17 +247,36 @@ class EngineDefaults:
 
 def make_engine_options(**values: Any) -> EngineOptions:
     """``EngineOptions`` from keyword values, an unknown name refused by name (estimate and plan)."""
-    from kvplan.record import field_names
+    global _OPTION_NAMES
+    if _OPTION_NAMES is None:
+        from kvplan.record import field_names
 
-    known = set(field_names(EngineOptions))
+        _OPTION_NAMES = frozenset(field_names(EngineOptions))
     for name in values:
-        if name not in known:
+        if name not in _OPTION_NAMES:
             raise UsageError(f"unknown engine option '{name}'", field=name)
     return EngineOptions(**values)
 
 
+_OPTION_NAMES: frozenset[str] | None = None
+_CHECKED: set[tuple[Any, EngineOptions]] = set()
+"""(engine, options) pairs found acceptable: every plan checks its options (``kvplan check`` makes thousands)."""
+
+
 def check_options(engine: Engine, options: EngineOptions) -> None:
     """Refuse an option the engine does not have, naming it (never silently ignore it)."""
+    try:
+        key = (engine, options)
+        if key in _CHECKED:
+            return
+    except TypeError:  # an option holding a mutable value: checked each time
+        key = None
+    _check_options(engine, options)
+    if key is not None and len(_CHECKED) < 4096:
+        _CHECKED.add(key)
+
+
+def _check_options(engine: Engine, options: EngineOptions) -> None:
     from kvplan.record import field_defaults, field_names
 
     defaults = field_defaults(options)

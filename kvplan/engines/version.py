@@ -11,10 +11,23 @@ _MAX_PARTS = 3
 _MAX_PART = 10_000
 
 
+_PARSED: dict[str, Version] = {}
+"""Releases parsed so far (every plan parses its engine's release: ``kvplan check`` makes thousands)."""
+
+
 def parse_version(text: str) -> Version:
     """'0.33', 'v0.33.1', '4.57' -> (0, 33), (0, 33, 1), (4, 57); 'latest' / 'current' -> LATEST.
 
     Refuses what cannot be a release: empty text, more than three parts, all zeros, huge parts."""
+    found = _PARSED.get(text) if type(text) is str else None
+    if found is None:
+        found = _parse_version(text)
+        if type(text) is str and len(_PARSED) < 4096:
+            _PARSED[text] = found
+    return found
+
+
+def _parse_version(text: str) -> Version:
     cleaned = text.strip()
     if cleaned.lower() in ("latest", "current"):
         return LATEST
