@@ -86,7 +86,9 @@ def parse_json_object(text: str, where: str) -> dict:
 
 
 def _dtype(reader: ConfigReader) -> str:
-    for where in (reader.cfg, reader.top):
+    # the top level first, then text_config: vLLM config/model.py _find_dtype (0.11.0); a Qwen2.5-VL config says
+    # float32 under text_config and bfloat16 at the top, and vLLM serves it in bfloat16
+    for where in (reader.top, reader.cfg):
         for name in DTYPE_ALIASES:
             value = where.get(name)
             if value is None or value == "auto":

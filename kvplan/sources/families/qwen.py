@@ -94,3 +94,8 @@ register("qwen2_moe", layers=qwen2_moe_layers,
 # Qwen3-Coder configs spell the q/k/v bias qkv_bias; use_qk_norm false drops q_norm / k_norm.
 register("qwen3_moe", layers=qwen3_moe_layers,
          params=styled(LlamaStyle(qkv_bias_field="qkv_bias", qk_norm="head_unless_off", moe="qwen")))
+# Qwen3-VL / Qwen3-VL-MoE: the text model under text_config is Qwen3's / Qwen3-MoE's decoder (vLLM qwen3_vl.py
+# Qwen3LLMModel, qwen3_vl_moe.py Qwen3MoeLLMModel); the vision tower is not counted (kvplan/sources/vision_towers.py)
+register("qwen3_vl", "qwen3_vl_text", layers=qwen2_layers, params=styled(_QWEN3))
+register("qwen3_vl_moe", "qwen3_vl_moe_text", layers=qwen3_moe_layers,
+         params=styled(LlamaStyle(qkv_bias_field="qkv_bias", qk_norm="head_unless_off", moe="qwen")))
