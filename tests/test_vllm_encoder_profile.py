@@ -86,9 +86,9 @@ def test_budget_adds_it_and_language_model_only_takes_it_away():
 
 
 def test_a_tower_not_derived_is_said_not_dropped():
-    qwen_vl = dataclasses.replace(load_model("Qwen/Qwen2.5-7B"), model_type="qwen2_5_vl", id="Qwen/Qwen2.5-VL-7B")
+    qwen_vl = dataclasses.replace(load_model("Qwen/Qwen2.5-7B"), model_type="qwen3_5", id="Qwen/Qwen3.5-9B")
     said = encoder_profile.profile(qwen_vl, 8192, 1024, 8192, 1, "v1")
-    assert isinstance(said, str) and "qwen2_5_vl" in said
+    assert isinstance(said, str) and "qwen3_5" in said
     assert encoder_profile.add(5, "x", qwen_vl, 8192, 1024, 8192, 1, "v1", "v1") == (5, "x", (said,))
     assert encoder_profile.profile(qwen_vl, 8192, 1024, 8192, 1, "v1", language_model_only=True) is None
 
@@ -123,3 +123,46 @@ def test_serve_flag_and_cli_flag_turn_the_encoder_off(tmp_path):
     assert kv("--language-model-only") > kv("")
     assert main(["max-batch", "google/gemma-3-4b-it", "--gpu", "H100", "--engine", "sglang",
                  "--language-model-only"]) == 2  # another engine's flag: refused by name
+
+
+QWEN25_VL = "tests/data/hf_configs_transcribed/Qwen__Qwen2.5-VL-7B-Instruct.json"
+QWEN3_VL = "tests/data/hf_configs_transcribed/Qwen__Qwen3-VL-30B-A3B-Instruct.json"
+
+
+def test_qwen25_vl_by_hand_from_vllm_090():
+    # vLLM 0.9.0 qwen2_vl.py Qwen2VLProcessingInfo.get_image_size_with_most_features: smart_resize of a 9,999,999 px
+    # square under max_pixels 12,845,056 (factor 28) = 3,584 px: 256 x 256 patches of 14 px, 16,384 tokens after the
+    # 2 x 2 merge; get_num_frames_with_most_features(2048, {image: 1, video: 1}) leaves no room for a second frame:
+    # the video is 16,384 tokens too and the image (first) is profiled. The L4 log at 0.9.0.1 prints "a budget of
+    # 16384 tokens, and profiled with 1 image items"
+    spec = load_model(QWEN25_VL)
+    found = encoder_profile.profile(spec, 2048, 256, 2048, 1, "v1", version=(0, 9, 0))
+    assert found.items == 1
+    outputs, pixels = 16384 * 3584 * 2, 65536 * (3 * 2 * 14 * 14) * 2  # an image repeated to temporal patch 2
+    assert found.kept_bytes == outputs + pixels == 271_581_184
+    # the assumed peak: residual + norm output (2 x 1,280) and the gated MLP's gate_up (2 x 3,420) + product (3,420)
+    assert found.peak_bytes == outputs + pixels + 65536 * (2 * 1280 + 3 * 3420) * 2 == 1_951_924_224
+    # a long context makes the video the largest item: 0.9.0 takes one image's tokens off max_model_len and allows
+    # 16 frames; 0.11.0 does not and allows 14 (_MAX_FRAMES_PER_VIDEO), 2 frames a temporal patch of 16,384 tokens
+    long_090 = encoder_profile.profile(spec, 2048, 256, 65536, 1, "v1", version=(0, 9, 0))
+    long_011 = encoder_profile.profile(spec, 2048, 256, 65536, 1, "v1", version=(0, 11, 0))
+    assert long_090.kept_bytes == 3 * 16384 * 3584 * 2 + 4 * 3 * 16384 * 1176 * 2
+    assert long_011.kept_bytes == 4 * 16384 * 3584 * 2 + 4 * 4 * 16384 * 1176 * 2
+
+
+def test_qwen3_vl_by_hand_from_vllm_0110_and_0190():
+    # vLLM 0.11.0 qwen3_vl.py: get_max_video_tokens counts 12.5 prompt tokens a soft token; the frames grow
+    # (_get_max_video_frames from 2) to _MAX_FRAMES_PER_VIDEO 24,576, each shrunk by the video processor's pixel
+    # cap (25,165,824 over all frames) to 32 x 32 px: 12,288 temporal patches of 2 x 2 patches = 49,152 patches,
+    # 12,288 soft tokens x 12.5 = 153,600: the 4 x RTX 3090 log's "a budget of 153600 tokens ... 1 video items"
+    spec = load_model(QWEN3_VL)
+    found = encoder_profile.profile(spec, 2048, 256, 65536, 4, "v1", version=(0, 11, 0))
+    assert found.items == 1
+    # the merger's output and 3 deepstack outputs per embedding, each text hidden 2,048 wide; 3 x 2 x 16^2 values
+    outputs, pixels = 12288 * 4 * 2048 * 2, 49152 * 1536 * 2
+    assert found.kept_bytes == outputs + pixels == 352_321_536
+    assert found.peak_bytes == outputs + pixels + 49152 * (2 * 1152 + 2 * 4304 // 4) * 2
+    # from 0.13 the video counts its soft tokens only (at most 12,288 under the pixel cap): the 4,096 px image
+    # (16,384 tokens, 65,536 patches) is the largest item (read in 0.19.0)
+    later = encoder_profile.profile(spec, 2048, 256, 65536, 4, "v1", version=(0, 19, 0))
+    assert later.kept_bytes == 16384 * 4 * 2048 * 2 + 65536 * 1536 * 2

@@ -8,7 +8,14 @@ model type (read in tests/data/hf_configs and the checkpoints' preprocessor conf
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from functools import cache
+
 from kvplan.record import dataclass, replace
+
+Release = tuple[int, ...]
+"""A vLLM release as kvplan.engines.version holds it (sources do not import engines)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,20 @@ class VisionTower:
     peak: it follows the transformers release installed, not vLLM's code."""
     where: str = ""
     """Where the figures come from."""
+    gated_mlp: bool = False
+    """The MLP is gated (gate and up projections side by side: 2 x mlp wide, then mlp after the activation)."""
+    output_widths: int = 1
+    """Text-hidden-wide outputs per embedding (Qwen3-VL: the merger's and one per deepstack layer)."""
+    sized_by: Callable[[int, Release], tuple[int, int, int]] | None = None
+    """Where the largest item follows max_model_len and the vLLM release: (patches, prompt tokens, embeddings)."""
+
+    def sized(self, max_model_len: int, release: Release) -> VisionTower:
+        """The tower with its largest item for ``max_model_len`` under vLLM ``release`` (itself where the item
+        is fixed)."""
+        if self.sized_by is None:
+            return self
+        patches, tokens, embeds = self.sized_by(max_model_len, release)
+        return replace(self, patches_per_item=patches, tokens_per_item=tokens, embeds_per_item=embeds)
 
     @property
     def embeds(self) -> int:
@@ -86,13 +107,88 @@ MISTRAL3 = VisionTower(24, 1024, 4096, 3 * 14 * 14, 110 * 110, 55 * 55, masked_a
     "Pixtral 1540 px / patch 14, merged 2 x 2 to 3,025 embeddings, dense block mask without xformers (vLLM "
     "mistral3.py get_image_size_with_most_features, pixtral.py PixtralHFVisionModel.forward)"))
 
+
+
+def qwen2_vl_item(max_model_len: int, release: Release) -> tuple[int, int, int]:
+    """Qwen2-VL / Qwen2.5-VL (vLLM 0.11.0 and 0.19.0 qwen2_vl.py Qwen2VLProcessingInfo): the largest image is
+    ``get_image_size_with_most_features``, smart_resize of 9,999,999 px square under the preprocessor's max_pixels
+    12,845,056 = 3,584 px square (factor 28): 256 x 256 patches of 14 px, 16,384 tokens after the 2 x 2 merge. The
+    video (mm_counts video 1, registry.py get_max_tokens_per_item_by_modality) takes ``_get_max_video_frames``
+    (max_model_len): 2 frames a temporal patch of 16,384 tokens, at most _MAX_FRAMES_PER_VIDEO 14 frames, and wins
+    where it is longer (the image, listed first, on a tie). 0.9.0 - 0.10.1 (get_num_frames_with_most_features) first
+    take one image's tokens from max_model_len and allow 16 frames (8 temporal patches)."""
+    if release < (0, 11):
+        tokens = 16384 * max(1, min((max_model_len - 16384) // 16384, 8))
+    else:
+        tokens = 16384 * max(1, min(max_model_len // 16384, 7))
+    return 4 * tokens, tokens, tokens
+
+
+def _qwen3_video_side(frames: int) -> int:
+    """transformers 4.57 Qwen3-VL video smart_resize of a 4,096 px square frame (factor 32, the video processor's
+    longest_edge 25,165,824 pixels over all frames; min_pixels is never binding here)."""
+    t_bar = round(frames / 2) * 2
+    if t_bar * 4096 * 4096 <= 25165824:
+        return 4096
+    beta = math.sqrt(frames * 4096 * 4096 / 25165824)
+    return max(32, math.floor(4096 / beta / 32) * 32)
+
+
+def _qwen3_video_soft_tokens(frames: int) -> int:
+    side = _qwen3_video_side(frames) // 16
+    return ((frames + frames % 2) // 2) * side * side // 4
+
+
+@cache
+def qwen3_vl_item(max_model_len: int, release: Release) -> tuple[int, int, int]:
+    """Qwen3-VL (vLLM qwen3_vl.py Qwen3VLProcessingInfo): the image is 4,096 px square (preprocessor longest_edge
+    16,777,216, factor 32): 65,536 patches, 16,384 tokens. In 0.11.0 - 0.12.0 the video takes
+    ``_get_max_video_frames`` from 2 frames (the most frames whose soft tokens fit max_model_len, at most
+    _MAX_FRAMES_PER_VIDEO 24,576), each fitted by the video processor so that all frames hold at most 25,165,824
+    pixels, and counts 12.5 prompt tokens a soft token (the timestamps, get_max_video_tokens): the video wins, and
+    the dummy video is that many frames of that size (get_dummy_mm_data, do_resize off). From 0.13.0 (read in
+    0.13.0, 0.16.0, 0.19.0, 0.33.0) get_max_video_tokens counts soft tokens only, at most 12,288 under that pixel
+    cap: the image wins."""
+    image = (4 * 16384, 16384, 16384)
+    if release >= (0, 13):
+        return image
+    frames = 2
+    while frames < 24576 and _qwen3_video_soft_tokens(frames + 1) <= max_model_len:
+        frames += 1
+    soft = _qwen3_video_soft_tokens(frames)
+    if int(soft * 12.5) <= 16384:
+        return image
+    return 4 * soft, int(soft * 12.5), soft
+
+
+# Qwen2.5-VL (Qwen/Qwen2.5-VL-7B-Instruct vision_config: depth 32, hidden 1280, intermediate 3420 gated SiLU,
+# patch 14, temporal patch 2, spatial merge 2, window 112 with full attention in blocks 7, 15, 23, 31): 3 x 2 x 14^2
+# = 1,176 pixel values a patch (an image is repeated to the temporal patch). The 3B / 32B / 72B towers are the same.
+# Its attention (vLLM qwen2_5_vl.py) runs flash-attn's varlen kernel over the windows and, in the full-attention
+# blocks, over each frame: no patches^2 buffer (assumed: an SDPA / xformers fallback on older GPUs is not modelled)
+QWEN2_5_VL = VisionTower(32, 1280, 3420, 3 * 2 * 14 * 14, gated_mlp=True, sized_by=qwen2_vl_item, where=(
+    "Qwen2.5-VL: a 3,584 px image or a video of up to 7 temporal patches, 4 patches a token (vLLM qwen2_vl.py "
+    "get_image_size_with_most_features, get_num_frames_with_most_features)"))
+# Qwen2-VL (Qwen/Qwen2-VL-7B-Instruct vision_config: depth 32, embed_dim 1280, mlp_ratio 4, QuickGELU)
+QWEN2_VL = replace(QWEN2_5_VL, mlp=4 * 1280, gated_mlp=False, where=QWEN2_5_VL.where.replace("2.5-", "2-"))
+# Qwen3-VL (Qwen/Qwen3-VL-30B-A3B-Instruct and -8B / -32B / -235B vision_config: depth 27, hidden 1152,
+# intermediate 4304 (GELU, not gated), patch 16, temporal 2, merge 2, deepstack_visual_indexes 8, 16, 24: the
+# merger's output and 3 deepstack outputs, 4 text-hidden widths an embedding; -2B / -4B: depth 24, hidden 1024,
+# intermediate 4096, deepstack 5, 11, 17)
+QWEN3_VL = VisionTower(27, 1152, 4304, 3 * 2 * 16 * 16, output_widths=4, sized_by=qwen3_vl_item, where=(
+    "Qwen3-VL: a 4,096 px image, or in 0.11-0.12 a dummy video of at most 25,165,824 pixels counted 12.5 prompt "
+    "tokens a soft token (vLLM qwen3_vl.py get_max_video_tokens, get_dummy_mm_data)"))
+QWEN3_VL_SMALL = replace(QWEN3_VL, layers=24, hidden=1024, mlp=4096)
+
 TOWERS: dict[str, VisionTower] = {"gemma3": GEMMA3, "gemma4": GEMMA4, "llama4": LLAMA4, "kimi_vl": KIMI_VL,
-                                  "mistral3": MISTRAL3}
-SMALL_TOWERS: dict[str, VisionTower] = {"gemma-4-e2b": GEMMA4_SMALL, "gemma-4-e4b": GEMMA4_SMALL}
+                                  "mistral3": MISTRAL3, "qwen2_vl": QWEN2_VL, "qwen2_5_vl": QWEN2_5_VL,
+                                  "qwen3_vl": QWEN3_VL, "qwen3_vl_moe": QWEN3_VL}
+SMALL_TOWERS: dict[str, VisionTower] = {"gemma-4-e2b": GEMMA4_SMALL, "gemma-4-e4b": GEMMA4_SMALL,
+                                        "qwen3-vl-2b": QWEN3_VL_SMALL, "qwen3-vl-4b": QWEN3_VL_SMALL}
 
 # Multimodal families whose tower kvplan has not recorded (their processors make items of another size):
 # named, so that a plan says the encoder is not modelled instead of leaving it out silently
-UNRECORDED = frozenset({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen2_5_omni",
+UNRECORDED = frozenset({"qwen3_5", "qwen3_5_moe", "qwen2_5_omni",
                         "qwen3_omni_moe", "llava", "llava_next", "llava_onevision", "mllama", "internvl_chat",
                         "minicpmv", "phi3_v", "phi4mm", "idefics3", "smolvlm", "paligemma", "glm4v", "glm4v_moe",
                         "granite_vision", "aya_vision", "pixtral"})

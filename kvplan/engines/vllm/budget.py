@@ -38,9 +38,10 @@ CUDAGRAPH_ESTIMATE_SINCE = (0, 20)
 # runs (assumed: the 0.19.0 MoE logs peak 0.2-0.5 GiB above the sampler alone: Qwen3-30B-A3B 2.68 GiB,
 # DeepSeek-V2-Lite 1.93, Qwen1.5-MoE 2.47, Llama-4-Scout TP4 3.19, Mixtral TP2 1.21). gpt-oss (MXFP4
 # kernels) logs no such excess (2.87 GiB, the sampler alone gives 2.97).
-# Kimi-VL (kimi_vl) runs DeepSeek-V3's MoE text model (vLLM kimi_vl.py: DeepseekV2Model)
+# Kimi-VL (kimi_vl) runs DeepSeek-V3's MoE text model (vLLM kimi_vl.py: DeepseekV2Model); Qwen3-VL-MoE runs
+# Qwen3-MoE's (qwen3_vl_moe.py: Qwen3MoeLLMModel)
 MOE_MODEL_TYPES = frozenset({"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "kimi_vl", "llama4",
-                             "glm4_moe", "qwen3_next", "kimi_k2", "minimax", "dbrx", "phimoe", "olmoe"})
+                             "qwen3_vl_moe", "glm4_moe", "qwen3_next", "kimi_k2", "minimax", "dbrx", "phimoe", "olmoe"})
 MOE_WORKSPACE_VALUES = 3
 
 
@@ -159,7 +160,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     how = f"{how}; sampler: {sampler_how}" + (f"; {buffer_how}" if buffer_how else "")
     # the multimodal encoder's dummy batch, profiled before the text run (encoder_profile.py)
     act, how, mm_notes = encoder_profile.add(act, how, spec, tokens, seqs, max_model_len, tp, engine.name, which,
-                                             settings.language_model_only)
+                                             settings.language_model_only, version)
     non_torch, nt_how = non_torch_bytes(version, tp, pp, demand.gpu_name, spec.hidden_size or 0, tokens,
                                         settings.enforce_eager, demand.dp, engine.non_torch_field(version, tp, pp))
     cudagraph, cg_how = cudagraph_estimate(spec, tp, pp, seqs, tokens, demand.gpu_name)

@@ -25,11 +25,13 @@ is then the larger of
 
 ``--language-model-only`` (config/multimodal.py ``get_limit_per_prompt`` returns 0) or every modality's
 ``limit_mm_per_prompt`` at 0 leaves ``mm_max_toks_per_item`` empty, the budget 0, and nothing is encoded.
-The encoders' shapes and their largest items: kvplan/sources/vision_towers.py.
+The encoders' shapes and their largest items: kvplan/sources/vision_towers.py (Qwen2-VL / Qwen2.5-VL / Qwen3-VL's
+follow max_model_len and the release: ``VisionTower.sized``).
 """
 
 from __future__ import annotations
 
+from kvplan.engines.version import LATEST, Version
 from kvplan.record import dataclass
 from kvplan.sources.vision_towers import UNRECORDED, VisionTower, vision_tower
 from kvplan.spec import ModelSpec
@@ -58,13 +60,14 @@ def items_per_batch(tokens_per_item: int, batched_tokens: int, max_num_seqs: int
 
 
 def profile(spec: ModelSpec, tokens: int, seqs: int, max_model_len: int, tp: int, runner: str,
-            language_model_only: bool = False) -> EncoderProfile | str | None:
+            language_model_only: bool = False, version: Version = LATEST) -> EncoderProfile | str | None:
     """The encoder's part of the profiling run for ``spec`` on one of ``tp`` ranks, or a note saying why it is
     not planned (a multimodal family whose tower kvplan has not recorded), or None (a text model, or text-only
     serving)."""
     if language_model_only:
         return None
     tower = vision_tower(spec.model_type, spec.id)
+    tower = tower.sized(max_model_len, version) if tower is not None else None
     if tower is None or not tower.profiled:
         if tower is not None or spec.model_type in UNRECORDED:
             return (f"vLLM also profiles the vision encoder of this {spec.model_type} model on its largest dummy "
@@ -81,7 +84,7 @@ def _profile(tower: VisionTower, spec: ModelSpec, tokens: int, seqs: int, max_mo
     items = items_per_batch(tower.tokens_per_item, tokens, seqs, max_model_len)
     patches = items * tower.patches_per_item
     # embed_multimodal's outputs: one (tokens_per_item x text hidden) tensor per item, full width on every rank
-    outputs = items * tower.embeds * hidden * dtype
+    outputs = items * tower.embeds * tower.output_widths * hidden * dtype
     pixels = patches * tower.patch_values * dtype
     if runner == "v1":
         kept, kept_how = outputs + pixels, "outputs + pixel values"
@@ -95,7 +98,9 @@ def _profile(tower: VisionTower, spec: ModelSpec, tokens: int, seqs: int, max_mo
         # transformers' module, encoded in memory-sized chunks from 0.25 (gemma4_mm.py _encoder_chunk): its peak is
         # neither vLLM's code nor a ViT block's; a T4 gemma-4-E2B log at 0.29.0 shows none above the text run
         return EncoderProfile(items, kept, 0, how + "encoder peak: transformers' module, not modelled")
-    per_patch = (2 * tower.hidden + max(2 * tower.mlp, 4 * tower.hidden) // tp) * dtype
+    # the MLP's widest point: fc1's output and its activation (a gated MLP: gate and up, then the product)
+    mlp = 3 * tower.mlp if tower.gated_mlp else 2 * tower.mlp
+    per_patch = (2 * tower.hidden + max(mlp, 4 * tower.hidden) // tp) * dtype
     mask = patches * patches * dtype if tower.masked_attention else 0
     peak = pixels + outputs + patches * per_patch + mask
     how += (f"encoder peak {peak / (1 << 30):.2f} GiB over {patches:,} patches (assumed"
@@ -104,12 +109,12 @@ def _profile(tower: VisionTower, spec: ModelSpec, tokens: int, seqs: int, max_mo
 
 
 def add(act: int, how: str, spec: ModelSpec, tokens: int, seqs: int, max_model_len: int, tp: int, engine: str,
-        runner: str, language_model_only: bool = False) -> tuple[int, str, tuple[str, ...]]:
+        runner: str, language_model_only: bool = False, version: Version = LATEST) -> tuple[int, str, tuple[str, ...]]:
     """The activation peak with the encoder's part (the V1 engine's profile_run; V0 encodes inside its forward
     pass and is not planned here), its description, and a note where the encoder is not planned."""
     if engine != "v1":
         return act, how, ()
-    found = profile(spec, tokens, seqs, max_model_len, tp, runner, language_model_only)
+    found = profile(spec, tokens, seqs, max_model_len, tp, runner, language_model_only, version)
     if found is None:
         return act, how, ()
     if isinstance(found, str):
