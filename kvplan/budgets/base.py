@@ -205,7 +205,8 @@ def _expert_parallel_weights(spec: ModelSpec, loaded: int, ranks: int, expert_dp
 
 
 def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int,
-                     sampler_bytes_per_logit: float | None = None, sampler_extra_bytes: int = 0) -> tuple[int, str]:
+                     sampler_bytes_per_logit: float | None = None, sampler_extra_bytes: int = 0,
+                     forward_per_token: int | None = None) -> tuple[int, str]:
     """Peak activation of one forward pass over ``tokens`` tokens on one of ``tp`` ranks.
 
     A profile of the widest tensors alive at once: the MLP's gate/up output (2 x width / tp), a few
@@ -216,7 +217,8 @@ def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int,
     ``sampler_bytes_per_logit``: an engine whose profile runs the sampler after the forward pass (vLLM)
     peaks at the larger of the two: the forward pass, or ``logits_rows x vocab`` logits times this many
     bytes (the fp32 logits and the sampler's copies of them), instead of the forward plus one fp32 copy;
-    ``sampler_extra_bytes`` are buffers the forward pass leaves allocated while the sampler runs.
+    ``sampler_extra_bytes`` are buffers the forward pass leaves allocated while the sampler runs;
+    ``forward_per_token``: the engine's own figure for the forward pass's bytes per token, where its code gives one.
     """
     hidden = spec.hidden_size or 4096
     width = spec.mlp_width or int(3.5 * hidden)
@@ -224,7 +226,8 @@ def activation_bytes(spec: ModelSpec, tokens: int, tp: int, logits_rows: int,
     attn = [layer for layer in spec.layers if isinstance(layer, KVAttention)]
     head_dim = attn[0].head_dim if attn else hidden // heads
     kv_heads = attn[0].kv_heads if attn else heads
-    per_token = (2 * width // tp + 4 * hidden + (heads + 2 * kv_heads) * head_dim // tp) * spec.dtype_bytes
+    per_token = forward_per_token if forward_per_token is not None else \
+        (2 * width // tp + 4 * hidden + (heads + 2 * kv_heads) * head_dim // tp) * spec.dtype_bytes
     vocab = spec.vocab_size or 32000
     if sampler_bytes_per_logit is not None:
         forward = tokens * per_token

@@ -156,7 +156,8 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     # of V2's logged peaks, so the V1 runner's larger figure stands in (docs/research-vllm-runner.md)
     per_logit, sampler_how, buffer, buffer_how = engine.sampler(version, rows, spec.vocab_size or 32000,
                                                                demand.gpu_name, settings.vllm_sampler)
-    act, how = activation_bytes(spec, tokens, tp, rows, per_logit, moe_workspace_bytes(spec, tokens, tp) + buffer)
+    act, how = activation_bytes(spec, tokens, tp, rows, per_logit, moe_workspace_bytes(spec, tokens, tp) + buffer,
+                                engine.forward_per_token(spec, tp))
     how = f"{how}; sampler: {sampler_how}" + (f"; {buffer_how}" if buffer_how else "")
     # the multimodal encoder's dummy batch, profiled before the text run (encoder_profile.py)
     act, how, mm_notes = encoder_profile.add(act, how, spec, tokens, seqs, max_model_len, tp, engine.name, which,

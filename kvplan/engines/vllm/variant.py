@@ -31,12 +31,17 @@ from kvplan.engines.version import Version, render_version
 from kvplan.engines.vllm import defaults, device, fitted, sampler
 from kvplan.errors import UsageError
 from kvplan.record import dataclass
+from kvplan.spec import ModelSpec
 
 EngineName = Literal["v0", "v1"]
 
 V1_DEFAULT_SINCE = defaults.V1_SINCE  # (0, 8)
 V0_REMOVED_IN = (0, 11)  # no vllm/worker/worker.py in the 0.11.0 wheel
 V0_CAPPED_SINCE = (0, 9)  # SchedulerConfig caps a defaulted token budget at max_num_seqs x max_model_len
+# MLPs with one up projection and no gate (fc1 -> activation -> fc2: 0.7.2 models/gpt2.py GPT2MLP, phi.py PhiMLP,
+# falcon.py FalconMLP, starcoder2.py Starcoder2MLP, ...); every other dense family gates (gate_up -> SiluAndMul)
+NON_GATED_MLP = frozenset({"gpt2", "gpt_bigcode", "gptj", "gpt_neox", "phi", "falcon", "opt", "bloom", "mpt",
+                           "starcoder2", "persimmon", "jais"})
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,9 @@ class V1Engine:
 
     def sampler_note(self, version: Version, rows: int, given: str | None) -> str | None:
         return sampler.note(version, rows, given)
+
+    def forward_per_token(self, spec: ModelSpec, tp: int) -> int | None:
+        return None  # torch.compile plans the compiled graph's buffers: kvplan's calibrated profile (budgets/base.py)
 
     def non_torch_field(self, version: Version, tp: int, pp: int) -> tuple[str, str]:
         return fitted.non_torch_field(version, tp, pp)
@@ -96,6 +104,20 @@ class V0Engine:
 
     def sampler_note(self, version: Version, rows: int, given: str | None) -> str | None:
         return "vLLM sampler: sort top-k/top-p in the profiling run (given)" if given else None
+
+    def forward_per_token(self, spec: ModelSpec, tp: int) -> int | None:
+        """The eager forward's peak per token (dense models; None for MoE, whose fused-MoE buffers budget.py
+        adds): V0 runs the profile without torch.compile, so PyTorch frees a tensor only when the Python name
+        holding it goes. At the MLP's activation (0.7.2 ``models/llama.py`` LlamaMLP.forward:89-93,
+        ``models/qwen2.py`` Qwen2MLP.forward:94-98; the same in 0.6.6 and 0.8.5) four tensors are alive: the
+        up projection's output (gate and up: 2 x width / tp; non-gated MLPs 1 x), the activation's output
+        (width / tp), the residual and the MLP's input, which the decoder layer's name keeps until ``self.mlp``
+        returns (hidden each). Qwen2MLP also keeps its gate/up output through ``down_proj`` (one hidden more):
+        not counted. The attention step holds less (q/k/v, its output and the two hidden-size tensors)."""
+        if spec.num_experts or not spec.hidden_size or not spec.mlp_width:
+            return None
+        ups = 1 if spec.model_type in NON_GATED_MLP else 2
+        return ((ups + 1) * spec.mlp_width // tp + 2 * spec.hidden_size) * spec.dtype_bytes
 
     def non_torch_field(self, version: Version, tp: int, pp: int) -> tuple[str, str]:
         return fitted.v0_non_torch_field(version, tp)
