@@ -42,6 +42,9 @@ V0_CAPPED_SINCE = (0, 9)  # SchedulerConfig caps a defaulted token budget at max
 # falcon.py FalconMLP, starcoder2.py Starcoder2MLP, ...); every other dense family gates (gate_up -> SiluAndMul)
 NON_GATED_MLP = frozenset({"gpt2", "gpt_bigcode", "gptj", "gpt_neox", "phi", "falcon", "opt", "bloom", "mpt",
                            "starcoder2", "persimmon", "jais"})
+# MLPs whose gate/up output keeps its own name through down_proj (0.6.6-0.10.1 models/qwen2.py Qwen2MLP.forward:
+# ``gate_up, _ = ...; x = self.act_fn(gate_up); x, _ = self.down_proj(x)``; qwen3.py imports Qwen2MLP)
+KEEPS_GATE_UP = frozenset({"qwen2", "qwen3"})
 
 
 @dataclass(frozen=True)
@@ -112,12 +115,14 @@ class V0Engine:
         ``models/qwen2.py`` Qwen2MLP.forward:94-98; the same in 0.6.6 and 0.8.5) four tensors are alive: the
         up projection's output (gate and up: 2 x width / tp; non-gated MLPs 1 x), the activation's output
         (width / tp), the residual and the MLP's input, which the decoder layer's name keeps until ``self.mlp``
-        returns (hidden each). Qwen2MLP also keeps its gate/up output through ``down_proj`` (one hidden more):
-        not counted. The attention step holds less (q/k/v, its output and the two hidden-size tensors)."""
+        returns (hidden each). Qwen2MLP (Qwen3's too) names its gate/up output apart, so it is alive through
+        ``down_proj`` as well: one hidden more, down_proj's output. The attention step holds less (q/k/v, its
+        output and the two hidden-size tensors)."""
         if spec.num_experts or not spec.hidden_size or not spec.mlp_width:
             return None
         ups = 1 if spec.model_type in NON_GATED_MLP else 2
-        return ((ups + 1) * spec.mlp_width // tp + 2 * spec.hidden_size) * spec.dtype_bytes
+        hiddens = 3 if spec.model_type in KEEPS_GATE_UP else 2
+        return ((ups + 1) * spec.mlp_width // tp + hiddens * spec.hidden_size) * spec.dtype_bytes
 
     def non_torch_field(self, version: Version, tp: int, pp: int) -> tuple[str, str]:
         return fitted.v0_non_torch_field(version, tp)
