@@ -193,3 +193,30 @@ def test_v0_eager_forward_counts_the_gate_where_the_mlp_has_one(model_type: str,
     assert variant.V0.forward_per_token(spec, 2) == ((ups + 1) * 4000 // 2 + hiddens * 1000) * 2
     moe = dataclasses.replace(spec, num_experts=8)
     assert variant.V0.forward_per_token(moe, 1) is None  # fused-MoE buffers: budget.py's MoE workspace
+
+
+@pytest.mark.parametrize(("version", "gpu", "expected"), [
+    ("0.8.5", "MI300X", "v0"), ("0.9.1", "MI325X", "v0"), ("0.9.2", "MI300X", "v1"), ("0.8.5", "H100-SXM-80GB", "v1"),
+    ("0.8.0", "AMD Radeon RX 7900 XTX", "v0"), ("0.10.1", "MI300X", "v1")])
+def test_rocm_runs_v0_by_default_until_0_9_2(version: str, gpu: str, expected: str) -> None:
+    # 0.8.0 / 0.8.5 EngineArgs._is_v1_supported_oracle: not_cuda -> "Falling back to V0 Engine" (the ROCm log in
+    # engine_logs_collected.yaml prints it at 0.8.5); 0.9.0 / 0.9.1: v0_hardware = not (CUDA, TPU, x86 CPU);
+    # 0.9.2: current_platform.default_v1, True on ROCm
+    assert variant.chosen(parse_version(version), None, gpu).name == expected
+    assert variant.chosen(parse_version(version), "v1", gpu).name == "v1"  # VLLM_USE_V1=1 given: V1
+
+
+def test_v0_on_rocm_profiles_the_whole_context() -> None:
+    # 0.8.5 _set_default_args_v0: chunked prefill above 32K only where current_platform.is_cuda() (0.7.3: and not
+    # is_rocm()): the scheduler keeps max(max_model_len, 2048) tokens, and profile_run runs them all
+    def plan(gpu: str) -> kvplan.CapacityPlan:
+        return kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu=gpu, engine="vllm", engine_version="0.8.5",
+                                max_model_len=131072)
+    rocm, cuda = plan("MI300X"), plan("H200-141GB")
+    assert rocm.engine_defaults["vllm_engine"] == "v0" and rocm.engine_defaults["max_num_batched_tokens"] == 131072
+    # the eager forward over 131,072 tokens: (3 x 14,336 + 2 x 4,096) x 2 B a token
+    assert rocm.per_gpu.activation_bytes == 131072 * (3 * 14336 + 2 * 4096) * 2
+    assert "vllm_engine" not in cuda.engine_defaults and cuda.engine_defaults["max_num_batched_tokens"] != 131072
+    v0_cuda = kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu="H200-141GB", engine="vllm", engine_version="0.8.5",
+                               max_model_len=131072, settings=Settings(vllm_engine="v0"))
+    assert v0_cuda.engine_defaults["max_num_batched_tokens"] == 2048  # CUDA: chunked prefill on above 32K

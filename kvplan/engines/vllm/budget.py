@@ -118,7 +118,8 @@ def default_max_num_seqs(total_bytes: int, version: Version, gpu_name: str = "",
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
     max_model_len = demand.max_model_len
-    engine = variant.chosen(version, settings.vllm_engine)  # V0 or V1: the rules below that differ live on it
+    # V0 or V1 (the rules below that differ live on it): given, else the release's default on this GPU
+    engine = variant.chosen(version, settings.vllm_engine, demand.gpu_name)
     sampler.check(version, settings.vllm_sampler)  # a path the release cannot take, before anything is planned
     util = settings.gpu_memory_utilization or default_util(version)
     chosen = engine.batch(total_bytes, demand.gpu_name, version, max_model_len, settings.usage_context)

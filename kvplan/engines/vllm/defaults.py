@@ -46,10 +46,22 @@ def _is_gb10(gpu_name: str) -> bool:
     return re.match(r"(nvidia[ -])?gb10\b", gpu_name.lower()) is not None
 
 
-def v0_batch_defaults(max_model_len: int) -> BatchDefaults:
-    """The V0 engine's (the same from 0.7 to 0.10.2: variant.py)."""
-    if max_model_len > V0_CHUNKED_ABOVE:
+def is_rocm(gpu_name: str) -> bool:
+    """An AMD Instinct or Radeon card: vLLM's ROCm platform (kvplan knows the GPU by its name only)."""
+    name = gpu_name.lower()
+    return re.match(r"(amd[ -])?(instinct[ -])?mi\d{3}", name) is not None or "radeon" in name
+
+
+def v0_batch_defaults(max_model_len: int, gpu_name: str = "") -> BatchDefaults:
+    """The V0 engine's (the same from 0.7 to 0.10.2: variant.py). Chunked prefill comes on above 32K only on CUDA
+    (0.6.6 / 0.7.3 ``EngineArgs.create_engine_config``: ``not current_platform.is_rocm()``; 0.8.5 / 0.10.1
+    ``_set_default_args_v0``: ``is_gpu = current_platform.is_cuda()``): on ROCm the profile runs the whole
+    context."""
+    if max_model_len > V0_CHUNKED_ABOVE and not is_rocm(gpu_name):
         return BatchDefaults(V0_CHUNKED_TOKENS, 256, f"V0: chunked prefill on above {V0_CHUNKED_ABOVE:,} tokens")
+    if max_model_len > V0_CHUNKED_ABOVE:
+        return BatchDefaults(max_model_len, 256, f"V0 on ROCm: chunked prefill stays off, CUDA only turns it on "
+                                                 f"above {V0_CHUNKED_ABOVE:,} tokens; max_model_len")
     return BatchDefaults(max(max_model_len, 2048), 256, "V0: no chunked prefill, max(max_model_len, 2048)")
 
 
@@ -57,7 +69,7 @@ def batch_defaults(total_bytes: int, gpu_name: str, version: Version, max_model_
                    usage_context: UsageContext = "serve") -> BatchDefaults:
     """The (tokens, sequences) vLLM picks when neither is given."""
     if version < V1_SINCE:
-        return v0_batch_defaults(max_model_len)
+        return v0_batch_defaults(max_model_len, gpu_name)
     gib = total_bytes / GIB
     llm = usage_context == "llm"
     if version >= TOP_TIER_SINCE and gib >= 160:

@@ -38,6 +38,11 @@ EngineName = Literal["v0", "v1"]
 V1_DEFAULT_SINCE = defaults.V1_SINCE  # (0, 8)
 V0_REMOVED_IN = (0, 11)  # no vllm/worker/worker.py in the 0.11.0 wheel
 V0_CAPPED_SINCE = (0, 9)  # SchedulerConfig caps a defaulted token budget at max_num_seqs x max_model_len
+# Off CUDA, V1 was not the default at first: EngineArgs._is_v1_supported_oracle falls back to V0 ("rocm is experimental
+# on VLLM_USE_V1=1. Falling back to V0 Engine.") for non-CUDA platforms in 0.8.0 / 0.8.5 (``not_cuda``) and for
+# non-[CUDA, TPU, x86 CPU] in 0.9.0 / 0.9.1 (``v0_hardware``); 0.9.2 asks ``current_platform.default_v1``, which ROCm
+# answers True (platforms/rocm.py supports_v1)
+ROCM_V1_DEFAULT_SINCE = (0, 9, 2)
 # MLPs with one up projection and no gate (fc1 -> activation -> fc2: 0.7.2 models/gpt2.py GPT2MLP, phi.py PhiMLP,
 # falcon.py FalconMLP, starcoder2.py Starcoder2MLP, ...); every other dense family gates (gate_up -> SiluAndMul)
 NON_GATED_MLP = frozenset({"gpt2", "gpt_bigcode", "gptj", "gpt_neox", "phi", "falcon", "opt", "bloom", "mpt",
@@ -92,7 +97,7 @@ class V0Engine:
 
     def batch(self, total_bytes: int, gpu_name: str, version: Version, max_model_len: int,
               usage_context: defaults.UsageContext) -> defaults.BatchDefaults:
-        return defaults.v0_batch_defaults(max_model_len)
+        return defaults.v0_batch_defaults(max_model_len, gpu_name)
 
     def profiled_tokens(self, chosen: int, seqs: int, max_model_len: int, version: Version) -> int:
         return min(chosen, seqs * max_model_len) if version >= V0_CAPPED_SINCE else chosen
@@ -145,11 +150,12 @@ V0, V1 = V0Engine(), V1Engine()
 Variant = V0Engine | V1Engine
 
 
-def chosen(version: Version, given: str | None) -> Variant:
+def chosen(version: Version, given: str | None, gpu_name: str = "") -> Variant:
     """The engine a deployment of this release runs: the one given (``--vllm-engine``, VLLM_USE_V1), else the
-    release's default. A release without the one given is refused, by name."""
+    release's default on that GPU (V0 on ROCm before 0.9.2). A release without the one given is refused, by name."""
     if given is None:
-        return V0 if version < V1_DEFAULT_SINCE else V1
+        rocm_v0 = defaults.is_rocm(gpu_name) and version < ROCM_V1_DEFAULT_SINCE
+        return V0 if version < V1_DEFAULT_SINCE or rocm_v0 else V1
     if given not in ("v0", "v1"):
         raise UsageError(f"'{given}': choose v0 or v1", field="vllm_engine")
     if given == "v0":
