@@ -46,7 +46,7 @@ ROCM_V1_DEFAULT_SINCE = (0, 9, 2)
 # MLPs with one up projection and no gate (fc1 -> activation -> fc2: 0.7.2 models/gpt2.py GPT2MLP, phi.py PhiMLP,
 # falcon.py FalconMLP, starcoder2.py Starcoder2MLP, ...); every other dense family gates (gate_up -> SiluAndMul)
 NON_GATED_MLP = frozenset({"gpt2", "gpt_bigcode", "gptj", "gpt_neox", "phi", "falcon", "opt", "bloom", "mpt",
-                           "starcoder2", "persimmon", "jais"})
+                           "starcoder2", "persimmon"})
 # MLPs whose gate/up output keeps its own name through down_proj (0.6.6-0.10.1 models/qwen2.py Qwen2MLP.forward:
 # ``gate_up, _ = ...; x = self.act_fn(gate_up); x, _ = self.down_proj(x)``; qwen3.py imports Qwen2MLP)
 KEEPS_GATE_UP = frozenset({"qwen2", "qwen3"})
