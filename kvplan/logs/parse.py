@@ -23,7 +23,8 @@ _EXTRAS = ("peak_torch", "free_after_weights", "free_before_weights", "free_befo
            "output_host", "free_at_init", "non_torch_at_init", "non_kv",
            "kv_cache_to_fit", "kv_cache_full", "cudagraph_piecewise_first", "cudagraph_piecewise_each",
            "cudagraph_full_first", "cudagraph_full_each", "recurrent_state", "engine_size", "execution_context",
-           "runtime_buffers", "decoder")
+           "runtime_buffers", "decoder", "weights_profile", "weights_summary", "used_before_profile",
+           "used_after_profile", "cudagraph_pool")
 """Memory readings some engines print besides the waterfall's items (kept under their own names)."""
 _LABELS = {"total": "total GPU memory", "budget": "the engine's share of it", "weights": "weights",
            "activation": "activation peak", "non_torch": "non-torch memory", "cudagraph": "CUDA graphs",
@@ -34,7 +35,9 @@ _NEVER_NEGATIVE = ("total", "budget", "weights", "activation", "peak_torch", "fr
                    "free_at_load", "weights_host", "kv_host", "compute_host", "output_host",
                    "free_at_init", "non_torch_at_init", "non_kv", "kv_cache_full", "cudagraph_piecewise_first",
                    "cudagraph_piecewise_each", "cudagraph_full_first", "cudagraph_full_each", "recurrent_state",
-                   "engine_size", "execution_context", "runtime_buffers", "decoder")
+                   "engine_size", "execution_context", "runtime_buffers", "decoder", "weights_profile",
+                   "weights_summary", "used_before_profile", "used_after_profile", "cudagraph_pool",
+                   "kv_cache_available")
 """Memory readings no start-up logs below 0. The KV memory of a model that does not fit, CUDA graphs and non-torch
 memory (differences of free-memory readings: vLLM ``capture_model``, ``memory_profiling``) may be negative."""
 _COUNTS = ("tp", "pp", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size")

@@ -71,7 +71,9 @@ MARKERS = ("GPU KV cache size", "GPU blocks:", "cuda blocks:", "CUDA blocks:", "
            "Maximum concurrency for", "vLLM API server", "EngineCore", "gpu_worker.py", "model_runner.py",
            "non-default args", "LLM engine (v", "Model loading took", "Loading model weights took",
            "vllm.v1", "for peak activation", "RayWorkerWrapper", "available_kv_cache_memory",
-           "the current vLLM instance can use", "stored in KV cache")
+           "the current vLLM instance can use", "stored in KV cache", "reserved for KV Cache is",
+           "KV cache is needed, which is larger than", "Free memory on device (", "Desired GPU memory utilization",
+           "num_gpu_blocks is:", "PyTorch activation peak memory", "model weights take")
 
 # One per start-up, on rank 0 (``entrypoints/openai/api_server.py::run_server``; without the API server, the engine's
 # ``LLMEngine.__init__`` / ``EngineCore.__init__`` line, once per data-parallel engine: DP0's is the start-up's).
@@ -84,7 +86,8 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, lazy_pattern
     # weights
     ("weights", "Loading model weights took ", r"Loading model weights took " + _SIZE),
     ("weights", "Model loading took ", r"Model loading took " + _SIZE),
-    ("weights", "model weights take ", r"model weights take\s{1,16}" + _SIZE),
+    # the profile summary's weights: the loader's figure to 2 decimals (the loader's, printed first, has more)
+    ("weights_profile", "model weights take ", r"model weights take\s{1,16}" + _SIZE),
     ("weights_summary", "Actual usage is ", r"Actual usage is " + _SIZE + r" for weight\b"),
     ("weights_non_torch", "Actual usage is ", r"Actual usage is " + _SIZE + r" for consumed memory"),
     ("weights_debug", "weights memory:", r"weights memory:\s*" + _SIZE),
@@ -97,6 +100,14 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, lazy_pattern
     ("budget", "Requested memory: ", r"Requested memory: " + _FRACTION + r" \(util\), " + _SIZE),
     ("budget", "the current vLLM instance can use ", r"the current vLLM instance can use\s{1,16}" + _SIZE),
     ("non_kv", "Total non KV cache memory:", r"Total non KV cache memory:\s*" + _SIZE),
+    # 0.10 gpu_worker.py determine_available_memory, DEBUG: "Initial free memory: F GiB, free memory: G GiB,
+    # requested GPU memory: R GiB" (F: the init snapshot's free memory; R: total x utilization)
+    ("free_at_init", "Initial free memory: ", r"Initial free memory: " + _SIZE),
+    ("budget", "requested GPU memory: ", r"requested GPU memory: " + _SIZE),
+    # V0 0.6.4-0.6.x worker.py "Memory profiling results: ... initial_memory_usage=X ... memory_usage_post_profile=Y"
+    # (total - free before the profile run; total - free after it)
+    ("used_before_profile", "initial_memory_usage=", r"\binitial_memory_usage=" + _SIZE),
+    ("used_after_profile", "memory_usage_post_profile=", r"\bmemory_usage_post_profile=" + _SIZE),
     # profile
     ("peak_torch", "peak_torch_memory=", r"peak_torch_memory=" + _SIZE),
     ("non_torch", "non_torch_memory", r"\bnon_torch_memory(?:=| takes |\s{1,16})" + _SIZE),
@@ -108,6 +119,9 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, lazy_pattern
     ("cudagraph", " for CUDAGraph memory", _SIZE + r" for CUDAGraph memory"),
     ("cudagraph_estimate", "Estimated CUDA graph memory:", r"Estimated CUDA graph memory:\s*" + _SIZE),
     ("cudagraph_capture", "Graph capturing finished in ", r"Graph capturing finished in \d+ secs?, took " + _SIZE),
+    # 0.21+ gpu_worker.py, after capture: "CUDA graph pool memory: A GiB (actual), E GiB (estimated), difference: .."
+    ("cudagraph_pool", "CUDA graph pool memory: ", r"CUDA graph pool memory: " + _SIZE + r" \(actual\)"),
+    ("cudagraph_estimate", "CUDA graph pool memory: ", _SIZE + r" \(estimated\)"),
     # 0.19+ gpu_model_runner.py (profile_cudagraph_memory): "Estimated PIECEWISE CUDA graph memory: 122.00 MiB
     # first-capture + (51-1) x 6.00 MiB per-graph", one line per mode
     ("cudagraph_piecewise_first", "Estimated PIECEWISE CUDA graph memory:",
@@ -136,7 +150,10 @@ _SNAPSHOT_ITEMS = (("free_at_init", lazy_pattern(r"\bfree_memory=" + _SIZE)),
 _KV_ADVICE = lazy_pattern(r"--kv-cache-memory=" + COUNT + r"`(?: \([^)]{0,32}\))? to (fit into requested|fully utilize)")
 _FREE_AT_START = lazy_pattern(r"Free memory on device \(" + _NUM + r"/" + _NUM + r"\s*(GiB|GB)")
 _IN_USE_BYTES = lazy_pattern(r"Current kv cache memory in use is " + COUNT + r" bytes")
-_BLOCKS = lazy_pattern(r"(?:GPU|cuda|CUDA) blocks: *" + COUNT)  # 0.8.5 executor_base.py: "# CUDA blocks"
+# executor_base.py "# %s blocks: %d" names the device type (0.8.5: "# cuda blocks", "# rocm blocks", "# xpu blocks")
+_BLOCKS = lazy_pattern(r"(?:GPU|cuda|CUDA|rocm|ROCm|xpu|XPU|hpu|HPU|npu|NPU|tpu|TPU) blocks: *" + COUNT)
+# V1 v1/metrics/loggers.py (0.10+, the API server's engine 000): the pool's block count once the engine is up
+_BLOCKS_INFO = lazy_pattern(r"cache_config_info with initialization after num_gpu_blocks is: *" + COUNT)
 _CPU_BLOCKS = lazy_pattern(r"# *CPU blocks: *" + COUNT)
 _SIMPLE_BLOCKS = lazy_pattern(r"SimpleCPUOffloadScheduler: Allocating " + COUNT + r" (?:CPU|offload) blocks \("
                               + _FRACTION + r" GB")
@@ -178,7 +195,8 @@ _WORTH_READING = lazy_pattern("|".join(re.escape(k) for k in (
     "max_num_batched_tokens", "max model len", "device_name=", "num_gpu_blocks", "weights memory", "weights take",
     "vLLM instance can use", "available_kv_cache_memory", "stored in KV cache",
     "offload blocks", "CPU blocks", "mmap file", "CPU tensor", "pinned tensor", "model_runner.py", "Model Runner",
-    "top-p & top-k sampling")))
+    "top-p & top-k sampling", "num_gpu_blocks is", "Initial free memory", "requested GPU memory",
+    "initial_memory_usage", "CUDA graph pool memory")))
 # v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__ (0.8 - 0.11.0 wheels): the profiling run's path
 _SAMPLER_LINES = (("Using FlashInfer for top-p & top-k sampling", "flashinfer"),
                   ("Falling back to the PyTorch-native implementation of top-p & top-k sampling", "sort"))
@@ -257,6 +275,8 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
         state["fmt"] = "vllm-0.6.5-profile"
     if m := _find("blocks:", _BLOCKS, text):
         out.put_int("num_gpu_blocks", m.group(1), line)
+    if m := _find("num_gpu_blocks is", _BLOCKS_INFO, text):
+        out.put_int("num_gpu_blocks", m.group(1), line)
     if m := _find("CPU blocks:", _CPU_BLOCKS, text):
         out.put_int("num_cpu_blocks", m.group(1), line)
         out.put("host_tier", ("vLLM V0 swap space", to_int(m.group(1)), None, None), line)
@@ -310,6 +330,7 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
         out.put("gpu_name", m.group(1).replace("_", " "), line)
     if m := _find("num_gpu_blocks_override", _OVERRIDE, text):
         out.notes.append(f"num_gpu_blocks_override={m.group(1)}: the block count is forced, not measured")
+        out.put_int("num_gpu_blocks_override", m.group(1), line)
     if ("Available KV cache memory" in text or "GPU KV cache size" in text) and state["fmt"] == "vllm":
         state["fmt"] = "vllm-v1"
 
@@ -446,6 +467,9 @@ def finish(d: Draft) -> None:
         available = memory.get("kv_cache")
         if available is None or (in_use.step_bytes < available.step_bytes
                                  and abs(in_use.bytes - available.bytes) <= available.step_bytes):
+            if available is not None:  # the profile's reading, as first printed: kept beside the exact one
+                memory["kv_cache_available"] = available
+                d.line_of["kv_cache_available"] = d.line_of.get("kv_cache", 0)
             memory["kv_cache"] = in_use
             d.line_of["kv_cache"] = d.out.line_of("kv_cache_in_use") or 0
     v2 = d.out.get("model_runner") == "v2"
@@ -636,7 +660,7 @@ def _kv_target(cal: Any, model: Any, measured_at: dict[str, Any], base: Any, not
 
 LOG = LogReader(
     engine="vllm", title="vLLM", markers=MARKERS, read=read,
-    sources=(("weights", ("weights", "weights_summary", "weights_debug")),
+    sources=(("weights", ("weights", "weights_profile", "weights_summary", "weights_debug")),
              ("activation", ("activation", "activation_debug")),
              ("non_torch", ("non_torch", "non_torch_debug")),
              ("cudagraph", ("cudagraph", "cudagraph_estimate", "cudagraph_capture")),
