@@ -105,7 +105,11 @@ EXTRA_LABELS = {"peak_torch": "torch peak (weights + activation)", "free_before_
                 "weights_summary": "weights as the start-up summary printed them",
                 "kv_cache_available": "KV memory as the profile printed it",
                 "used_before_profile": "in use before the profile run", "used_after_profile": "in use after the profile run",
-                "cudagraph_pool": "CUDA-graph pool (actual)"}
+                "cudagraph_pool": "CUDA-graph pool (actual)", "cudagraph_piecewise": "piecewise CUDA graphs",
+                "cudagraph_prefill": "prefill CUDA graphs", "cudagraph_decode": "decode CUDA graphs",
+                "free_after_capture": "free after the CUDA-graph capture",
+                "init_distributed": "torch distributed init", "mamba_conv_state": "Mamba conv state",
+                "mamba_ssm_state": "Mamba SSM state"}
 _SAME_AS = {"weights_profile": "weights", "weights_summary": "weights"}
 """A reprint of a waterfall item (to fewer digits): shown only where it is not the item shown."""
 

@@ -15,7 +15,9 @@ MEMORY_ITEMS = ("total", "budget", "weights", "activation", "non_torch", "cudagr
 """The waterfall's memory items, in order (bytes per GPU)."""
 COUNT_ITEMS = {"num_cpu_blocks": "CPU blocks", "max_running_requests": "max running requests",
                "max_prefill_tokens": "max prefill tokens", "mamba_cache_slots": "recurrent-state slots",
-               "kv_cells": "KV cells", "num_gpu_blocks_override": "GPU blocks forced (num_gpu_blocks_override)"}
+               "kv_cells": "KV cells", "num_gpu_blocks_override": "GPU blocks forced (num_gpu_blocks_override)",
+               "params_analytical_b": "parameters, analytical (billions)",
+               "params_actual_b": "parameters, actual (billions)"}
 """Further capacity counts (their labels): a reader fills them under these names in its collector."""
 
 
