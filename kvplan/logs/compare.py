@@ -109,7 +109,9 @@ EXTRA_LABELS = {"peak_torch": "torch peak (weights + activation)", "free_before_
                 "cudagraph_prefill": "prefill CUDA graphs", "cudagraph_decode": "decode CUDA graphs",
                 "free_after_capture": "free after the CUDA-graph capture",
                 "init_distributed": "torch distributed init", "mamba_conv_state": "Mamba conv state",
-                "mamba_ssm_state": "Mamba SSM state"}
+                "mamba_ssm_state": "Mamba SSM state", "kv_cache_estimation": "KV cache of the estimation dry run",
+                "build_weights": "engine build: total weights", "build_activation": "engine build: total activation",
+                "trt_managed": "TensorRT-managed after the execution context"}
 _SAME_AS = {"weights_profile": "weights", "weights_summary": "weights"}
 """A reprint of a waterfall item (to fewer digits): shown only where it is not the item shown."""
 

@@ -17,7 +17,8 @@ COUNT_ITEMS = {"num_cpu_blocks": "CPU blocks", "max_running_requests": "max runn
                "max_prefill_tokens": "max prefill tokens", "mamba_cache_slots": "recurrent-state slots",
                "kv_cells": "KV cells", "num_gpu_blocks_override": "GPU blocks forced (num_gpu_blocks_override)",
                "params_analytical_b": "parameters, analytical (billions)",
-               "params_actual_b": "parameters, actual (billions)"}
+               "params_actual_b": "parameters, actual (billions)", "max_tokens": "KV max_tokens (as configured)",
+               "kv_cache_tokens_estimation": "KV tokens of the estimation dry run"}
 """Further capacity counts (their labels): a reader fills them under these names in its collector."""
 
 
