@@ -60,6 +60,9 @@ class ParsedLog:
     read."""
     size: int | None = None
     """The file's size in bytes (None: a stream)."""
+    per_rank: tuple[DeviceReading, ...] = ()
+    """Each pipeline rank's memory items, where the log prints one set per rank and they differ (vLLM with PP > 1):
+    the waterfall shows the rank with the least KV-cache memory, the one that limits the pool."""
     per_device: tuple[DeviceReading, ...] = ()
     """Buffers the log printed per device, one per printed line (llama.cpp's 'CUDA1 KV buffer size'): the
     waterfall's items are their sums."""

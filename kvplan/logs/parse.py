@@ -187,7 +187,7 @@ def _parse(text: str, engine: str | None, cut: bool, size: int | None) -> Parsed
         concurrency_len=out.get("concurrency_len"), counts=counts, ranks=tuple(sorted(out.ranks)), lines_read=len(lines),
         bytes_read=read_bytes, cut=cut, complete=complete, notes=tuple(dict.fromkeys(notes)), lines=line_of,
         detected=detected, impossible=tuple(impossible(memory, derived, settings, line_of, out)),
-        startups=shown_starts, size=size, per_device=tuple(out.devices),
+        startups=shown_starts, size=size, per_device=tuple(out.devices), per_rank=tuple(out.per_rank),
     )
 
 

@@ -48,6 +48,7 @@ from kvplan.engines.log_format import (
     Calibrated,
     CalibrationCase,
     Collector,
+    DeviceReading,
     Draft,
     Line,
     Logged,
@@ -436,8 +437,48 @@ def _coerce(target: str, raw: str) -> object:
 
 # --------------------------------------------------------------------------------- items in combination
 
+_RANK_ITEMS = (("weights", ("weights", "weights_profile")), ("non_torch", ("non_torch",)),
+               ("activation", ("activation",)), ("kv_cache", ("kv_cache",)))
+"""The items a profile prints once per worker (V0: one set per pipeline rank), in the order printed."""
+
+
+def _pipeline_ranks(d: Draft) -> None:
+    """With pipeline parallelism each rank holds its own layers and prints its own set of items; the engine gives
+    every rank the block count of the one with the least KV memory (V0 ``determine_num_available_blocks``: the
+    minimum over the workers). Every rank's set is kept (``per_rank``) and the limiting rank's is shown."""
+    out = d.out
+    seen = [e for e in out.values.get("kv_cache", []) if isinstance(e[1], Logged)]
+    if (d.settings.pp or 1) < 2 or len({e[1].bytes for e in seen}) < 2:
+        return
+
+    def source(e: tuple[Any, Any, int]) -> tuple[Any, bool]:
+        return e[0], e[2] in out.workers
+
+    def name(key: tuple[Any, bool], line: int) -> str:
+        return f"worker (line {line})" if key[1] else f"rank {key[0] or 0}"
+
+    for entry in seen:
+        key = source(entry)
+        for item, names in _RANK_ITEMS:
+            found = next((e for n in names for e in out.values.get(n, []) if source(e) == key
+                          and isinstance(e[1], Logged)), None)
+            if found is not None:
+                out.per_rank.append(DeviceReading(name(key, entry[2]), item, found[1], found[2]))
+    low = min(seen, key=lambda e: (e[1].bytes, e[2]))
+    key = source(low)
+    picked = {r.item: r for r in out.per_rank if r.device == name(key, low[2])}
+    for item, reading in picked.items():
+        d.memory[item] = reading.value
+        d.line_of[item] = reading.line
+    d.memory.pop("weights_profile", None)  # rank 0's reprint: each rank's weights are in per_rank
+    out.shown_per_rank.update(n for _, names in _RANK_ITEMS for n in names)
+    d.notes.append(f"pipeline parallel: each rank printed its own items; {name(key, low[2])} has the least KV cache "
+                   f"memory ({low[1].text}), which sets every rank's block count: its items are shown (each rank's: 'Per pipeline rank')")
+
+
 def finish(d: Draft) -> None:
     """Items vLLM prints only in combination, worked out (and said), and the budget its utilization implies."""
+    _pipeline_ranks(d)
     memory = d.memory
     if "activation" not in memory and "peak_torch" in memory and "weights" in memory:
         peak, weights = memory["peak_torch"], memory["weights"]
