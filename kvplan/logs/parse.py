@@ -40,7 +40,8 @@ _NEVER_NEGATIVE = ("total", "budget", "weights", "activation", "peak_torch", "fr
                    "engine_size", "execution_context", "runtime_buffers", "decoder", "weights_profile",
                    "weights_summary", "used_before_profile", "used_after_profile", "cudagraph_pool",
                    "kv_cache_available", "cudagraph_piecewise", "cudagraph_prefill", "cudagraph_decode",
-                   "free_after_capture", "init_distributed", "mamba_conv_state", "mamba_ssm_state", "kv_cache_estimation",
+                   "free_after_capture", "init_distributed", "mamba_conv_state", "mamba_ssm_state",
+                   "kv_cache_estimation",
            "build_weights", "build_activation", "trt_managed")
 """Memory readings no start-up logs below 0. The KV memory of a model that does not fit, CUDA graphs and non-torch
 memory (differences of free-memory readings: vLLM ``capture_model``, ``memory_profiling``) may be negative."""

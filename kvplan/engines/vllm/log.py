@@ -473,7 +473,8 @@ def _pipeline_ranks(d: Draft) -> None:
     d.memory.pop("weights_profile", None)  # rank 0's reprint: each rank's weights are in per_rank
     out.shown_per_rank.update(n for _, names in _RANK_ITEMS for n in names)
     d.notes.append(f"pipeline parallel: each rank printed its own items; {name(key, low[2])} has the least KV cache "
-                   f"memory ({low[1].text}), which sets every rank's block count: its items are shown (each rank's: 'Per pipeline rank')")
+                   f"memory ({low[1].text}), which sets every rank's block count: its items are shown (each rank's: "
+                   "'Per pipeline rank')")
 
 
 def finish(d: Draft) -> None:
