@@ -168,3 +168,12 @@ def test_trtllm_builder_totals_and_trt_managed_memory():
     assert log.memory["build_activation"].bytes == 1_811_942_912
     log = _case("trtllm-1400-a100-smoothquant-kv-alloc")
     assert _text(log, "trt_managed") == "6683 MiB"
+
+
+# ------------------------------------------------------------------------------------------------------- llama.cpp
+
+def test_llamacpp_iswa_creating_lines_and_the_slot_context():
+    log = _case("llamacpp-27680-dsv4-iswa-64k")  # "creating non-SWA KV cache, size = 64000 cells", then the SWA one
+    assert log.kv_cache_tokens == 64000 and log.counts["cells_swa"] == 4352
+    log = _case("llamacpp-nixiesearch-qwen2-05b-2x4090-pp-32k-4slots")  # "new slot id_slot=0 n_ctx_slot=8192"
+    assert log.counts["ctx_per_slot"] == 8192
