@@ -90,6 +90,7 @@ def read(key: str, value: float, log) -> bool:
         # equal within the finer of the two printed roundings ('61.7' is not the '61.66 GiB' a log printed)
         printed = [v for name, v in log.memory.items() if name not in log.derived]
         printed += [r.value for r in log.per_device]  # each device's buffer, as printed (the waterfall: their sum)
+        printed += [r.value for r in log.per_rank]  # each pipeline rank's items (the waterfall: the limiting rank's)
         return any(abs(v.bytes - value * s) <= min(float(step) * s, v.step_bytes) / 2 + 1 for v in printed
                    for s in scales)
     # counts, and the settings the log prints (SGLang's chunked_prefill_size is its max_num_batched_tokens)

@@ -208,6 +208,11 @@ class Collector:
         self.skipped_count = 0
         self.devices: list[DeviceReading] = []
         """Per-device readings in the order printed (``put_device``)."""
+        self.per_rank: list[DeviceReading] = []
+        """Each pipeline rank's memory items where the ranks' differ (vLLM with PP > 1): ``device`` names the rank,
+        ``item`` a waterfall item. A reader's ``finish`` fills it."""
+        self.shown_per_rank: set[str] = set()
+        """Collected names whose ranks' values ``per_rank`` shows (``rank_notes`` leaves them out)."""
 
     def put_device(self, device: str, item: str, value: Logged, line: Line) -> None:
         if item not in DEVICE_ITEMS:  # a reader's typo must not make a reading no one can label
@@ -281,6 +286,8 @@ class Collector:
     def rank_notes(self) -> list[str]:
         out = []
         for name, seen in self.values.items():
+            if name in self.shown_per_rank:
+                continue
             shown = {(v.text if isinstance(v, Logged) else str(v)) for _, v, _ in seen}
             if len(shown) > 1:
                 per = ", ".join(f"rank {r if r is not None else '-'}: {v.text if isinstance(v, Logged) else v}"

@@ -101,7 +101,20 @@ EXTRA_LABELS = {"peak_torch": "torch peak (weights + activation)", "free_before_
                 "cudagraph_full_each": "full CUDA graphs, each further",
                 "recurrent_state": "recurrent state", "engine_size": "compiled engine loaded (weights)",
                 "execution_context": "execution context (activations)", "runtime_buffers": "runtime buffers",
-                "decoder": "decoder buffers"}
+                "decoder": "decoder buffers", "weights_profile": "weights as the memory profile printed them",
+                "weights_summary": "weights as the start-up summary printed them",
+                "kv_cache_available": "KV memory as the profile printed it",
+                "used_before_profile": "in use before the profile run",
+                "used_after_profile": "in use after the profile run",
+                "cudagraph_pool": "CUDA-graph pool (actual)", "cudagraph_piecewise": "piecewise CUDA graphs",
+                "cudagraph_prefill": "prefill CUDA graphs", "cudagraph_decode": "decode CUDA graphs",
+                "free_after_capture": "free after the CUDA-graph capture",
+                "init_distributed": "torch distributed init", "mamba_conv_state": "Mamba conv state",
+                "mamba_ssm_state": "Mamba SSM state", "kv_cache_estimation": "KV cache of the estimation dry run",
+                "build_weights": "engine build: total weights", "build_activation": "engine build: total activation",
+                "trt_managed": "TensorRT-managed after the execution context"}
+_SAME_AS = {"weights_profile": "weights", "weights_summary": "weights"}
+"""A reprint of a waterfall item (to fewer digits): shown only where it is not the item shown."""
 
 
 def extras(log: ParsedLog) -> list[Row]:
@@ -110,7 +123,9 @@ def extras(log: ParsedLog) -> list[Row]:
     for name in EXTRA_LABELS:
         value = log.memory.get(name)
         shown = log.memory.get("cudagraph")
-        if value is not None and not (name.startswith("cudagraph") and shown and shown.bytes == value.bytes):
+        same = log.memory.get(_SAME_AS.get(name, ""))
+        if value is not None and not (name.startswith("cudagraph") and shown and shown.bytes == value.bytes) \
+                and not (same is not None and same.text == value.text):
             out.append(Row(name, "bytes", value.bytes, value.step_bytes, value.text, False, log.lines.get(name), None))
     return out
 

@@ -15,7 +15,11 @@ MEMORY_ITEMS = ("total", "budget", "weights", "activation", "non_torch", "cudagr
 """The waterfall's memory items, in order (bytes per GPU)."""
 COUNT_ITEMS = {"num_cpu_blocks": "CPU blocks", "max_running_requests": "max running requests",
                "max_prefill_tokens": "max prefill tokens", "mamba_cache_slots": "recurrent-state slots",
-               "kv_cells": "KV cells"}
+               "kv_cells": "KV cells", "num_gpu_blocks_override": "GPU blocks forced (num_gpu_blocks_override)",
+               "params_analytical_b": "parameters, analytical (billions)",
+               "params_actual_b": "parameters, actual (billions)", "max_tokens": "KV max_tokens (as configured)",
+               "kv_cache_tokens_estimation": "KV tokens of the estimation dry run", "cells_swa": "SWA KV cells",
+               "ctx_per_slot": "context per slot"}
 """Further capacity counts (their labels): a reader fills them under these names in its collector."""
 
 
@@ -57,6 +61,9 @@ class ParsedLog:
     read."""
     size: int | None = None
     """The file's size in bytes (None: a stream)."""
+    per_rank: tuple[DeviceReading, ...] = ()
+    """Each pipeline rank's memory items, where the log prints one set per rank and they differ (vLLM with PP > 1):
+    the waterfall shows the rank with the least KV-cache memory, the one that limits the pool."""
     per_device: tuple[DeviceReading, ...] = ()
     """Buffers the log printed per device, one per printed line (llama.cpp's 'CUDA1 KV buffer size'): the
     waterfall's items are their sums."""

@@ -23,7 +23,10 @@ _EXTRAS = ("peak_torch", "free_after_weights", "free_before_weights", "free_befo
            "output_host", "free_at_init", "non_torch_at_init", "non_kv",
            "kv_cache_to_fit", "kv_cache_full", "cudagraph_piecewise_first", "cudagraph_piecewise_each",
            "cudagraph_full_first", "cudagraph_full_each", "recurrent_state", "engine_size", "execution_context",
-           "runtime_buffers", "decoder")
+           "runtime_buffers", "decoder", "weights_profile", "weights_summary", "used_before_profile",
+           "used_after_profile", "cudagraph_pool", "cudagraph_piecewise", "cudagraph_prefill", "cudagraph_decode",
+           "free_after_capture", "init_distributed", "mamba_conv_state", "mamba_ssm_state", "kv_cache_estimation",
+           "build_weights", "build_activation", "trt_managed")
 """Memory readings some engines print besides the waterfall's items (kept under their own names)."""
 _LABELS = {"total": "total GPU memory", "budget": "the engine's share of it", "weights": "weights",
            "activation": "activation peak", "non_torch": "non-torch memory", "cudagraph": "CUDA graphs",
@@ -34,7 +37,12 @@ _NEVER_NEGATIVE = ("total", "budget", "weights", "activation", "peak_torch", "fr
                    "free_at_load", "weights_host", "kv_host", "compute_host", "output_host",
                    "free_at_init", "non_torch_at_init", "non_kv", "kv_cache_full", "cudagraph_piecewise_first",
                    "cudagraph_piecewise_each", "cudagraph_full_first", "cudagraph_full_each", "recurrent_state",
-                   "engine_size", "execution_context", "runtime_buffers", "decoder")
+                   "engine_size", "execution_context", "runtime_buffers", "decoder", "weights_profile",
+                   "weights_summary", "used_before_profile", "used_after_profile", "cudagraph_pool",
+                   "kv_cache_available", "cudagraph_piecewise", "cudagraph_prefill", "cudagraph_decode",
+                   "free_after_capture", "init_distributed", "mamba_conv_state", "mamba_ssm_state",
+                   "kv_cache_estimation",
+           "build_weights", "build_activation", "trt_managed")
 """Memory readings no start-up logs below 0. The KV memory of a model that does not fit, CUDA graphs and non-torch
 memory (differences of free-memory readings: vLLM ``capture_model``, ``memory_profiling``) may be negative."""
 _COUNTS = ("tp", "pp", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size")
@@ -180,7 +188,7 @@ def _parse(text: str, engine: str | None, cut: bool, size: int | None) -> Parsed
         concurrency_len=out.get("concurrency_len"), counts=counts, ranks=tuple(sorted(out.ranks)), lines_read=len(lines),
         bytes_read=read_bytes, cut=cut, complete=complete, notes=tuple(dict.fromkeys(notes)), lines=line_of,
         detected=detected, impossible=tuple(impossible(memory, derived, settings, line_of, out)),
-        startups=shown_starts, size=size, per_device=tuple(out.devices),
+        startups=shown_starts, size=size, per_device=tuple(out.devices), per_rank=tuple(out.per_rank),
     )
 
 

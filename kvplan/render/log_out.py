@@ -24,6 +24,8 @@ def to_json(log: Any, comparison: Any, save: Path | None) -> dict[str, Any]:
         "counts_logged": [{"item": k, "value": v, "line": log.lines.get(k)} for k, v in log.counts.items()],
         "per_device": [{"device": r.device, "item": r.item, "logged": r.value.bytes, "step": r.value.step_bytes,
                         "text": r.value.text, "line": r.line} for r in log.per_device],
+        "per_rank": [{"rank": r.device, "item": r.item, "logged": r.value.bytes, "step": r.value.step_bytes,
+                      "text": r.value.text, "line": r.line} for r in log.per_rank],
         "compare": None if comparison is None else {
             "model": comparison.model, "gpu": comparison.gpu, "engine_version": comparison.engine_version,
             "biggest_difference": comparison.biggest_item, "explanation": comparison.biggest,
@@ -90,6 +92,8 @@ def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | No
         out.line("Also logged: " + "; ".join(also), markup=True)
     if shown_per_device(log):
         out.line("Per device: " + per_device_text(log), markup=True)
+    if log.per_rank:
+        out.line("Per pipeline rank: " + per_rank_text(log), markup=True)
     if comparison is not None:
         out.line(f"kvplan: {comparison.model} on {comparison.gpu}, {log.engine} {comparison.engine_version}",
                  markup=True)
@@ -124,3 +128,12 @@ def per_device_text(log: Any) -> str:
     for r in log.per_device:
         by_device.setdefault(r.device, []).append(f"{DEVICE_ITEMS[r.item]} {r.value.text}")
     return "; ".join(f"{device} " + ", ".join(items) for device, items in by_device.items())
+
+
+def per_rank_text(log: Any) -> str:
+    """'rank 0 weights 10.8 GiB (line 4), ..., KV cache 14.52 GiB (line 4); worker ...' in the order printed."""
+    labels = {"weights": "weights", "non_torch": "non-torch", "activation": "activation peak", "kv_cache": "KV cache"}
+    by_rank: dict[str, list[str]] = {}
+    for r in log.per_rank:
+        by_rank.setdefault(r.device, []).append(f"{labels.get(r.item, r.item)} {r.value.text} (line {r.line})")
+    return "; ".join(f"{rank} " + ", ".join(items) for rank, items in by_rank.items())

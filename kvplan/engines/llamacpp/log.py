@@ -35,6 +35,11 @@ _SIZE_LINE = lazy_pattern(r"llama_kv_cache\w{0,32}:\s+size =\s*" + _MIB + r" \(\
                           r"(?:/\s*(\d+))? seqs\), K \((\w+)\):\s*" + _MIB + r", V \((\w+)\):\s*" + _MIB)
 _SELF_SIZE = lazy_pattern(r"KV self size\s*=\s*" + _MIB + r", K \((\w+)\):\s*" + _MIB + r", V \((\w+)\):\s*" + _MIB)
 _INIT = lazy_pattern(r"kv_size = (\d+), offload = \d+, type_k = '(\w+)', type_v = '(\w+)', n_layer = (\d+)")
+# llama_kv_cache_iswa (2025+): "creating non-SWA KV cache, size = N cells" / "creating     SWA KV cache, size = N cells",
+# before each cache's size line
+_ISWA = lazy_pattern(r"creating\s+(non-SWA|SWA) KV cache, size = (\d{1,12}) cells")
+# llama-server: "new slot id_slot=0 n_ctx_slot=N" (the context one request may fill: n_ctx / slots)
+_SLOT = lazy_pattern(r"new slot id_slot=0 n_ctx_slot=(\d{1,12})\b")
 _N_CTX = lazy_pattern(r"^(?:llama_context|llama_new_context_with_model):\s+n_ctx\s*=\s*(\d+)")
 # no kind: the weights (llm_load_tensors before the word "model" was added)
 _DEVICE_BUF = lazy_pattern(r"\b(CUDA\d{1,4}|ROCm\d{1,4}|Metal|Vulkan\d{1,4}|SYCL\d{1,4})\s+(?:(KV|RS|model|compute) )?"
@@ -112,6 +117,7 @@ class _State:
         self.host: dict[str, tuple[Logged, int]] = {}
         self.kv_lines: dict[tuple[str, str], int] = {}  # (key, device) -> buffers summed
         self.steps: dict[str, int] = {}  # rounding of a sum of several buffers
+        self.next_cache: str | None = None  # "cells" / "cells_swa": the cache the iSWA "creating" line announced
 
 
 def _cache(number: str, line: Line, out: Collector, state: _State) -> None:
@@ -161,7 +167,9 @@ def _read_line(line: Line, out: Collector, state: _State) -> None:
         _cache(m.group(1), line, out, state)
         _half("k_size", m.group(7), line, state)
         _half("v_size", m.group(9), line, state)
-        out.put_int("cells" if not out.has("cells") else "cells_swa", m.group(2), line)
+        cells = state.next_cache or ("cells" if not out.has("cells") else "cells_swa")
+        out.put_int(cells, m.group(2), line)
+        state.next_cache = None
         state.k_type, state.v_type = m.group(6), m.group(8)
         out.put("kv_line", line.number, line)
     elif m := _SELF_SIZE.search(text):
@@ -173,6 +181,11 @@ def _read_line(line: Line, out: Collector, state: _State) -> None:
     if m := _INIT.search(text):
         out.put_int("cells", m.group(1), line)
         state.k_type, state.v_type = m.group(2), m.group(3)
+    if "KV cache, size =" in text and (m := _ISWA.search(text)):
+        state.next_cache = "cells" if m.group(1) == "non-SWA" else "cells_swa"
+        out.put_int(state.next_cache, m.group(2), line)
+    if "n_ctx_slot=" in text and (m := _SLOT.search(text)):
+        out.put_int("ctx_per_slot", m.group(1), line)
     if m := _N_CTX.search(text):
         out.put_int("max_model_len", m.group(1), line)
     if "buffer size" in text and (m := _DEVICE_BUF.search(text)):

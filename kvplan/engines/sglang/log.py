@@ -44,7 +44,8 @@ STARTUPS = (lazy_pattern(r"server_args=ServerArgs\("),)
 
 _AVAIL = lazy_pattern(r"avail mem=" + _SIZE + r"(?:, mem usage=" + _SIZE + ")?")
 _LOAD_BEGIN = lazy_pattern(r"Load weight begin\. avail mem=" + _SIZE)
-_KV = lazy_pattern(r"#tokens:\s*" + COUNT + r", K size:\s*" + _SIZE + r", V size:\s*" + _SIZE)
+# before the token count was added (0.4.x): "KV Cache is allocated. K size: X GB, V size: Y GB." (no #tokens)
+_KV = lazy_pattern(r"(?:#tokens:\s*" + COUNT + r", )?K size:\s*" + _SIZE + r", V size:\s*" + _SIZE)
 _KV_MLA = lazy_pattern(r"#tokens:\s*" + COUNT + r", KV size:\s*" + _SIZE)
 _KV_DTYPE = lazy_pattern(r"KV Cache is allocated\. dtype:\s*(?:torch\.)?(\w{1,32})")
 _POOL_END = lazy_pattern(r"Memory pool end\. avail mem=" + _SIZE)
@@ -55,6 +56,23 @@ _RUNNING = lazy_pattern(r"max_running_requests=" + COUNT)
 _PREFILL = lazy_pattern(r"max_prefill_tokens=" + COUNT)
 _CHUNKED = lazy_pattern(r"chunked_prefill_size=(-?\d+)")
 _AVAILABLE = lazy_pattern(r"available_gpu_mem=" + _SIZE)
+# model_runner.py init_torch_distributed: "Init torch distributed ends. elapsed=.. s, mem usage=X GB" (the NCCL
+# context and buffers, before the weights)
+_INIT_DIST = lazy_pattern(r"Init torch distributed ends\.(?: elapsed=[\d.]+ s,)? mem usage=" + _SIZE)
+# cuda_graph_runner.py: "Capture cuda graph begin/end. ... mem usage=G GB. avail mem=F GB."; later releases name the
+# capture: "Capture piecewise CUDA graph end", "Capture target prefill CUDA graph end. elapsed=.., mem usage=..,
+# avail mem=.." (one line per target)
+_CAPTURE = lazy_pattern(r"Capture (cuda graph|piecewise CUDA graph|target (?:prefill|decode|extend|verify|draft) CUDA "
+                        r"graph) (begin|end)\.")
+_CAPTURE_NAMES = {"cuda graph": "cudagraph", "piecewise CUDA graph": "cudagraph_piecewise",
+                  "target prefill CUDA graph": "cudagraph_prefill", "target decode CUDA graph": "cudagraph_decode"}
+_AVAIL_ONLY = lazy_pattern(r"avail mem=" + _SIZE)
+# hybrid models' mamba_cache.py / memory_pool.py: "Mamba Cache is allocated. max_mamba_cache_size: N, conv_state
+# size: X GB, ssm_state size: Y GB"
+_MAMBA = lazy_pattern(r"Mamba Cache is allocated\. max_mamba_cache_size: " + COUNT + r", conv_state size: " + _SIZE
+                      + r", ssm_state size: " + _SIZE)
+# model_loader: "#parameters (analytical): A B, #parameters (actual): P B" (billions)
+_PARAMS = lazy_pattern(r"#parameters \(analytical\): (\d+(?:\.\d+)?) B, #parameters \(actual\): (\d+(?:\.\d+)?) B")
 _HOST_POOL = lazy_pattern(r"Allocating (\d+(?:\.\d+)?) GB host memory for hierarchical KV cache")
 _SERVER_ARGS = lazy_pattern(r"server_args=ServerArgs\((.*)")
 _VERSION = lazy_pattern(r"sglang(?:==|\s{1,8}version[:=]?\s{0,8}v?)(\d+\.\d+[\w.]{0,32})", re.IGNORECASE)
@@ -96,7 +114,8 @@ def _read_line(line: Line, out: Collector) -> None:
     if "Load weight begin" in text and (m := _LOAD_BEGIN.search(text)):
         out.put_size("free_before_weights", m.group(1), m.group(2), line)
     if m := _after("KV Cache is allocated.", _KV, text):
-        out.put_int("kv_cache_tokens", m.group(1), line)
+        if m.group(1) is not None:
+            out.put_int("kv_cache_tokens", m.group(1), line)
         out.put_size("k_size", m.group(2), m.group(3), line)
         out.put_size("v_size", m.group(4), m.group(5), line)
     elif m := _after("KV Cache is allocated.", _KV_MLA, text):
@@ -106,10 +125,25 @@ def _read_line(line: Line, out: Collector) -> None:
         out.put("kv_dtype_logged", m.group(1), line)
     if "Memory pool end" in text and (m := _POOL_END.search(text)):
         out.put_size("free_after_kv", m.group(1), m.group(2), line)
-    if m := _after("Capture cuda graph begin.", _AVAIL, text):
-        out.put_size("free_before_graphs", m.group(1), m.group(2), line)
-    if m := _after("Capture cuda graph end.", _MEM_USAGE, text):
-        out.put_size("cudagraph", m.group(1), m.group(2), line)
+    if "Capture " in text and (c := _CAPTURE.search(text)) and c.group(1) in _CAPTURE_NAMES:
+        rest = text[c.end():]
+        if c.group(2) == "begin":
+            if m := _AVAIL_ONLY.search(rest):  # the first capture's: later ones begin after it
+                out.put_size("free_before_graphs", m.group(1), m.group(2), line)
+        else:
+            if m := _MEM_USAGE.search(rest):
+                out.put_size(_CAPTURE_NAMES[c.group(1)], m.group(1), m.group(2), line)
+            if m := _AVAIL_ONLY.search(rest):
+                out.put_size("free_after_capture", m.group(1), m.group(2), line)
+    if "Init torch distributed" in text and (m := _INIT_DIST.search(text)):
+        out.put_size("init_distributed", m.group(1), m.group(2), line)
+    if "Mamba Cache is allocated" in text and (m := _MAMBA.search(text)):
+        out.put_int("mamba_cache_slots", m.group(1), line)
+        out.put_size("mamba_conv_state", m.group(2), m.group(3), line)
+        out.put_size("mamba_ssm_state", m.group(4), m.group(5), line)
+    if "#parameters" in text and (m := _PARAMS.search(text)):
+        out.put("params_analytical_b", to_float(m.group(1)), line)
+        out.put("params_actual_b", to_float(m.group(2)), line)
     if "max_total_num_tokens=" in text and (m := _SUMMARY.search(text)):
         out.put_int("kv_cache_tokens", m.group(1), line)
         if c := _CONTEXT.search(text):
@@ -151,6 +185,12 @@ def finish(d: Draft) -> None:
     if isinstance(k, Logged) and isinstance(v, Logged) and "kv_cache" not in d.memory:
         d.memory["kv_cache"] = Logged(k.bytes + v.bytes, k.step_bytes + v.step_bytes, f"K {k.text} + V {v.text}")
         d.line_of["kv_cache"] = d.out.line_of("k_size") or 0
+    prefill, decode = d.out.get("cudagraph_prefill"), d.out.get("cudagraph_decode")
+    if "cudagraph" not in d.memory and isinstance(prefill, Logged) and isinstance(decode, Logged):
+        d.memory["cudagraph"] = Logged(prefill.bytes + decode.bytes, prefill.step_bytes + decode.step_bytes,
+                                       f"prefill {prefill.text} + decode {decode.text}")
+        d.derived.append("cudagraph")
+        d.notes.append("CUDA graphs = the prefill and the decode captures' 'mem usage' (printed one per target)")
     if d.settings.kv_dtype in (None, "auto") and d.out.get("kv_dtype_logged"):
         d.settings = LogSettings(**{**d.settings.to_dict(), "kv_dtype": d.out.get("kv_dtype_logged")})
 

@@ -54,6 +54,20 @@ _WINDOW = lazy_pattern(r"\[window size=(\d{1,12})\], tokens per block=(\d{1,9}),
 _PYEXECUTOR = lazy_pattern(r"max_seq_len=\d{1,12}, max_num_requests=\d{1,12}, max_num_tokens=\d{1,12}")
 _PYEXECUTOR_TEXT = ("in memory usage profiling", "Estimated max tokens in KV cache", "PyExecutor")
 PYTORCH_FORMAT = "trtllm-pytorch"
+# the PyTorch flow (0.20, ``pyexecutor``): "Rank 0 uses 8.46 GB for model weights." (bytes / 2^30); the warning
+# "Both free_gpu_memory_fraction and max_tokens are set (to F and N, respectively)" (N: the max_tokens the KV cache
+# config holds, the estimate where trtllm-bench set it); "max_seq_len=.., max_num_requests=R, max_num_tokens=.."
+_RANK_WEIGHTS = lazy_pattern(r"Rank (\d{1,6}) uses " + NUMBER + r" (GB|GiB) for model weights")
+_MAX_TOKENS = lazy_pattern(r"Both free_gpu_memory_fraction and max_tokens are set \(to [\d.]+ and " + COUNT
+                           + r", respectively\)")
+_MAX_REQUESTS = lazy_pattern(r"\bmax_num_requests=" + COUNT)
+_MAX_SEQ_LEN = lazy_pattern(r"\], tokens per block=\d+, primary blocks=\d+, secondary blocks=\d+, max sequence length="
+                            + COUNT)
+# the builder (TensorRT, ``[TRT] [I]``): "Total Weights Memory: N" and "Total Activation Memory: N" in bytes
+_BUILD = lazy_pattern(r"Total (Weights|Activation) Memory: (\d{1,18})\b")
+# 0.8 runtime: "[MemUsageChange] TensorRT-managed allocation in IExecutionContext creation: CPU +a, GPU +b, now: CPU c,
+# GPU N (MiB)": what TensorRT holds once the execution context exists (the engine and its context)
+_TRT_MANAGED = lazy_pattern(r"allocation in IExecutionContext creation: .{0,80}?now: CPU \d+, GPU (\d{1,12}) \(MiB\)")
 _MAX_WINDOWS = 64  # attention windows kept per KV cache manager (a model has a few; a log is anyone's text)
 _DRY_RUN = ("kv_cache", "kv_cache_tokens", "num_gpu_blocks", "num_cpu_blocks")
 """What a KV cache manager logs: the estimation dry run's are replaced by the serving manager's."""
@@ -74,6 +88,9 @@ def read(lines: list[Line], out: Collector) -> str:
                 if windows and (allocated or window in windows):
                     managers += 1
                     windows, allocated = {}, False
+                    for name in ("kv_cache", "kv_cache_tokens"):  # the dry run's allocation, kept apart (said)
+                        if name in out.values and f"{name}_estimation" not in out.values:
+                            out.values[f"{name}_estimation"] = out.values[name]
                     for name in _DRY_RUN:
                         out.values.pop(name, None)
                 if window in windows or len(windows) < _MAX_WINDOWS:
@@ -155,6 +172,18 @@ def _read_line(line: Line, out: Collector) -> None:
     if m := _TOTAL.search(text):
         out.put_size("total", m.group(1), m.group(2), line)
         out.put_size("free_before_kv", m.group(3), m.group(4), line)
+    if "for model weights" in text and (m := _RANK_WEIGHTS.search(text)) and m.group(1) == "0":  # rank 0, as elsewhere
+        out.put_size("weights", m.group(2), m.group(3), line)
+    if "max_tokens are set" in text and (m := _MAX_TOKENS.search(text)):
+        out.put_int("max_tokens", m.group(1), line)
+    if "max_num_requests=" in text and (m := _MAX_REQUESTS.search(text)):
+        out.put_int("max_running_requests", m.group(1), line)
+    if "max sequence length=" in text and (m := _MAX_SEQ_LEN.search(text)):
+        out.put_int("max_model_len", m.group(1), line)
+    if " Memory: " in text and (m := _BUILD.search(text)):
+        out.put("build_" + m.group(1).lower(), exact_bytes(m.group(2)), line)
+    if "IExecutionContext creation" in text and (m := _TRT_MANAGED.search(text)):
+        out.put_size("trt_managed", m.group(1), "MiB", line)
     if m := _VERSION.search(text):
         out.put("engine_version", m.group(1), line)
 

@@ -48,6 +48,7 @@ from kvplan.engines.log_format import (
     Calibrated,
     CalibrationCase,
     Collector,
+    DeviceReading,
     Draft,
     Line,
     Logged,
@@ -71,7 +72,9 @@ MARKERS = ("GPU KV cache size", "GPU blocks:", "cuda blocks:", "CUDA blocks:", "
            "Maximum concurrency for", "vLLM API server", "EngineCore", "gpu_worker.py", "model_runner.py",
            "non-default args", "LLM engine (v", "Model loading took", "Loading model weights took",
            "vllm.v1", "for peak activation", "RayWorkerWrapper", "available_kv_cache_memory",
-           "the current vLLM instance can use", "stored in KV cache")
+           "the current vLLM instance can use", "stored in KV cache", "reserved for KV Cache is",
+           "KV cache is needed, which is larger than", "Free memory on device (", "Desired GPU memory utilization",
+           "num_gpu_blocks is:", "PyTorch activation peak memory", "model weights take")
 
 # One per start-up, on rank 0 (``entrypoints/openai/api_server.py::run_server``; without the API server, the engine's
 # ``LLMEngine.__init__`` / ``EngineCore.__init__`` line, once per data-parallel engine: DP0's is the start-up's).
@@ -84,7 +87,8 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, lazy_pattern
     # weights
     ("weights", "Loading model weights took ", r"Loading model weights took " + _SIZE),
     ("weights", "Model loading took ", r"Model loading took " + _SIZE),
-    ("weights", "model weights take ", r"model weights take\s{1,16}" + _SIZE),
+    # the profile summary's weights: the loader's figure to 2 decimals (the loader's, printed first, has more)
+    ("weights_profile", "model weights take ", r"model weights take\s{1,16}" + _SIZE),
     ("weights_summary", "Actual usage is ", r"Actual usage is " + _SIZE + r" for weight\b"),
     ("weights_non_torch", "Actual usage is ", r"Actual usage is " + _SIZE + r" for consumed memory"),
     ("weights_debug", "weights memory:", r"weights memory:\s*" + _SIZE),
@@ -97,6 +101,14 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, lazy_pattern
     ("budget", "Requested memory: ", r"Requested memory: " + _FRACTION + r" \(util\), " + _SIZE),
     ("budget", "the current vLLM instance can use ", r"the current vLLM instance can use\s{1,16}" + _SIZE),
     ("non_kv", "Total non KV cache memory:", r"Total non KV cache memory:\s*" + _SIZE),
+    # 0.10 gpu_worker.py determine_available_memory, DEBUG: "Initial free memory: F GiB, free memory: G GiB,
+    # requested GPU memory: R GiB" (F: the init snapshot's free memory; R: total x utilization)
+    ("free_at_init", "Initial free memory: ", r"Initial free memory: " + _SIZE),
+    ("budget", "requested GPU memory: ", r"requested GPU memory: " + _SIZE),
+    # V0 0.6.4-0.6.x worker.py "Memory profiling results: ... initial_memory_usage=X ... memory_usage_post_profile=Y"
+    # (total - free before the profile run; total - free after it)
+    ("used_before_profile", "initial_memory_usage=", r"\binitial_memory_usage=" + _SIZE),
+    ("used_after_profile", "memory_usage_post_profile=", r"\bmemory_usage_post_profile=" + _SIZE),
     # profile
     ("peak_torch", "peak_torch_memory=", r"peak_torch_memory=" + _SIZE),
     ("non_torch", "non_torch_memory", r"\bnon_torch_memory(?:=| takes |\s{1,16})" + _SIZE),
@@ -108,6 +120,9 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [(name, needle, lazy_pattern
     ("cudagraph", " for CUDAGraph memory", _SIZE + r" for CUDAGraph memory"),
     ("cudagraph_estimate", "Estimated CUDA graph memory:", r"Estimated CUDA graph memory:\s*" + _SIZE),
     ("cudagraph_capture", "Graph capturing finished in ", r"Graph capturing finished in \d+ secs?, took " + _SIZE),
+    # 0.21+ gpu_worker.py, after capture: "CUDA graph pool memory: A GiB (actual), E GiB (estimated), difference: .."
+    ("cudagraph_pool", "CUDA graph pool memory: ", r"CUDA graph pool memory: " + _SIZE + r" \(actual\)"),
+    ("cudagraph_estimate", "CUDA graph pool memory: ", _SIZE + r" \(estimated\)"),
     # 0.19+ gpu_model_runner.py (profile_cudagraph_memory): "Estimated PIECEWISE CUDA graph memory: 122.00 MiB
     # first-capture + (51-1) x 6.00 MiB per-graph", one line per mode
     ("cudagraph_piecewise_first", "Estimated PIECEWISE CUDA graph memory:",
@@ -136,7 +151,10 @@ _SNAPSHOT_ITEMS = (("free_at_init", lazy_pattern(r"\bfree_memory=" + _SIZE)),
 _KV_ADVICE = lazy_pattern(r"--kv-cache-memory=" + COUNT + r"`(?: \([^)]{0,32}\))? to (fit into requested|fully utilize)")
 _FREE_AT_START = lazy_pattern(r"Free memory on device \(" + _NUM + r"/" + _NUM + r"\s*(GiB|GB)")
 _IN_USE_BYTES = lazy_pattern(r"Current kv cache memory in use is " + COUNT + r" bytes")
-_BLOCKS = lazy_pattern(r"(?:GPU|cuda|CUDA) blocks: *" + COUNT)  # 0.8.5 executor_base.py: "# CUDA blocks"
+# executor_base.py "# %s blocks: %d" names the device type (0.8.5: "# cuda blocks", "# rocm blocks", "# xpu blocks")
+_BLOCKS = lazy_pattern(r"(?:GPU|cuda|CUDA|rocm|ROCm|xpu|XPU|hpu|HPU|npu|NPU|tpu|TPU) blocks: *" + COUNT)
+# V1 v1/metrics/loggers.py (0.10+, the API server's engine 000): the pool's block count once the engine is up
+_BLOCKS_INFO = lazy_pattern(r"cache_config_info with initialization after num_gpu_blocks is: *" + COUNT)
 _CPU_BLOCKS = lazy_pattern(r"# *CPU blocks: *" + COUNT)
 _SIMPLE_BLOCKS = lazy_pattern(r"SimpleCPUOffloadScheduler: Allocating " + COUNT + r" (?:CPU|offload) blocks \("
                               + _FRACTION + r" GB")
@@ -178,7 +196,8 @@ _WORTH_READING = lazy_pattern("|".join(re.escape(k) for k in (
     "max_num_batched_tokens", "max model len", "device_name=", "num_gpu_blocks", "weights memory", "weights take",
     "vLLM instance can use", "available_kv_cache_memory", "stored in KV cache",
     "offload blocks", "CPU blocks", "mmap file", "CPU tensor", "pinned tensor", "model_runner.py", "Model Runner",
-    "top-p & top-k sampling")))
+    "top-p & top-k sampling", "num_gpu_blocks is", "Initial free memory", "requested GPU memory",
+    "initial_memory_usage", "CUDA graph pool memory")))
 # v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__ (0.8 - 0.11.0 wheels): the profiling run's path
 _SAMPLER_LINES = (("Using FlashInfer for top-p & top-k sampling", "flashinfer"),
                   ("Falling back to the PyTorch-native implementation of top-p & top-k sampling", "sort"))
@@ -257,6 +276,8 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
         state["fmt"] = "vllm-0.6.5-profile"
     if m := _find("blocks:", _BLOCKS, text):
         out.put_int("num_gpu_blocks", m.group(1), line)
+    if m := _find("num_gpu_blocks is", _BLOCKS_INFO, text):
+        out.put_int("num_gpu_blocks", m.group(1), line)
     if m := _find("CPU blocks:", _CPU_BLOCKS, text):
         out.put_int("num_cpu_blocks", m.group(1), line)
         out.put("host_tier", ("vLLM V0 swap space", to_int(m.group(1)), None, None), line)
@@ -310,6 +331,7 @@ def _read_line(line: Line, out: Collector, state: dict[str, str],
         out.put("gpu_name", m.group(1).replace("_", " "), line)
     if m := _find("num_gpu_blocks_override", _OVERRIDE, text):
         out.notes.append(f"num_gpu_blocks_override={m.group(1)}: the block count is forced, not measured")
+        out.put_int("num_gpu_blocks_override", m.group(1), line)
     if ("Available KV cache memory" in text or "GPU KV cache size" in text) and state["fmt"] == "vllm":
         state["fmt"] = "vllm-v1"
 
@@ -415,8 +437,49 @@ def _coerce(target: str, raw: str) -> object:
 
 # --------------------------------------------------------------------------------- items in combination
 
+_RANK_ITEMS = (("weights", ("weights", "weights_profile")), ("non_torch", ("non_torch",)),
+               ("activation", ("activation",)), ("kv_cache", ("kv_cache",)))
+"""The items a profile prints once per worker (V0: one set per pipeline rank), in the order printed."""
+
+
+def _pipeline_ranks(d: Draft) -> None:
+    """With pipeline parallelism each rank holds its own layers and prints its own set of items; the engine gives
+    every rank the block count of the one with the least KV memory (V0 ``determine_num_available_blocks``: the
+    minimum over the workers). Every rank's set is kept (``per_rank``) and the limiting rank's is shown."""
+    out = d.out
+    seen = [e for e in out.values.get("kv_cache", []) if isinstance(e[1], Logged)]
+    if (d.settings.pp or 1) < 2 or len({e[1].bytes for e in seen}) < 2:
+        return
+
+    def source(e: tuple[Any, Any, int]) -> tuple[Any, bool]:
+        return e[0], e[2] in out.workers
+
+    def name(key: tuple[Any, bool], line: int) -> str:
+        return f"worker (line {line})" if key[1] else f"rank {key[0] or 0}"
+
+    for entry in seen:
+        key = source(entry)
+        for item, names in _RANK_ITEMS:
+            found = next((e for n in names for e in out.values.get(n, []) if source(e) == key
+                          and isinstance(e[1], Logged)), None)
+            if found is not None:
+                out.per_rank.append(DeviceReading(name(key, entry[2]), item, found[1], found[2]))
+    low = min(seen, key=lambda e: (e[1].bytes, e[2]))
+    key = source(low)
+    picked = {r.item: r for r in out.per_rank if r.device == name(key, low[2])}
+    for item, reading in picked.items():
+        d.memory[item] = reading.value
+        d.line_of[item] = reading.line
+    d.memory.pop("weights_profile", None)  # rank 0's reprint: each rank's weights are in per_rank
+    out.shown_per_rank.update(n for _, names in _RANK_ITEMS for n in names)
+    d.notes.append(f"pipeline parallel: each rank printed its own items; {name(key, low[2])} has the least KV cache "
+                   f"memory ({low[1].text}), which sets every rank's block count: its items are shown (each rank's: "
+                   "'Per pipeline rank')")
+
+
 def finish(d: Draft) -> None:
     """Items vLLM prints only in combination, worked out (and said), and the budget its utilization implies."""
+    _pipeline_ranks(d)
     memory = d.memory
     if "activation" not in memory and "peak_torch" in memory and "weights" in memory:
         peak, weights = memory["peak_torch"], memory["weights"]
@@ -446,6 +509,9 @@ def finish(d: Draft) -> None:
         available = memory.get("kv_cache")
         if available is None or (in_use.step_bytes < available.step_bytes
                                  and abs(in_use.bytes - available.bytes) <= available.step_bytes):
+            if available is not None:  # the profile's reading, as first printed: kept beside the exact one
+                memory["kv_cache_available"] = available
+                d.line_of["kv_cache_available"] = d.line_of.get("kv_cache", 0)
             memory["kv_cache"] = in_use
             d.line_of["kv_cache"] = d.out.line_of("kv_cache_in_use") or 0
     v2 = d.out.get("model_runner") == "v2"
@@ -636,7 +702,7 @@ def _kv_target(cal: Any, model: Any, measured_at: dict[str, Any], base: Any, not
 
 LOG = LogReader(
     engine="vllm", title="vLLM", markers=MARKERS, read=read,
-    sources=(("weights", ("weights", "weights_summary", "weights_debug")),
+    sources=(("weights", ("weights", "weights_profile", "weights_summary", "weights_debug")),
              ("activation", ("activation", "activation_debug")),
              ("non_torch", ("non_torch", "non_torch_debug")),
              ("cudagraph", ("cudagraph", "cudagraph_estimate", "cudagraph_capture")),
