@@ -11,34 +11,79 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kvplan.record import dataclass, replace
 from kvplan.render import FORMATS
 
 
-@dataclass(frozen=True)
-class Opt:
+class _Value:
+    """A frozen value class without a generated method: the option tables build some 80 instances at every start,
+    and a ``kvplan.record`` class compiles its ``__init__`` at its 16th instance (about 1 ms). Compared, hashed and
+    shown by its fields (``_FIELDS``), as a frozen dataclass would be."""
+
+    __slots__ = ()
+    _FIELDS: tuple[str, ...] = ()
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is self.__class__ and self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def _set(self, **values: Any) -> None:
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+
+class Opt(_Value):
+    """One option of a command.
+
+    - ``dest``: the command's parameter name (its run function's keyword);
+    - ``flag``: a switch without a value; every other option takes text, which the command converts;
+    - ``path``: a file, handed to ``run`` as a ``pathlib.Path`` (``--gpu-catalog``);
+    - ``integer``: a whole number the parser converts (``int``); a value that is not one is the parser's usage
+      error;
+    - ``required``: the command cannot run without it (a missing one is the parser's usage error);
+    - ``file_dest``: a switch that may take a file: ``--plot kv.svg`` (the next word ending in one of
+      ``file_suffixes``) or ``--plot=kv.svg`` sets this parameter instead of the switch (read by ``cli/parse.py``;
+      typer knows the switch and the option of that name).
+    """
+
+    __slots__ = ("dest", "names", "default", "help", "flag", "path", "integer", "required", "file_dest",
+                 "file_suffixes")
+    _FIELDS = __slots__
     dest: str
-    """The command's parameter name (its run function's keyword)."""
     names: tuple[str, ...]
     default: Any
     help: str
-    flag: bool = False
-    """A switch without a value; every other option takes text, which the command converts."""
-    path: bool = False
-    """A file, handed to ``run`` as a ``pathlib.Path`` (``--gpu-catalog``)."""
-    integer: bool = False
-    """A whole number the parser converts (``int``); a value that is not one is the parser's usage error."""
-    required: bool = False
-    """The command cannot run without it (a missing one is the parser's usage error)."""
-    file_dest: str | None = None
-    """A switch that may take a file: ``--plot kv.svg`` (the next word ending in one of ``file_suffixes``) or
-    ``--plot=kv.svg`` sets this parameter instead of the switch (read by ``cli/parse.py``; typer knows the switch
-    and the option of that name)."""
-    file_suffixes: tuple[str, ...] = ()
+    flag: bool
+    path: bool
+    integer: bool
+    required: bool
+    file_dest: str | None
+    file_suffixes: tuple[str, ...]
 
-    def but(self, **changes: Any) -> "Opt":
+    def __init__(self, dest: str, names: tuple[str, ...], default: Any, help: str, flag: bool = False,
+                 path: bool = False, integer: bool = False, required: bool = False, file_dest: str | None = None,
+                 file_suffixes: tuple[str, ...] = ()) -> None:
+        self._set(dest=dest, names=names, default=default, help=help, flag=flag, path=path, integer=integer,
+                  required=required, file_dest=file_dest, file_suffixes=file_suffixes)
+
+    def but(self, **changes: Any) -> Opt:
         """This option as one command words it (another help, another first flag)."""
-        return replace(self, **changes)
+        return Opt(**{name: changes.pop(name) if name in changes else getattr(self, name) for name in self._FIELDS},
+                   **changes)
 
 
 def engine_help(lead: str, names: Iterable[str] | None = None, several: bool = False) -> str:
@@ -134,16 +179,19 @@ def refuse_foreign(engine: Any, table: dict[str, Any], values: dict[str, Any]) -
             raise owned.refuse(engine)
 
 
-@dataclass(frozen=True)
-class Arg:
-    """A command's positional argument."""
+class Arg(_Value):
+    """A command's positional argument: ``many``, one or more values (a list, e.g. check's files), otherwise exactly
+    one; ``default``, the value when none is given (None: the argument is required)."""
 
+    __slots__ = ("dest", "help", "many", "default")
+    _FIELDS = __slots__
     dest: str
     help: str
-    many: bool = False
-    """One or more values (a list), e.g. check's files; otherwise exactly one."""
-    default: str | None = None
-    """The value when none is given; None: the argument is required."""
+    many: bool
+    default: str | None
+
+    def __init__(self, dest: str, help: str, many: bool = False, default: str | None = None) -> None:
+        self._set(dest=dest, help=help, many=many, default=default)
 
 
 def flags_of(opts: Iterable[Opt], argument: Arg | None, fields: dict[str, str]) -> dict[str, str]:
