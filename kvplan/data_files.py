@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 # os.path, not pathlib: this is on every command's start-up path
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice, repeat
-from typing import Any, overload
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any, overload
+else:
+    def overload(func):  # typing.overload's run-time effect that matters here: none (the last definition stands)
+        return func
 
 from kvplan._version import __version__
 from kvplan.dtypes import canonical_kv_dtype_name, resolve_kv_dtype

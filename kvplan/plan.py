@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Literal
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 from kvplan._version import __version__
 from kvplan.budgets import MemoryItem, Settings
@@ -36,7 +39,8 @@ from kvplan.record import dataclass, field, replace
 from kvplan.spec import ModelSpec
 from kvplan.units import MAX_COUNT
 
-Solve = Literal["batch", "context", "gpus", "utilization"]
+if TYPE_CHECKING:  # a type: no typing at run time
+    Solve = Literal["batch", "context", "gpus", "utilization"]
 _MAX_SEARCH_GPUS = 512
 GPUS_PER_NODE = 8
 """GPUs one node holds (HGX / DGX H100, H200, B200, MI300X boards): tensor parallelism stays within one."""

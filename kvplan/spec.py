@@ -14,7 +14,10 @@ constraints are cheap markers that pydantic reads only when it is asked to valid
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Annotated, Any, Literal
 
 from kvplan.errors import SpecError
 from kvplan.layouts.base import (  # the kind classes' base, and the bounds ModelSpec shares with them
@@ -22,6 +25,7 @@ from kvplan.layouts.base import (  # the kind classes' base, and the bounds Mode
 )
 from kvplan.layouts.base import (
     KINDS,
+    Deferred,
     LayerSpec,
     NonNegativeInt,
     PositiveInt,
@@ -63,14 +67,17 @@ class _OneOfTheKinds:
     missing field names the field of that kind and the JSON schema shows each kind's own fields."""
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        from typing import Union
+        from typing import Annotated, Union
 
         from pydantic import Discriminator
 
         return handler.generate_schema(Annotated[Union[tuple(KINDS.values())], Discriminator("kind")])
 
 
-AnyLayer = Annotated[LayerSpec, _OneOfTheKinds()]
+if TYPE_CHECKING:
+    AnyLayer = Annotated[LayerSpec, _OneOfTheKinds()]
+else:  # made by layouts.base.typing_names when pydantic first reads the spec
+    AnyLayer = Deferred(lambda t: t.Annotated[LayerSpec, _OneOfTheKinds()])
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Literal
 
 from kvplan.errors import UsageError
 from kvplan.record import dataclass, field
 from kvplan.spec import KVAttention, ModelSpec
 
 GIB = 1 << 30
-Tag = Literal["given", "computed", "assumed"]
+if TYPE_CHECKING:  # a type: no typing at run time
+    Tag = Literal["given", "computed", "assumed"]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,10 @@ layout settings join the table only where a flag needs them (``fast_options`` is
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 from kvplan.cli import options as o
 from kvplan.cli.options import MODEL_HELP, Arg, Opt

@@ -7,7 +7,9 @@ engine that lacks it is refused by name from the same tables.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 from kvplan.cli import options as o
 from kvplan.cli.options import Arg, Opt

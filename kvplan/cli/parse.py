@@ -10,7 +10,9 @@ both readers accept and refuse alike (tests/test_cli_fastpath.py).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from kvplan.cli.options import Arg, Opt

@@ -5,7 +5,9 @@ This module only looks engines up by name; what each engine does lives in its pa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 from kvplan.engines.version import LATEST, Version, parse_version
 from kvplan.errors import UsageError

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, ClassVar, TypeVar
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, TypeVar
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.rules import NO_TOKENS, AllTokens, TokenRule, WholePages
@@ -229,8 +232,11 @@ def holds_nothing(layer: SharedKV | NoCache, first: int, context: object) -> Gro
     return cacheless_group(layer, first)
 
 
-C = TypeVar("C")
-KindRules = Mapping[type[LayerSpec], Callable[[Any, int, C], GroupRule]]
+if TYPE_CHECKING:
+    C = TypeVar("C")
+    KindRules = Mapping[type[LayerSpec], Callable[[Any, int, C], GroupRule]]
+else:
+    KindRules = Mapping  # the engines' tables import the name; its parameters matter to type checkers only
 """An engine's one table of layer kinds: the kind's class -> its rule ``(layer, first layer index, the engine's
 context) -> GroupRule``. Each rule takes the kind its entry names."""
 

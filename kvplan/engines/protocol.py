@@ -11,7 +11,12 @@ What a deployment asks of the KV cache and what a pool serves (``Demand``, ``KvC
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # a protocol is for type checkers: at run time nothing subclasses or checks it
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.capacity import Demand, KvCapacity

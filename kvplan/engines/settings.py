@@ -9,12 +9,16 @@ This module is imported by the estimate fast path: it stays free of typer, pydan
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 from kvplan.errors import UsageError
 from kvplan.record import dataclass, replace
 
-Target = Literal["settings", "options", "plan", "model", "env"]
+if TYPE_CHECKING:  # a type: no typing at run time
+    Target = Literal["settings", "options", "plan", "model", "env"]
 """Where a setting's value goes: ``Settings`` (the GPU budget), ``EngineOptions`` (layout and host tiers),
 a keyword of ``kvplan.max_batch`` (``plan``), the engine's model reader (``model``: the engine's flag;
 ``env``: the engine's environment variables, each set to the value)."""

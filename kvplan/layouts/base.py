@@ -11,7 +11,10 @@ constraints below are cheap markers that pydantic reads only when it is asked to
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Annotated, Any, ClassVar, TypeVar
 
 from kvplan.errors import SpecError
 from kvplan.record import dataclass, required_fields
@@ -54,8 +57,49 @@ class Doc:
         return out
 
 
-PositiveInt = Annotated[int, _Bound(gt=0)]
-NonNegativeInt = Annotated[int, _Bound(ge=0)]
+class Deferred:
+    """A ``typing`` alias made when pydantic first needs it (``typing_names``), not at import: importing typing costs
+    about 5 ms of every start, and only pydantic (at the edges) reads these aliases; everything else sees them in
+    annotations, which are never evaluated."""
+
+    __slots__ = ("make", "made")
+
+    def __init__(self, make: Callable[[Any], object]) -> None:
+        self.make = make
+        self.made: object = None
+
+    def build(self, typing: Any) -> object:
+        if self.made is None:
+            self.made = self.make(typing)
+        return self.made
+
+
+if TYPE_CHECKING:
+    PositiveInt = Annotated[int, _Bound(gt=0)]
+    NonNegativeInt = Annotated[int, _Bound(ge=0)]
+else:
+    PositiveInt = Deferred(lambda t: t.Annotated[int, _Bound(gt=0)])
+    NonNegativeInt = Deferred(lambda t: t.Annotated[int, _Bound(ge=0)])
+
+_TYPING_NAMES = ("Annotated", "Any", "ClassVar", "Literal", "Optional", "Union")
+
+
+def typing_names() -> None:
+    """What pydantic resolves by name in the modules of the spec's classes (``kvplan.spec``, ``kvplan.layouts.*``):
+    typing's names, which those modules import for type checkers only, and the ``Deferred`` aliases made real.
+    Called before pydantic reads ``ModelSpec`` (``sources/yaml_spec.spec_adapter``)."""
+    import sys
+    import typing
+
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "kvplan.spec" or name.startswith("kvplan.layouts")):
+            continue
+        space = module.__dict__
+        for word in _TYPING_NAMES:
+            space.setdefault(word, getattr(typing, word))
+        for key, value in list(space.items()):
+            if isinstance(value, Deferred):
+                space[key] = value.build(typing)
 
 CONFIG = {"extra": "forbid", "use_attribute_docstrings": True}
 
@@ -66,7 +110,8 @@ MAX_DIM = 1 << 20
 KINDS: dict[str, type[LayerSpec]] = {}
 """The kinds a spec may name (``kind: full``, ...), filled by ``register`` as each kind's module loads."""
 
-_L = TypeVar("_L", bound="type[LayerSpec]")
+if TYPE_CHECKING:
+    _L = TypeVar("_L", bound="type[LayerSpec]")
 
 
 def register(cls: _L) -> _L:

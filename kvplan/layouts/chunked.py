@@ -6,7 +6,9 @@ differ: transformers caches it like a sliding window of ``chunk``, vLLM frees wh
 
 from __future__ import annotations
 
-from typing import Literal
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Literal
 
 from kvplan.layouts.base import PositiveInt, register
 from kvplan.layouts.full import LocalAttention

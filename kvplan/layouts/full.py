@@ -7,7 +7,9 @@ MHA, GQA and MQA are the same arithmetic with kv_heads = heads, a divisor of hea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Annotated, ClassVar, Literal
 
 from kvplan.layouts.base import Doc, LayerSpec, PositiveInt, TokenCost, register
 from kvplan.record import dataclass

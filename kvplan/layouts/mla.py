@@ -9,7 +9,9 @@ first and cached per-head K (qk_nope + qk_rope) and V (v_head_dim) for every que
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import ClassVar, Literal
 
 from kvplan.errors import SpecError
 from kvplan.layouts.base import LayerSpec, PositiveInt, TokenCost, register

@@ -9,7 +9,10 @@ state in fp32, vLLM in the model dtype): the engine passes those in.
 from __future__ import annotations
 
 from math import prod
-from typing import TYPE_CHECKING, ClassVar, Literal
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import ClassVar, Literal
 
 from kvplan.layouts.base import LayerSpec, PositiveInt, TokenCost, register
 from kvplan.record import dataclass

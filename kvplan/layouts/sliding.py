@@ -6,7 +6,9 @@ each engine decides (transformers keeps window - 1, vLLM the blocks that cover t
 
 from __future__ import annotations
 
-from typing import Literal
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Literal
 
 from kvplan.layouts.base import PositiveInt, register
 from kvplan.layouts.full import LocalAttention

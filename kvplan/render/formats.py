@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import IO, Any
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 from kvplan.errors import UsageError
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
 from kvplan.record import dataclass
 from kvplan.render.plain import cell_safe, plain_target, text_safe, utf_stream

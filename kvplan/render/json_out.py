@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
-from typing import IO, Any
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 _CHUNK = 512
 """Rows encoded per write: fewer calls into the stream, a bounded buffer."""

@@ -18,7 +18,10 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import IO, Any
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 from kvplan.record import dataclass
 

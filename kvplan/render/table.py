@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
-from typing import Any, Union
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any, Union
 
 from kvplan.estimate import EstimateResult
 from kvplan.render.common import (
@@ -20,7 +23,8 @@ from kvplan.render.common import (
 from kvplan.render.plain import PlainOut, RichOut, Row, TableSpec
 from kvplan.units import format_bytes
 
-Out = Union[RichOut, PlainOut]
+if TYPE_CHECKING:  # a type: no typing at run time
+    Out = Union[RichOut, PlainOut]
 
 _COLUMNS = (("batch", "right"), ("context", "right"), ("kv dtype", "left"), ("KV cache", "right"),
             ("bytes", "right"), ("bytes/token", "right"))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
 from kvplan.spec import ModelSpec
 

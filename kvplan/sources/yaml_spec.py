@@ -8,7 +8,9 @@ files are validated by the test suite, so loading them skips pydantic and starts
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 from kvplan.errors import ConfigError, KvplanError
 from kvplan.spec import KINDS, LayerSpec, ModelSpec, RopeScaling, layer_from_fields
@@ -77,6 +79,9 @@ def validate_spec(data: dict[str, Any], where: str) -> ModelSpec:
 def spec_adapter() -> Any:
     from pydantic import TypeAdapter
 
+    from kvplan.layouts.base import typing_names
+
+    typing_names()
     return TypeAdapter(ModelSpec)
 
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 from kvplan.engines.settings import Setting, lower, plain_float, whole
 

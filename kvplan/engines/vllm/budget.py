@@ -18,9 +18,13 @@ from kvplan.budgets.base import GpuBudget, MemoryItem, Settings, activation_byte
 from kvplan.engines.protocol import Demand
 from kvplan.engines.vllm import collectives, encoder_profile, fitted, runner, sampler, variant
 from kvplan.engines.vllm.cudagraph import cudagraph_estimate
-from kvplan.engines.vllm.defaults import UsageContext, batch_defaults
+from kvplan.engines.vllm.defaults import batch_defaults
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from kvplan.engines.vllm.defaults import UsageContext
 
 # the 0.20.0 wheel already has both (config/cache.py gpu_memory_utilization default 0.92; envs.py
 # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default "1"), though its log line says "default since v0.21.0";

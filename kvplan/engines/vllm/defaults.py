@@ -14,13 +14,17 @@ Computed from vLLM's code (docs/research-vllm.md section 1):
 from __future__ import annotations
 
 import re
-from typing import Literal
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Literal
 
 from kvplan.budgets.base import GIB
 from kvplan.engines.version import Version
 from kvplan.record import dataclass
 
-UsageContext = Literal["serve", "llm"]
+if TYPE_CHECKING:  # a type: no typing at run time
+    UsageContext = Literal["serve", "llm"]
 
 V1_SINCE = (0, 8)  # V1 became the default engine in v0.8
 A100_EXCEPTION_SINCE = (0, 10)  # present in 0.10.1.1, absent in 0.8.5

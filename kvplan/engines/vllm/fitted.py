@@ -10,7 +10,10 @@ fitted to. Sizes: the median of what the logs of the band print for the item (be
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 from kvplan.engines.version import Version
 from kvplan.engines.vllm.defaults import V1_SINCE

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 from kvplan.engines.serve_format import ServeFlags, ServeReading, ServeRemark, json_object, loaded_with_remark, shown
 from kvplan.engines.speculative import MAX_SPECULATIVE_TOKENS

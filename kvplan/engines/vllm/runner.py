@@ -30,13 +30,16 @@ Model Runner V2 (``vllm/v1/worker/gpu/model_runner.py``, "v2"). Read from each r
 
 from __future__ import annotations
 
-from typing import Literal
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Literal
 
 from kvplan.engines.version import Version, render_version
 from kvplan.errors import UsageError
 from kvplan.spec import ModelSpec, Recurrent
 
-Runner = Literal["v1", "v2"]
+if TYPE_CHECKING:  # a type: no typing at run time
+    Runner = Literal["v1", "v2"]
 
 V2_SINCE = (0, 12)  # vllm/v1/worker/gpu/model_runner.py: in the 0.12.0 wheel, not in 0.11.2
 AUTO_SINCE = (0, 22)  # envs.py VLLM_USE_V2_MODEL_RUNNER: default "0" to 0.21.0, None (chosen by model) from 0.22.0

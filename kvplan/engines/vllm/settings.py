@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 from kvplan.engines.settings import (CPU_OFFLOAD_GB, DTYPE, ENFORCE_EAGER, MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS,
                                      OFFLOAD_LINK, QUANTIZATION, Setting, allow_long, expert_parallel, choice, gib,

@@ -25,7 +25,9 @@ So V0 at 0.8-0.10 is planned by V0 0.7's rules; its errors are judged in their o
 
 from __future__ import annotations
 
-from typing import Literal
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Literal
 
 from kvplan.engines.version import Version, render_version
 from kvplan.engines.vllm import defaults, device, fitted, sampler
@@ -33,7 +35,8 @@ from kvplan.errors import UsageError
 from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
 
-EngineName = Literal["v0", "v1"]
+if TYPE_CHECKING:  # a type: no typing at run time
+    EngineName = Literal["v0", "v1"]
 
 V1_DEFAULT_SINCE = defaults.V1_SINCE  # (0, 8)
 V0_REMOVED_IN = (0, 11)  # no vllm/worker/worker.py in the 0.11.0 wheel
