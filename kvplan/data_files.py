@@ -7,7 +7,6 @@ out of every command that only looks up a GPU (importing yaml and parsing the ca
 
 from __future__ import annotations
 
-import json
 import os
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
@@ -27,6 +26,8 @@ def json_twin_path(yaml_path: str | os.PathLike[str]) -> str:
 
 def render_json(data: Any) -> str:
     """The text of a twin: stable (key order as in the YAML), a final newline."""
+    import json
+
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
@@ -34,7 +35,9 @@ def read_bundled(yaml_path: str | os.PathLike[str]) -> Any:
     """The data of the bundled ``yaml_path``, read from its JSON twin (from the YAML where no twin was built)."""
     try:
         with open(json_twin_path(yaml_path), encoding="utf-8") as f:
-            return json.load(f)
+            from kvplan.jsontext import loads
+
+            return loads(f.read())
     except FileNotFoundError:
         from kvplan.safe_io import read_yaml
 

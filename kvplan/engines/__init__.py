@@ -5,6 +5,8 @@ This module only looks engines up by name; what each engine does lives in its pa
 
 from __future__ import annotations
 
+import sys
+
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
     from typing import Any
@@ -13,6 +15,8 @@ from kvplan.engines.version import LATEST, Version, parse_version
 from kvplan.errors import UsageError
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from kvplan.engines.layout import CacheLayout, EngineOptions, GroupRule
     from kvplan.engines.protocol import Demand, Engine, KvCapacity
 
@@ -28,9 +32,7 @@ def __getattr__(name: str) -> Any:
     """The layout and protocol types, imported on first use: the registry alone (names, the default) is read by
     the command line's help without loading any engine's rules."""
     if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"kvplan.engines.{_LAZY[name]}"), name)
+        return getattr(load_module(f"kvplan.engines.{_LAZY[name]}"), name)
     raise AttributeError(name)
 
 
@@ -65,15 +67,23 @@ PACKAGE_ENGINES: tuple[str, ...] = tuple({module: name for name, (module, _) in 
 deployment file names."""
 
 
-def get_engine(name: str) -> Engine:
-    import importlib
+def load_module(name: str) -> ModuleType:
+    """``importlib.import_module(name)`` for an absolute name, without importing importlib (and its warnings): the
+    engines are looked up on every start."""
+    module = sys.modules.get(name)
+    if module is None:
+        __import__(name)
+        module = sys.modules[name]
+    return module
 
+
+def get_engine(name: str) -> Engine:
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in _REGISTRY:
         raise UsageError(f"unknown engine '{name}' (known: {', '.join(ENGINE_NAMES)})", field="engine")
     module, attr = _REGISTRY[key]
-    engine: Engine = getattr(importlib.import_module(module), attr)  # the package's instance (VLLM, ...)
+    engine: Engine = getattr(load_module(module), attr)  # the package's instance (VLLM, ...)
     return engine
 
 

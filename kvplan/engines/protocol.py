@@ -154,9 +154,9 @@ class from_module:  # noqa: N801 - used like a decorator-less property
         self.module, self.name = module, name
 
     def __get__(self, obj: object, owner: type | None = None) -> Any:
-        import importlib
+        from kvplan.engines import load_module
 
-        return getattr(importlib.import_module(self.module), self.name)
+        return getattr(load_module(self.module), self.name)
 
 
 class EngineDefaults:

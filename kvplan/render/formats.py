@@ -10,7 +10,6 @@ terminal ``width``); a renderer ignores the options it does not read. Renderers 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
@@ -63,7 +62,9 @@ def write(results: Any, fmt: str, stream: IO[str], *, kind: type | str | None = 
 
 
 def _json(stream: IO[str], doc: Any) -> None:
-    stream.write(json.dumps(doc, indent=2) + "\n")
+    from kvplan.jsontext import dumps_indented
+
+    stream.write(dumps_indented(doc) + "\n")
 
 
 def _console(stream: IO[str]) -> Any:

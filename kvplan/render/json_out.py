@@ -4,13 +4,16 @@ An estimate's rows are written as they are made (``write_estimates``), in the ve
 ``json.dumps(doc, indent=2)`` gives: the document around them is dumped once with a marker where the
 rows go, and each row is encoded at its depth by the C encoder, whose item separator carries the
 newline and indentation (``json.dumps`` with ``indent`` takes the pure-Python encoder, about 10x slower).
+The standard ``json`` module is not imported (``kvplan.jsontext``: the same C encoder and the same bytes).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
+
+from kvplan.jsontext import c_encoder, dumps_indented, encoder, quote
+from kvplan.jsontext import dumps as _dumps
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
@@ -21,7 +24,7 @@ _CHUNK = 512
 
 
 def dumps(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2) + "\n"
+    return dumps_indented(data) + "\n"
 
 
 def estimates_dict(results: Sequence[Any], *, explain: bool = False) -> dict[str, Any]:
@@ -43,7 +46,7 @@ def write_estimates(results: Sequence[Any], stream: IO[str], *, explain: bool = 
 
     marks = [f"\x00kvplan rows {i} {id(r)}\x00" for i, r in enumerate(results)]
     text = dumps(_outer([r.to_dict(explain=explain, rows=[mark]) for r, mark in zip(results, marks)]))
-    tokens = [json.dumps(mark) for mark in marks]
+    tokens = [quote(mark) for mark in marks]
     if any(text.count(token) != 1 for token in tokens):  # a marker also in the data: no stream, same bytes
         stream.write(dumps(estimates_dict(results, explain=explain)))
         return
@@ -92,7 +95,7 @@ def _plain_rows(first: Any, level: int) -> Callable[[Sequence[Any]], str] | None
     def quote(text: str) -> str:  # the few kv dtype names, encoded once each
         q = quoted.get(text)
         if q is None:
-            q = quoted[text] = json.dumps(text)
+            q = quoted[text] = quote(text)
         return q
 
     def one(row: Any) -> str:
@@ -123,8 +126,8 @@ def _write_blocks(stream: IO[str], head: str, blocks: Iterator[Any], level: int)
         key = (block.kv_dtype, block.kv_dtype_resolved, admitted is None)
         template = templates.get(key)
         if template is None:
-            values = {"batch": "%d", "context": "%d", "kv_dtype": json.dumps(block.kv_dtype).replace("%", "%%"),
-                      "kv_dtype_resolved": json.dumps(block.kv_dtype_resolved).replace("%", "%%"), "kv_bytes": "%d",
+            values = {"batch": "%d", "context": "%d", "kv_dtype": quote(block.kv_dtype).replace("%", "%%"),
+                      "kv_dtype_resolved": quote(block.kv_dtype_resolved).replace("%", "%%"), "kv_bytes": "%d",
                       "bytes_per_token": "%r", "admission_kv_bytes": "null" if admitted is None else "%d"}
             template = templates[key] = "{" + inner + ("," + inner).join(
                 f'"{name}": {values[name]}' for name in _PLAIN_KEYS) + outer + "}"
@@ -190,15 +193,10 @@ _C_ENCODERS: dict[int, Any] = {}
 
 
 def _c_encoder(level: int) -> Any:
-    """The C encoder whose item separator breaks the line and indents to ``level`` (None where this Python has
-    no C encoder): a flat object comes out as ``json.dumps(indent=2)`` prints it there, less its first and last
+    """The C encoder whose item separator breaks the line and indents to ``level`` (``kvplan.jsontext``): a flat object comes out as ``json.dumps(indent=2)`` prints it there, less its first and last
     line breaks. Made once per level (``JSONEncoder.encode`` makes one per call)."""
     if level not in _C_ENCODERS:
-        from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-
-        _C_ENCODERS[level] = None if c_make_encoder is None else c_make_encoder(
-            None, json.JSONEncoder().default, encode_basestring_ascii, None, ": ", ",\n" + "  " * level,
-            False, False, True)
+        _C_ENCODERS[level] = c_encoder(",\n" + "  " * level)
     return _C_ENCODERS[level]
 
 
@@ -210,9 +208,9 @@ def encode_at(value: Any, level: int) -> str:
             return _fallback(value, level)
         inner = "  " * (level + 1)
         if _SCALARS.issuperset(map(type, value.values())):
-            return "{\n" + inner + json.JSONEncoder(separators=(",\n" + inner, ": ")).encode(value)[1:-1] + \
+            return "{\n" + inner + encoder(",\n" + inner, ": ")(value)[1:-1] + \
                 "\n" + "  " * level + "}"
-        items = (json.dumps(k) + ": " + encode_at(v, level + 1) for k, v in value.items())
+        items = (quote(k) + ": " + encode_at(v, level + 1) for k, v in value.items())
         return "{\n" + inner + (",\n" + inner).join(items) + "\n" + "  " * level + "}"
     if isinstance(value, (list, tuple)):
         if not value:
@@ -222,13 +220,13 @@ def encode_at(value: Any, level: int) -> str:
         if objects is not None:
             return "[\n" + inner + objects + "\n" + "  " * level + "]"
         if _SCALARS.issuperset(map(type, value)):
-            return "[\n" + inner + json.JSONEncoder(separators=(",\n" + inner, ": ")).encode(value)[1:-1] + \
+            return "[\n" + inner + encoder(",\n" + inner, ": ")(value)[1:-1] + \
                 "\n" + "  " * level + "]"
         return "[\n" + inner + (",\n" + inner).join(encode_at(v, level + 1) for v in value) + "\n" + \
             "  " * level + "]"
-    return json.dumps(value)
+    return _dumps(value)
 
 
 def _fallback(value: Any, level: int) -> str:
     """What the fast paths leave (empty objects, keys other than text): json.dumps itself, re-indented."""
-    return json.dumps(value, indent=2).replace("\n", "\n" + "  " * level)
+    return dumps_indented(value).replace("\n", "\n" + "  " * level)

@@ -8,12 +8,12 @@ lookup parses one JSON file and never imports yaml (a fifth of kvplan's start-up
 
 from __future__ import annotations
 
-import json
 import os
 from functools import lru_cache
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
+from kvplan.jsontext import loads
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def spec_file(name: str) -> str:
 def _bundle() -> dict:
     try:
         with open(os.path.join(_specs_dir(), BUNDLE_NAME), encoding="utf-8") as f:
-            return json.load(f)
+            return loads(f.read())
     except FileNotFoundError:
         return {"index": {}, "specs": {}}
 

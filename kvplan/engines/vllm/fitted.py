@@ -120,10 +120,11 @@ def kv_error(version: Version, band: str | None = None) -> "KvError":
 
 @functools.lru_cache(maxsize=1)
 def _error_table() -> dict[str, Any]:
-    import json
     import os
+
+    from kvplan.jsontext import loads  # json's own reader, without importing json (and re)
 
     # os.path, not pathlib: max-batch reads this on every run, and pathlib's import costs some 8 ms
     with open(os.path.join(os.path.dirname(__file__), "budget_error.json"), encoding="utf-8") as f:
-        table: dict[str, Any] = json.load(f)
+        table: dict[str, Any] = loads(f.read())
     return table
