@@ -14,11 +14,13 @@ Every name in ``__all__`` is imported lazily, on first use, so that ``import kvp
 from __future__ import annotations
 
 import sys
-from types import ModuleType
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
+else:
+    ModuleType = type(sys)  # types.ModuleType, without importing types at every start
 
 from kvplan._version import __version__  # written once, in _version.py (pyproject.toml reads it)
 

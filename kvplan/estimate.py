@@ -8,11 +8,12 @@ renderers stream a sweep of any size in constant memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from _collections_abc import Sequence  # collections.abc's own module: no import of collections
 from itertools import islice, repeat
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any, overload
 else:
     def overload(func):  # typing.overload's run-time effect that matters here: none (the last definition stands)

@@ -24,14 +24,41 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
 if TYPE_CHECKING:
     from dataclasses import MISSING, dataclass, field, fields, replace
+    from collections.abc import Callable
+    from functools import cached_property
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
     def required_fields(obj: object) -> tuple[str, ...]: ...
 
     def field_defaults(obj: object) -> dict[str, object]: ...
 
     def field_names(obj: object) -> tuple[str, ...]: ...
+
+    def once(func: Callable[[], T]) -> Callable[[], T]: ...
 else:
-    __all__ = ["MISSING", "dataclass", "field", "field_defaults", "field_names", "fields", "replace", "required_fields"]
+    __all__ = ["MISSING", "cached_property", "dataclass", "field", "field_defaults", "field_names", "fields", "once",
+               "replace", "required_fields"]
+
+    class cached_property:  # noqa: N801 - functools' name, functools' behaviour
+        """``functools.cached_property`` for kvplan's classes (computed on first read, kept in the instance's
+        ``__dict__``, which a frozen class's ``__setattr__`` does not guard), without importing functools and
+        collections on every start."""
+
+        def __init__(self, func):
+            self.func = func
+            self.attrname = func.__name__
+            self.__doc__ = func.__doc__
+
+        def __set_name__(self, owner, name):
+            self.attrname = name
+
+        def __get__(self, obj, owner=None):
+            if obj is None:
+                return self
+            value = obj.__dict__[self.attrname] = self.func(obj)
+            return value
 
     def replace(obj, /, **changes):
         """``dataclasses.replace``: a copy with ``changes`` (a record is rebuilt from its fields without importing
@@ -79,6 +106,20 @@ else:
         import dataclasses
 
         return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+    def once(func):
+        """``functools.lru_cache(maxsize=None)`` of a function without arguments (its value made on the first call,
+        kept), without importing functools on every start."""
+        made = []
+
+        def cached():
+            if not made:
+                made.append(func())
+            return made[0]
+
+        cached.__name__, cached.__qualname__, cached.__doc__ = func.__name__, func.__qualname__, func.__doc__
+        cached.__wrapped__ = func
+        return cached
 
     def __getattr__(name):
         if name == "MISSING":

@@ -13,10 +13,10 @@ constraints are cheap markers that pydantic reads only when it is asked to valid
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Annotated, Any, Literal
 
 from kvplan.errors import SpecError

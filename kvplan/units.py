@@ -7,7 +7,7 @@ units (GiB = 2^30 B); a bare "GB" is never printed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from _collections_abc import Iterable  # collections.abc's own module: no import of collections
 from itertools import islice
 from operator import lt
 

@@ -167,3 +167,32 @@ def test_the_shared_init_and_the_compiled_one_make_the_same_instances(frozen):
             fresh(*args, **kwargs)  # the shared __init__ refuses what the compiled one refuses
         with pytest.raises(TypeError):
             std(*args, **kwargs)
+
+
+def test_once_and_cached_property_compute_once_as_functools_does() -> None:
+    """``record.once`` and ``record.cached_property`` stand in for functools' (not imported at start-up)."""
+    from kvplan.record import cached_property, once
+
+    calls: list[str] = []
+
+    @once
+    def table() -> list[int]:
+        """The docstring."""
+        calls.append("table")
+        return [1, 2]
+
+    assert table() is table() and calls == ["table"] and table.__doc__ == "The docstring."
+
+    @record.dataclass(frozen=True)
+    class Layout:
+        size: int
+
+        @cached_property
+        def doubled(self) -> int:
+            calls.append("doubled")
+            return 2 * self.size
+
+    a = Layout(3)
+    assert a.doubled == 6 and a.doubled == 6 and calls == ["table", "doubled"]
+    assert Layout(3) == a and hash(Layout(3)) == hash(a)  # the cached value is no field
+    assert isinstance(Layout.__dict__["doubled"], cached_property)

@@ -7,14 +7,13 @@ layout settings join the table only where a flag needs them (``fast_options`` is
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
     from typing import Any
 
 from kvplan.cli import options as o
 from kvplan.cli.options import MODEL_HELP, Arg, Opt
+from kvplan.record import once
 
 NEUTRAL: tuple[Opt, ...] = (
     o.CONTEXT.but(help="Context lengths in tokens: 8192, 8k (k = 1024), lists 4k,32k, ranges 1k..128k (doubling) "
@@ -43,14 +42,14 @@ LATER: tuple[Opt, ...] = (
 ARGUMENT = Arg("model", MODEL_HELP)
 
 
-@lru_cache(maxsize=None)
+@once
 def fast_options() -> tuple[Opt, ...]:
     """The options no engine declares, --engine among them (its help from the registry, no engine imported)."""
     engine = o.engine_opt("Cache layout rules, one or a list to compare", several=True)
     return (*NEUTRAL, engine, *LATER)
 
 
-@lru_cache(maxsize=None)
+@once
 def options() -> tuple[Opt, ...]:
     """Every option of the command: the neutral ones, --engine, then the engines' layout settings."""
     return (*fast_options(), *o.setting_opts(o.engine_settings(estimate_only=True)))

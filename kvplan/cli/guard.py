@@ -6,7 +6,9 @@ flag). The fast path (``kvplan.cli.estimate``) and the typer app (``kvplan.cli.a
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 EXIT_USAGE = 2
 

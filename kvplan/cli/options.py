@@ -8,10 +8,10 @@ Imported by the estimate fast path: no typer here except inside ``build``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 from kvplan.render import FORMATS

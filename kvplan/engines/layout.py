@@ -8,18 +8,17 @@ by-layer tables, pools, verify's tensor shapes) reads this.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from functools import cached_property
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, ClassVar, TypeVar
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.rules import NO_TOKENS, AllTokens, TokenRule, WholePages
 from kvplan.errors import UsageError
 from kvplan.layouts.base import TokenCost
-from kvplan.record import dataclass, field
+from kvplan.record import cached_property, dataclass, field
 from kvplan.spec import LayerSpec, ModelSpec, NoCache, Recurrent, SharedKV
 
 
@@ -236,7 +235,7 @@ if TYPE_CHECKING:
     C = TypeVar("C")
     KindRules = Mapping[type[LayerSpec], Callable[[Any, int, C], GroupRule]]
 else:
-    KindRules = Mapping  # the engines' tables import the name; its parameters matter to type checkers only
+    KindRules = dict  # the engines' tables import the name; what it says is for type checkers
 """An engine's one table of layer kinds: the kind's class -> its rule ``(layer, first layer index, the engine's
 context) -> GroupRule``. Each rule takes the kind its entry names."""
 

@@ -10,10 +10,10 @@ What a deployment asks of the KV cache and what a pool serves (``Demand``, ``KvC
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any, Protocol
 else:
     Protocol = object  # a protocol is for type checkers: at run time nothing subclasses or checks it
@@ -154,9 +154,13 @@ class from_module:  # noqa: N801 - used like a decorator-less property
         self.module, self.name = module, name
 
     def __get__(self, obj: object, owner: type | None = None) -> Any:
-        from kvplan.engines import load_module
+        import sys
 
-        return getattr(load_module(self.module), self.name)
+        module = sys.modules.get(self.module)
+        if module is None:  # importlib.import_module, less the import of importlib at start-up
+            __import__(self.module)
+            module = sys.modules[self.module]
+        return getattr(module, self.name)
 
 
 class EngineDefaults:

@@ -9,10 +9,10 @@ fields for ``--explain``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Protocol
 else:
     Protocol = object  # a protocol is for type checkers: at run time nothing subclasses or checks it

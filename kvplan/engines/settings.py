@@ -8,10 +8,10 @@ This module is imported by the estimate fast path: it stays free of typer, pydan
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any, Literal
 
 from kvplan.errors import UsageError

@@ -10,15 +10,16 @@ terminal ``width``); a renderer ignores the options it does not read. Renderers 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import IO, Any
 
 from kvplan.errors import UsageError
 
-Renderer = Callable[..., None]
+if TYPE_CHECKING:
+    Renderer = Callable[..., None]
 
 _RENDERERS: dict[str, dict[str, Renderer]] = {}
 

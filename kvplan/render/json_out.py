@@ -9,7 +9,6 @@ The standard ``json`` module is not imported (``kvplan.jsontext``: the same C en
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 
 from kvplan.jsontext import c_encoder, dumps_indented, encoder, quote
@@ -17,6 +16,7 @@ from kvplan.jsontext import dumps as _dumps
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import IO, Any
 
 _CHUNK = 512

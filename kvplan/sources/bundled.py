@@ -9,11 +9,10 @@ lookup parses one JSON file and never imports yaml (a fifth of kvplan's start-up
 from __future__ import annotations
 
 import os
-from functools import lru_cache
-
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
 from kvplan.jsontext import loads
+from kvplan.record import once
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ def specs_dir() -> Path:
     return Path(_specs_dir())
 
 
-@lru_cache(maxsize=1)
+@once
 def _specs_dir() -> str:
     # os.path rather than pathlib: this runs on every start and pathlib's import costs ~10 ms
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -44,7 +43,7 @@ def spec_file(name: str) -> str:
     return os.path.join(_specs_dir(), name)
 
 
-@lru_cache(maxsize=1)
+@once
 def _bundle() -> dict:
     try:
         with open(os.path.join(_specs_dir(), BUNDLE_NAME), encoding="utf-8") as f:

@@ -11,9 +11,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions

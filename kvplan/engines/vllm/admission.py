@@ -16,7 +16,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 from kvplan.engines.layout import CacheLayout
 from kvplan.engines.protocol import Demand, KvCapacity

@@ -15,10 +15,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 from kvplan.engines.layout import CacheLayout, GroupRule
