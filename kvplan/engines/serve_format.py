@@ -8,7 +8,6 @@ looked up by ``engines/serve.py``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
@@ -113,6 +112,8 @@ class ServeFlags:
         return (self.commands[0], "serve")
 
     def runs_image(self, image: str) -> bool:
+        import re
+
         return any(re.search(pattern, image) for pattern in self.images)
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from itertools import chain
 
-from kvplan.jsontext import c_encoder, dumps_indented, encoder, quote
+from kvplan.jsontext import c_encoder, dumps_indented, encoder
+from kvplan.jsontext import quote as json_text
 from kvplan.jsontext import dumps as _dumps
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
@@ -46,7 +47,7 @@ def write_estimates(results: Sequence[Any], stream: IO[str], *, explain: bool = 
 
     marks = [f"\x00kvplan rows {i} {id(r)}\x00" for i, r in enumerate(results)]
     text = dumps(_outer([r.to_dict(explain=explain, rows=[mark]) for r, mark in zip(results, marks)]))
-    tokens = [quote(mark) for mark in marks]
+    tokens = [json_text(mark) for mark in marks]
     if any(text.count(token) != 1 for token in tokens):  # a marker also in the data: no stream, same bytes
         stream.write(dumps(estimates_dict(results, explain=explain)))
         return
@@ -95,7 +96,7 @@ def _plain_rows(first: Any, level: int) -> Callable[[Sequence[Any]], str] | None
     def quote(text: str) -> str:  # the few kv dtype names, encoded once each
         q = quoted.get(text)
         if q is None:
-            q = quoted[text] = quote(text)
+            q = quoted[text] = json_text(text)
         return q
 
     def one(row: Any) -> str:
@@ -126,8 +127,8 @@ def _write_blocks(stream: IO[str], head: str, blocks: Iterator[Any], level: int)
         key = (block.kv_dtype, block.kv_dtype_resolved, admitted is None)
         template = templates.get(key)
         if template is None:
-            values = {"batch": "%d", "context": "%d", "kv_dtype": quote(block.kv_dtype).replace("%", "%%"),
-                      "kv_dtype_resolved": quote(block.kv_dtype_resolved).replace("%", "%%"), "kv_bytes": "%d",
+            values = {"batch": "%d", "context": "%d", "kv_dtype": json_text(block.kv_dtype).replace("%", "%%"),
+                      "kv_dtype_resolved": json_text(block.kv_dtype_resolved).replace("%", "%%"), "kv_bytes": "%d",
                       "bytes_per_token": "%r", "admission_kv_bytes": "null" if admitted is None else "%d"}
             template = templates[key] = "{" + inner + ("," + inner).join(
                 f'"{name}": {values[name]}' for name in _PLAIN_KEYS) + outer + "}"
@@ -210,7 +211,7 @@ def encode_at(value: Any, level: int) -> str:
         if _SCALARS.issuperset(map(type, value.values())):
             return "{\n" + inner + encoder(",\n" + inner, ": ")(value)[1:-1] + \
                 "\n" + "  " * level + "}"
-        items = (quote(k) + ": " + encode_at(v, level + 1) for k, v in value.items())
+        items = (json_text(k) + ": " + encode_at(v, level + 1) for k, v in value.items())
         return "{\n" + inner + (",\n" + inner).join(items) + "\n" + "  " * level + "}"
     if isinstance(value, (list, tuple)):
         if not value:

@@ -15,7 +15,6 @@ width); output longer than the terminal is written here, at its natural width.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 
@@ -31,8 +30,13 @@ Row = tuple[Sequence[str], bool]
 _CACHE_ROWS = 8192
 """Rows the measuring pass keeps for the writing pass; longer tables are made again (bounded memory)."""
 
-_EMOJI = re.compile(r":\S*?:")  # what rich's emoji codes could match (``:smile:``); rich then replaces
 _WIDE = 100_000  # render/console.py: the width of a console that is not a terminal
+
+
+def _emoji_code(text: str) -> bool:
+    """Whether ``text`` holds what rich's emoji codes could match (``:smile:``; rich then replaces it): the pattern
+    ``:\\S*?:``, two colons with no whitespace between them, found without importing re (~6 ms a start)."""
+    return any(word.count(":") > 1 for word in text.split())
 
 
 @dataclass(frozen=True)
@@ -69,12 +73,12 @@ def utf_stream(stream: IO[str]) -> bool:
 def text_safe(text: str) -> bool:
     """rich prints ``text`` (markup off) as it is: no control characters, no emoji code, no line longer than
     the console."""
-    return text.isprintable() and not (":" in text and _EMOJI.search(text)) and 2 * len(text) < _WIDE
+    return text.isprintable() and not (":" in text and _emoji_code(text)) and 2 * len(text) < _WIDE
 
 
 def cell_safe(text: str) -> bool:
     """rich prints ``text`` as a table cell or title (markup on) as it is, one character a column."""
-    return text.isascii() and text.isprintable() and "[" not in text and not _EMOJI.search(text)
+    return text.isascii() and text.isprintable() and "[" not in text and not (":" in text and _emoji_code(text))
 
 
 class RichOut:
@@ -172,7 +176,7 @@ def _measure(spec: TableSpec) -> tuple[list[int] | None, list[Row] | None]:
     def measure() -> bool:
         for i, column in enumerate(zip(*block)):
             text = "".join(column)
-            if not (text.isascii() and text.isprintable()) or "[" in text or (":" in text and _EMOJI.search(text)):
+            if not (text.isascii() and text.isprintable()) or "[" in text or (":" in text and _emoji_code(text)):
                 return False
             widths[i] = max(widths[i], *map(len, column))
         block.clear()
