@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["c_encoder", "dumps", "dumps_indented", "encoder", "loads", "quote"]
+__all__ = ["c_encoder", "dumps", "dumps_indented", "encoder", "loads", "quote", "scan"]
 
 _WHITESPACE = " \t\n\r"  # json.decoder's WHITESPACE
 
@@ -52,6 +52,15 @@ def loads(text: str) -> Any:
     import json  # not one valid document: json's own error, in its words
 
     return json.loads(text)
+
+
+def scan(text: str, at: int) -> tuple[Any, int]:
+    """The JSON value that starts at ``text[at]`` and the index just past it (json's scanner: ``raw_decode`` without
+    the whitespace skip); ValueError where none starts there."""
+    try:
+        return _scan(text, at)  # type: ignore[no-any-return]
+    except StopIteration:
+        raise ValueError(f"no JSON value at {at}") from None
 
 
 def _default(value: Any) -> Any:

@@ -90,3 +90,15 @@ def test_bundle_json_agrees_with_the_yaml_files():
     bundle = json.loads((specs_dir() / "bundle.json").read_text())
     assert all(key == key.lower() for key in bundle["index"])
     assert bundle["specs"] == {p.name: read_yaml_file(p) for p in SPEC_FILES}
+
+
+def test_a_lookup_reads_the_bundle_as_json_does():
+    """A lookup reads the bundle's index and its one spec, not the whole file (``bundled._spec_data``): for every
+    bundled spec that is exactly the data json reads."""
+    from kvplan.sources import bundled
+
+    whole = json.loads((REPO / "model_specs" / "bundle.json").read_text(encoding="utf-8"))
+    assert bundled._index_and_specs()[1] > 0  # the partial read, not the fallback
+    assert bundled.index() == whole["index"]
+    for file, data in whole["specs"].items():
+        assert bundled._spec_data(file) == data, file
