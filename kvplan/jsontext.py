@@ -10,9 +10,14 @@ results, errors and their words are json's (tests/test_jsontext.py holds both to
 
 from __future__ import annotations
 
-from _json import encode_basestring_ascii as quote
-from _json import make_encoder as _make_encoder
-from _json import make_scanner as _make_scanner
+try:
+    from _json import encode_basestring_ascii as quote
+    from _json import make_encoder as _make_encoder
+    from _json import make_scanner as _make_scanner
+except ImportError:  # a Python without json's C half (json then runs in Python too): json itself
+    from json.encoder import encode_basestring_ascii as quote  # type: ignore[assignment]
+
+    _make_encoder = _make_scanner = None
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
@@ -35,13 +40,13 @@ class _Context:
     parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
 
 
-_scan = _make_scanner(_Context())
+_scan = None if _make_scanner is None else _make_scanner(_Context())
 
 
 def loads(text: str) -> Any:
     """``json.loads(text)`` for a str."""
     start = len(text) - len(text.lstrip(_WHITESPACE))
-    if not text.startswith("\ufeff"):
+    if _scan is not None and not text.startswith("\ufeff"):
         try:
             value, end = _scan(text, start)
         except StopIteration:
@@ -57,6 +62,13 @@ def loads(text: str) -> Any:
 def scan(text: str, at: int) -> tuple[Any, int]:
     """The JSON value that starts at ``text[at]`` and the index just past it (json's scanner: ``raw_decode`` without
     the whitespace skip); ValueError where none starts there."""
+    if _scan is None:
+        import json
+
+        try:
+            return json.JSONDecoder().raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"no JSON value at {at}") from exc
     try:
         return _scan(text, at)  # type: ignore[no-any-return]
     except StopIteration:
@@ -74,6 +86,10 @@ def encoder(item_separator: str = ", ", key_separator: str = ": ") -> Callable[[
     """``json.JSONEncoder(separators=(item_separator, key_separator)).encode`` (no indent: the C encoder)."""
     key = (item_separator, key_separator)
     made = _ENCODERS.get(key)
+    if made is None and _make_encoder is None:
+        import json
+
+        made = _ENCODERS[key] = json.JSONEncoder(separators=(item_separator, key_separator)).encode
     if made is None:
         c_encode = _make_encoder({}, _default, quote, None, key_separator, item_separator, False, False, True)
 
@@ -87,7 +103,10 @@ def encoder(item_separator: str = ", ", key_separator: str = ": ") -> Callable[[
 
 
 def c_encoder(item_separator: str, key_separator: str = ": ") -> Any:
-    """The C encoder with these separators, no check for circular references: ``(value, 0)`` -> its chunks."""
+    """The C encoder with these separators, no check for circular references: ``(value, 0)`` -> its chunks (None
+    where this Python has no C encoder)."""
+    if _make_encoder is None:
+        return None
     return _make_encoder(None, _default, quote, None, key_separator, item_separator, False, False, True)
 
 
