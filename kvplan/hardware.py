@@ -86,9 +86,6 @@ class GPU:
 
 # --------------------------------------------------------------------------------------- sizes
 
-# matched against the stripped text: one \s* between number and unit keeps the search linear (two \s*
-# around an optional unit backtrack quadratically over a long run of spaces)
-_SIZE = r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)"  # compiled when a size is read: re costs ~6 ms a start
 _UNITS = {
     "": 1, "b": 1,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -102,9 +99,11 @@ def parse_bytes(text: str, what: str = "gpu-memory") -> int:
     raw = str(text)
     if raw.strip().startswith("-"):
         raise UsageError(f"'{raw}' must be a positive size", field=what.replace("-", "_"))
-    import re
+    import re  # here, where a size is read: importing re costs ~6 ms of a start
 
-    m = re.fullmatch(_SIZE, raw.strip())
+    # matched against the stripped text: one \s* between number and unit keeps the search linear (two \s*
+    # around an optional unit backtrack quadratically over a long run of spaces)
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)", raw.strip())
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNITS:
         raise UsageError(f"'{raw}' is not a size (examples: 69524783104, 30.5GiB, 80GB, 512MiB; "
@@ -267,13 +266,12 @@ def _text(entry: dict, key: str, label: str) -> str:
     return " ".join(value.split())
 
 
-_NUMBER = r"^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$"
 
 
 def _number(text: str) -> bool:
     import re
 
-    return re.match(_NUMBER, text.strip()) is not None
+    return re.match(r"^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$", text.strip()) is not None
 
 
 def _positive(value: Any, key: str, label: str) -> float:
