@@ -56,7 +56,10 @@ def _is_gb10(gpu_name: str) -> bool:
 def is_rocm(gpu_name: str) -> bool:
     """An AMD Instinct or Radeon card: vLLM's ROCm platform (kvplan knows the GPU by its name only)."""
     name = gpu_name.lower()
-    return re.match(r"(amd[ -])?(instinct[ -])?mi\d{3}", name) is not None or "radeon" in name
+    # the pattern (amd[ -])?(instinct[ -])?mi\d{3} at the start of the name, without importing re (~6 ms a start)
+    rest = name[4:] if name.startswith(("amd ", "amd-")) else name
+    rest = rest[9:] if rest.startswith(("instinct ", "instinct-")) else rest
+    return (rest.startswith("mi") and len(rest) >= 5 and rest[2:5].isdecimal()) or "radeon" in name
 
 
 def v0_batch_defaults(max_model_len: int, gpu_name: str = "") -> BatchDefaults:
