@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
 from kvplan.deploy.report import CheckReport, DeploymentResult, Finding
+from kvplan.jsontext import dumps_indented
 from kvplan.units import format_bytes
 
 FORMATS = ("table", "json", "junit", "github", "markdown")
@@ -104,90 +103,8 @@ def _wrap(text: str, width: int | None, indent: str = "") -> str:
 
 
 def as_json(report: CheckReport) -> str:
-    doc = report.to_dict()
-    try:
-        return _dumps_indent2(doc) + "\n"
-    except _NotPlain:  # a value of a type json leaves to ``default``: its own encoder, its own error
-        return json.dumps(doc, indent=2) + "\n"
-
-
-class _NotPlain(Exception):
-    pass
-
-
-def _float_text(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "Infinity" if value > 0 else "-Infinity"
-    return float.__repr__(value)
-
-
-def _dumps_indent2(doc: Any) -> str:
-    """``json.dumps(doc, indent=2)``, byte for byte, without its encoder's generators: with ``indent`` json takes its
-    pure-Python encoder, a chain of generators per level (a 1,000-file report took ~8 % of the run to write). The
-    same types in the same order (str, None, True, False, int, float, list/tuple, dict), strings through json's own C
-    escaping, floats as ``float.__repr__``; anything else raises ``_NotPlain`` and the caller uses json itself."""
-    from json.encoder import encode_basestring_ascii as text
-
-    parts: list[str] = []
-    put = parts.append
-
-    def key_text(key: Any) -> str:
-        if isinstance(key, str):
-            return text(key)
-        if isinstance(key, float):
-            return text(_float_text(key))
-        if key is True or key is False or key is None:
-            return '"' + {True: "true", False: "false", None: "null"}[key] + '"'
-        if isinstance(key, int):
-            return '"' + int.__repr__(key) + '"'
-        raise _NotPlain
-
-    def value(obj: Any, line: str) -> None:  # line: a line break and the indentation of obj's level
-        if isinstance(obj, str):
-            put(text(obj))
-        elif obj is None:
-            put("null")
-        elif obj is True:
-            put("true")
-        elif obj is False:
-            put("false")
-        elif isinstance(obj, int):
-            put(int.__repr__(obj))
-        elif isinstance(obj, float):
-            put(_float_text(obj))
-        elif isinstance(obj, (list, tuple)):
-            if not obj:
-                put("[]")
-                return
-            inner = line + "  "
-            put("[")
-            after = inner
-            for item in obj:
-                put(after)
-                after = "," + inner
-                value(item, inner)
-            put(line + "]")
-        elif isinstance(obj, dict):
-            if not obj:
-                put("{}")
-                return
-            inner = line + "  "
-            put("{")
-            after = inner
-            for key, item in obj.items():
-                put(after)
-                after = "," + inner
-                put(key_text(key))
-                put(": ")
-                value(item, inner)
-            put(line + "}")
-        else:
-            raise _NotPlain
-
-    value(doc, "\n")
-    return "".join(parts)
+    # jsontext's writer: json.dumps(indent=2)'s bytes without the pure-Python encoder json takes with ``indent``
+    return dumps_indented(report.to_dict()) + "\n"
 
 
 def junit(report: CheckReport) -> str:
