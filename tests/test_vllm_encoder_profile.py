@@ -156,13 +156,46 @@ def test_qwen3_vl_by_hand_from_vllm_0110_and_0190():
     # cap (25,165,824 over all frames) to 32 x 32 px: 12,288 temporal patches of 2 x 2 patches = 49,152 patches,
     # 12,288 soft tokens x 12.5 = 153,600: the 4 x RTX 3090 log's "a budget of 153600 tokens ... 1 video items"
     spec = load_model(QWEN3_VL)
-    found = encoder_profile.profile(spec, 2048, 256, 65536, 4, "v1", version=(0, 11, 0))
-    assert found.items == 1
     # the merger's output and 3 deepstack outputs per embedding, each text hidden 2,048 wide; 3 x 2 x 16^2 values
     outputs, pixels = 12288 * 4 * 2048 * 2, 49152 * 1536 * 2
+    # 0.11's item, as the encoder returns it (the release's widening, below, left out: a 0.13 runner)
+    tower = encoder_profile.vision_tower(spec.model_type, spec.id).sized(65536, (0, 11, 0))
+    found = encoder_profile._profile(tower, spec, 2048, 256, 65536, 4, "v1", (0, 13, 0))
+    assert found.items == 1
     assert found.kept_bytes == outputs + pixels == 352_321_536
     assert found.peak_bytes == outputs + pixels + 49152 * (2 * 1152 + 2 * 4304 // 4) * 2
+    # 0.11.0 profile_run: the 12,288-row output is fewer rows than the 153,600-token budget, so it is copied into a
+    # zeroed 153,600 x 8,192 tensor and that copy is cached through the text run (the outputs are freed after it)
+    widened = encoder_profile.profile(spec, 2048, 256, 65536, 4, "v1", version=(0, 11, 0))
+    assert widened.kept_bytes == 153600 * 4 * 2048 * 2 + pixels == 2_667_577_344
+    # while the copy is made the outputs exist too; that is above the tower's own assumed peak here
+    assert widened.peak_bytes == outputs + 153600 * 4 * 2048 * 2 + pixels == 2_868_903_936
+    # 0.12.0 widens to the video's tokens per item: one item, the same 153,600 rows
+    assert encoder_profile.profile(spec, 2048, 256, 65536, 4, "v1", version=(0, 12, 0)).kept_bytes == 2_667_577_344
     # from 0.13 the video counts its soft tokens only (at most 12,288 under the pixel cap): the 4,096 px image
     # (16,384 tokens, 65,536 patches) is the largest item (read in 0.19.0)
     later = encoder_profile.profile(spec, 2048, 256, 65536, 4, "v1", version=(0, 19, 0))
     assert later.kept_bytes == 16384 * 4 * 2048 * 2 + 65536 * 1536 * 2
+
+
+def test_widening_follows_the_release_by_hand():
+    # vLLM 0.11.0 - 0.11.2 gpu_model_runner.py profile_run: "if encoder_output_shape[0] < encoder_budget", every
+    # output widened to the budget; 0.12.0: "< max_mm_tokens_per_item"; 0.13.0: none (sources read at each tag)
+    assert encoder_profile.widened_rows(256, 256, 8192, (0, 10, 2)) == 0
+    assert encoder_profile.widened_rows(256, 256, 8192, (0, 11, 0)) == 8192
+    assert encoder_profile.widened_rows(256, 256, 8192, (0, 11, 2)) == 8192
+    assert encoder_profile.widened_rows(256, 256, 8192, (0, 12, 0)) == 0
+    assert encoder_profile.widened_rows(2496, 2048, 8192, (0, 12, 0)) == 2496
+    assert encoder_profile.widened_rows(153600, 12288, 2048, (0, 13, 0)) == 0
+    # an item larger than the batch: the budget is the item (compute_mm_encoder_budget's max)
+    assert encoder_profile.widened_rows(153600, 12288, 2048, (0, 11, 0)) == 153600
+
+
+def test_gemma3_many_items_widened_in_011_by_hand():
+    # 0.11.0: each of the 32 outputs (256 rows) is widened to the 8,192-token budget, text hidden 2,560, bf16
+    spec = load_model("google/gemma-3-4b-it")
+    pixels = 32 * 4096 * 588 * 2
+    found = encoder_profile.profile(spec, 8192, 1024, 8192, 1, "v1", version=(0, 11, 0))
+    assert found.kept_bytes == 32 * 8192 * 2560 * 2 + pixels == 1_496_317_952
+    # 0.12.0 (vLLM PR #29386) compares with the 256 tokens per image: nothing is widened
+    assert encoder_profile.profile(spec, 8192, 1024, 8192, 1, "v1", version=(0, 12, 0)).kept_bytes == 196_083_712
