@@ -133,9 +133,12 @@ def _profile(tower: VisionTower, spec: ModelSpec, tokens: int, seqs: int, max_mo
     mlp = 3 * tower.mlp if tower.gated_mlp else 2 * tower.mlp
     per_patch = (2 * tower.hidden + max(mlp, 4 * tower.hidden) // tp) * dtype
     mask = patches * patches * dtype if tower.masked_attention else 0
-    peak = max(pixels + outputs + patches * per_patch + mask, copying)
+    peak = pixels + outputs + patches * per_patch + mask
     how += (f"encoder peak {peak / (1 << 30):.2f} GiB over {patches:,} patches (assumed"
             + (", with the dense patch mask" if mask else "") + ")")
+    if copying > peak:
+        peak = copying
+        how += f"; while widening, the outputs and their copies {copying / (1 << 30):.2f} GiB (computed)"
     return EncoderProfile(items, kept, peak, how)
 
 
