@@ -159,3 +159,30 @@ def test_crossval_inputs_honour_the_recorded_path() -> None:
     unrecorded = next(c for c in crossval.cases() if c.get("engine") == "vllm" and not c.get("sampler")
                       and crossval.inputs(c)[0] is not None)
     assert "vllm_sampler" not in crossval.inputs(unrecorded)[0]["settings"]
+
+
+def test_rocm_gpus_sort_where_cuda_takes_flashinfer() -> None:
+    # vLLM 0.9.2 / 0.10.2 / 0.11.0 v1/sample/ops/topk_topp_sampler.py: TopKTopPSampler takes FlashInfer's path only
+    # under current_platform.is_cuda(); on ROCm it is forward_native, the sort (38 B per logit at 1,024 rows)
+    def rocm(version: str, path: str | None = None) -> CapacityPlan:
+        return kvplan.max_batch(QWEN8, gpu="MI300X", engine_version=version, max_model_len=40960,
+                                settings=Settings(vllm_sampler=path))
+
+    for version in ("0.9.2", "0.10.2", "0.11.0"):
+        default, sort = rocm(version), rocm(version, "sort")
+        assert default.per_gpu.activation_bytes == sort.per_gpu.activation_bytes, version
+        # nothing rests on flashinfer being installed there: no assumption about it
+        assert not any("FlashInfer" in a and "assumed" in a for a in default.assumptions), version
+        # and FlashInfer cannot be given for a ROCm GPU
+        with pytest.raises(UsageError) as err:
+            rocm(version, "flashinfer")
+        assert err.value.field == "vllm_sampler"
+    # the same deployment on a CUDA GPU of the same memory keeps the release's FlashInfer default (14 B a logit)
+    from kvplan.engines.vllm import sampler
+
+    assert sampler.default((0, 10, 2), 1024) == "flashinfer"
+    assert sampler.default((0, 10, 2), 1024, cuda=False) == "sort"
+    assert sampler.bytes_per_logit((0, 10, 2), 1024, cuda=False)[0] == 38.0
+    # releases whose default is not FlashInfer's are the same on both platforms
+    assert sampler.default((0, 12, 0), 1024, cuda=False) == sampler.default((0, 12, 0), 1024) == "sort"
+    assert sampler.default((0, 19, 0), 1024, cuda=False) == sampler.default((0, 19, 0), 1024) == "triton"

@@ -18,7 +18,7 @@ from kvplan.budgets.base import GpuBudget, MemoryItem, Settings, activation_byte
 from kvplan.engines.protocol import Demand
 from kvplan.engines.vllm import collectives, encoder_profile, fitted, runner, sampler, variant
 from kvplan.engines.vllm.cudagraph import cudagraph_estimate
-from kvplan.engines.vllm.defaults import batch_defaults
+from kvplan.engines.vllm.defaults import batch_defaults, is_rocm
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
@@ -124,7 +124,8 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     max_model_len = demand.max_model_len
     # V0 or V1 (the rules below that differ live on it): given, else the release's default on this GPU
     engine = variant.chosen(version, settings.vllm_engine, demand.gpu_name)
-    sampler.check(version, settings.vllm_sampler)  # a path the release cannot take, before anything is planned
+    # a path the release (or a ROCm GPU) cannot take, before anything is planned
+    sampler.check(version, settings.vllm_sampler, not is_rocm(demand.gpu_name))
     util = settings.gpu_memory_utilization or default_util(version)
     chosen = engine.batch(total_bytes, demand.gpu_name, version, max_model_len, settings.usage_context)
     seqs = settings.max_num_seqs or chosen.max_num_seqs
@@ -203,7 +204,8 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
              "start-up: pass it as --kv-cache-memory, or calibrate from the log (kvplan log --save), to plan "
              "exactly",) if estimated else ()
     # which top-k/top-p path the estimated activation takes, where it is given or rests on flashinfer (sampler.py)
-    said = engine.sampler_note(version, rows, settings.vllm_sampler) if "activation" in estimated else None
+    said = (engine.sampler_note(version, rows, settings.vllm_sampler, demand.gpu_name) if "activation" in estimated
+            else None)
     notes = ((said,) if said else ()) + notes
     notes = (mm_notes if "activation" in estimated else ()) + notes
     # measured items (a calibration) leave the error of the rest: the cross-validated band bounds the whole

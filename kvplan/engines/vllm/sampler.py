@@ -22,6 +22,11 @@ holds at once (lines are those of each release's wheel):
   mask is applied in place; probabilities and the sampling noise (4 + 4 B): 14 B, plus a cached fp32 buffer of
   min(next_pow2(min(SMs, rows)), SMs) x vocab x 4 B (0.17.0 ``topk_topp_triton.py`` :993-1000; 0.19.0 :1011-1018).
 
+FlashInfer's path is CUDA's only: ``TopKTopPSampler.__init__`` takes it under ``current_platform.is_cuda()`` (0.9.2
+:32, 0.10.2 :41, 0.11.0 :38), so on vLLM's ROCm platform (AMD Instinct and Radeon cards) 0.9 - 0.11.0 sort, and
+there is no flashinfer to assume. (From 0.13 ROCm's own aiter path needs VLLM_ROCM_USE_AITER, off by default, and
+``forward_native`` is the release's sort or, from 0.17, Triton on either platform.)
+
 Not modelled (said where it matters): Model Runner V2's sampler (runner.py: it holds the logits only; the V1
 figure stands in), the rejection sampler's extra dummy run under speculative decoding, an fp32 lm_head (2 B
 less).
@@ -51,17 +56,18 @@ PATHS = ("sort", "flashinfer", "triton")
 V1_FLASHINFER_SINCE = (0, 8)  # v1/sample/ops/topk_topp_sampler.py: the V1 sampler's FlashInfer path (0.8.0 wheel)
 
 
-def default(version: Version, rows: int) -> str:
-    """The release's default top-k/top-p path for the dummy run: sort, flashinfer or triton."""
+def default(version: Version, rows: int, cuda: bool = True) -> str:
+    """The release's default top-k/top-p path for the dummy run: sort, flashinfer or triton (``cuda``: vLLM's CUDA
+    platform; False on ROCm, where FlashInfer's path is never taken)."""
     if FLASHINFER_SINCE <= version < FLASHINFER_OPT_IN_SINCE:
-        return "flashinfer"
+        return "flashinfer" if cuda else "sort"
     if version >= TRITON_SINCE and rows >= TRITON_MIN_ROWS:
         return "triton"
     return "sort"  # V0, V1 0.8.x, 0.11.1-0.16, and the Triton releases below 8 rows
 
 
-def check(version: Version, given: str | None) -> None:
-    """Refuse a path the release cannot take (field ``vllm_sampler``); None (the default) passes."""
+def check(version: Version, given: str | None, cuda: bool = True) -> None:
+    """Refuse a path the release (or a ROCm GPU) cannot take (field ``vllm_sampler``); None (the default) passes."""
     from kvplan.engines.version import render_version
     from kvplan.errors import UsageError
 
@@ -72,24 +78,27 @@ def check(version: Version, given: str | None) -> None:
     if given == "triton" and version < TRITON_SINCE:
         raise UsageError(f"vLLM {render_version(version)} has no Triton top-k/top-p sampler (it came in 0.17)",
                          field="vllm_sampler")
+    if given == "flashinfer" and not cuda:
+        raise UsageError("vLLM takes FlashInfer's top-k/top-p sampler on CUDA GPUs only (topk_topp_sampler.py: "
+                         "current_platform.is_cuda()); this GPU runs vLLM's ROCm platform", field="vllm_sampler")
     if given == "flashinfer" and version < V1_FLASHINFER_SINCE:
         raise UsageError(f"vLLM {render_version(version)} profiles with V0's sampler, which sorts (kvplan plans "
                          "FlashInfer's from the V1 engine, 0.8, on)", field="vllm_sampler")
 
 
-def backend(version: Version, rows: int, given: str | None = None) -> str:
+def backend(version: Version, rows: int, given: str | None = None, cuda: bool = True) -> str:
     """The path the dummy run takes: the one given (``--vllm-sampler``, a deployment's
     VLLM_USE_FLASHINFER_SAMPLER, a log's line), else the release's default. Triton sorts below 8 rows as vLLM does."""
     if given is None:
-        return default(version, rows)
-    check(version, given)
+        return default(version, rows, cuda)
+    check(version, given, cuda)
     return "sort" if given == "triton" and rows < TRITON_MIN_ROWS else given
 
 
-def note(version: Version, rows: int, given: str | None, why: str = "given") -> str | None:
+def note(version: Version, rows: int, given: str | None, why: str = "given", cuda: bool = True) -> str | None:
     """The assumptions line for the path taken where it is not the release's only one: given (``why``: where
-    from), or the default that rests on flashinfer being installed (0.9 - 0.11.0); None otherwise."""
-    path = backend(version, rows, given)
+    from), or the default that rests on flashinfer being installed (0.9 - 0.11.0, CUDA); None otherwise."""
+    path = backend(version, rows, given, cuda)
     if given is not None:
         return f"vLLM sampler: {path} top-k/top-p in the profiling run ({why})"
     if path == "flashinfer":
@@ -99,9 +108,9 @@ def note(version: Version, rows: int, given: str | None, why: str = "given") -> 
     return None
 
 
-def bytes_per_logit(version: Version, rows: int, given: str | None = None) -> tuple[float, str]:
+def bytes_per_logit(version: Version, rows: int, given: str | None = None, cuda: bool = True) -> tuple[float, str]:
     """The dummy sampler run's peak per logit of ``rows`` x vocab, and which backend holds it (and why)."""
-    path = backend(version, rows, given)
+    path = backend(version, rows, given, cuda)
     if path == "flashinfer" and given is None:
         return 14.0, ("FlashInfer top-k/top-p, 14 B per logit (the release's default where flashinfer is "
                       "installed, assumed: the vllm/vllm-openai image has it; a pip install without it sorts, 38 B: "
@@ -111,7 +120,10 @@ def bytes_per_logit(version: Version, rows: int, given: str | None = None) -> tu
     if path == "triton":
         return 14.0, "Triton top-k/top-p in place, 14 B per logit, and its cached fp32 buffer" + (
             " (given)" if given else "")
-    return sort_bytes_per_logit(rows, given == "sort")
+    per_logit, how = sort_bytes_per_logit(rows, given == "sort")
+    if given is None and not cuda and default(version, rows) == "flashinfer":
+        how += " (vLLM's ROCm platform: FlashInfer's sampler is CUDA's only)"
+    return per_logit, how
 
 
 def sort_bytes_per_logit(rows: int, given: bool = False) -> tuple[float, str]:

@@ -70,11 +70,11 @@ class V1Engine:
 
     def sampler(self, version: Version, rows: int, vocab: int, gpu_name: str,
                 given: str | None = None) -> tuple[float, str, int, str]:
-        per_logit, how = sampler.bytes_per_logit(version, rows, given)
+        per_logit, how = sampler.bytes_per_logit(version, rows, given, not defaults.is_rocm(gpu_name))
         return (per_logit, how, *sampler.fixed_bytes(version, rows, vocab, gpu_name, given))
 
-    def sampler_note(self, version: Version, rows: int, given: str | None) -> str | None:
-        return sampler.note(version, rows, given)
+    def sampler_note(self, version: Version, rows: int, given: str | None, gpu_name: str = "") -> str | None:
+        return sampler.note(version, rows, given, cuda=not defaults.is_rocm(gpu_name))
 
     def forward_per_token(self, spec: ModelSpec, tp: int) -> int | None:
         return None  # torch.compile plans the compiled graph's buffers: kvplan's calibrated profile (budgets/base.py)
@@ -113,7 +113,7 @@ class V0Engine:
         per_logit, how = sampler.sort_bytes_per_logit(rows, given == "sort")
         return per_logit, how, 0, ""
 
-    def sampler_note(self, version: Version, rows: int, given: str | None) -> str | None:
+    def sampler_note(self, version: Version, rows: int, given: str | None, gpu_name: str = "") -> str | None:
         return "vLLM sampler: sort top-k/top-p in the profiling run (given)" if given else None
 
     def forward_per_token(self, spec: ModelSpec, tp: int) -> int | None:
