@@ -199,3 +199,14 @@ def test_gemma3_many_items_widened_in_011_by_hand():
     assert found.kept_bytes == 32 * 8192 * 2560 * 2 + pixels == 1_496_317_952
     # 0.12.0 (vLLM PR #29386) compares with the 256 tokens per image: nothing is widened
     assert encoder_profile.profile(spec, 8192, 1024, 8192, 1, "v1", version=(0, 12, 0)).kept_bytes == 196_083_712
+
+
+def test_widening_reaches_the_plan_in_011_only():
+    # the whole plan: Gemma 3 4B on an H100 at the 0.10.2 / 0.11.0 defaults (8,192 batched tokens, 1,024 seqs, the
+    # same FlashInfer sampler) differs by the widening alone: 32 outputs of (8,192 - 256) more rows x 2,560 x bf16
+    def act(version: str) -> int:
+        return kvplan.max_batch("google/gemma-3-4b-it", gpu="H100-SXM-80GB", engine_version=version,
+                                max_model_len=8192).per_gpu.activation_bytes
+
+    assert act("0.11.0") - act("0.10.2") == 32 * (8192 - 256) * 2560 * 2
+    assert act("0.12.0") == act("0.13.0")  # 0.12 widens to the 256 tokens per image: nothing
