@@ -47,7 +47,7 @@ GIB = 1 << 30
 DATA = REPO / "tests" / "data"
 LOG_FILES = ("engine_logs_dev.yaml", "engine_logs_found.yaml", "engine_logs_more.yaml", "engine_logs_collected.yaml",
              "engine_logs_issue21.yaml", "engine_logs_issue21b.yaml", "engine_logs_issue21d.yaml",
-             "engine_logs_issue21e.yaml", "engine_logs_issue21h.yaml")
+             "engine_logs_issue21e.yaml")
 BASELINE = REPO / "benchmarks" / "crossval_baseline.json"
 # a reading of the 0.10.x TP > 1 growth, which holds two NCCL communicators (refit turns it into a non_torch_tp one)
 TWO_COMMUNICATORS = "non_torch_tp (0.10.x: two communicators)"
