@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
 from kvplan.engines.protocol import Demand
+from kvplan.engines.trtllm.fraction import default_fraction
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
@@ -30,7 +31,7 @@ MTP_NOT_LOADED = "TensorRT-LLM does not load without MTP speculation (modeling_d
 
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
-    fraction = settings.free_gpu_memory_fraction or DEFAULT_FRACTION
+    fraction = settings.free_gpu_memory_fraction or default_fraction(version)  # 0.85 before 0.8 (fraction.py)
     tokens = settings.max_num_batched_tokens or DEFAULT_MAX_NUM_TOKENS
     from kvplan.engines.trtllm import variant
 
