@@ -14,6 +14,7 @@ from __future__ import annotations
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
 from kvplan.engines.protocol import Demand
 from kvplan.engines.trtllm.fraction import default_fraction
+from kvplan.engines.trtllm.tied_head import with_lm_head_copy
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
@@ -39,7 +40,9 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     backend = variant.chosen(version, settings.trtllm_backend)
     weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
     if backend.prebuilt_engine:
-        items = [weights, *_engine_runtime(spec, tokens, tp, pp, version, demand, settings)]
+        # a tied lm_head is its own matrix in the engine (tied_head.py)
+        items = [with_lm_head_copy(weights, spec, version, tp), *_engine_runtime(spec, tokens, tp, pp, version, demand,
+                                                                                 settings)]
         what = "memory free after the engine, its context, runtime buffers and decoder"
         when = "before 1.0" if version < variant.PYTORCH_DEFAULT_SINCE else "with --backend tensorrt"
         said = (f"TensorRT-LLM {when} is planned as a prebuilt TensorRT engine (the C++ runtime): its execution "
