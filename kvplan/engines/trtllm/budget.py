@@ -38,11 +38,10 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
 
     # the backend the deployment runs (the release's default: a prebuilt engine before 1.0, PyTorch from 1.0)
     backend = variant.chosen(version, settings.trtllm_backend)
-    weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
+    # a prebuilt engine holds a tied lm_head as its own matrix (tied_head.py)
+    weights = with_lm_head_copy(weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED), spec, version, tp, backend)
     if backend.prebuilt_engine:
-        # a tied lm_head is its own matrix in the engine (tied_head.py)
-        items = [with_lm_head_copy(weights, spec, version, tp), *_engine_runtime(spec, tokens, tp, pp, version, demand,
-                                                                                 settings)]
+        items = [weights, *_engine_runtime(spec, tokens, tp, pp, version, demand, settings)]
         what = "memory free after the engine, its context, runtime buffers and decoder"
         when = "before 1.0" if version < variant.PYTORCH_DEFAULT_SINCE else "with --backend tensorrt"
         said = (f"TensorRT-LLM {when} is planned as a prebuilt TensorRT engine (the C++ runtime): its execution "

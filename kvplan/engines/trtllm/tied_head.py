@@ -28,6 +28,10 @@ from kvplan.engines.trtllm.runtime import padded_vocab
 from kvplan.engines.version import Version
 from kvplan.spec import MODEL_DTYPE_BYTES, ModelSpec
 
+TYPE_CHECKING = False  # as in the package's __init__: no typing import at run time
+if TYPE_CHECKING:
+    from kvplan.engines.trtllm.variant import Backend
+
 GEMMA_SHARES_SINCE: Version = (0, 10)  # examples/gemma/convert_checkpoint.py forces the sharing (#1492)
 
 
@@ -42,10 +46,10 @@ def lm_head_copy_bytes(spec: ModelSpec, version: Version, tp: int) -> int:
     return rows * spec.hidden_size * MODEL_DTYPE_BYTES[spec.dtype]
 
 
-def with_lm_head_copy(weights: MemoryItem, spec: ModelSpec, version: Version, tp: int) -> MemoryItem:
-    """The engine's weights: the checkpoint's share plus the lm_head copy, unless the weights were given (a
-    logged engine size already holds it)."""
-    if weights.tag == "given":
+def with_lm_head_copy(weights: MemoryItem, spec: ModelSpec, version: Version, tp: int, backend: Backend) -> MemoryItem:
+    """The weights a deployment holds: a prebuilt engine's add its lm_head copy to the checkpoint's share, unless
+    they were given (a logged engine size already holds it); the PyTorch backend's are the checkpoint's."""
+    if weights.tag == "given" or not backend.prebuilt_engine:
         return weights
     extra = lm_head_copy_bytes(spec, version, tp)
     if not extra:
