@@ -1,4 +1,5 @@
-"""TensorRT-LLM: ``free_gpu_memory_fraction`` (0.9) of the memory free after weights and buffers.
+"""TensorRT-LLM: ``free_gpu_memory_fraction`` (0.9; 0.85 before 0.8: fraction.py) of the memory free after weights and
+buffers.
 
 The PyTorch backend (the default from 1.0, ``--backend pytorch`` from 0.17: variant.py):
 docs/source/reference/memory.md and ``KvCacheCreator`` (tensorrt_llm/_torch/pyexecutor/_util.py): the KV cache takes ``fraction x (total - peak memory after a warm-up
@@ -18,7 +19,6 @@ from kvplan.engines.trtllm.tied_head import with_lm_head_copy
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
-DEFAULT_FRACTION = 0.9
 DEFAULT_MAX_NUM_TOKENS = 8192
 CONTEXT_BYTES = int(0.6 * GIB)
 
