@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -78,12 +79,18 @@ def non_torch_field(inp: dict) -> str:
     return engine_of(inp).non_torch_field(parse_version(inp["version"]), inp["args"]["tp"], inp["args"]["pp"])[0]
 
 
+# NVIDIA's 16 - 24 GB data-center inference cards (Ampere A10 / AWS A10G, Turing T4), as whole words: "A100" and
+# "RTX A1000" are not them. Matched before "GB", which a log's memory note ("14.6 GB") would otherwise send to
+# "consumer", so a T4 or an A10G falls in one class whichever engine's log names it.
+INFERENCE_CARD = re.compile(r"\b(A10G?|T4)\b")
+
+
 def gpu_class(text: str) -> str:
     name = text.upper()
     for key, cls in (("H100", "H100/H200/H20"), ("H200", "H100/H200/H20"), ("H20", "H100/H200/H20"),
-                     ("A100", "A100"), ("L40", "L40S/L4"), ("L4", "L40S/L4"), ("B200", "B200/GB200"),
-                     ("RTX", "consumer"), ("GB", "consumer")):
-        if key in name:
+                     ("A100", "A100"), (INFERENCE_CARD, "A10/A10G/T4"), ("L40", "L40S/L4"), ("L4", "L40S/L4"),
+                     ("B200", "B200/GB200"), ("RTX", "consumer"), ("GB", "consumer")):
+        if (key.search(name) if isinstance(key, re.Pattern) else key in name):
             return cls
     return "other"
 

@@ -77,3 +77,12 @@ def test_no_start_up_is_judged_twice() -> None:
         key = (stamps, case["reported"].get("available_kv_gib"))
         assert key not in seen, (case["id"], seen.get(key))
         seen[key] = case["id"]
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("A10G", "A10/A10G/T4"), ("T4", "A10/A10G/T4"),  # TensorRT-LLM's rows: the catalog name
+    ("2x Tesla T4 (the notebook prints 'GPU 0 : Tesla T4 (14.6 GB)')", "A10/A10G/T4"),  # vLLM's: the log's text
+    ("24 GB AWS card (total_gpu_memory 22.07GiB = NVIDIA A10G, inferred)", "A10/A10G/T4"),
+    ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA RTX A4000 (16 GB)", "consumer"), ("NVIDIA L4", "L40S/L4")])
+def test_a_t4_or_an_a10g_is_one_class_in_every_engine_table(text: str, want: str) -> None:
+    assert crossval.gpu_class(text) == want

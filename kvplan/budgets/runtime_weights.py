@@ -62,6 +62,20 @@ def _dense_body(spec: ModelSpec) -> int | None:
     return total + h
 
 
+def tied_lm_head(spec: ModelSpec) -> bool | None:
+    """Whether the checkpoint's lm_head is its embedding (one vocab x hidden matrix, not two), found by rebuilding a
+    dense model's parameter count both ways; None where the spec cannot say (no count, MoE, other layer kinds)."""
+    params, vocab, hidden = spec.params, spec.vocab_size, spec.hidden_size
+    body = _dense_body(spec)
+    if not (params and vocab and hidden) or body is None:
+        return None
+    embed = vocab * hidden
+    untied_err, tied_err = abs(body + 2 * embed - params), abs(body + embed - params)
+    if min(untied_err, tied_err) > 0.02 * params:  # the two differ by vocab x hidden, far above 2 %
+        return None
+    return tied_err < untied_err
+
+
 def split_params(spec: ModelSpec) -> ParamSplit | None:
     """The spec's parameters split into linear weights and the rest; None where the spec gives no count."""
     params, vocab, hidden = spec.params, spec.vocab_size, spec.hidden_size
@@ -69,12 +83,7 @@ def split_params(spec: ModelSpec) -> ParamSplit | None:
         return None
     embed = vocab * hidden
     norms = (2 * spec.num_layers + 1) * hidden
-    body = _dense_body(spec)
-    tied: bool | None = None
-    if body is not None:
-        untied_err, tied_err = abs(body + 2 * embed - params), abs(body + embed - params)
-        if min(untied_err, tied_err) <= 0.02 * params:  # the two differ by vocab x hidden, far above 2 %
-            tied = tied_err < untied_err
+    tied = tied_lm_head(spec)
     heads = 1 if tied else 2
     other = min(params, heads * embed + norms)
     if tied is None:

@@ -1,4 +1,5 @@
-"""TensorRT-LLM: ``free_gpu_memory_fraction`` (0.9) of the memory free after weights and buffers.
+"""TensorRT-LLM: ``free_gpu_memory_fraction`` (0.9; 0.85 before 0.8: fraction.py) of the memory free after weights and
+buffers.
 
 The PyTorch backend (the default from 1.0, ``--backend pytorch`` from 0.17: variant.py):
 docs/source/reference/memory.md and ``KvCacheCreator`` (tensorrt_llm/_torch/pyexecutor/_util.py): the KV cache takes ``fraction x (total - peak memory after a warm-up
@@ -13,10 +14,11 @@ from __future__ import annotations
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
 from kvplan.engines.protocol import Demand
+from kvplan.engines.trtllm.fraction import default_fraction
+from kvplan.engines.trtllm.tied_head import with_lm_head_copy
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
-DEFAULT_FRACTION = 0.9
 DEFAULT_MAX_NUM_TOKENS = 8192
 CONTEXT_BYTES = int(0.6 * GIB)
 
@@ -30,13 +32,14 @@ MTP_NOT_LOADED = "TensorRT-LLM does not load without MTP speculation (modeling_d
 
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
-    fraction = settings.free_gpu_memory_fraction or DEFAULT_FRACTION
+    fraction = settings.free_gpu_memory_fraction or default_fraction(version)  # 0.85 before 0.8 (fraction.py)
     tokens = settings.max_num_batched_tokens or DEFAULT_MAX_NUM_TOKENS
     from kvplan.engines.trtllm import variant
 
     # the backend the deployment runs (the release's default: a prebuilt engine before 1.0, PyTorch from 1.0)
     backend = variant.chosen(version, settings.trtllm_backend)
-    weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
+    # a prebuilt engine holds a tied lm_head as its own matrix (tied_head.py)
+    weights = with_lm_head_copy(weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED), spec, version, tp, backend)
     if backend.prebuilt_engine:
         items = [weights, *_engine_runtime(spec, tokens, tp, pp, version, demand, settings)]
         what = "memory free after the engine, its context, runtime buffers and decoder"
