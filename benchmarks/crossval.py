@@ -48,7 +48,7 @@ GIB = 1 << 30
 DATA = REPO / "tests" / "data"
 LOG_FILES = ("engine_logs_dev.yaml", "engine_logs_found.yaml", "engine_logs_more.yaml", "engine_logs_collected.yaml",
              "engine_logs_issue21.yaml", "engine_logs_issue21b.yaml", "engine_logs_issue21d.yaml",
-             "engine_logs_issue21e.yaml")
+             "engine_logs_issue21e.yaml", "engine_logs_issue21h.yaml")
 BASELINE = REPO / "benchmarks" / "crossval_baseline.json"
 # a reading of the 0.10.x TP > 1 growth, which holds two NCCL communicators (refit turns it into a non_torch_tp one)
 TWO_COMMUNICATORS = "non_torch_tp (0.10.x: two communicators)"
@@ -186,6 +186,8 @@ def inputs(case: dict) -> tuple[dict | None, str]:
         settings["gpu_memory_utilization"] = case["gpu_memory_utilization"]
     if case.get("enforce_eager"):
         settings["enforce_eager"] = True
+    if _offline(case):  # the LLM class's own batch defaults (vllm/engine/arg_utils.py, UsageContext.LLM_CLASS)
+        settings["usage_context"] = "llm"
     if "--language-model-only" in str(case.get("command") or ""):  # no encoder in the profiling run
         settings["language_model_only"] = True
     for key in ("max_num_seqs", "max_num_batched_tokens"):
@@ -195,6 +197,12 @@ def inputs(case: dict) -> tuple[dict | None, str]:
     if case.get("sampler") is not None and case.get("sampler_evidence"):
         settings["vllm_sampler"] = case["sampler"]
     return {"args": args, "settings": settings, "model": spec, "version": version}, ""
+
+
+def _offline(case: dict) -> bool:
+    """True where the log's start-up is vLLM's offline ``LLM`` class (said in the case's ``entrypoint``), not a server."""
+    entry = str(case.get("entrypoint") or "")
+    return any(mark in entry for mark in ("LLM(", "LLM class", "vllm.LLM", "vLLM LLM"))
 
 
 def _release(text: object) -> str | None:
