@@ -22,8 +22,9 @@ TensorRT-LLM: no size is fitted to logs (the fraction is TensorRT-LLM's default 
 activation and the 0.6 GiB context are kvplan's assumptions, set before these logs were read; a prebuilt engine's
 runtime buffers and decoder are summed from the code's shapes, kvplan/engines/trtllm/runtime.py), so each log's
 error is already out of sample: leave-one-source-out is simply the error on each log. A log is given what its source
-states of the engine's build (max_batch_size, max_seq_len) and, as its weights are, the items it prints (the
-execution context, the runtime buffers and decoder).
+states of the engine's build (max_batch_size, max_seq_len, max_num_tokens) and, as its weights are, the items it prints
+(the execution context, the runtime buffers and decoder); a GptSession run (examples/run.py before 0.10) takes no
+buffers or decoder before the pool (GPTSESSION below).
 
 tests/test_crossval_engines.py fails when a change makes an engine's cross-validated median or p90 worse than
 ``benchmarks/crossval_engines_baseline.json``.
@@ -121,6 +122,12 @@ SHARED = {
     "trtllm-l2lab-qwen25-05b-l4-colocated-f025": "second engine on a GPU holding the first one's weights and KV",
     "trtllm-nemotron-nano4b-nvfp4-5070ti-f020": "GPU shared with ASR / TTS models",
 }
+# examples/run.py runs GptSession before 0.10 (ModelRunnerCpp; 0.10's release notes move it to the executor API):
+# GptSession::setup (cpp/tensorrt_llm/runtime/gptSession.cpp, read in a 0.7.1 fork) creates the contexts and empty
+# runtime buffers, then the KV cache manager, and only then the decoders and the buffers' reshape, so nothing but the
+# engine and its execution context is taken before the pool
+GPTSESSION = re.compile(r"GptSession|run\.py")
+GPTSESSION_UNTIL = (0, 10)
 
 # GPUs kvplan's catalog lacks or the log does not name, on logs that print the free memory before the weights:
 # kvplan is given that free memory (as on a shared GPU), so the card's size enters only SGLang's default fraction
@@ -267,8 +274,11 @@ def inputs(case: dict) -> tuple[dict | None, str]:
         fraction = case.get("free_gpu_memory_fraction") or case.get("kv_cache_free_gpu_mem_fraction")
         if fraction:
             settings["free_gpu_memory_fraction"] = fraction
+        built_tokens = re.search(r"--max_num_tokens[ =](\d+)", str(case.get("command") or ""))
         if isinstance(case.get("max_num_tokens"), int):
             settings["max_num_batched_tokens"] = case["max_num_tokens"]
+        elif built_tokens:  # the build's max_num_tokens, as its command states it
+            settings["max_num_batched_tokens"] = int(built_tokens[1])
         # the build's sizes the C++ runtime's buffers follow (kvplan/engines/trtllm/runtime.py), where the source
         # gives them, and the execution context the log prints (a logged item, as the engine's weights are)
         built = re.search(r"--max_batch_size[ =](\d+)", str(case.get("command") or ""))
@@ -282,6 +292,8 @@ def inputs(case: dict) -> tuple[dict | None, str]:
                    for unit, scale in (("mb", 1 << 20), ("gb", 1 << 30))]
         if any(printed):
             settings["engine_buffer_bytes"] = round(sum(printed))
+        elif GPTSESSION.search(str(case.get("engine_detail") or "")) and parse_version(version) < GPTSESSION_UNTIL:
+            settings["engine_buffer_bytes"] = 0  # GptSession sizes its buffers and decoder after the pool
     args = {"model": spec, "gpu": gpu, "tp": _whole(case.get("tensor_parallel_size")),
             "pp": _whole(case.get("pipeline_parallel_size")), "engine": engine, "engine_version": version}
     context = case.get("context_length") or rep.get("context_len")

@@ -64,3 +64,45 @@ def test_kv_max_tokens_refuses_a_bad_value_and_another_engine() -> None:
     for bad in ("0", "-3", "many"):
         assert main([*base, bad, "--engine", "trtllm"], fast=False) == 2
     assert main([*base, "5000", "--engine", "vllm"], fast=False) == 2
+
+
+def test_the_build_default_max_num_tokens_follows_the_release() -> None:
+    """trtllm-build's defaults (runtime.py): before 0.11 max_num_tokens was unset and check_max_num_tokens made it
+    max_batch_size x max_input_len (max_input_len 1,024 by default, below max_seq_len); 8,192 from 0.11; the default
+    max_batch_size was 1 from 0.7 to 0.10, 2,048 from 0.11."""
+    from kvplan.engines import parse_version
+
+    v09, v010, v011, v012 = (parse_version(v) for v in ("0.9.0", "0.10.0", "0.11.0", "0.12"))
+    assert runtime.default_max_num_tokens(v09, 40, 2048)[0] == 40 * 1024
+    assert runtime.default_max_num_tokens(v010, 64, 512)[0] == 64 * 512  # a shorter max_seq_len bounds the input
+    assert runtime.default_max_num_tokens(v011, 40, 2048)[0] == runtime.default_max_num_tokens(v012, 4096, 4098)[0] \
+        == 8192
+    assert [runtime.default_batch(parse_version(v)) for v in ("0.6.1", "0.7.1", "0.8.0", "0.10.0", "0.11.0")] \
+        == [256, 1, 1, 1, 2048]
+
+
+def _context(version: str, **settings: int) -> tuple[int, tuple[str, ...]]:
+    plan = kvplan.max_batch("meta-llama/Llama-3.1-8B", gpu="RTX-3090", engine="trtllm", engine_version=version,
+                            max_model_len=2048, settings=Settings(**settings))
+    return _items(plan)["activation"], tuple(plan.assumptions)
+
+
+def test_an_engine_before_011_is_planned_with_its_builds_token_dimension() -> None:
+    """The execution context of a 0.9 engine built for 40 sequences is sized for 40 x 1,024 tokens, said as an
+    assumption; a given max_num_tokens replaces the rule, and a release from 0.11 keeps 8,192 without it."""
+    ctx, said = _context("0.9.0", max_num_seqs=40)
+    given, said_given = _context("0.9.0", max_num_seqs=40, max_num_batched_tokens=8192)
+    new, said_new = _context("0.12", max_num_seqs=40)
+    assert ctx == 5 * given and given == new  # 40,960 tokens against 8,192, the same bytes per token
+    assert any("40,960 = max_batch_size 40 x max_input_len 1,024" in a for a in said)
+    assert not any("max_input_len" in a for a in (*said_given, *said_new))
+
+
+def test_the_rule_meets_the_context_a_09_log_allocated() -> None:
+    """trtllm-benchdoc-llama3-8b-3090-triton (tests/data/engine_logs_collected.yaml; its source prints TensorRT's
+    memory readings): the GPU in use goes from 15,681 MiB after the engine's deserialization to 19,719 MiB once the
+    context is created, 8 + 8 MiB of it cuBLAS and cuDNN; TllmRuntime allocates the execution context in between.
+    kvplan's context for that build (max_batch_size 40, max_seq_len 2,048, no max_num_tokens) is within 2 % of it."""
+    logged = (19_719 - 15_681 - 16) * (1 << 20)
+    ctx, _ = _context("0.9.0", max_num_seqs=40)
+    assert abs(ctx / logged - 1) < 0.02

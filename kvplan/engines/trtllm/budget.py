@@ -41,12 +41,20 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     # a prebuilt engine holds a tied lm_head as its own matrix (tied_head.py)
     weights = with_lm_head_copy(weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED), spec, version, tp, backend)
     if backend.prebuilt_engine:
+        from kvplan.engines.trtllm import runtime
+
+        built: tuple[str, ...] = ()
+        if settings.max_num_batched_tokens is None and version < runtime.BUILD_TOKENS_SINCE:
+            # the engine's token dimension was the build's batch x input length before 0.11 (runtime.py)
+            batch = settings.max_num_seqs or runtime.default_batch(version)
+            tokens, how = runtime.default_max_num_tokens(version, batch, demand.max_model_len)
+            built = (f"The execution context is sized for {how}",)
         items = [weights, *_engine_runtime(spec, tokens, tp, pp, version, demand, settings)]
         what = "memory free after the engine, its context, runtime buffers and decoder"
         when = "before 1.0" if version < variant.PYTORCH_DEFAULT_SINCE else "with --backend tensorrt"
         said = (f"TensorRT-LLM {when} is planned as a prebuilt TensorRT engine (the C++ runtime): its execution "
                 "context is kvplan's estimate unless given, its runtime buffers and decoder follow max_batch_size "
-                "(--max-num-seqs) and max_seq_len (--max-model-len) of the build",)
+                "(--max-num-seqs) and max_seq_len (--max-model-len) of the build", *built)
     else:
         act, how = activation_bytes(spec, tokens, tp, settings.max_num_seqs or 256)
         items = [weights, MemoryItem("activation", act, "assumed", how)]

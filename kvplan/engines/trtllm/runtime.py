@@ -33,14 +33,35 @@ from kvplan.engines.version import Version
 
 LOGITS_BYTES = 4  # fp32 logits: trtllm-build's default logits_dtype (assumed; the 0.12 log's runtime buffers fit it)
 INT32 = 4
-# trtllm-build's default max_batch_size: 2,048 from the BuildConfig of 0.11 (TensorRT-LLM#1188: "default value was
-# used"), 256 before (the examples' build scripts); assumed where the build's is not given
-BUILD_BATCH_DEFAULT = ((0, 11), 2048, 256)
+# trtllm-build's default max_batch_size, newest band first; assumed where the build's is not given. 2,048 from the
+# BuildConfig of 0.11 (TensorRT-LLM#1188: "default value was used"); 1 from 0.7, when trtllm-build came, to 0.10 (the
+# --max_batch_size default of tensorrt_llm/commands/build.py parse_arguments, read in a 0.7-era and a 0.8-era copy
+# and at 0.10.0.dev2024043000); 256 before (the examples' own build scripts)
+BUILD_BATCH_DEFAULTS = (((0, 11), 2048), ((0, 7), 1), ((0, 0), 256))
+# trtllm-build's default max_num_tokens: the engine's token dimension, which sizes its execution context (TllmRuntime's
+# constructor allocates the engine's getDeviceMemorySize(), TensorRT's activation memory at the profile's largest
+# shapes). 8,192 from 0.11 (BuildConfig; docs/source/features/paged-attention-ifb-scheduler.md: "8192 by default
+# starting from v0.11"). Before, --max_num_tokens defaulted to None and build.py main (0.8 - 0.10) passed it to
+# check_max_num_tokens (tensorrt_llm/_common.py, read at 0.10.0.dev2024043000; djl-serving#1922 cites v0.9.0's),
+# which sets max_batch_size x max_input_len with the input padding removed (a padded engine's token dimension is that
+# product too). --max_input_len defaulted to 1,024 (the same parse_arguments) and stays below max_seq_len, which was
+# max_input_len + max_output_len in those releases.
+BUILD_TOKENS_SINCE = (0, 11)
+BUILD_TOKENS_DEFAULT = 8192
+BUILD_INPUT_LEN_DEFAULT = 1024
 
 
 def default_batch(version: Version) -> int:
-    since, new, old = BUILD_BATCH_DEFAULT
-    return new if version >= since else old
+    return next(batch for since, batch in BUILD_BATCH_DEFAULTS if version >= since)
+
+
+def default_max_num_tokens(version: Version, batch: int, max_seq_len: int) -> tuple[int, str]:
+    """The build's max_num_tokens where it is not given: trtllm-build's default of the release, and how it is made."""
+    if version >= BUILD_TOKENS_SINCE:
+        return BUILD_TOKENS_DEFAULT, f"max_num_tokens {BUILD_TOKENS_DEFAULT:,} (trtllm-build default from 0.11, assumed)"
+    input_len = min(BUILD_INPUT_LEN_DEFAULT, max_seq_len)
+    return batch * input_len, (f"max_num_tokens {batch * input_len:,} = max_batch_size {batch:,} x max_input_len "
+                               f"{input_len:,} (trtllm-build's rule before 0.11, max_input_len assumed)")
 
 
 def padded_vocab(vocab: int, world: int) -> int:
