@@ -87,6 +87,13 @@ MODEL_OF = {
 # Free memory at load begin printed by a log kept outside the YAML (benchmarks/accuracy_sglang.py: the PR's log,
 # "Load weight begin. avail mem=137.29 GB", the least over the ranks)
 FREE_BEFORE = {"sglang-pr11716-tp8-piecewise-cuda-graph": 137.29}
+# A TensorRT-LLM execution context read from TensorRT's memory lines in the log's source (outside the YAML's excerpt):
+# TllmRuntime's constructor allocates it between the engine's deserialization and the contexts' creation
+# (cpp/tensorrt_llm/runtime/tllmRuntime.cpp, read in a 0.7.1 fork), so it is the rise of the GPU in use between them,
+# less cuBLAS's own 8 MiB. The 0.8 test run's rise (15,617 -> 15,835 MiB) is not the 1,728 MiB its source's build log
+# prints ("Total Activation Memory: 1811942912"): the engine that ran is not that build (the same source's Triton run
+# shows another: max batch 32, attention window 2,560), so the context is its reading, not that build's.
+CONTEXT_READ_MIB = {"trtllm-080-llama3-8b-bf16-3090-gptsession-testrun": 15_835 - 15_617 - 8}
 # A checkpoint whose weights kvplan counts from a config of another precision: judged only with logged weights
 QUANTIZED = re.compile(r"fp8|int4|int8|awq|gptq|nvfp4|smoothquant|weight_only|quantiz", re.IGNORECASE)
 
@@ -287,6 +294,8 @@ def inputs(case: dict) -> tuple[dict | None, str]:
             settings["max_num_seqs"] = batch
         if rep.get("execution_context_mib") is not None:
             settings["activation_bytes"] = round(rep["execution_context_mib"] * (1 << 20))
+        elif case["id"] in CONTEXT_READ_MIB:
+            settings["activation_bytes"] = CONTEXT_READ_MIB[case["id"]] << 20
         # "Allocated X MB / GB GPU memory for runtime buffers" and "... for decoder" (MemoryCounter: 1024-based units)
         printed = [rep.get(f"{item}_{unit}", 0) * scale for item in ("runtime_buffers", "decoder")
                    for unit, scale in (("mb", 1 << 20), ("gb", 1 << 30))]
