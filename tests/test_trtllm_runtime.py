@@ -68,8 +68,8 @@ def test_kv_max_tokens_refuses_a_bad_value_and_another_engine() -> None:
 
 def test_the_build_default_max_num_tokens_follows_the_release() -> None:
     """trtllm-build's defaults (runtime.py): before 0.11 max_num_tokens was unset and check_max_num_tokens made it
-    max_batch_size x max_input_len (max_input_len 1,024 by default, below max_seq_len); 8,192 from 0.11; the default
-    max_batch_size was 1 from 0.7 to 0.10, 2,048 from 0.11."""
+    max_batch_size x max_input_len (max_input_len 1,024 by default, below max_seq_len); 8,192 from 0.11. An unknown
+    build's max_batch_size is assumed 256 before 0.11 and 2,048 (BuildConfig) from it."""
     from kvplan.engines import parse_version
 
     v09, v010, v011, v012 = (parse_version(v) for v in ("0.9.0", "0.10.0", "0.11.0", "0.12"))
@@ -77,8 +77,7 @@ def test_the_build_default_max_num_tokens_follows_the_release() -> None:
     assert runtime.default_max_num_tokens(v010, 64, 512)[0] == 64 * 512  # a shorter max_seq_len bounds the input
     assert runtime.default_max_num_tokens(v011, 40, 2048)[0] == runtime.default_max_num_tokens(v012, 4096, 4098)[0] \
         == 8192
-    assert [runtime.default_batch(parse_version(v)) for v in ("0.6.1", "0.7.1", "0.8.0", "0.10.0", "0.11.0")] \
-        == [256, 1, 1, 1, 2048]
+    assert [runtime.default_batch(parse_version(v)) for v in ("0.8.0", "0.10.0", "0.11.0")] == [256, 256, 2048]
 
 
 def _context(version: str, **settings: int) -> tuple[int, tuple[str, ...]]:
@@ -89,13 +88,16 @@ def _context(version: str, **settings: int) -> tuple[int, tuple[str, ...]]:
 
 def test_an_engine_before_011_is_planned_with_its_builds_token_dimension() -> None:
     """The execution context of a 0.9 engine built for 40 sequences is sized for 40 x 1,024 tokens, said as an
-    assumption; a given max_num_tokens replaces the rule, and a release from 0.11 keeps 8,192 without it."""
+    assumption; a given max_num_tokens replaces the rule, and a release from 0.11 keeps 8,192 without it. Without
+    the build's batch the product is not known: 8,192 tokens, said as assumed."""
     ctx, said = _context("0.9.0", max_num_seqs=40)
     given, said_given = _context("0.9.0", max_num_seqs=40, max_num_batched_tokens=8192)
     new, said_new = _context("0.12", max_num_seqs=40)
-    assert ctx == 5 * given and given == new  # 40,960 tokens against 8,192, the same bytes per token
+    unknown, said_unknown = _context("0.9.0")
+    assert ctx == 5 * given and given == new == unknown  # 40,960 tokens against 8,192, the same bytes per token
     assert any("40,960 = max_batch_size 40 x max_input_len 1,024" in a for a in said)
     assert not any("max_input_len" in a for a in (*said_given, *said_new))
+    assert any("8,192 tokens, assumed" in a and "--max-num-seqs" in a for a in said_unknown)
 
 
 def test_the_rule_meets_the_context_a_09_log_allocated() -> None:

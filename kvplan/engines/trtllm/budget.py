@@ -45,10 +45,15 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
 
         built: tuple[str, ...] = ()
         if settings.max_num_batched_tokens is None and version < runtime.BUILD_TOKENS_SINCE:
-            # the engine's token dimension was the build's batch x input length before 0.11 (runtime.py)
-            batch = settings.max_num_seqs or runtime.default_batch(version)
-            tokens, how = runtime.default_max_num_tokens(version, batch, demand.max_model_len)
-            built = (f"The execution context is sized for {how}",)
+            # the engine's token dimension was the build's batch x input length before 0.11 (runtime.py): known only
+            # with the build's batch (the assumed default batch is no engine's, so its product would be none's either)
+            if settings.max_num_seqs:
+                tokens, how = runtime.default_max_num_tokens(version, settings.max_num_seqs, demand.max_model_len)
+                built = (f"The execution context is sized for {how}",)
+            else:
+                built = (f"The execution context is sized for {tokens:,} tokens, assumed: before 0.11 trtllm-build "
+                         "made max_num_tokens max_batch_size x max_input_len, and the build's max_batch_size "
+                         "(--max-num-seqs) is not given",)
         items = [weights, *_engine_runtime(spec, tokens, tp, pp, version, demand, settings)]
         what = "memory free after the engine, its context, runtime buffers and decoder"
         when = "before 1.0" if version < variant.PYTORCH_DEFAULT_SINCE else "with --backend tensorrt"

@@ -33,11 +33,11 @@ from kvplan.engines.version import Version
 
 LOGITS_BYTES = 4  # fp32 logits: trtllm-build's default logits_dtype (assumed; the 0.12 log's runtime buffers fit it)
 INT32 = 4
-# trtllm-build's default max_batch_size, newest band first; assumed where the build's is not given. 2,048 from the
-# BuildConfig of 0.11 (TensorRT-LLM#1188: "default value was used"); 1 from 0.7, when trtllm-build came, to 0.10 (the
-# --max_batch_size default of tensorrt_llm/commands/build.py parse_arguments, read in a 0.7-era and a 0.8-era copy
-# and at 0.10.0.dev2024043000); 256 before (the examples' own build scripts)
-BUILD_BATCH_DEFAULTS = (((0, 11), 2048), ((0, 7), 1), ((0, 0), 256))
+# The build's max_batch_size where it is not given (assumed), newest band first: 2,048 from the BuildConfig of 0.11
+# (TensorRT-LLM#1188: "default value was used"); 256 before (the examples' build scripts). trtllm-build's own
+# --max_batch_size default was 1 in 0.7 - 0.10 (parse_arguments of tensorrt_llm/commands/build.py, read in a 0.7-era
+# and a 0.8-era copy and at 0.10.0.dev2024043000), an engine no one serves: the older logs' engines took far more.
+BUILD_BATCH_DEFAULTS = (((0, 11), 2048), ((0, 0), 256))
 # trtllm-build's default max_num_tokens: the engine's token dimension, which sizes its execution context (TllmRuntime's
 # constructor allocates the engine's getDeviceMemorySize(), TensorRT's activation memory at the profile's largest
 # shapes). 8,192 from 0.11 (BuildConfig; docs/source/features/paged-attention-ifb-scheduler.md: "8192 by default
@@ -56,7 +56,8 @@ def default_batch(version: Version) -> int:
 
 
 def default_max_num_tokens(version: Version, batch: int, max_seq_len: int) -> tuple[int, str]:
-    """The build's max_num_tokens where it is not given: trtllm-build's default of the release, and how it is made."""
+    """The build's max_num_tokens where it is not given, for a build of ``batch`` sequences: trtllm-build's default of
+    the release, and how it is made."""
     if version >= BUILD_TOKENS_SINCE:
         return BUILD_TOKENS_DEFAULT, f"max_num_tokens {BUILD_TOKENS_DEFAULT:,} (trtllm-build default from 0.11, assumed)"
     input_len = min(BUILD_INPUT_LEN_DEFAULT, max_seq_len)
