@@ -90,7 +90,11 @@ def test_plans_carry_the_engines_band_and_given_memory_none(engine: str) -> None
     # the default release's band where it has enough logs of its own, else the pooled one
     named = [b for name, b in table["bands"].items() if f" {name}: " in p.interval["basis"]]
     band = named[0] if named else table["pooled"]
-    assert len(named) == (1 if table["bands"] else 0)
+    # the default (latest) release's band is in the table for SGLang (0.5.3+); TensorRT-LLM's 1.0+ has too few logs,
+    # so its plans take the pooled band even though its < 1.0 band has enough
+    own = {"sglang": ["0.5.3+"], "trtllm": []}[engine]
+    assert [name for name in table["bands"] if f" {name}: " in p.interval["basis"]] == own
+    assert named or p.interval["basis"].startswith("all ")
     low, high = p.interval["kv_cache_bytes"]
     assert (low, high) == (int(p.per_gpu.kv_cache_bytes - band["high"] * p.gpu_total_bytes),
                            int(p.per_gpu.kv_cache_bytes - band["low"] * p.gpu_total_bytes))
