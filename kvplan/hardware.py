@@ -318,8 +318,17 @@ def _memory(value: Any, key: str, label: str) -> int:
 
 
 def _norm(name: str) -> str:
-    # the name less its spaces, underscores and dashes (the pattern [\s_-]+ removed, without importing re)
-    return "".join(c for c in name if not (c.isspace() or c in "_-")).lower()
+    # the name less its spaces, underscores and dashes (the pattern [\s_-]+ removed, without importing re);
+    # remembered: every lookup normalises the whole catalog's names and aliases again (~130 of them)
+    found = _NORMS.get(name)
+    if found is None:
+        if len(_NORMS) >= 4096:  # names also come from users' files: keep it small
+            _NORMS.clear()
+        found = _NORMS[name] = "".join(c for c in name if not (c.isspace() or c in "_-")).lower()
+    return found
+
+
+_NORMS: dict[str, str] = {}
 
 
 def find_gpu(name: str, catalog: Iterable[GPU]) -> GPU:

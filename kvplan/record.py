@@ -307,29 +307,32 @@ else:
         _bind(owner, self, args, kwargs)
 
     def _bind(owner, self, args, kwargs):
-        ordered, frozen = owner.__kvplan_record__
-        name = f"{owner.__qualname__}.__init__()"
-        positional = [f[0] for f in ordered if not f[4]]
+        plan = owner.__dict__.get("__kvplan_bind__")
+        if plan is None:  # what binding needs, worked out once per class: a start binds some 500 instances
+            ordered, frozen = owner.__kvplan_record__
+            positional = tuple(f[0] for f in ordered if not f[4])
+            plan = (f"{owner.__qualname__}.__init__()", positional, frozenset(f[0] for f in ordered),
+                    tuple(f[0] for f in ordered if f[1] is _MISSING and f[2] is _MISSING),
+                    tuple((f[0], f[1], f[2]) for f in ordered), frozen, hasattr(owner, "__post_init__"))
+            type.__setattr__(owner, "__kvplan_bind__", plan)
+        name, positional, known, required, fields, frozen, post_init = plan
         if len(args) > len(positional):
             raise TypeError(f"{name} takes {len(positional) + 1} positional arguments but {len(args) + 1} were given")
         values = dict(zip(positional, args))
-        known = {f[0] for f in ordered}
         for key, value in kwargs.items():
             if key not in known:
                 raise TypeError(f"{name} got an unexpected keyword argument '{key}'")
             if key in values:
                 raise TypeError(f"{name} got multiple values for argument '{key}'")
             values[key] = value
-        missing = [f[0] for f in ordered if f[0] not in values and f[1] is _MISSING and f[2] is _MISSING]
+        missing = [field_name for field_name in required if field_name not in values]
         if missing:
             raise TypeError(f"{name} missing {len(missing)} required argument(s): {', '.join(map(repr, missing))}")
-        for field_name, default, factory, *_ in ordered:
-            value = values[field_name] if field_name in values else factory() if factory is not _MISSING else default
-            if frozen:
-                object.__setattr__(self, field_name, value)
-            else:
-                setattr(self, field_name, value)
-        if hasattr(owner, "__post_init__"):
+        set_field = object.__setattr__ if frozen else setattr
+        for field_name, default, factory in fields:
+            set_field(self, field_name,
+                      values[field_name] if field_name in values else factory() if factory is not _MISSING else default)
+        if post_init:
             self.__post_init__()
 
     def _compile_init(cls):

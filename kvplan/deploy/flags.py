@@ -18,6 +18,7 @@ from kvplan.deploy.report import Finding
 from kvplan.engines import DEFAULT_ENGINE
 from kvplan.engines.serve import ServeFlags, serve_flags, serving_engines, shown
 from kvplan.errors import ConfigError
+from kvplan.lazy_re import lazy_pattern
 from kvplan.record import dataclass, field
 
 
@@ -71,7 +72,7 @@ _BOOLEAN_FLAGS = {
 }
 _BOOLEAN_PREFIXES = ("--enable-", "--disable-", "--no-")
 
-_PYTHON = re.compile(r"^(.*/)?python[0-9.]*$")
+_PYTHON = lazy_pattern(r"^(.*/)?python[0-9.]*$")
 
 
 # ----------------------------------------------------------------------------- substitutions
@@ -80,12 +81,12 @@ _PYTHON = re.compile(r"^(.*/)?python[0-9.]*$")
 # ('${a:-' a million times, with no '}', was a quadratic search). '$((' runs to the next parenthesis only
 # ([^()]*, then '))'): each '$((' scans its own run, which no other '$((' starts inside, so the search is linear;
 # arithmetic with inner parentheses is left unknown.
-_SUBST = re.compile(r"\$\(\((?P<arith>[^()]*)\)\)"
+_SUBST = lazy_pattern(r"\$\(\((?P<arith>[^()]*)\)\)"
                     r"|\$\((?P<k8s>[A-Za-z_][A-Za-z0-9_]*)\)"
                     r"|\$\{(?P<brace>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-=?+])(?P<default>(?:[^}$]|\$(?!\{))*))?\}"
                     r"|\$(?P<plain>[A-Za-z_][A-Za-z0-9_]*)")
-_KUBELET = re.compile(r"\$\$|\$\((?P<name>[A-Za-z_][A-Za-z0-9_]*)\)")
-_VAR_NAMES = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_KUBELET = lazy_pattern(r"\$\$|\$\((?P<name>[A-Za-z_][A-Za-z0-9_]*)\)")
+_VAR_NAMES = lazy_pattern(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def substitute(text: str, env: dict[str, str], *, k8s: bool = False,
@@ -151,8 +152,8 @@ def kubelet_expand(text: str, env: dict[str, str]) -> str:
 # ----------------------------------------------------------------------------- shell arithmetic
 
 _ARITH_MAX_CHARS = 256  # '$((LWS_GROUP_SIZE * DP_SIZE_LOCAL))' is 30: longer is not a deployment's arithmetic
-_ARITH_TOKEN = re.compile(r"(?P<num>[0-9]{1,19})(?![0-9A-Za-z_])|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/%])")
-_ARITH_ADJACENT = re.compile(r"[0-9A-Za-z_][ \t\n]+[0-9A-Za-z_]")  # '1 2': two operands in a row, bash's error
+_ARITH_TOKEN = lazy_pattern(r"(?P<num>[0-9]{1,19})(?![0-9A-Za-z_])|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/%])")
+_ARITH_ADJACENT = lazy_pattern(r"[0-9A-Za-z_][ \t\n]+[0-9A-Za-z_]")  # '1 2': two operands in a row, bash's error
 _INT64 = (1 << 63) - 1  # bash's arithmetic is on signed 64-bit integers (it wraps past them: said unknown here)
 
 
@@ -336,9 +337,9 @@ def shell_commands(text: str, first_line: int | None) -> list[list[Token]]:
     return commands
 
 
-_UNQUOTED_STOP = re.compile(r"['\"\\#]")
-_DOUBLE_STOP = re.compile(r'["\\]')
-_ARITH_WORD = re.compile(r"\$\(\(([^()]*)\)\)")  # as in _SUBST: linear
+_UNQUOTED_STOP = lazy_pattern(r"['\"\\#]")
+_DOUBLE_STOP = lazy_pattern(r'["\\]')
+_ARITH_WORD = lazy_pattern(r"\$\(\(([^()]*)\)\)")  # as in _SUBST: linear
 
 
 def _quote_state(line: str, state: str | None) -> str | None:
@@ -382,8 +383,8 @@ def _one_word_arithmetic(text: str) -> str:
     return _ARITH_WORD.sub(lambda m: "$((" + "".join(m.group(1).split()) + "))", text)
 
 
-_PLAIN_WORDS = re.compile(r"[^'\"\\#;&|]*")  # no quote, escape, comment or separator: shlex only splits on blanks
-_BLANKS = re.compile(r"[ \t\r\n]+")  # shlex's whitespace
+_PLAIN_WORDS = lazy_pattern(r"[^'\"\\#;&|]*")  # no quote, escape, comment or separator: shlex only splits on blanks
+_BLANKS = lazy_pattern(r"[ \t\r\n]+")  # shlex's whitespace
 
 
 def _split_words(text: str) -> list[str] | None:
@@ -398,7 +399,7 @@ def _split_words(text: str) -> list[str] | None:
         return None
 
 
-_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_ASSIGN = lazy_pattern(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
 
 def script_invocations(script: str, first_line: int | None, env: dict[str, str], path: str,

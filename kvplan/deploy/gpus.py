@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from kvplan.errors import UsageError
 from kvplan.hardware import GPU, find_gpu
+from kvplan.lazy_re import lazy_pattern
 
 #: Node label keys that name the GPU product.
 GPU_LABEL_KEYS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
@@ -26,11 +27,11 @@ _GKE = {
     "nvidia-h100-mega-80gb": "H100-SXM-80GB", "nvidia-h200-141gb": "H200-141GB", "nvidia-b200": "B200-180GB",
     "nvidia-gb200": "GB200",
 }
-_PREFIXES = re.compile(r"^(nvidia|tesla|geforce|amd|instinct)[\s_\-]+", re.I)
+_PREFIXES = lazy_pattern(r"^(nvidia|tesla|geforce|amd|instinct)[\s_\-]+", re.I)
 # (?<!...) before each run: a search starts a run of separators (or digits) at its first character only, not at
 # every character inside it, each start rescanning the rest (n^2 / 2 steps over a label of spaces)
-_SUFFIXES = re.compile(r"(?<![\s_\-])[\s_\-]+(shared|hbm3e?|hbm2e?|sxm[0-9]?|pcie|nvl|[0-9]+gb)$", re.I)
-_MEMORY = re.compile(r"(?<!\d)(\d+)\s*GB", re.I)
+_SUFFIXES = lazy_pattern(r"(?<![\s_\-])[\s_\-]+(shared|hbm3e?|hbm2e?|sxm[0-9]?|pcie|nvl|[0-9]+gb)$", re.I)
+_MEMORY = lazy_pattern(r"(?<!\d)(\d+)\s*GB", re.I)
 MAX_LABEL = 256  # node labels are at most 63 characters (Kubernetes), GPU names a few dozen
 
 

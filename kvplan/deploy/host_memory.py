@@ -18,11 +18,12 @@ from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.yaml_lines import dig, line_at
+from kvplan.lazy_re import lazy_pattern
 
-_K8S = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:(Ki|Mi|Gi|Ti|Pi|Ei)|([kMGTPE])|[eE]([0-9]+)|(m))?$")
+_K8S = lazy_pattern(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:(Ki|Mi|Gi|Ti|Pi|Ei)|([kMGTPE])|[eE]([0-9]+)|(m))?$")
 _K8S_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _K8S_DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
-_DOCKER = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([bkmg]?)b?$", re.I)
+_DOCKER = lazy_pattern(r"^([0-9]+(?:\.[0-9]+)?)\s*([bkmg]?)b?$", re.I)
 _DOCKER_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30}
 
 

@@ -37,10 +37,11 @@ from kvplan.deploy.helm import count, helm_text, literal_env, run_command, token
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
 from kvplan.engines.serve import hosted_by
+from kvplan.lazy_re import lazy_pattern
 
 ROLES = LLMD_ROLES
 looks_like = detect_llmd  # told apart from other values in detect.py, without this module
-_NAME_TEMPLATE = re.compile(r"\{\{-?\s*\.Values\.modelArtifacts\.name\s*-?\}\}")
+_NAME_TEMPLATE = lazy_pattern(r"\{\{-?\s*\.Values\.modelArtifacts\.name\s*-?\}\}")
 
 
 def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:

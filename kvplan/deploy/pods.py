@@ -16,9 +16,10 @@ from kvplan.deploy.gpus import GPU_LABEL_KEYS
 from kvplan.deploy.host_memory import k8s_limit
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
+from kvplan.lazy_re import lazy_pattern
 
 MAX_PODS = 1 << 16  # pods of one engine: a cluster's nodes, far past any deployment (a count of 10^9 is a typo)
-_VERSION_TAG = re.compile(r":v?(\d+\.\d+(?:\.\d+)?)")
+_VERSION_TAG = lazy_pattern(r":v?(\d+\.\d+(?:\.\d+)?)")
 
 
 def whole(value: Any) -> int | None:

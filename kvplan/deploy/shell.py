@@ -15,9 +15,10 @@ from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.flags import apply_invocation, script_invocations
 from kvplan.deploy.pods import apply_annotations
 from kvplan.deploy.report import Finding
+from kvplan.lazy_re import lazy_pattern
 
 # the value is stripped in Python: a lazy (.+?)\s*$ retries the trailing-blank scan at every character (quadratic)
-_COMMENT = re.compile(r"^\s*#\s*(kvplan[./a-z]*/)([a-z-]+)\s*[:=](.*)$")
+_COMMENT = lazy_pattern(r"^\s*#\s*(kvplan[./a-z]*/)([a-z-]+)\s*[:=](.*)$")
 
 
 def looks_like(text: str, path: str) -> bool:

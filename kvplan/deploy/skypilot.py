@@ -24,13 +24,14 @@ from kvplan.deploy.helm import count, helm_text
 from kvplan.deploy.pods import image_version
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import line_at
+from kvplan.lazy_re import lazy_pattern
 
 TASK_KEYS = SKYPILOT_TASK_KEYS
 looks_like = detect_skypilot  # told apart from other values in detect.py, without this module
 #: SkyPilot's accelerator names that are not a catalog name as they stand (docs: compute/gpus.html)
 _NAMES = {"a100": "A100-SXM4-40GB", "a100-80gb": "A100-SXM4-80GB", "a100-80gb-sxm": "A100-SXM4-80GB",
           "v100": "V100-SXM2-16GB", "v100-32gb": "V100-SXM2-32GB", "h100-mega": "H100-SXM-80GB"}
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")  # fullmatch on stripped text: no blank runs to retry
+_NAME = lazy_pattern(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")  # fullmatch on stripped text: no blank runs to retry
 
 
 def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:

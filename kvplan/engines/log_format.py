@@ -24,39 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
+from kvplan.lazy_re import LazyPattern, lazy_pattern  # noqa: F401 - the log readers import them from here
 from kvplan.record import dataclass, field, replace
-
-
-class LazyPattern:
-    """A regular expression compiled when first used, then as fast as the compiled one (its methods become this
-    object's own). ``kvplan log`` imports every engine's reader to tell whose log it reads, and a log uses the
-    patterns of one engine, a few of them: compiling all of them (some 60) was a large part of its start-up."""
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self.pattern, self.flags = pattern, flags
-
-    def compiled(self) -> re.Pattern[str]:
-        done = self.__dict__.get("_compiled")
-        if done is None:
-            done = self.__dict__["_compiled"] = re.compile(self.pattern, self.flags)
-            for name in ("search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"):
-                setattr(self, name, getattr(done, name))
-        return cast("re.Pattern[str]", done)
-
-    def __getattr__(self, name: str) -> Any:  # reached only for what is not set yet: before the first use
-        if name.startswith("__"):  # copy, pickle and friends probe for these: not a pattern's
-            raise AttributeError(name)
-        return getattr(self.compiled(), name)
-
-    def __repr__(self) -> str:
-        return f"lazy_pattern({self.pattern!r}, {self.flags!r})"
-
-
-def lazy_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    """``re.compile(pattern, flags)``, compiled on first use (``LazyPattern``)."""
-    return cast("re.Pattern[str]", LazyPattern(pattern, flags))
 
 
 MAX_INT_DIGITS = 18
