@@ -20,14 +20,16 @@ Each failure is a one-line :class:`~kvplan.errors.ConfigError` naming the input.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+
 import os
 import stat
 import sys
-from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import ConfigError
 
 if TYPE_CHECKING:
+    from typing import Any
     from collections.abc import Iterator
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # far above any config.json (< 1 MB) or manifest kvplan reads

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from kvplan.cli.options import GPU_CATALOG, Arg, Opt
 

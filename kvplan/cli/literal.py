@@ -3,12 +3,15 @@ script, its fixes written back into the command ready to paste."""
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import os
 import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from kvplan.record import replace
 

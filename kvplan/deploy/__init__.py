@@ -9,10 +9,13 @@ or 2 (an input is invalid). A bad file is reported and the others are still chec
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from kvplan.deploy.report import CheckReport, DeploymentResult, FileResult, Finding
 

@@ -10,9 +10,12 @@ Per deployment and GPU type:
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import os
 from pathlib import Path
-from typing import Any
 
 from kvplan.budgets import Settings
 from kvplan.deploy.deployment import Deployment, Value

@@ -8,9 +8,12 @@ beside the compose file, as compose does; anything else stays unknown and is rep
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import shlex
 from pathlib import Path
-from typing import Any
 
 from kvplan.deploy.config_files import attach, compose_mounts
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations

@@ -9,10 +9,13 @@ ConfigMap defined elsewhere) is left unread, and the engine's merge says so (``n
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import posixpath
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.engines.serve import serve_flags

@@ -6,8 +6,11 @@ Each value keeps the line it came from and how it was written (``--max-model-len
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 from pathlib import Path
-from typing import Any
 
 from kvplan.engines import DEFAULT_ENGINE
 from kvplan.record import dataclass, field

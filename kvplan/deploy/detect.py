@@ -4,7 +4,10 @@ file, and a fleet of them holds none (each reader costs its imports and patterns
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 
 LLMD_ROLES = ("decode", "prefill")
 #: Top-level keys of a SkyPilot task (sky/utils/schemas.py ``get_task_schema``)

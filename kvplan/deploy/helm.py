@@ -24,9 +24,12 @@ not read.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import json
 from pathlib import Path
-from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
 from kvplan.deploy.flags import (

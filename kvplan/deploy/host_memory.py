@@ -13,8 +13,11 @@ while it starts (LMCache and vLLM's native offloading pin their whole pool at st
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import re
-from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.yaml_lines import dig, line_at

@@ -9,8 +9,11 @@ for a LeaderWorkerSet); the GPU type comes from the pod's node selector or requi
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 from pathlib import Path
-from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.host_memory import k8s_limit

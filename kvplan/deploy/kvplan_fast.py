@@ -11,8 +11,11 @@ defaults, bounds) and the reader to them on random valid and invalid files.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 from collections.abc import Callable
-from typing import Any
 
 from kvplan.engines import DEFAULT_ENGINE, PACKAGE_ENGINES
 
@@ -107,7 +110,8 @@ _engine_name = _one_of(*PACKAGE_ENGINES)
 _MAX_HOST_GIB = 1 << 20
 
 # field: (reader, None allowed, (ge, gt, le, lt), default); a default of ... is a required field
-Field = tuple[Callable[[Any], Any], bool, tuple[Any, Any, Any, Any], Any]
+if TYPE_CHECKING:  # an alias for type checkers only (typing is not imported at run time)
+    Field = tuple[Callable[[Any], Any], bool, tuple[Any, Any, Any, Any], Any]
 _NO: tuple[Any, Any, Any, Any] = (None, None, None, None)
 _GE1: tuple[Any, Any, Any, Any] = (1, None, None, None)
 _UNIT: tuple[Any, Any, Any, Any] = (None, 0, 1, None)

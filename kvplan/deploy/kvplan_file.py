@@ -17,8 +17,11 @@ finding with its line. Counts take ``32k`` (k = 1024, as kvplan's command line d
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 from pathlib import Path
-from typing import Any
 
 from kvplan.deploy import kvplan_fast
 from kvplan.deploy.deployment import Deployment, Value

@@ -5,9 +5,12 @@ none imports another reader: the imports run one way."""
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import re
 from pathlib import Path
-from typing import Any
 
 from kvplan.deploy.config_files import attach, k8s_configmaps
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations

@@ -6,12 +6,15 @@ is an error (or, with ``strict``, a warning), else 0.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 from kvplan.engines import DEFAULT_ENGINE
 from kvplan.record import dataclass, field
 
-Severity = Literal["error", "warning", "note"]
+if TYPE_CHECKING:  # an alias for type checkers only (typing is not imported at run time)
+    Severity = Literal["error", "warning", "note"]
 JSON_VERSION = 1
 MAX_MESSAGE = 1000
 """Characters of a finding's message (and of a text ``value``): the readers cut what they repeat of a value to

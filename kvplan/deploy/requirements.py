@@ -4,8 +4,11 @@ which reads the deployment and makes the plans."""
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 from collections.abc import Callable
-from typing import Any
 
 from kvplan.deploy.deployment import Deployment
 from kvplan.deploy.report import DeploymentResult, Finding

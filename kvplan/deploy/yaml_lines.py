@@ -8,7 +8,9 @@ block scalar's line is the line of its first content line, not of its ``|`` indi
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 from kvplan.safe_io import YamlInputError, load_yaml_all
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from kvplan.lazy_re import LazyPattern, lazy_pattern  # noqa: F401 - the log readers import them from here
+from kvplan.lazy_re import LazyPattern as LazyPattern, lazy_pattern as lazy_pattern  # the log readers import them from here
 from kvplan.record import dataclass, field, replace
 
 

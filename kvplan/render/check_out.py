@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 from kvplan.deploy.report import CheckReport, DeploymentResult, Finding
 from kvplan.jsontext import dumps_indented

@@ -16,8 +16,11 @@ deployment names its model, so a broken one fails that deployment only.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import os
-from typing import Any
 
 from kvplan.errors import UsageError
 

@@ -10,8 +10,11 @@ holds its tables to the JSON schema pydantic makes of the classes, and its answe
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 from collections.abc import Callable
-from typing import Any
 
 from kvplan.errors import KvplanError
 from kvplan.spec import KINDS, ModelSpec, RopeScaling
@@ -81,7 +84,8 @@ def _layer(value: Any) -> Any:
 
 
 # field: (reader, None allowed, required); the classes' defaults fill what a spec leaves out
-Field = tuple[Callable[[Any], Any], bool, bool]
+if TYPE_CHECKING:  # an alias for type checkers only (typing is not imported at run time)
+    Field = tuple[Callable[[Any], Any], bool, bool]
 _KV = {"kv_heads": (_positive, False, True), "head_dim": (_positive, False, True),
        "v_head_dim": (_positive, True, False)}
 LAYERS: dict[str, dict[str, Field]] = {
