@@ -8,10 +8,13 @@ so the printed range is read as the spread of a few logs, not as a 90 % band.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import functools
 import json
 from pathlib import Path
-from typing import Any
 
 from kvplan.budgets.base import KvError
 

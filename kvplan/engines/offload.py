@@ -6,9 +6,12 @@ vLLM's in ``engines/vllm/offload.py``.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from kvplan.errors import UsageError
 from kvplan.record import dataclass

@@ -11,8 +11,9 @@ other processes).
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kvplan.engines.version import Version
 from kvplan.record import dataclass

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 from collections.abc import Mapping
-from typing import Any
 
 from kvplan.engines.serve_format import ServeFlags, ServeReading, ServeRemark, loaded_with_remark, shown
 from kvplan.errors import UsageError

@@ -22,13 +22,16 @@ So ``pytorch`` at 0.17 - 0.21 is planned by the 1.0+ rule; ``engine`` at any rel
 
 from __future__ import annotations
 
-from typing import Literal
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Literal
 
 from kvplan.engines.version import Version, render_version
 from kvplan.errors import UsageError
 from kvplan.record import dataclass
 
-BackendName = Literal["pytorch", "engine"]
+if TYPE_CHECKING:  # an alias for type checkers only (typing is not imported at run time)
+    BackendName = Literal["pytorch", "engine"]
 
 PYTORCH_SINCE = (0, 17)  # tensorrt_llm/_torch: the PyTorch workflow (release notes 0.17.0)
 PYTORCH_DEFAULT_SINCE = (1, 0)  # release notes 1.0: the PyTorch backend is the LLM API's and trtllm-serve's default

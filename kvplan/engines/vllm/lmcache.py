@@ -33,9 +33,12 @@ Read from LMCache 0.5.6 (the PyPI wheel, ``lmcache/``):
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from kvplan.engines.layout import CacheLayout, EngineOptions
 from kvplan.engines.offload import DiskTier, OffloadTier, find_link, uniform_token_bytes
