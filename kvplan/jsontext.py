@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["c_encoder", "dumps", "dumps_indented", "encoder", "loads", "quote", "scan"]
+__all__ = ["c_encoder", "dumps", "dumps_checked", "dumps_indented", "encoder", "loads", "quote", "scan"]
 
 _WHITESPACE = " \t\n\r"  # json.decoder's WHITESPACE
 
@@ -113,6 +113,18 @@ def c_encoder(item_separator: str, key_separator: str = ": ") -> Any:
 def dumps(value: Any) -> str:
     """``json.dumps(value)``."""
     return encoder()(value)
+
+
+def dumps_checked(value: Any, default: Callable[[Any], Any]) -> str:
+    """``json.dumps(value, default=default, allow_nan=False)``: the same C encoder with the same arguments (a
+    NaN or infinity is json's ValueError, a circular reference too; ``default`` is called for what is not JSON)."""
+    if _make_encoder is None:
+        import json
+
+        return json.dumps(value, default=default, allow_nan=False)
+    if isinstance(value, str):
+        return quote(value)  # type: ignore[no-any-return]
+    return "".join(_make_encoder({}, default, quote, None, ": ", ", ", False, False, False)(value, 0))
 
 
 class _Unusual(Exception):

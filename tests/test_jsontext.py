@@ -81,3 +81,32 @@ def test_random_documents(doc: object) -> None:
     back = jsontext.loads(text)
     assert json.dumps(back) == json.dumps(json.loads(text))
     assert jsontext.encoder(",\n ", ": ")(doc) == json.JSONEncoder(separators=(",\n ", ": ")).encode(doc)
+
+
+def _checked_outcome(write: object, value: object) -> tuple[object, str]:
+    try:
+        return "text", write(value)  # type: ignore[operator]
+    except (ValueError, TypeError, LookupError) as exc:
+        return type(exc), str(exc)
+
+
+def _refuse(value: object) -> object:
+    raise LookupError(f"not JSON: {type(value).__name__}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(DOCS | st.dictionaries(st.integers() | st.floats() | st.booleans() | st.none(), SCALARS, max_size=4)
+       | st.lists(st.sets(st.integers(), max_size=2) | st.tuples(st.integers()) | SCALARS, max_size=4))
+def test_checked_writer_writes_and_refuses_as_json_dumps(doc: object) -> None:
+    """``dumps_checked`` (a model spec's check that it is JSON: no NaN, nothing unusual) is
+    ``json.dumps(default=..., allow_nan=False)``: the same text, the same refusals (NaN, infinities, sets)."""
+    expected = _checked_outcome(lambda v: json.dumps(v, default=_refuse, allow_nan=False), doc)
+    assert _checked_outcome(lambda v: jsontext.dumps_checked(v, _refuse), doc) == expected
+
+
+def test_checked_writer_refuses_a_circular_document_as_json_does() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    expected = _checked_outcome(lambda v: json.dumps(v, default=_refuse, allow_nan=False), loop)
+    assert _checked_outcome(lambda v: jsontext.dumps_checked(v, _refuse), loop) == expected
+    assert expected[0] is ValueError

@@ -28,7 +28,6 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy t
 if TYPE_CHECKING:
     from typing import Any
 
-import json
 from pathlib import Path
 
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
@@ -43,6 +42,7 @@ from kvplan.deploy.pods import apply_annotations, labels_from_terms
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
 from kvplan.engines.serve import hosted_by
+from kvplan.jsontext import dumps  # json.dumps, without importing json
 
 STACK = "production-stack"  # vLLM's production-stack chart: its engine is named by the engine package
 
@@ -183,7 +183,7 @@ def _stack_spec(dep: Deployment, spec: Any, cache_server: bool) -> None:
         connector = "LMCacheConnector" if v0 else "LMCacheConnectorV1"
         role = lmcache.get("kvRole") or "kv_both"
         argv += [Token("--kv-transfer-config", line_at(lmcache, "enabled")),
-                 Token(json.dumps({"kv_connector": connector, "kv_role": helm_text(role)}), line_at(lmcache, "enabled"))]
+                 Token(dumps({"kv_connector": connector, "kv_role": helm_text(role)}), line_at(lmcache, "enabled"))]
     if lmcache:
         _lmcache_env(lmcache, env, cache_server)
     if not run_command(dep, argv, env):  # vllm serve: always an invocation

@@ -40,13 +40,13 @@ def validate_spec(data: dict[str, Any], where: str) -> ModelSpec:
     Strict, as JSON: YAML's ``true`` is not the number 1 and ``"8"`` not the number 8 (lax pydantic
     would take both), while YAML lists still fill the spec's tuples.
     """
-    import json
+    from kvplan.jsontext import dumps_checked  # json's own encoder, without importing json (and re) on every check
 
     def not_json(value: Any) -> Any:
         raise ConfigError(f"{where}: {repr(value)[:80]} ({type(value).__name__}) is not a value a model spec holds")
 
     try:
-        text = json.dumps(data, default=not_json, allow_nan=False)
+        text = dumps_checked(data, not_json)
     except ConfigError:
         raise
     except ValueError:  # allow_nan=False
