@@ -13,21 +13,21 @@ if TYPE_CHECKING:
     from typing import Any
 
 import functools
-import json
-from pathlib import Path
 
 from kvplan.budgets.base import KvError
+from kvplan.jsontext import loads
 
 
 @functools.lru_cache(maxsize=8)
 def _table(path: str) -> dict[str, Any]:
-    table: dict[str, Any] = json.loads(Path(path).read_text())
+    with open(path) as f:  # Path.read_text's defaults, without importing pathlib (nor json) on every check
+        table: dict[str, Any] = loads(f.read())
     return table
 
 
-def kv_error(path: Path, band: str, title: str) -> KvError:
+def kv_error(path: str, band: str, title: str) -> KvError:
     """The error band for ``band`` of the engine titled ``title`` (its pooled one where the band is thin)."""
-    table = _table(str(path))
+    table = _table(path)
     own = table["bands"].get(band)
     which = f"{title} {band}" if own else f"all {title} releases (too few independent logs for {band})"
     row = own or table["pooled"]

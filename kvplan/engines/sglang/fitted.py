@@ -13,7 +13,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
 
-from pathlib import Path
+import os
 
 from kvplan.engines.version import Version
 from kvplan.record import dataclass
@@ -66,4 +66,4 @@ def kv_error(version: Version) -> "KvError":
     benchmarks/crossval_engines.py --intervals)."""
     from kvplan.engines.budget_error import kv_error as read
 
-    return read(Path(__file__).with_name("budget_error.json"), release_band(version), "SGLang")
+    return read(os.path.join(os.path.dirname(__file__), "budget_error.json"), release_band(version), "SGLang")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
 
-from pathlib import Path
+import os
 
 from kvplan.engines.version import Version
 
@@ -36,4 +36,4 @@ def release_band(version: Version) -> str:
 def kv_error(version: Version) -> "KvError":
     from kvplan.engines.budget_error import kv_error as read
 
-    return read(Path(__file__).with_name("budget_error.json"), release_band(version), "TensorRT-LLM")
+    return read(os.path.join(os.path.dirname(__file__), "budget_error.json"), release_band(version), "TensorRT-LLM")

@@ -37,7 +37,6 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy t
 if TYPE_CHECKING:
     from typing import Any
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kvplan.engines.layout import CacheLayout, EngineOptions
@@ -223,6 +222,8 @@ def as_option(value: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
 def _hashable(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
+    import json  # here: a plain LMCache setting needs no JSON, and json costs every check its import
+
     try:
         return json.dumps(value, sort_keys=True, default=str)
     except TypeError:  # keys of mixed types (YAML's 1: and a:) do not sort
