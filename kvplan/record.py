@@ -290,32 +290,43 @@ else:
                 return found[name]
         return None
 
-    _COMPILE_AT = 16
+    _COMPILE_AT = 128
     """Instances a class makes through the shared ``__init__`` before it compiles its own: most classes make a
-    few (a start-up pays no ``compile`` for them), a sweep's rows make thousands (they get the fast one)."""
+    few (a start-up pays no ``compile`` for them: a check of a few files makes ~900 instances of ~60 classes, and at
+    16 it compiled 17 ``__init__``s, ~0.5 ms each cold, to save ~5 us an instance), a sweep's rows and a fleet's
+    plans make thousands (they get the fast one)."""
 
     def _lazy_init(self, *args, **kwargs):
         """The shared ``__init__``: binds the arguments as the compiled one would; the class's ``_COMPILE_AT``-th
         instance compiles its own (the code dataclasses writes) and uses it from then on."""
-        owner = next(b for b in type(self).__mro__ if b.__dict__.get("__init__") is _lazy_init)
-        made = owner.__dict__.get("__kvplan_made__", 0) + 1
-        if made >= _COMPILE_AT:
+        plan = type(self).__dict__.get("__kvplan_bind__")
+        if plan is None:
+            plan = _binding(next(b for b in type(self).__mro__ if b.__dict__.get("__init__") is _lazy_init))
+        made = plan[-1]
+        made[0] += 1
+        if made[0] >= _COMPILE_AT:
+            owner = plan[0]
             owner.__init__ = _compile_init(owner)
             owner.__init__(self, *args, **kwargs)
             return
-        type.__setattr__(owner, "__kvplan_made__", made)
-        _bind(owner, self, args, kwargs)
+        _bind(plan, self, args, kwargs)
 
-    def _bind(owner, self, args, kwargs):
+    def _binding(owner):
+        """What binding needs, worked out once per class (kept in its ``__dict__``: setting a class attribute is
+        slow, so the count of instances is a list in it)."""
         plan = owner.__dict__.get("__kvplan_bind__")
-        if plan is None:  # what binding needs, worked out once per class: a start binds some 500 instances
+        if plan is None:
             ordered, frozen = owner.__kvplan_record__
-            positional = tuple(f[0] for f in ordered if not f[4])
-            plan = (f"{owner.__qualname__}.__init__()", positional, frozenset(f[0] for f in ordered),
+            plan = (owner, f"{owner.__qualname__}.__init__()", tuple(f[0] for f in ordered if not f[4]),
+                    frozenset(f[0] for f in ordered),
                     tuple(f[0] for f in ordered if f[1] is _MISSING and f[2] is _MISSING),
-                    tuple((f[0], f[1], f[2]) for f in ordered), frozen, hasattr(owner, "__post_init__"))
+                    tuple((f[0], f[1], f[2]) for f in ordered), object.__setattr__ if frozen else setattr,
+                    hasattr(owner, "__post_init__"), [0])
             type.__setattr__(owner, "__kvplan_bind__", plan)
-        name, positional, known, required, fields, frozen, post_init = plan
+        return plan
+
+    def _bind(plan, self, args, kwargs):
+        _, name, positional, known, required, fields, set_field, post_init, _ = plan
         if len(args) > len(positional):
             raise TypeError(f"{name} takes {len(positional) + 1} positional arguments but {len(args) + 1} were given")
         values = dict(zip(positional, args))
@@ -325,13 +336,16 @@ else:
             if key in values:
                 raise TypeError(f"{name} got multiple values for argument '{key}'")
             values[key] = value
-        missing = [field_name for field_name in required if field_name not in values]
-        if missing:
-            raise TypeError(f"{name} missing {len(missing)} required argument(s): {', '.join(map(repr, missing))}")
-        set_field = object.__setattr__ if frozen else setattr
+        if len(values) < len(fields):
+            missing = [field_name for field_name in required if field_name not in values]
+            if missing:
+                raise TypeError(f"{name} missing {len(missing)} required argument(s): "
+                                f"{', '.join(map(repr, missing))}")
         for field_name, default, factory in fields:
-            set_field(self, field_name,
-                      values[field_name] if field_name in values else factory() if factory is not _MISSING else default)
+            if field_name in values:
+                set_field(self, field_name, values[field_name])
+            else:
+                set_field(self, field_name, factory() if factory is not _MISSING else default)
         if post_init:
             self.__post_init__()
 
