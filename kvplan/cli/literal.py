@@ -5,13 +5,11 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 import os
-import shlex
 import sys
-from collections.abc import Callable
-from pathlib import Path
 
 from kvplan.record import replace
 
@@ -23,6 +21,8 @@ SHOWN = "command"
 def literal_command(paths: list[str]) -> list[str] | None:
     """The words of a literal command, or None where ``paths`` are files, directories or globs: ``-`` reads one
     command from stdin; otherwise the first word must be no file and start an engine the registry knows."""
+    import shlex  # here, not at import: a check of files reads no literal command (shlex, ~0.5 ms)
+
     from kvplan.errors import UsageError
 
     if paths == ["-"]:
@@ -48,7 +48,9 @@ def run_literal(words: list[str], check: Callable[[list[str]], Any]) -> Any:
     """Check ``words`` as a one-line script; the report names it 'command' and each fix carries the command it
     makes."""
     # tempfile here, not at import: it imports random, shutil and the compressors, ~10 ms of every check
+    import shlex
     import tempfile
+    from pathlib import Path
 
     from kvplan.deploy.fixes import apply
 

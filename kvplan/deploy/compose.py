@@ -12,7 +12,6 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy t
 if TYPE_CHECKING:
     from typing import Any
 
-import shlex
 from pathlib import Path
 
 from kvplan.deploy.config_files import attach, compose_mounts
@@ -53,6 +52,8 @@ def _tokens(value: Any, line: int | None, lines: Any) -> list[Token]:
         if "'" not in value and '"' not in value and "\\" not in value:  # no quote or escape: shlex.split splits
             return [Token(w, line) for w in value.replace("\t", " ").replace("\r", " ").replace("\n", " ").split(" ")
                     if w]  # on its blanks (space, tab, CR, LF) alone, which str.split() would widen to all Unicode
+        import shlex  # only for a command with quotes or escapes
+
         try:
             return [Token(w, line) for w in shlex.split(value)]
         except ValueError:

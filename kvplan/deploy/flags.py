@@ -11,7 +11,6 @@ resolved from what the file itself defines is kept as unknown and reported.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterator
 
 from kvplan.deploy.report import Finding
@@ -73,6 +72,15 @@ _BOOLEAN_FLAGS = {
 _BOOLEAN_PREFIXES = ("--enable-", "--disable-", "--no-")
 
 _PYTHON = lazy_pattern(r"^(.*/)?python[0-9.]*$")
+
+
+def _is_python(word: str) -> bool:
+    """``_PYTHON.match(word)``: the name after the last ``/`` is ``python`` and version characters (a word without a
+    newline, which ``.`` and ``$`` treat apart, is told without compiling the pattern)."""
+    if "\n" in word:
+        return _PYTHON.match(word) is not None
+    base = word.rpartition("/")[2]
+    return base.startswith("python") and all(c in "0123456789." for c in base[6:])
 
 
 # ----------------------------------------------------------------------------- substitutions
@@ -337,9 +345,18 @@ def shell_commands(text: str, first_line: int | None) -> list[list[Token]]:
     return commands
 
 
-_UNQUOTED_STOP = lazy_pattern(r"['\"\\#]")
-_DOUBLE_STOP = lazy_pattern(r'["\\]')
 _ARITH_WORD = lazy_pattern(r"\$\(\(([^()]*)\)\)")  # as in _SUBST: linear
+
+
+def _first_of(line: str, chars: str, start: int) -> int:
+    """The index of the first of ``chars`` in ``line`` from ``start`` (-1: none), as a search for the class of them
+    finds it: one ``find`` per character (linear), no pattern to compile."""
+    found = -1
+    for ch in chars:
+        j = line.find(ch, start, found if found >= 0 else len(line))
+        if j >= 0:
+            found = j
+    return found
 
 
 def _quote_state(line: str, state: str | None) -> str | None:
@@ -348,10 +365,10 @@ def _quote_state(line: str, state: str | None) -> str | None:
     i, n = 0, len(line)
     while i < n:
         if state is None:
-            m = _UNQUOTED_STOP.search(line, i)
-            if m is None:
+            j = _first_of(line, "'\"\\#", i)
+            if j < 0:
                 return None
-            ch, j = m.group(), m.start()
+            ch = line[j]
             if ch == "\\":
                 i = j + 2
             elif ch == "#":
@@ -366,13 +383,13 @@ def _quote_state(line: str, state: str | None) -> str | None:
                 return state
             state, i = None, j + 1
         else:
-            m = _DOUBLE_STOP.search(line, i)
-            if m is None:
+            j = _first_of(line, '"\\', i)
+            if j < 0:
                 return state
-            if m.group() == "\\":
-                i = m.start() + 2
+            if line[j] == "\\":
+                i = j + 2
             else:
-                state, i = None, m.end()
+                state, i = None, j + 1
     return state
 
 
@@ -383,13 +400,14 @@ def _one_word_arithmetic(text: str) -> str:
     return _ARITH_WORD.sub(lambda m: "$((" + "".join(m.group(1).split()) + "))", text)
 
 
-_PLAIN_WORDS = lazy_pattern(r"[^'\"\\#;&|]*")  # no quote, escape, comment or separator: shlex only splits on blanks
-_BLANKS = lazy_pattern(r"[ \t\r\n]+")  # shlex's whitespace
+_NOT_PLAIN = "'\"\\#;&|"  # a quote, escape, comment or separator: without them shlex only splits on blanks
 
 
 def _split_words(text: str) -> list[str] | None:
-    if _PLAIN_WORDS.fullmatch(text):  # most lines: str split, without shlex's character-by-character loop
-        return [w for w in _BLANKS.split(text) if w]
+    if not any(c in text for c in _NOT_PLAIN):  # most lines: str split, without shlex's character-by-character loop
+        return [w for w in text.replace("\t", " ").replace("\r", " ").replace("\n", " ").split(" ") if w]  # shlex's
+    import shlex  # blanks (space, tab, CR, LF) alone; shlex itself only where a line quotes, escapes or separates
+
     lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = "#"
@@ -399,7 +417,17 @@ def _split_words(text: str) -> list[str] | None:
         return None
 
 
-_ASSIGN = lazy_pattern(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME_CHARS = _NAME_START | frozenset("0123456789")
+
+
+def _assignment(text: str) -> tuple[str, str] | None:
+    """(name, value) of a shell ``NAME=value`` word, as ``^([A-Za-z_][A-Za-z0-9_]*)=(.*)$`` (re.S) splits it (the
+    name runs to the first ``=``), without a pattern to compile; None where it is no assignment."""
+    name, eq, value = text.partition("=")
+    if eq and name and name[0] in _NAME_START and _NAME_CHARS.issuperset(name):
+        return name, value
+    return None
 
 
 def script_invocations(script: str, first_line: int | None, env: dict[str, str], path: str,
@@ -423,14 +451,14 @@ def shell_assignments(command: list[Token], env: dict[str, str]) -> bool:
     words = [t.text for t in command]
     if words[:1] in (["export"], ["readonly"], ["declare"], ["local"]):
         words = [w for w in words[1:] if not w.startswith("-")]
-    if not words or not all(_ASSIGN.match(w) for w in words):
+    if not words or not all(_assignment(w) for w in words):
         return False
     for w in words:
-        m = _ASSIGN.match(w)
+        m = _assignment(w)
         assert m
-        value, missing = substitute(m.group(2), env, arithmetic=True)
+        value, missing = substitute(m[1], env, arithmetic=True)
         if not missing:
-            env[m.group(1)] = value
+            env[m[0]] = value
     return True
 
 
@@ -479,9 +507,9 @@ def find_invocation(argv: list[Token], env: dict[str, str] | None = None, *, k8s
     inv = _parse(serve, launcher, argv[:index], argv[index:], env, k8s, line)
     inv.environment = {name: (value, None) for name, value in env.items()}
     for tok in argv[:index]:  # VAR=value prefixes: the server's environment only
-        m = _ASSIGN.match(tok.text)
+        m = _assignment(tok.text)
         if m:
-            inv.environment[m.group(1)] = (substitute(m.group(2), env, k8s=k8s, arithmetic=tok.shell)[0], tok.line)
+            inv.environment[m[0]] = (substitute(m[1], env, k8s=k8s, arithmetic=tok.shell)[0], tok.line)
     return inv
 
 
@@ -497,7 +525,7 @@ def _launcher(words: list[str], modules: dict[str, str] | None = None) -> tuple[
     wrappers = {w for serve in serving_engines() for w in serve.wrappers}
     while i < len(words):  # exec / env / VAR=value / nohup prefixes, and the engines' own launch wrappers
         w = words[i]
-        if w in ("exec", "env", "nohup", "time", "uv", "run") or _ASSIGN.match(w) or (words[i - 1:i] == ["env"]
+        if w in ("exec", "env", "nohup", "time", "uv", "run") or _assignment(w) or (words[i - 1:i] == ["env"]
                                                                                       and w.startswith("-")) \
                 or w.rsplit("/", 1)[-1] in wrappers:
             i += 1
@@ -514,7 +542,7 @@ def _launcher(words: list[str], modules: dict[str, str] | None = None) -> tuple[
         for command in serve.commands if serve.default_serve else ():
             if rest and re.match(rf"^(.*/)?{re.escape(command)}$", rest[0]) and _default_command(rest[1:]):
                 return serve, command, i + 1
-    if rest and _PYTHON.match(rest[0]):
+    if rest and _is_python(rest[0]):
         for j in range(1, len(rest) - 1):
             if rest[j] == "-m":
                 module = rest[j + 1]
@@ -545,10 +573,10 @@ def _parse(serve: ServeFlags, launcher: str, head: list[Token], args: list[Token
     inv = Invocation(engine=serve.engine, launcher=launcher, line=line)
     env = dict(env)
     for tok in head:  # VAR=value before the command (also behind env)
-        if m := _ASSIGN.match(tok.text):
-            value, missing = substitute(m.group(2), env, k8s=k8s, arithmetic=tok.shell)
+        if m := _assignment(tok.text):
+            value, missing = substitute(m[1], env, k8s=k8s, arithmetic=tok.shell)
             if not missing:
-                env[m.group(1)] = value
+                env[m[0]] = value
     positional_model = launcher.endswith(" serve") or serve.default_serve
     i = 0
     while i < len(args):
