@@ -49,3 +49,33 @@ def test_plain_lines_split_as_on_shlex_blanks(text: str) -> None:
     words = flags._split_words(text)
     if re.fullmatch(r"[^'\"\\#;&|]*", text):
         assert words == [w for w in re.split(r"[ \t\r\n]+", text) if w]
+
+
+SHELLISH = st.text(alphabet="shbadz/.-\nİıIiMmGg0129-,x", max_size=12)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(SHELLISH, st.sampled_from(["vllm", "trtllm-serve", "sh", "a/b", "x.y", "mig"]))
+def test_command_names_and_shells_as_their_patterns(word: str, command: str) -> None:
+    assert flags._is_shell(word) == bool(re.match(r"^(.*/)?(ba|da|z)?sh$", word))
+    assert flags._names(word, command) == bool(re.match(rf"^(.*/)?{re.escape(command)}$", word))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(SHELLISH)
+def test_mig_slices_and_device_lists_as_their_patterns(text: str) -> None:
+    from kvplan.deploy.gpus import _mig_slice
+    from kvplan.deploy.shell import _device_list
+
+    assert _mig_slice(text) == bool(re.search(r"-MIG-|mig-[0-9]g", text, re.I))
+    assert _device_list(text) == bool(re.fullmatch(r"[0-9]+(,[0-9]+)*", text))
+
+
+def test_chosen_labels_and_lists() -> None:
+    from kvplan.deploy.gpus import _mig_slice
+    from kvplan.deploy.shell import _device_list
+
+    for text in ["NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "a100-mig-3g", "A100-MİG-1g", "A100-mıg-1g", "mig-1G", "mig-12g",
+                 "H100", "MIG-", "-mig-", "0", "0,1", "0,,1", ",0", "1,2,", "²", "01,3"]:
+        assert _mig_slice(text) == bool(re.search(r"-MIG-|mig-[0-9]g", text, re.I)), text
+        assert _device_list(text) == bool(re.fullmatch(r"[0-9]+(,[0-9]+)*", text)), text

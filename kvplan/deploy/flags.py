@@ -74,6 +74,20 @@ _BOOLEAN_PREFIXES = ("--enable-", "--disable-", "--no-")
 _PYTHON = lazy_pattern(r"^(.*/)?python[0-9.]*$")
 
 
+def _is_shell(word: str) -> bool:
+    """``re.match(r"^(.*/)?(ba|da|z)?sh$", word)``, told as ``_is_python`` tells its pattern."""
+    if "\n" in word:
+        return re.match(r"^(.*/)?(ba|da|z)?sh$", word) is not None
+    return word.rpartition("/")[2] in ("sh", "bash", "dash", "zsh")
+
+
+def _names(word: str, command: str) -> bool:
+    """``re.match(rf"^(.*/)?{re.escape(command)}$", word)``: ``word`` is the command, or a path ending in it."""
+    if "\n" in word or "\n" in command:
+        return re.match(rf"^(.*/)?{re.escape(command)}$", word) is not None
+    return word == command or word.endswith("/" + command)
+
+
 def _is_python(word: str) -> bool:
     """``_PYTHON.match(word)``: the name after the last ``/`` is ``python`` and version characters (a word without a
     newline, which ``.`` and ``$`` treat apart, is told without compiling the pattern)."""
@@ -476,7 +490,7 @@ def find_invocation(argv: list[Token], env: dict[str, str] | None = None, *, k8s
     env = dict(env or {})
     words = [t.text for t in argv]
     # sh -c 'script'
-    if words and re.match(r"^(.*/)?(ba|da|z)?sh$", words[0]):
+    if words and _is_shell(words[0]):
         for j, w in enumerate(words[1:], start=1):
             if w.startswith("-") and "c" in w[1:] and j + 1 < len(argv):
                 at = j + 2 if words[j + 1] == "--" and j + 2 < len(argv) else j + 1  # bash -c -- SCRIPT (AIBrix)
@@ -536,11 +550,11 @@ def _launcher(words: list[str], modules: dict[str, str] | None = None) -> tuple[
     if len(rest) >= 2 and rest[1] == "serve":
         for serve in servers:
             for command in serve.commands:
-                if re.match(rf"^(.*/)?{re.escape(command)}$", rest[0]):
+                if _names(rest[0], command):
                     return serve, f"{command} serve", i + 2
     for serve in servers:  # a command group whose default command is the server: trtllm-serve MODEL
         for command in serve.commands if serve.default_serve else ():
-            if rest and re.match(rf"^(.*/)?{re.escape(command)}$", rest[0]) and _default_command(rest[1:]):
+            if rest and _names(rest[0], command) and _default_command(rest[1:]):
                 return serve, command, i + 1
     if rest and _is_python(rest[0]):
         for j in range(1, len(rest) - 1):

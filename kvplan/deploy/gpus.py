@@ -35,13 +35,29 @@ _MEMORY = lazy_pattern(r"(?<!\d)(\d+)\s*GB", re.I)
 MAX_LABEL = 256  # node labels are at most 63 characters (Kubernetes), GPU names a few dozen
 
 
+def _mig_slice(text: str) -> bool:
+    """``re.search(r"-MIG-|mig-[0-9]g", text, re.I)``; ASCII text told by hand (no pattern compiled), other text by the
+    pattern (its case-insensitive match knows more letters than ``lower``)."""
+    if not text.isascii():
+        return re.search(r"-MIG-|mig-[0-9]g", text, re.I) is not None
+    low = text.lower()
+    if "-mig-" in low:
+        return True
+    at = low.find("mig-")
+    while at >= 0:
+        if low[at + 4:at + 5].isdigit() and low[at + 5:at + 6] == "g":
+            return True
+        at = low.find("mig-", at + 1)
+    return False
+
+
 def gpu_for_label(label: str, catalog: Iterable[GPU]) -> GPU:
     """The catalog GPU a node label (or a kvplan name) designates; UsageError naming the label when none."""
     gpus = tuple(catalog)
     text = str(label).strip()
     if len(text) > MAX_LABEL:
         raise UsageError(f"GPU label '{text[:40]}...' ({len(text):,} characters) is longer than any GPU name")
-    if re.search(r"-MIG-|mig-[0-9]g", text, re.I):
+    if _mig_slice(text):
         raise UsageError(f"GPU label '{text}' is a MIG slice: kvplan plans whole GPUs (give --gpu-memory "
                          "with the slice's memory via a kvplan deployment file)")
     candidates = [text, _GKE.get(text.lower(), "")]

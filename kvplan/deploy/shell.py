@@ -7,7 +7,6 @@ the GPU type comes from a ``# kvplan/gpu: H100`` comment or ``--gpu``, the GPU c
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from kvplan.deploy.config_files import attach, relative_to
@@ -27,12 +26,17 @@ def looks_like(text: str, path: str) -> bool:
     return path.endswith((".sh", ".bash")) or text.startswith("#!") or bool(launch_pattern().search(text))
 
 
+def _device_list(text: str) -> bool:
+    """``re.fullmatch(r"[0-9]+(,[0-9]+)*", text)``: device numbers (ASCII digits) separated by commas."""
+    return all(part.isascii() and part.isdigit() for part in text.split(","))
+
+
 def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
     from kvplan.deploy.deployment import kvplan_annotations
 
     notes = {}
     for i, raw in enumerate(text.splitlines(), start=1):
-        m = _COMMENT.match(raw)
+        m = _COMMENT.match(raw) if "kvplan" in raw else None  # the pattern holds the word: most lines lack it
         if m and m.group(3).strip():
             found = kvplan_annotations({f"kvplan/{m.group(2)}": m.group(3).strip()})
             notes.update({k: (v[0], i, f"# {m.group(1)}{m.group(2)}") for k, v in found.items()})
@@ -47,7 +51,7 @@ def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         attach(dep, relative_to(base_dir))  # --extra_llm_api_options beside the script
         visible = [t for t in command if t.text.startswith("CUDA_VISIBLE_DEVICES=")]
         devices = visible[0].text.partition("=")[2] if visible else env.get("CUDA_VISIBLE_DEVICES")
-        if devices and re.fullmatch(r"[0-9]+(,[0-9]+)*", devices):
+        if devices and _device_list(devices):
             dep.gpu_count = Value(len(devices.split(",")), visible[0].line if visible else None,
                                   "CUDA_VISIBLE_DEVICES")
         apply_annotations(dep, notes)
