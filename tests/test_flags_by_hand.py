@@ -79,3 +79,11 @@ def test_chosen_labels_and_lists() -> None:
                  "H100", "MIG-", "-mig-", "0", "0,1", "0,,1", ",0", "1,2,", "²", "01,3"]:
         assert _mig_slice(text) == bool(re.search(r"-MIG-|mig-[0-9]g", text, re.I)), text
         assert _device_list(text) == bool(re.fullmatch(r"[0-9]+(,[0-9]+)*", text)), text
+
+
+def test_kvplan_files_engine_flags_are_apart_from_its_own_settings() -> None:
+    """A kvplan deployment file whose engine gives only kvplan's own settings reads no engine's table of settings
+    (``kvplan_file._engine_flags``): that holds only while no engine's file flag is one of those keys."""
+    from kvplan.deploy.kvplan_file import NOT_FLAGS, _file_flags
+
+    assert _file_flags() and not set(_file_flags()) & NOT_FLAGS

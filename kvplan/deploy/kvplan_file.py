@@ -33,6 +33,14 @@ from kvplan.engines import PACKAGE_ENGINES
 # pydantic-free reader (kvplan_fast) leaves to them, or its schema is printed.
 
 
+SETTING_KEYS = ("tp", "pp", "dp", "max_model_len", "max_num_seqs", "gpu_memory_utilization", "kv_cache_dtype",
+                "max_num_batched_tokens", "block_size", "enforce_eager", "mem_fraction_static",
+                "free_gpu_memory_fraction", "kv_cache_memory", "weights_bytes")
+"""The engine keys read as kvplan's own settings (every engine has them)."""
+NOT_FLAGS = frozenset(("name", "version", *SETTING_KEYS))
+"""Engine keys that are no engine's own flag (tests/test_flags_by_hand.py holds them apart from ``_file_flags``)."""
+
+
 def _file_flags() -> tuple[str, ...]:
     """The engine keys a file passes as the engine's own flags (``Setting.file_key`` in every engine's table of
     settings, engines/<engine>/settings.py): refused for an engine whose launch command has no such flag."""
@@ -46,6 +54,8 @@ def _file_flags() -> tuple[str, ...]:
 def _engine_flags(engine: Any, given: set[str], settings: dict[str, Value],
                   line: Any) -> tuple[str, int | None] | None:
     """The engine's own flag settings into ``settings``; (message, line) for one the engine does not have."""
+    if given <= NOT_FLAGS:  # no engine flag given: every engine's table of settings is left unread (~2 ms of a start)
+        return None
     from kvplan.engines.serve import serve_flags
 
     serve = serve_flags(engine.name)
@@ -140,9 +150,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         if engine.version is not None:
             dep.engine_version = Value(engine.version, line_at(data, *at, "engine", "version"), "engine.version")
         given = engine.model_fields_set if not isinstance(d.engine, str) else set()
-        for key in ("tp", "pp", "dp", "max_model_len", "max_num_seqs", "gpu_memory_utilization", "kv_cache_dtype",
-                    "max_num_batched_tokens", "block_size", "enforce_eager", "mem_fraction_static",
-                    "free_gpu_memory_fraction", "kv_cache_memory", "weights_bytes"):
+        for key in SETTING_KEYS:
             if key in given and getattr(engine, key) is not None:
                 dep.settings[key] = Value(getattr(engine, key), line_at(data, *at, "engine", key), f"engine.{key}")
         bad = _engine_flags(engine, given, dep.settings, lambda key: line_at(data, *at, "engine", key))
