@@ -5,6 +5,7 @@
     python benchmarks/check_speed.py --files 1000 --runs 5
     python benchmarks/check_speed.py --write-docs         # also (re)writes its section of docs/performance.md
     python benchmarks/check_speed.py --profile 1000       # cProfile of one run in this process, top 30
+    python benchmarks/check_speed.py --base /tmp/main --runs 3   # interleaved with another checkout, CPU per file
 
 Each run is a fresh process, ``python -m kvplan check DIR -f json``, the way a user runs it; the figure is
 the whole process's wall time (start-up included) divided by the number of files. The files are drawn
@@ -168,9 +169,10 @@ def write_fleet(root: Path, files: int, seed: int = 26) -> dict[str, int]:
     return kinds
 
 
-def time_check(root: Path, runs: int) -> tuple[list[float], list[float], int, bytes]:
+def time_check(root: Path, runs: int, checkout: Path = REPO) -> tuple[list[float], list[float], int, bytes]:
     """Wall seconds and CPU seconds (user + system) of each run, the last run's exit status and output. On a
-    shared machine the CPU time moves less than the wall time: both are printed."""
+    shared machine the CPU time moves less than the wall time: both are printed. ``checkout``: the tree whose
+    kvplan runs (``python -m`` from its root)."""
     import resource
 
     env = dict(os.environ)
@@ -180,7 +182,7 @@ def time_check(root: Path, runs: int) -> tuple[list[float], list[float], int, by
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, cwd=REPO, env=env)
+        done = subprocess.run(cmd, capture_output=True, cwd=checkout, env={**env, "PYTHONPATH": str(checkout)})
         times.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -211,6 +213,25 @@ def profile(files: int) -> None:
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
 
 
+def compare(base: Path, sizes: list[int], runs: int) -> None:
+    """This checkout against ``base``, run after run on the same fleet (a busy machine slows both alike): the CPU
+    time per file, median and minimum, and whether the JSON reports are the same bytes."""
+    for files in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            write_fleet(Path(tmp), files)
+            cpu: dict[str, list[float]] = {"base": [], "this": []}
+            outs: dict[str, bytes] = {}
+            for _ in range(runs):
+                for name, tree in (("base", base), ("this", REPO)):
+                    _, spent, _, outs[name] = time_check(Path(tmp), 1, tree)
+                    cpu[name] += spent
+        same = "identical" if outs["base"] == outs["this"] else "DIFFERENT"
+        print(f"{files} files, {runs} interleaved runs: CPU per file, base {statistics.median(cpu['base']) / files * 1000:.2f}"
+              f" ms (min {min(cpu['base']) / files * 1000:.2f}), this checkout "
+              f"{statistics.median(cpu['this']) / files * 1000:.2f} ms (min {min(cpu['this']) / files * 1000:.2f}); "
+              f"reports {same}")
+
+
 def write_docs(rows: list[str]) -> None:
     text = DOCS.read_text(encoding="utf-8")
     body = "\n".join([
@@ -237,9 +258,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--write-docs", action="store_true", help="(re)write its section of docs/performance.md")
     parser.add_argument("--profile", type=int, metavar="FILES", help="profile one run in this process instead")
+    parser.add_argument("--base", type=Path, metavar="DIR", help="another checkout (e.g. `git worktree add DIR main`): "
+                        "its runs interleaved with this one's on the same fleets, CPU per file of each, outputs compared")
     args = parser.parse_args()
     if args.profile:
         profile(args.profile)
+        return 0
+    if args.base:
+        compare(args.base.resolve(), args.files or [1000, 10000], args.runs)
         return 0
     rows = []
     for files in args.files or [1000, 10000]:
