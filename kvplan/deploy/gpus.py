@@ -60,6 +60,12 @@ def gpu_for_label(label: str, catalog: Iterable[GPU]) -> GPU:
     if _mig_slice(text):
         raise UsageError(f"GPU label '{text}' is a MIG slice: kvplan plans whole GPUs (give --gpu-memory "
                          "with the slice's memory via a kvplan deployment file)")
+    first_error: UsageError | None = None
+    if text:  # the label as written, the first candidate below: where it names a GPU, no pattern is compiled
+        try:
+            return find_gpu(text, gpus)
+        except UsageError as exc:
+            first_error = exc
     candidates = [text, _GKE.get(text.lower(), "")]
     stripped = text
     for _ in range(4):  # NVIDIA-H100-80GB-HBM3-SHARED -> H100-80GB-HBM3 -> H100-80GB -> H100
@@ -73,8 +79,9 @@ def gpu_for_label(label: str, catalog: Iterable[GPU]) -> GPU:
             break
         candidates.append(shorter)
         stripped = shorter
-    first_error: UsageError | None = None
     for name in dict.fromkeys(c for c in candidates if c):
+        if name == text:
+            continue  # tried above
         try:
             gpu = find_gpu(name, gpus)
         except UsageError as exc:
