@@ -434,6 +434,8 @@ def within_bounds(text: str) -> bool:
     digits = max_int_digits()
     if digits and len(text) > digits:
         return False
+    if sum(map(text.count, "-:?[{")) < MAX_DEPTH:  # each start is one of these: too few to count them one by one
+        return True
     if _COLLECTION_START is None:
         import re
 

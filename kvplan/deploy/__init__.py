@@ -103,7 +103,8 @@ def _walk(root: str, rest: list[str], *, hidden: bool = False) -> list[str]:
 
     if not rest:
         return []
-    matchers = [None if part == "**" else re.compile(fnmatch.translate(part)).match for part in rest]
+    matchers = [None if part == "**" else _any_name if part == "*" else re.compile(fnmatch.translate(part)).match
+                for part in rest]
     budget = MAX_GLOB_ENTRIES
     visited: set[tuple[str, int]] = set()
     found: list[str] = []
@@ -142,6 +143,11 @@ def _walk(root: str, rest: list[str], *, hidden: bool = False) -> list[str]:
             elif entry.is_dir():
                 stack.append((path, index + 1))
     return sorted(dict.fromkeys(found))
+
+
+def _any_name(name: str) -> bool:
+    """What ``fnmatch.translate("*")`` matches: any name (a directory argument's walk: no pattern to compile)."""
+    return True
 
 
 def load_specs(directory: str | os.PathLike | None) -> dict[str, Any]:
