@@ -87,3 +87,21 @@ def test_kvplan_files_engine_flags_are_apart_from_its_own_settings() -> None:
     from kvplan.deploy.kvplan_file import NOT_FLAGS, _file_flags
 
     assert _file_flags() and not set(_file_flags()) & NOT_FLAGS
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="v:.0123456789a-١", max_size=14))
+def test_image_version_tags_as_the_pattern_reads_them(tag: str) -> None:
+    from kvplan.deploy.pods import version_tag
+
+    m = re.search(r":v?(\d+\.\d+(?:\.\d+)?)", tag)
+    assert version_tag(tag) == (m.group(1) if m else None)
+
+
+def test_chosen_image_tags() -> None:
+    from kvplan.deploy.pods import version_tag
+
+    for tag in ["vllm-openai:v0.10.2", "sglang:v0.5.2-cu126", "release:1.0.0rc4", "x:latest", "x:v1", "x:1.", "x:1.2.",
+                "a:b:v2.3", "x:vv1.2", "x:12.34.56.78", "x:v1.2.3.4", ":1.2", "x", "x:v١.2"]:
+        m = re.search(r":v?(\d+\.\d+(?:\.\d+)?)", tag)
+        assert version_tag(tag) == (m.group(1) if m else None), tag

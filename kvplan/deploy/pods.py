@@ -43,11 +43,36 @@ def image_version(image: Any, engine: str) -> str | None:
     if not isinstance(image, str):
         return None
     serve = serve_flags(engine)
-    tagged = serve is not None and any(re.search(p, image) for p in serve.tagged_images)
-    if engine not in image.lower() and not tagged:
+    if engine not in image.lower() and not (serve is not None and any(re.search(p, image) for p in serve.tagged_images)):
         return None
-    m = _VERSION_TAG.search(image.rsplit("/", 1)[-1])
-    return m.group(1) if m else None
+    return version_tag(image.rsplit("/", 1)[-1])
+
+
+def version_tag(tag: str) -> str | None:
+    """``_VERSION_TAG.search(tag).group(1)`` (None where it does not match), ASCII text read by hand: the leftmost
+    ``:`` (then an optional ``v``) followed by digits, ``.``, digits and optionally ``.`` and digits, each run whole."""
+    if not tag.isascii():
+        m = _VERSION_TAG.search(tag)
+        return m.group(1) if m else None
+    at = tag.find(":")
+    while at >= 0:
+        start = at + 2 if tag[at + 1:at + 2] == "v" else at + 1
+        end = _digits(tag, start)
+        if end > start and tag[end:end + 1] == ".":
+            after = _digits(tag, end + 1)
+            if after > end + 1:
+                more = _digits(tag, after + 1) if tag[after:after + 1] == "." else after
+                return tag[start:more if more > after + 1 else after]
+        at = tag.find(":", at + 1)
+    return None
+
+
+def _digits(text: str, start: int) -> int:
+    """The end of the run of ASCII digits that starts at ``start``."""
+    end = start
+    while end < len(text) and text[end] in "0123456789":
+        end += 1
+    return end
 
 
 def annotations_of(metas: list[Any]) -> dict[str, tuple[str, int | None, str]]:
