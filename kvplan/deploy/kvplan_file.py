@@ -38,7 +38,7 @@ SETTING_KEYS = ("tp", "pp", "dp", "max_model_len", "max_num_seqs", "gpu_memory_u
                 "free_gpu_memory_fraction", "kv_cache_memory", "weights_bytes")
 """The engine keys read as kvplan's own settings (every engine has them)."""
 NOT_FLAGS = frozenset(("name", "version", *SETTING_KEYS))
-"""Engine keys that are no engine's own flag (tests/test_flags_by_hand.py holds them apart from ``_file_flags``)."""
+"""Engine keys that are no engine's own flag (tests/test_patterns_by_hand.py holds them apart from ``_file_flags``)."""
 
 
 def _file_flags() -> tuple[str, ...]:

@@ -1,5 +1,6 @@
-"""The launch-command reader's small patterns, matched by hand (no pattern compiled on a check's start): each helper
-answers as the regular expression it stands for, on chosen and random words."""
+"""The check readers' small patterns matched by hand (launch commands, shell scripts, GPU labels, image tags, memory
+quantities: no pattern compiled on a check's start where the text is plain): each helper answers as the regular
+expression it stands for, on chosen and random text."""
 
 from __future__ import annotations
 
@@ -105,3 +106,19 @@ def test_chosen_image_tags() -> None:
                 "a:b:v2.3", "x:vv1.2", "x:12.34.56.78", "x:v1.2.3.4", ":1.2", "x", "x:v١.2"]:
         m = re.search(r":v?(\d+\.\d+(?:\.\d+)?)", tag)
         assert version_tag(tag) == (m.group(1) if m else None), tag
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="0123456789.eEkKMGTPimn \n١", max_size=12))
+def test_kubernetes_quantities_read_as_the_pattern_reads_them(text: str) -> None:
+    from kvplan.deploy.host_memory import _quantity, k8s_quantity
+
+    assert k8s_quantity(text) == _quantity(text.strip())
+
+
+def test_chosen_kubernetes_quantities() -> None:
+    from kvplan.deploy.host_memory import _quantity, k8s_quantity
+
+    for text in ["64Gi", "500G", "2048", "0", "1000000000Gi", "123456789Ki", "1.5Gi", "5E", "5e3", "500m", "1Gi\n", " 8Gi ",
+                 "Gi", "", "1 Gi", "١Gi", "08Mi"]:
+        assert k8s_quantity(text) == _quantity(text.strip()), text
