@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 from kvplan.engines.version import Version
 from kvplan.record import dataclass
-from kvplan.sources import vision_towers as towers
 
 # model types whose prefill (piecewise) CUDA graphs SGLang turns off (configs/model_config.py,
 # piecewise_cuda_graph_disabled_model_archs and is_deepseek_nsa, 0.5.10)
@@ -204,7 +203,11 @@ def text_only_by_default(model_type: str, version: Version) -> bool:
 
 def vision_tower(model_type: str, model_id: str) -> tuple[int, int] | None:
     """(layers, hidden size) of the model's vision tower where SGLang serves it as multimodal, else None."""
-    tower = towers.vision_tower(model_type, model_id) if model_type in MULTIMODAL_TYPES else None
+    if model_type not in MULTIMODAL_TYPES:
+        return None
+    from kvplan.sources import vision_towers as towers  # here: a text model's plan needs no tower table
+
+    tower = towers.vision_tower(model_type, model_id)
     return (tower.layers, tower.hidden) if tower is not None else None
 
 
