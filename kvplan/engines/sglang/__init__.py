@@ -74,12 +74,15 @@ class SGLangEngine(EngineDefaults):
 
     def capacity(self, layouts: Sequence[CacheLayout], kv_bytes: int, version: Version, budget: GpuBudget,
                  demand: Demand) -> KvCapacity:
-        from kvplan.engines.sglang.speculative import draft_apart, target_pool
         from kvplan.engines.token_pool import byte_pool_capacity
 
         windowed = any(g.tokens.windowed for layout in layouts for g in layout.groups)
         notes: tuple[str, ...] = (_SPLIT_POOL_NOTE,) if windowed else ()
-        apart = draft_apart(demand.speculative, version)
+        apart = None  # draft_apart's answer without speculation, without importing its module
+        if demand.speculative is not None:
+            from kvplan.engines.sglang.speculative import draft_apart, target_pool
+
+            apart = draft_apart(demand.speculative, version)
         if apart is not None:  # before 0.5.14 the draft's pool is sized apart, outside kv_bytes
             layouts, kv_bytes, more = target_pool(layouts, kv_bytes, apart, version,
                                                   int(budget.defaults.get("max_running_requests", 0)) or None)
@@ -105,6 +108,8 @@ class SGLangEngine(EngineDefaults):
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> OffloadTier | None:
+        if options.hicache_ratio is None and options.hicache_size_gb is None:
+            return None  # no host tier asked (offload_tier's own first answer), without importing its module
         from kvplan.engines.sglang.offload import offload_tier
 
         return offload_tier(layouts, options, tp, demand, capacity)
