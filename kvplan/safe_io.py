@@ -306,7 +306,7 @@ def _standard_resolvers(loader: Any) -> bool:
 def _plain_tag(value: str) -> str | None:
     """The tag PyYAML's safe resolver gives the plain scalar ``value``, where its shape alone decides it without
     a regular expression (None: ask the resolver). Resolving compiled 5 of PyYAML's patterns in every check (~4 ms
-    of its start); what this answers is what those patterns answer (tests/test_safe_io.py holds it to the resolver):
+    of its start); what this answers is what those patterns answer (tests/test_yaml_plain_tags.py holds it to them):
     - a word that starts as a bool or null may (``yes``, ``null``: their patterns are alternatives of literals,
       ``$`` also before one final newline); any other word starting with those letters is a string;
     - ASCII digits alone: an int where the int pattern takes them (``0``, no leading 0, or an octal ``0[0-7]+``), else
