@@ -296,6 +296,15 @@ def inputs(case: dict) -> tuple[dict | None, str]:
             settings["activation_bytes"] = round(rep["execution_context_mib"] * (1 << 20))
         elif case["id"] in CONTEXT_READ_MIB:
             settings["activation_bytes"] = CONTEXT_READ_MIB[case["id"]] << 20
+        from kvplan.engines.trtllm import variant
+
+        # a prebuilt engine's execution context is sized by its build (max_num_tokens, before 0.11 max_batch_size x
+        # max_input_len: runtime.py) and reaches GiBs: with neither the build's sizes nor the context in the log, the
+        # plan would judge a guessed build, not the budget's rules
+        prebuilt = variant.chosen(parse_version(version), settings.get("trtllm_backend")).prebuilt_engine
+        if prebuilt and not ({"activation_bytes", "max_num_batched_tokens", "max_num_seqs"} & set(settings)):
+            return None, ("a prebuilt engine of an unknown build (no max_batch_size or max_num_tokens stated, no "
+                          "execution context logged): the context it sizes is not known")
         # "Allocated X MB / GB GPU memory for runtime buffers" and "... for decoder" (MemoryCounter: 1024-based units)
         printed = [rep.get(f"{item}_{unit}", 0) * scale for item in ("runtime_buffers", "decoder")
                    for unit, scale in (("mb", 1 << 20), ("gb", 1 << 30))]
