@@ -170,6 +170,33 @@ def test_trtllm_builder_totals_and_trt_managed_memory():
     assert _text(log, "trt_managed") == "6683 MiB"
 
 
+def test_trtllm_pytorch_profiling_lines_and_the_dry_run_before_them():
+    # 1.1.0rc3 (tensorrt_llm/_torch/pyexecutor/_util.py): weights, the warm-up's torch peak, memory outside torch and
+    # the device total; the allocation before "Peak memory during memory usage profiling" is the estimation's
+    log = _case("trtllm-dgxspark-gptoss120b-111rc3-pytorch")
+    assert [_text(log, item) for item in ("total", "weights", "activation", "non_torch", "kv_cache")] == [
+        "119.70 GiB", "63.32 GiB", "0.85 GiB", "49.28 GiB", "5.95 GiB"]
+    assert log.kv_cache_tokens == 86720 and log.counts["kv_cache_tokens_estimation"] == 8224
+    assert _text(log, "kv_cache_estimation") == "0.56 GiB" and any("dry run" in n for n in log.notes)
+    # without the profiling line the first allocation stands (nothing is taken for a dry run)
+    excerpt = CASES["trtllm-dgxspark-gptoss120b-111rc3-pytorch"]["log_excerpt"].splitlines()
+    first = parse_text("\n".join(line for line in excerpt if "Peak memory" not in line) + "\n")
+    assert first.kv_cache_tokens == 8224 and "kv_cache_estimation" not in first.memory
+
+
+def test_trtllm_c_runtime_pool_lines_of_0_8_to_0_17():
+    log = _case("trtllm-backend456-gemma7b-a100-80gb-triton-f090")  # "Max tokens in paged KV cache: N. Allocating B"
+    assert log.kv_cache_tokens == 117760 and log.memory["kv_cache"].bytes == 54_022_635_520
+    assert log.counts["max_blocks_per_seq"] == 25  # "Max KV cache pages per sequence: 25"
+    log = _case("trtllm-backend576-llama3-8b-1048k-h100-tp2-hostcache")
+    assert (log.num_gpu_blocks, log.counts["num_cpu_blocks"], log.counts["max_blocks_per_seq"]) == (17210, 10728, 125)
+    log = _case("trtllm-backend361-llama2-13b-tp2-2402-two-models")  # 0.8: "..., and 32 blocks per sequence"
+    assert log.counts["max_blocks_per_seq"] == 32 and log.kv_cache_tokens == 35584
+    assert _text(log, "engine_size") == "6867 MiB"  # "allocation in engine deserialization: CPU +0, GPU +6867"
+    # where "Loaded engine size" is printed first, it is the engine's size (15319 MiB, deserialization +15316)
+    assert _text(_case("trtllm-benchdoc-llama3-8b-3090-triton"), "engine_size") == "15319 MiB"
+
+
 # ------------------------------------------------------------------------------------------------------- llama.cpp
 
 def test_llamacpp_iswa_creating_lines_and_the_slot_context():

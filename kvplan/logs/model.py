@@ -19,7 +19,7 @@ COUNT_ITEMS = {"num_cpu_blocks": "CPU blocks", "max_running_requests": "max runn
                "params_analytical_b": "parameters, analytical (billions)",
                "params_actual_b": "parameters, actual (billions)", "max_tokens": "KV max_tokens (as configured)",
                "kv_cache_tokens_estimation": "KV tokens of the estimation dry run", "cells_swa": "SWA KV cells",
-               "ctx_per_slot": "context per slot"}
+               "ctx_per_slot": "context per slot", "max_blocks_per_seq": "KV blocks one sequence can hold"}
 """Further capacity counts (their labels): a reader fills them under these names in its collector."""
 
 

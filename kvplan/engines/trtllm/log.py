@@ -68,7 +68,25 @@ _BUILD = lazy_pattern(r"Total (Weights|Activation) Memory: (\d{1,18})\b")
 # 0.8 runtime: "[MemUsageChange] TensorRT-managed allocation in IExecutionContext creation: CPU +a, GPU +b, now: CPU c,
 # GPU N (MiB)": what TensorRT holds once the execution context exists (the engine and its context)
 _TRT_MANAGED = lazy_pattern(r"allocation in IExecutionContext creation: .{0,80}?now: CPU \d+, GPU (\d{1,12}) \(MiB\)")
+# the same runtime's engine: "TensorRT-managed allocation in engine deserialization: CPU +a, GPU +N, now: ..." (MiB)
+_DESERIALIZED = lazy_pattern(r"allocation in engine deserialization: CPU \+\d{1,12}, GPU \+(\d{1,12}),")
+# 0.9 - 0.10 (kvCacheManager.cpp): "Max tokens in paged KV cache: N. Allocating B bytes." (tensorrtllm_backend#456)
+_MAX_TOKENS_ALLOCATING = lazy_pattern(r"Max tokens in paged KV cache: " + COUNT + r"\. Allocating " + COUNT + r" bytes")
+# the blocks one sequence can hold: "Max KV cache pages per sequence: N" (0.9+), "..., and B blocks per sequence" (0.8)
+_PAGES_PER_SEQ = lazy_pattern(r"Max KV cache pages per sequence: " + COUNT)
+_BLOCKS_PER_SEQ = lazy_pattern(r"tokens in paged KV cache, and " + COUNT + r" blocks per sequence")
+_SECONDARY = lazy_pattern(r"Number of blocks in KV cache secondary pool:\s*" + COUNT)
+# the PyTorch flow's profiling lines (1.x, tensorrt_llm/_torch/pyexecutor/_util.py): "Use X GB for model weights.",
+# "Memory dynamically allocated during inference (inside torch) in memory usage profiling: X GiB", "Memory used
+# outside torch (e.g., NCCL and CUDA graphs) in memory usage profiling: X GiB", "... device total memory X GiB"
+_USE_WEIGHTS = lazy_pattern(r"\] Use " + NUMBER + r" (GB|GiB) for model weights")
+_INFERENCE = lazy_pattern(r"Memory dynamically allocated during inference \(inside torch\) in memory usage "
+                          r"profiling: " + NUMBER + r" (GiB|GB)")
+_OUTSIDE = lazy_pattern(r"Memory used outside torch \(e\.g\., NCCL and CUDA graphs\) in memory usage profiling: "
+                        + NUMBER + r" (GiB|GB)")
+_DEVICE_TOTAL = lazy_pattern(r"device total memory " + NUMBER + r" (GiB|GB)")
 _MAX_WINDOWS = 64  # attention windows kept per KV cache manager (a model has a few; a log is anyone's text)
+DRY_RUN_NOTE = "the KV cache of the estimation dry run is left out: the KV cache manager created after it is read"
 _DRY_RUN = ("kv_cache", "kv_cache_tokens", "num_gpu_blocks", "num_cpu_blocks")
 """What a KV cache manager logs: the estimation dry run's are replaced by the serving manager's."""
 
@@ -76,7 +94,7 @@ _DRY_RUN = ("kv_cache", "kv_cache_tokens", "num_gpu_blocks", "num_cpu_blocks")
 def read(lines: list[Line], out: Collector) -> str:
     """Fill ``out`` from TensorRT-LLM lines. A line that cannot be read is left out (and listed)."""
     windows: dict[int, tuple[int, int, Line]] = {}  # the current KV cache manager's pools: window -> blocks
-    managers, allocated, pyexecutor = 0, False, False
+    managers, allocated, pyexecutor, profiled = 0, False, False, False
     for line in lines:
         try:
             pyexecutor = pyexecutor or any(t in line.text for t in _PYEXECUTOR_TEXT) or (
@@ -88,21 +106,35 @@ def read(lines: list[Line], out: Collector) -> str:
                 if windows and (allocated or window in windows):
                     managers += 1
                     windows, allocated = {}, False
-                    for name in ("kv_cache", "kv_cache_tokens"):  # the dry run's allocation, kept apart (said)
-                        if name in out.values and f"{name}_estimation" not in out.values:
-                            out.values[f"{name}_estimation"] = out.values[name]
-                    for name in _DRY_RUN:
-                        out.values.pop(name, None)
+                    _keep_dry_run_apart(out)
                 if window in windows or len(windows) < _MAX_WINDOWS:
                     windows[window] = (int(m.group(3)), int(m.group(4)), line)
                 out.put_int("block_size", m.group(2), line)
-            allocated = allocated or "for max tokens in paged KV cache" in line.text
+            pool_line = "for max tokens in paged KV cache" in line.text
+            # the PyTorch flow (1.x) without window lines: an allocation after the profiling's "Peak memory during
+            # memory usage profiling" line is the serving manager's, the one before it the estimation dry run's
+            if pool_line and profiled and "kv_cache" in out.values:
+                _keep_dry_run_apart(out)
+                profiled, managers = False, managers + 1
+            profiled = profiled or "Peak memory during memory usage profiling" in line.text
+            allocated = allocated or pool_line
             _read_line(line, out)
         except Exception as exc:  # noqa: BLE001 - one odd line must not cost the whole log
             out.skip(line.number, f"not read ({type(exc).__name__})")
     if windows:
         _pools(windows, managers, out)
+    elif managers:
+        out.notes.append(DRY_RUN_NOTE)
     return PYTORCH_FORMAT if pyexecutor and _before_default(out) else "trtllm"
+
+
+def _keep_dry_run_apart(out: Collector) -> None:
+    """The estimation dry run's allocation, kept apart (``*_estimation``), and its manager's counts dropped."""
+    for name in ("kv_cache", "kv_cache_tokens"):
+        if name in out.values and f"{name}_estimation" not in out.values:
+            out.values[f"{name}_estimation"] = out.values[name]
+    for name in _DRY_RUN:
+        out.values.pop(name, None)
 
 
 def _before_default(out: Collector) -> bool:
@@ -146,8 +178,7 @@ def _pools(windows: dict[int, tuple[int, int, Line]], managers: int, out: Collec
         more = f" and {len(pools) - 8} more" if len(pools) > 8 else ""
         out.notes.append(f"KV blocks: the sum of {', '.join(pools[:8])}{more} primary blocks")
     if managers:
-        out.notes.append("the KV cache of the estimation dry run is left out: the KV cache manager created after "
-                         "it is read")
+        out.notes.append(DRY_RUN_NOTE)
 
 
 def _read_line(line: Line, out: Collector) -> None:
@@ -184,6 +215,24 @@ def _read_line(line: Line, out: Collector) -> None:
         out.put("build_" + m.group(1).lower(), exact_bytes(m.group(2)), line)
     if "IExecutionContext creation" in text and (m := _TRT_MANAGED.search(text)):
         out.put_size("trt_managed", m.group(1), "MiB", line)
+    if "engine deserialization" in text and (m := _DESERIALIZED.search(text)):
+        out.put_size("engine_size", m.group(1), "MiB", line)  # after "Loaded engine size" where both are printed
+    if "Allocating" in text and (m := _MAX_TOKENS_ALLOCATING.search(text)):
+        out.put_int("kv_cache_tokens", m.group(1), line)
+        out.put("kv_cache", exact_bytes(m.group(2)), line)
+    if "per sequence" in text and (m := _PAGES_PER_SEQ.search(text) or _BLOCKS_PER_SEQ.search(text)):
+        out.put_int("max_blocks_per_seq", m.group(1), line)
+    if "secondary pool" in text and (m := _SECONDARY.search(text)):
+        out.put_int("num_cpu_blocks", m.group(1), line)
+    if "for model weights" in text and (m := _USE_WEIGHTS.search(text)):
+        out.put_size("weights", m.group(1), m.group(2), line)
+    if "in memory usage profiling" in text:
+        if m := _INFERENCE.search(text):
+            out.put_size("activation", m.group(1), m.group(2), line)
+        if m := _OUTSIDE.search(text):
+            out.put_size("non_torch", m.group(1), m.group(2), line)
+    if "device total memory" in text and (m := _DEVICE_TOTAL.search(text)):
+        out.put_size("total", m.group(1), m.group(2), line)
     if m := _VERSION.search(text):
         out.put("engine_version", m.group(1), line)
 
