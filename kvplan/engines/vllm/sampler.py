@@ -16,8 +16,8 @@ holds at once (lines are those of each release's wheel):
   probabilities (4 B): 14 B (0.10.1.1 ``topk_topp_sampler.py`` :262-298). vLLM's pip wheel has flashinfer only as
   an extra (0.10.2 METADATA: ``flashinfer-python==0.3.0; extra == "flashinfer"``), so ``pip install vllm`` sorts
   (38 B) and logs "FlashInfer is not available. Falling back to the PyTorch-native implementation": the path is a
-  setting (``--vllm-sampler``; VLLM_USE_FLASHINFER_SAMPLER=0/1 in a deployment; the line in a log), and the
-  release's default with the image's flashinfer is an assumption said in the note.
+  setting (``--vllm-sampler``; VLLM_USE_FLASHINFER_SAMPLER=0/1 in a deployment; the line in a log); where none
+  is given kvplan plans the sort (``default``: what pip installs and most logs show), an assumption said in the note.
 - Triton (0.17+, rows >= 8, PR #33538; from 0.21 a FlashInfer pass then a Triton pass, PR #40376, both 14 B): the
   mask is applied in place; probabilities and the sampling noise (4 + 4 B): 14 B, plus a cached fp32 buffer of
   min(next_pow2(min(SMs, rows)), SMs) x vocab x 4 B (0.17.0 ``topk_topp_triton.py`` :993-1000; 0.19.0 :1011-1018).
@@ -56,11 +56,17 @@ PATHS = ("sort", "flashinfer", "triton")
 V1_FLASHINFER_SINCE = (0, 8)  # v1/sample/ops/topk_topp_sampler.py: the V1 sampler's FlashInfer path (0.8.0 wheel)
 
 
+def flashinfer_if_installed(version: Version, cuda: bool = True) -> bool:
+    """0.9 - 0.11.0 on CUDA: the dummy run takes FlashInfer's path where flashinfer is installed, else sorts."""
+    return cuda and FLASHINFER_SINCE <= version < FLASHINFER_OPT_IN_SINCE
+
+
 def default(version: Version, rows: int, cuda: bool = True) -> str:
-    """The release's default top-k/top-p path for the dummy run: sort, flashinfer or triton (``cuda``: vLLM's CUDA
-    platform; False on ROCm, where FlashInfer's path is never taken)."""
-    if FLASHINFER_SINCE <= version < FLASHINFER_OPT_IN_SINCE:
-        return "flashinfer" if cuda else "sort"
+    """The release's default top-k/top-p path for the dummy run: sort or triton. In 0.9 - 0.11.0 the path rests on
+    whether flashinfer is installed (``flashinfer_if_installed``); kvplan takes the sort, as ``pip install vllm`` does
+    (flashinfer is only an extra of the wheel) and as the logs show: 15 independent sources in tests/data show
+    the path of a 0.9 - 0.11.0 start-up; 14 sort (the FlashInfer-unavailable line), 2 take FlashInfer (one source
+    shows both, on two machines)."""
     if version >= TRITON_SINCE and rows >= TRITON_MIN_ROWS:
         return "triton"
     return "sort"  # V0, V1 0.8.x, 0.11.1-0.16, and the Triton releases below 8 rows
@@ -97,32 +103,30 @@ def backend(version: Version, rows: int, given: str | None = None, cuda: bool = 
 
 def note(version: Version, rows: int, given: str | None, why: str = "given", cuda: bool = True) -> str | None:
     """The assumptions line for the path taken where it is not the release's only one: given (``why``: where
-    from), or the default that rests on flashinfer being installed (0.9 - 0.11.0, CUDA); None otherwise."""
+    from), or the default that rests on flashinfer not being installed (0.9 - 0.11.0, CUDA); None otherwise."""
     path = backend(version, rows, given, cuda)
     if given is not None:
         return f"vLLM sampler: {path} top-k/top-p in the profiling run ({why})"
-    if path == "flashinfer":
-        return ("vLLM sampler: FlashInfer top-k/top-p in the profiling run, this release's default where flashinfer "
-                "is installed (assumed, as in the vllm/vllm-openai image); `pip install vllm` has no flashinfer and "
-                "sorts, 38 B per logit: give --vllm-sampler sort (or VLLM_USE_FLASHINFER_SAMPLER=0) for it")
+    if flashinfer_if_installed(version, cuda):
+        return ("vLLM sampler: PyTorch sort top-k/top-p in the profiling run, this release's path without flashinfer "
+                "(assumed, as `pip install vllm` has it: flashinfer is an extra); where flashinfer is installed (the "
+                "vllm/vllm-openai image) vLLM takes FlashInfer's, 14 B per logit: give --vllm-sampler flashinfer "
+                "(or VLLM_USE_FLASHINFER_SAMPLER=1) for it")
     return None
 
 
 def bytes_per_logit(version: Version, rows: int, given: str | None = None, cuda: bool = True) -> tuple[float, str]:
     """The dummy sampler run's peak per logit of ``rows`` x vocab, and which backend holds it (and why)."""
     path = backend(version, rows, given, cuda)
-    if path == "flashinfer" and given is None:
-        return 14.0, ("FlashInfer top-k/top-p, 14 B per logit (the release's default where flashinfer is "
-                      "installed, assumed: the vllm/vllm-openai image has it; a pip install without it sorts, 38 B: "
-                      "--vllm-sampler sort)")
     if path == "flashinfer":
         return 14.0, "FlashInfer top-k/top-p, 14 B per logit (given)"
     if path == "triton":
         return 14.0, "Triton top-k/top-p in place, 14 B per logit, and its cached fp32 buffer" + (
             " (given)" if given else "")
     per_logit, how = sort_bytes_per_logit(rows, given == "sort")
-    if given is None and not cuda and default(version, rows) == "flashinfer":
-        how += " (vLLM's ROCm platform: FlashInfer's sampler is CUDA's only)"
+    if given is None and flashinfer_if_installed(version):
+        how += (" (without flashinfer, assumed: `pip install vllm`; the image's flashinfer takes 14 B: --vllm-sampler "
+                "flashinfer)" if cuda else " (vLLM's ROCm platform: FlashInfer's sampler is CUDA's only)")
     return per_logit, how
 
 
