@@ -192,3 +192,70 @@ def test_rocm_gpus_sort_where_cuda_takes_flashinfer() -> None:
     # releases whose default is not FlashInfer's are the same on both platforms
     assert sampler.default((0, 12, 0), 1024, cuda=False) == sampler.default((0, 12, 0), 1024) == "sort"
     assert sampler.default((0, 19, 0), 1024, cuda=False) == sampler.default((0, 19, 0), 1024) == "triton"
+
+
+K8S = """apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: qwen}}
+spec:
+  template:
+    spec:
+      nodeSelector: {{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}}
+      containers:
+      - name: vllm
+        image: {image}
+        args: ["--model", "Qwen/Qwen3-8B", "--max-model-len", "40960"]
+{env}        resources: {{limits: {{nvidia.com/gpu: 1}}}}
+"""
+COMPOSE = """services:
+  qwen:
+    image: {image}
+    command: ["--model", "Qwen/Qwen3-8B", "--max-model-len", "40960"]
+{env}    labels: {{kvplan/gpu: H100-SXM-80GB}}
+    deploy:
+      resources:
+        reservations:
+          devices: [{{driver: nvidia, count: 1, capabilities: [gpu]}}]
+"""
+
+
+@pytest.mark.parametrize("form", ["k8s", "compose"])
+def test_check_plans_flashinfer_for_vllm_s_own_image(tmp_path: Path, form: str) -> None:
+    # vLLM's vllm/vllm-openai image installs flashinfer (flags.py image_settings): 0.9 - 0.11.0 take its path
+    def tokens(image: str, env: str = "") -> int:
+        if form == "k8s":
+            text = K8S.format(image=image, env=f"        env: [{{name: VLLM_USE_FLASHINFER_SAMPLER, value: '{env}'}}]\n"
+                              if env else "")
+            path = tmp_path / "deployment.yaml"
+        else:
+            text = COMPOSE.format(image=image, env=f"    environment: {{VLLM_USE_FLASHINFER_SAMPLER: '{env}'}}\n"
+                                  if env else "")
+            path = tmp_path / "compose.yaml"
+        path.write_text(text)
+        return checked_kv_tokens(path)
+
+    official = tokens("vllm/vllm-openai:v0.10.2")
+    other = tokens("registry.example.com/team/vllm-openai:v0.10.2")  # another build: pip's default, the sort
+    assert official > other
+    assert tokens("docker.io/vllm/vllm-openai:v0.10.2") == official
+    assert tokens("vllm/vllm-openai:v0.10.2", "0") == other  # the variable wins over the image
+    assert tokens("registry.example.com/team/vllm-openai:v0.10.2", "1") == official
+    # from 0.11.1 FlashInfer's sampler is opt-in: the image changes nothing
+    assert tokens("vllm/vllm-openai:v0.12.0") == tokens("registry.example.com/team/vllm-openai:v0.12.0")
+
+
+def test_image_path_says_why_and_yields_to_the_release() -> None:
+    from kvplan.engines.vllm import sampler
+
+    image = _plan("0.10.2", sampler.IMAGE)
+    assert image.per_gpu.activation_bytes == _plan("0.10.2", "flashinfer").per_gpu.activation_bytes
+    assert any(sampler.IMAGE_WHY in a for a in image.assumptions)
+    assert not any("assumed" in a and "vLLM sampler" in a for a in image.assumptions)
+    # where flashinfer does not change the path (0.12, a ROCm GPU, the V0 engine) it is the release's default
+    assert _plan("0.12.0", sampler.IMAGE).per_gpu.activation_bytes == _plan("0.12.0", None).per_gpu.activation_bytes
+    assert _plan("0.10.2", sampler.IMAGE, vllm_engine="v0").per_gpu.activation_bytes == \
+        _plan("0.10.2", None, vllm_engine="v0").per_gpu.activation_bytes
+    rocm = kvplan.max_batch(QWEN8, gpu="MI300X", engine_version="0.10.2", max_model_len=40960,
+                            settings=Settings(vllm_sampler=sampler.IMAGE))
+    assert rocm.per_gpu.activation_bytes == kvplan.max_batch(QWEN8, gpu="MI300X", engine_version="0.10.2",
+                                                             max_model_len=40960).per_gpu.activation_bytes

@@ -301,6 +301,8 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         max_model_len=None if auto else mml_setting, block_size=dep.setting("block_size"), settings=settings)
     serve = serve_flags(dep.engine)
     given = {k: v.value for k, v in dep.settings.items()}
+    if serve is not None and serve.image_settings is not None and dep.image:  # what the engine's image implies
+        given = {**serve.image_settings(dep.image), **given}
     sharing = True
     max_kv_tokens = None
     beams = 1

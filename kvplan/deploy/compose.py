@@ -97,6 +97,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         apply_invocation(dep, inv)
         attach(dep, compose_mounts(svc, data, base_dir))  # --extra_llm_api_options through a bind mount
         version = image_version(svc.get("image"), inv.engine)
+        dep.image = svc["image"] if isinstance(svc.get("image"), str) else None
         if version:
             dep.engine_version = Value(version, line_at(svc, "image"), "image tag")
         dep.host_memory = compose_limit(svc)  # pinned offload tiers vs the memory limit

@@ -60,6 +60,8 @@ class Deployment:
     """GPUs it gets (all pods of a group together); None: not stated."""
     engine: str = DEFAULT_ENGINE
     engine_version: Value | None = None
+    image: str | None = None
+    """The engine's container image, where the file names it (the engine's ``image_settings`` read it)."""
     settings: dict[str, Value] = field(default_factory=dict)
     requirements: dict[str, Value] = field(default_factory=dict)
     unknowns: list[Unknown] = field(default_factory=list)

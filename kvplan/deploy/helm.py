@@ -191,6 +191,8 @@ def _stack_spec(dep: Deployment, spec: Any, cache_server: bool) -> None:
     if spec.get("modelURL") is None:
         dep.model = None
     dep.engine_version = _stack_version(spec)
+    if dep.engine_version is not None:  # the image the stack runs: its repository, else the engine's own
+        dep.image = f"{spec.get('repository') or hosted_by(STACK).default_image}:{spec['tag']}"
     _stack_gpus(dep, spec)
     labels = labels_from_terms(dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
                                    "nodeSelectorTerms")) or labels_from_terms(spec.get("nodeSelectorTerms"))
@@ -295,6 +297,7 @@ def read_vllm_chart(data: Any, path: str, base_dir: Path) -> tuple[list[Deployme
     if not found:
         return [], [], 1
     version = image_version(repo_tag, dep.engine)
+    dep.image = repo_tag
     if version:
         dep.engine_version = Value(version, line_at(image, "tag"), "image.tag")
     dep.host_memory = k8s_limit(data)

@@ -287,6 +287,7 @@ def read_inference_service(doc: LDict, docs: list[tuple[Any, int]], path: str, b
         dep.notes.append(f"runtime {runtime_name[:40]} is not in this file: read as KServe's bundled {fmt} runtime")
     if image is not None and "huggingfaceserver" not in str(image):  # its tag is KServe's release, not vLLM's
         tag = image_version(image, inv.engine)
+        dep.image = image if isinstance(image, str) else None
         if tag:
             dep.engine_version = Value(tag, line_at(runtime, "image") if runtime else line_at(model, "image"),
                                        "image tag")

@@ -176,6 +176,7 @@ def _container(dep: Deployment, data: Any, role: str, section: Any, c: Any) -> t
     from kvplan.deploy.pods import image_version
 
     version = image_version(c.get("image"), dep.engine)
+    dep.image = c["image"] if isinstance(c.get("image"), str) else None
     if version:
         dep.engine_version = Value(version, line_at(c, "image"), "image tag")
     # GPUs: the container's own limit wins ("Respect user's explicit accelerator setting"), else DP local x TP

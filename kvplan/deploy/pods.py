@@ -116,6 +116,8 @@ def container_deployment(dep_name: str, c: LDict, inv: Any, pod: LDict, path: st
     tag = image_version(c.get("image"), inv.engine) if version else None
     if tag:
         dep.engine_version = Value(tag, line_at(c, "image"), "image tag")
+    if version and isinstance(c.get("image"), str):
+        dep.image = c["image"]
     dep.gpus = [Value(v, line, key) for v, line, key in gpu_labels(pod)]
     dep.host_memory = k8s_limit(c)
     return dep

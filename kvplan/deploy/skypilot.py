@@ -81,7 +81,8 @@ def _image_version(dep: Deployment, data: Any) -> None:
     resources = data.get("resources")
     image = resources.get("image_id") if isinstance(resources, dict) else None
     if dep.engine_version is None and isinstance(image, str) and image.startswith("docker:"):
-        tag = image_version(image[len("docker:"):], dep.engine)
+        dep.image = image[len("docker:"):]
+        tag = image_version(dep.image, dep.engine)
         if tag:
             dep.engine_version = Value(tag, line_at(resources, "image_id"), "resources.image_id tag")
 

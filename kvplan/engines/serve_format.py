@@ -93,6 +93,9 @@ class ServeFlags:
     which kvplan does not read (reported, never skipped)."""
     default_image: str = ""
     """The engine's own server image, where a chart leaves the repository out."""
+    image_settings: Callable[[str], Mapping[str, Any]] | None = field(default=None, compare=False)
+    """The settings the deployment's container image implies (vLLM's own image installs flashinfer), given to
+    ``reader`` among the deployment's own, which win; {} for an image that implies nothing."""
 
     def setting(self, flag: str) -> str | None:
         return dict(self.flags).get(self.normal_flag(flag))

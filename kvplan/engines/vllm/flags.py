@@ -236,7 +236,8 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
         elif use_v2:
             remarks.append(ServeRemark("note", "not-read", "VLLM_USE_V2_MODEL_RUNNER=1 has no effect before vLLM "
                                        "0.12 (no Model Runner V2)", "VLLM_USE_V2_MODEL_RUNNER"))
-    _sampler(ver, v0, settings.get("VLLM_USE_FLASHINFER_SAMPLER"), budget, remarks)
+    _sampler(ver, v0, settings.get("VLLM_USE_FLASHINFER_SAMPLER"), budget, remarks,
+             bool(settings.get(FLASHINFER_IMAGE)))
     sharing = True
     if v0 and not prefix_off and not settings.get("enable_prefix_caching"):
         sharing = False  # V0's CacheConfig.enable_prefix_caching is False unless the flag is given (V1 sets True)
@@ -257,15 +258,19 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
                         sharing=sharing, remarks=tuple(remarks), parallel=expert_parallel(settings))
 
 
-def _sampler(ver: Any, v0: bool, value: object, budget: dict[str, Any], remarks: list[ServeRemark]) -> None:
+def _sampler(ver: Any, v0: bool, value: object, budget: dict[str, Any], remarks: list[ServeRemark],
+             image: bool = False) -> None:
     """envs.VLLM_USE_FLASHINFER_SAMPLER (topk_topp_sampler.py): 1 takes FlashInfer's top-k/top-p path (where
     flashinfer is installed: assumed, as the variable is set for it); 0 turns it off, so 0.9 - 0.11.0 sort. From
-    0.17 a 0 leaves the release's Triton path (kvplan's default). The image is no evidence either way: an image
-    other than vllm/vllm-openai may or may not carry flashinfer, so the default's assumption is said instead."""
-    from kvplan.engines.vllm.sampler import TRITON_SINCE, V1_FLASHINFER_SINCE
+    0.17 a 0 leaves the release's Triton path (kvplan's default). Unset, vLLM's own image (``image``:
+    image_settings) has flashinfer, so 0.9 - 0.11.0 take FlashInfer's path on CUDA (sampler.IMAGE); an image other
+    than vllm/vllm-openai may or may not carry flashinfer, so the default's assumption is said instead."""
+    from kvplan.engines.vllm.sampler import IMAGE, TRITON_SINCE, V1_FLASHINFER_SINCE
 
     use = _env_flag(value)
     if use is None:
+        if image and not v0:
+            budget["vllm_sampler"] = IMAGE
         return
     if v0 or ver < V1_FLASHINFER_SINCE:
         remarks.append(ServeRemark("note", "not-read", "VLLM_USE_FLASHINFER_SAMPLER: kvplan plans V0's sampler "
@@ -275,6 +280,21 @@ def _sampler(ver: Any, v0: bool, value: object, budget: dict[str, Any], remarks:
         budget["vllm_sampler"] = "flashinfer"
     elif ver < TRITON_SINCE:
         budget["vllm_sampler"] = "sort"
+
+
+FLASHINFER_IMAGE = "flashinfer_image"  # the setting image_settings gives: the image installs flashinfer
+
+
+def image_settings(image: str) -> dict[str, Any]:
+    """What the deployment's image implies: vLLM's own vllm/vllm-openai image installs flashinfer (docker/Dockerfile,
+    stage vllm-base, which vllm-openai-base and vllm-openai build on: a FlashInfer wheel or source build for
+    linux/amd64 at commit 0000977e of May 2025, the 0.9.0 window; its AOT build in PR #21389's Dockerfile, 0.10.x,
+    whose author notes "We have installed flashinfer by default in the docker image for a long time"; and
+    tools/flashinfer-build.sh, v0.3.1, which that Dockerfile runs, 0.11.0), so 0.9 - 0.11.0 take FlashInfer's
+    top-k/top-p path (sampler.py). Another image (a mirror under another name, one's own build) implies nothing."""
+    import re
+
+    return {FLASHINFER_IMAGE: True} if re.search(r"(^|/)vllm/vllm-openai(:|@|$)", image) else {}
 
 
 def expert_parallel(settings: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -428,6 +448,7 @@ SERVE = ServeFlags(
     hosts=("ray-serve", "llm-d", "production-stack", "kserve"),
     host_modules=(("dynamo", "dynamo.vllm"), ("kserve", "huggingfaceserver")),
     default_image="vllm/vllm-openai",
+    image_settings=image_settings,
     fp8_kv_flag="--kv-cache-dtype fp8",
     parse_int=vllm_int,
     speculation=read_speculation,

@@ -53,6 +53,11 @@ DEFAULT_SMS = 132  # an H100's, where the GPU is not in the table (said in the n
 
 
 PATHS = ("sort", "flashinfer", "triton")
+# Not a path one chooses: what ``kvplan check`` sets for a deployment running vLLM's own vllm/vllm-openai image
+# (flags.py image_settings), whose flashinfer makes 0.9 - 0.11.0 take FlashInfer's path on CUDA; elsewhere the
+# release's default, as None.
+IMAGE = "image"
+IMAGE_WHY = "the vllm/vllm-openai image installs flashinfer"
 V1_FLASHINFER_SINCE = (0, 8)  # v1/sample/ops/topk_topp_sampler.py: the V1 sampler's FlashInfer path (0.8.0 wheel)
 
 
@@ -77,7 +82,7 @@ def check(version: Version, given: str | None, cuda: bool = True) -> None:
     from kvplan.engines.version import render_version
     from kvplan.errors import UsageError
 
-    if given is None:
+    if given is None or given == IMAGE:
         return
     if given not in PATHS:
         raise UsageError(f"'{given}': choose sort, flashinfer or triton", field="vllm_sampler")
@@ -94,7 +99,10 @@ def check(version: Version, given: str | None, cuda: bool = True) -> None:
 
 def backend(version: Version, rows: int, given: str | None = None, cuda: bool = True) -> str:
     """The path the dummy run takes: the one given (``--vllm-sampler``, a deployment's
-    VLLM_USE_FLASHINFER_SAMPLER, a log's line), else the release's default. Triton sorts below 8 rows as vLLM does."""
+    VLLM_USE_FLASHINFER_SAMPLER, a log's line), else the release's default. Triton sorts below 8 rows as vLLM does.
+    ``IMAGE``: FlashInfer where the release takes it with flashinfer installed, else the default."""
+    if given == IMAGE:
+        return "flashinfer" if flashinfer_if_installed(version, cuda) else default(version, rows, cuda)
     if given is None:
         return default(version, rows, cuda)
     check(version, given, cuda)
@@ -105,6 +113,10 @@ def note(version: Version, rows: int, given: str | None, why: str = "given", cud
     """The assumptions line for the path taken where it is not the release's only one: given (``why``: where
     from), or the default that rests on flashinfer not being installed (0.9 - 0.11.0, CUDA); None otherwise."""
     path = backend(version, rows, given, cuda)
+    if given == IMAGE:
+        if path == "flashinfer":
+            return f"vLLM sampler: flashinfer top-k/top-p in the profiling run ({IMAGE_WHY})"
+        given = None
     if given is not None:
         return f"vLLM sampler: {path} top-k/top-p in the profiling run ({why})"
     if flashinfer_if_installed(version, cuda):
@@ -118,6 +130,10 @@ def note(version: Version, rows: int, given: str | None, why: str = "given", cud
 def bytes_per_logit(version: Version, rows: int, given: str | None = None, cuda: bool = True) -> tuple[float, str]:
     """The dummy sampler run's peak per logit of ``rows`` x vocab, and which backend holds it (and why)."""
     path = backend(version, rows, given, cuda)
+    if given == IMAGE:
+        if path == "flashinfer":
+            return 14.0, f"FlashInfer top-k/top-p, 14 B per logit ({IMAGE_WHY})"
+        given = None
     if path == "flashinfer":
         return 14.0, "FlashInfer top-k/top-p, 14 B per logit (given)"
     if path == "triton":

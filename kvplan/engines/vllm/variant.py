@@ -107,6 +107,8 @@ class V0Engine:
 
     def sampler(self, version: Version, rows: int, vocab: int, gpu_name: str,
                 given: str | None = None) -> tuple[float, str, int, str]:
+        if given == sampler.IMAGE:  # the image's flashinfer: V0's sampler takes it only when the variable asks
+            given = None
         if given not in (None, "sort"):  # V0's sampler takes FlashInfer only with VLLM_USE_FLASHINFER_SAMPLER=1
             raise UsageError(f"'{given}' under vLLM's V0 engine: kvplan plans V0's sampler by its sort path only",
                              field="vllm_sampler")
@@ -114,7 +116,8 @@ class V0Engine:
         return per_logit, how, 0, ""
 
     def sampler_note(self, version: Version, rows: int, given: str | None, gpu_name: str = "") -> str | None:
-        return "vLLM sampler: sort top-k/top-p in the profiling run (given)" if given else None
+        return "vLLM sampler: sort top-k/top-p in the profiling run (given)" if given not in (None, sampler.IMAGE) \
+            else None
 
     def forward_per_token(self, spec: ModelSpec, tp: int) -> int | None:
         """The eager forward's peak per token (dense models; None for MoE, whose fused-MoE buffers budget.py
