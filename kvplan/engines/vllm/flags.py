@@ -286,12 +286,14 @@ FLASHINFER_IMAGE = "flashinfer_image"  # the setting image_settings gives: the i
 
 
 def image_settings(image: str) -> dict[str, Any]:
-    """What the deployment's image implies: vLLM's own vllm/vllm-openai image installs flashinfer (docker/Dockerfile,
-    stage vllm-base, which vllm-openai-base and vllm-openai build on: a FlashInfer wheel or source build for
-    linux/amd64 at commit 0000977e of May 2025, the 0.9.0 window; its AOT build in PR #21389's Dockerfile, 0.10.x,
-    whose author notes "We have installed flashinfer by default in the docker image for a long time"; and
-    tools/flashinfer-build.sh, v0.3.1, which that Dockerfile runs, 0.11.0), so 0.9 - 0.11.0 take FlashInfer's
-    top-k/top-p path (sampler.py). Another image (a mirror under another name, one's own build) implies nothing."""
+    """What the deployment's image implies: vLLM's own vllm/vllm-openai image installs flashinfer, so 0.9 - 0.11.0
+    take FlashInfer's top-k/top-p path there (sampler.py). vLLM's docker/Dockerfile installs it in stage vllm-base,
+    which vllm-openai-base and vllm-openai build on: a FlashInfer wheel or source build at commit 0000977e (May
+    2025, the 0.9.0 window; linux/amd64 only then); FlashInfer's AOT build in the Dockerfile of PR #21389 (July
+    2025, 0.10.x), whose author writes that the image had long installed flashinfer; v0.3.1 through
+    tools/flashinfer-build.sh from PR #25782 (September 2025, 0.11.0). The wheel itself had it only as an extra
+    until PR #26443 (October 2025, after 0.11.0). Checked at those commits and PRs, not at each release tag. Another
+    image (a build of one's own, a mirror under another name) implies nothing: the default's assumption is said."""
     import re
 
     return {FLASHINFER_IMAGE: True} if re.search(r"(^|/)vllm/vllm-openai(:|@|$)", image) else {}

@@ -17,7 +17,9 @@ holds at once (lines are those of each release's wheel):
   an extra (0.10.2 METADATA: ``flashinfer-python==0.3.0; extra == "flashinfer"``), so ``pip install vllm`` sorts
   (38 B) and logs "FlashInfer is not available. Falling back to the PyTorch-native implementation": the path is a
   setting (``--vllm-sampler``; VLLM_USE_FLASHINFER_SAMPLER=0/1 in a deployment; the line in a log); where none
-  is given kvplan plans the sort (``default``: what pip installs and most logs show), an assumption said in the note.
+  is given kvplan plans the sort (``default``: what pip installs and most logs show), an assumption said in the note;
+  ``kvplan check`` plans FlashInfer's for a deployment running the vllm/vllm-openai image (``IMAGE``: flags.py
+  image_settings), unless its VLLM_USE_FLASHINFER_SAMPLER says otherwise.
 - Triton (0.17+, rows >= 8, PR #33538; from 0.21 a FlashInfer pass then a Triton pass, PR #40376, both 14 B): the
   mask is applied in place; probabilities and the sampling noise (4 + 4 B): 14 B, plus a cached fp32 buffer of
   min(next_pow2(min(SMs, rows)), SMs) x vocab x 4 B (0.17.0 ``topk_topp_triton.py`` :993-1000; 0.19.0 :1011-1018).
