@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import io
 import os
 import signal
@@ -110,6 +111,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def bundled_spec(bundled_model: Path) -> ModelSpec:
     return load_bundled_file(bundled_model)
+
+
+# ------------------------------------------------------------------------------------------------
+# The garbage collector's share of the run. By the late modules the session holds about a million objects
+# (torch, transformers, hypothesis, every earlier module's caches), and each full collection walks all of
+# them: verify calls gc.collect() several times a run (to prove its tensors are freed), so a verify test
+# cost ~2 s in the whole suite against ~0.25 s alone. What is alive when a module starts is frozen
+# (gc.freeze: left out of later collections); what a test makes is collected as before, so a test that
+# checks that its objects are freed checks exactly what it did.
+
+_frozen_for: list[object] = [None]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    module = getattr(item, "module", None)
+    if module is not _frozen_for[0]:
+        _frozen_for[0] = module
+        gc.collect()  # what is garbage now is freed first, not frozen
+        gc.freeze()
 
 
 # ------------------------------------------------------------------------------------------------
