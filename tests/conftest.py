@@ -24,6 +24,12 @@ from hypothesis import settings
 # HF cache only (tests/test_hub.py runs kvplan against its own Hub on 127.0.0.1).
 os.environ["HF_HUB_OFFLINE"] = "1"
 
+# torch on one thread (unless the caller chose): the tensors here are small, and with its default of one
+# thread per core torch's workers spin on a shared 2-core machine -- tests/test_quantized_oracle.py took
+# 143 s of CPU with the default, 13 s with one thread, for the same bytes. Rank processes inherit it, as
+# tests/test_verify_ranks.py already asks.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 # No hypothesis deadline: no test times kvplan (hangs are caught by hang_guard), and on a shared machine a
 # 200 ms deadline fails a correct example that waited for the CPU.
 settings.register_profile("kvplan", deadline=None)
