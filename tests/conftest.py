@@ -7,6 +7,7 @@ Test modules import the plain names (``from conftest import REPO, run_cli``): py
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import gc
 import io
@@ -80,6 +81,28 @@ def estimate_kv(model: object, batch: int, context: int | None = None, **kw: obj
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
+
+
+@functools.lru_cache(maxsize=None)
+def _yaml_document(path: Path) -> Any:
+    import yaml
+
+    # libyaml's safe loader where PyYAML has it (as kvplan.safe_io reads): the same documents as
+    # yaml.safe_load for every file of tests/data, about 10x faster (the engine logs are 1 MB of YAML)
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def data_yaml(path: Path | str) -> Any:
+    """The YAML document of a data file (tests/data/...), parsed once per session; each caller gets its own copy
+    (a test may change what it was given)."""
+    return copy.deepcopy(_yaml_document(Path(path).resolve()))
+
+
+def log_cases(*names: str) -> list[dict[str, Any]]:
+    """The ``cases`` of tests/data/engine_logs_*.yaml files, in the order named (none named: every such file,
+    sorted by name)."""
+    paths = [DATA / name for name in names] if names else sorted(DATA.glob("engine_logs_*.yaml"))
+    return [case for path in paths for case in data_yaml(path)["cases"]]
 
 
 # ------------------------------------------------------------------------------------------------
