@@ -35,9 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import yaml  # noqa: E402
-
-from benchmarks.accuracy import MINIMUM_OVER_RANKS, STAND_INS, engine_version, replace_block  # noqa: E402
+from benchmarks.accuracy import MINIMUM_OVER_RANKS, STAND_INS, engine_version, read_yaml, replace_block  # noqa: E402
 from benchmarks.accuracy import gpu_of as planner_gpu_of  # noqa: E402
 from kvplan.budgets import Settings  # noqa: E402
 from kvplan.engines import parse_version  # noqa: E402
@@ -144,7 +142,7 @@ def cases() -> Iterator[dict]:
     for name in LOG_FILES:
         path = DATA / name
         if path.exists():
-            for case in yaml.safe_load(path.read_text())["cases"]:
+            for case in read_yaml(path)["cases"]:
                 yield {**case, "_file": name}
 
 

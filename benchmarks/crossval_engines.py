@@ -47,7 +47,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.accuracy import replace_block  # noqa: E402
+from benchmarks.accuracy import read_yaml, replace_block  # noqa: E402
 from benchmarks.crossval import DATA, _quantile, _whole, arguments, gpu_class, source_of, stats  # noqa: E402
 from benchmarks.crossval import table as _table  # noqa: E402
 from kvplan.budgets import Settings  # noqa: E402
@@ -152,10 +152,8 @@ UNCATALOGUED = {
 
 def cases() -> Iterator[dict]:
     """Every case of every tests/data/engine_logs_*.yaml (a new file of logs is read without a change here)."""
-    import yaml
-
     for path in sorted(DATA.glob("engine_logs_*.yaml")):
-        for case in yaml.safe_load(path.read_text()).get("cases") or ():
+        for case in read_yaml(path).get("cases") or ():
             yield {**case, "_file": path.name}
 
 

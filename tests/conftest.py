@@ -7,7 +7,9 @@ Test modules import the plain names (``from conftest import REPO, run_cli``): py
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
+import gc
 import io
 import os
 import signal
@@ -22,6 +24,12 @@ from hypothesis import settings
 # No test reaches the real Hugging Face Hub: ids that are neither files nor bundled resolve against the
 # HF cache only (tests/test_hub.py runs kvplan against its own Hub on 127.0.0.1).
 os.environ["HF_HUB_OFFLINE"] = "1"
+
+# torch on one thread (unless the caller chose): the tensors here are small, and with its default of one
+# thread per core torch's workers spin on a shared 2-core machine -- tests/test_quantized_oracle.py took
+# 143 s of CPU with the default, 13 s with one thread, for the same bytes. Rank processes inherit it, as
+# tests/test_verify_ranks.py already asks.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # No hypothesis deadline: no test times kvplan (hangs are caught by hang_guard), and on a shared machine a
 # 200 ms deadline fails a correct example that waited for the CPU.
@@ -75,6 +83,28 @@ def data_dir() -> Path:
     return DATA
 
 
+@functools.lru_cache(maxsize=None)
+def _yaml_document(path: Path) -> Any:
+    import yaml
+
+    # libyaml's safe loader where PyYAML has it (as kvplan.safe_io reads): the same documents as
+    # yaml.safe_load for every file of tests/data, about 10x faster (the engine logs are 1 MB of YAML)
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def data_yaml(path: Path | str) -> Any:
+    """The YAML document of a data file (tests/data/...), parsed once per session; each caller gets its own copy
+    (a test may change what it was given)."""
+    return copy.deepcopy(_yaml_document(Path(path).resolve()))
+
+
+def log_cases(*names: str) -> list[dict[str, Any]]:
+    """The ``cases`` of tests/data/engine_logs_*.yaml files, in the order named (none named: every such file,
+    sorted by name)."""
+    paths = [DATA / name for name in names] if names else sorted(DATA.glob("engine_logs_*.yaml"))
+    return [case for path in paths for case in data_yaml(path)["cases"]]
+
+
 # ------------------------------------------------------------------------------------------------
 # Every bundled model, x every engine: the one parametrization the sweeps share (tests/test_bundled_models.py,
 # tests/test_bundled_specs.py), so that a property is checked once per model and engine, not once per file.
@@ -110,6 +140,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def bundled_spec(bundled_model: Path) -> ModelSpec:
     return load_bundled_file(bundled_model)
+
+
+# ------------------------------------------------------------------------------------------------
+# The garbage collector's share of the run. By the late modules the session holds about a million objects
+# (torch, transformers, hypothesis, every earlier module's caches), and each full collection walks all of
+# them: verify calls gc.collect() several times a run (to prove its tensors are freed), so a verify test
+# cost ~2 s in the whole suite against ~0.25 s alone. What is alive when a module starts is frozen
+# (gc.freeze: left out of later collections); what a test makes is collected as before, so a test that
+# checks that its objects are freed checks exactly what it did.
+
+_frozen_for: list[object] = [None]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    module = getattr(item, "module", None)
+    if module is not _frozen_for[0]:
+        _frozen_for[0] = module
+        gc.collect()  # what is garbage now is freed first, not frozen
+        gc.freeze()
 
 
 # ------------------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 import kvplan
 from kvplan.dtypes import resolve_kv_dtype
@@ -22,7 +21,7 @@ from kvplan.engines import EngineOptions, get_engine, parse_version
 from kvplan.errors import ConfigError
 from kvplan.sources.hf_config import read_config_file, spec_from_config
 from kvplan.sources.hf_params import count_params
-from conftest import DATA
+from conftest import DATA, log_cases
 
 ORACLE = json.loads((DATA / "hf_oracle_issue21.json").read_text())["models"]
 GIB = 1 << 30
@@ -124,7 +123,7 @@ LOGS = {
 
 
 def _log_cases() -> dict[str, dict]:
-    cases = yaml.safe_load((DATA / "engine_logs_found.yaml").read_text())["cases"]
+    cases = log_cases("engine_logs_found.yaml")
     return {c["id"]: c for c in cases if c["id"] in LOGS}
 
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import io
 import json
 
-import yaml
 
 from kvplan.logs import parse_text
-from conftest import DATA
+from conftest import log_cases
 
 GIB = 1 << 30
-CASES = {c["id"]: c for f in sorted(DATA.glob("engine_logs_*.yaml")) for c in yaml.safe_load(f.read_text())["cases"]}
+CASES = {c["id"]: c for c in log_cases()}
 
 
 def _case(case_id):

@@ -9,13 +9,12 @@ from __future__ import annotations
 import io
 
 import pytest
-import yaml
 
 from kvplan.logs import MAX_LOG_BYTES, detect, parse_log, parse_text
-from conftest import DATA
+from conftest import DATA, log_cases
 
 GIB = 1 << 30
-CASES = {c["id"]: c for c in yaml.safe_load((DATA / "engine_logs_dev.yaml").read_text())["cases"]}
+CASES = {c["id"]: c for c in log_cases("engine_logs_dev.yaml")}
 LOGS = DATA / "logs"
 
 
@@ -58,7 +57,7 @@ def test_vllm_v0_summary_at_a_v1_release_is_read_as_v0():
     # file-rocm-16g-qwen3-06b-u090-40k-v085: 'Initializing a V0 LLM engine (v0.8.5)' and V0's worker.py summary
     from kvplan.engines.vllm.log import logged_settings
 
-    case = next(c for c in yaml.safe_load((DATA / "engine_logs_collected.yaml").read_text())["cases"]
+    case = next(c for c in log_cases("engine_logs_collected.yaml")
                 if c["id"] == "file-rocm-16g-qwen3-06b-u090-40k-v085")
     log = parse_text(case["log_excerpt"])
     assert log.format == "vllm-0.7-profile" and log.settings.engine_version == "0.8.5"
@@ -400,7 +399,7 @@ def test_vllm_init_snapshot_is_not_the_budgets_non_torch():
     """0.10+ gpu_worker.py logs the CUDA context at init ("worker init memory snapshot: ... non_torch_memory=0.51GiB")
     before the profile; the budget's non-torch item is the growth since (0.25 GiB, "for non-torch memory" and the
     DEBUG "non-torch forward increase memory"): 75.23 - 12.56 - 0.77 - 0.25 = 61.65 ~ the logged 61.66 GiB."""
-    found = yaml.safe_load((DATA / "engine_logs_found.yaml").read_text())["cases"]
+    found = log_cases("engine_logs_found.yaml")
     case = next(c for c in found if c["id"] == "llmd-planner-v0190-codellama-codellama-7b-h-h100-80gb-tp1pp1dp1-8192")
     r = case["reported"]
     log = parse_text(case["log_excerpt"])
@@ -419,7 +418,7 @@ def test_vllm_init_snapshot_is_not_the_budgets_non_torch():
 def test_llamacpp_halves_host_buffers_and_nvml_total():
     """ggml's NVML line (bytes), the free memory at load, K and V of the cache line and the buffers in host memory
     (an ollama 0.12 log on an RTX 3060, tests/data/engine_logs_more.yaml)."""
-    cases = {c["id"]: c for f in DATA.glob("engine_logs_*.yaml") for c in yaml.safe_load(f.read_text())["cases"]}
+    cases = {c["id"]: c for c in log_cases()}
     case = cases["llamacpp-ollama-qwen25-coder-7b-q4km-3060-4k"]
     r = case["reported"]
     log = parse_text(case["log_excerpt"])
