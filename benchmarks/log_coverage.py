@@ -29,8 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import yaml  # noqa: E402
-
+from benchmarks.accuracy import read_yaml  # noqa: E402
 from kvplan.logs import parse_text  # noqa: E402
 
 DATA = REPO / "tests" / "data"
@@ -54,8 +53,7 @@ UNITS = {"gib": (1 << 30,), "mib": (1 << 20,), "gb": (1 << 30, 10**9), "mb": (1 
 
 def cases() -> Iterator[dict]:
     for path in sorted(DATA.glob("engine_logs_*.yaml")):
-        # libyaml where PyYAML has it: the documents yaml.safe_load gives, ~10x faster (1 MB of YAML, every test run)
-        for case in yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["cases"]:
+        for case in read_yaml(path)["cases"]:
             if case.get("log_excerpt") and isinstance(case.get("reported"), dict):
                 yield {**case, "_file": path.name}
 

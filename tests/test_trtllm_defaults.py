@@ -57,6 +57,13 @@ def test_a_tied_head_is_its_own_copy_in_a_prebuilt_engine() -> None:
     assert _weights("meta-llama/Llama-3.2-1B", "0.17.0", trtllm_backend="pytorch") == ckpt
     # and a logged engine size already holds whatever the engine holds
     assert _weights("meta-llama/Llama-3.2-1B", "0.12.0", weights_bytes=3 << 30) == 3 << 30
+    # the spec's "lm_head shares the embedding" is the checkpoint's: the plan says the engine holds it twice
+    def said(version: str) -> bool:
+        plan = kvplan.max_batch("meta-llama/Llama-3.2-1B", gpu="H100-SXM-80GB", engine="trtllm", engine_version=version,
+                                max_model_len=4096)
+        return any("held twice by the prebuilt engine" in a for a in plan.assumptions)
+
+    assert said("0.12.0") and not said("1.0.0")
 
 
 def test_gemma_shares_its_head_from_010_and_an_untied_model_gets_nothing() -> None:

@@ -39,7 +39,11 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     # the backend the deployment runs (the release's default: a prebuilt engine before 1.0, PyTorch from 1.0)
     backend = variant.chosen(version, settings.trtllm_backend)
     # a prebuilt engine holds a tied lm_head as its own matrix (tied_head.py)
-    weights = with_lm_head_copy(weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED), spec, version, tp, backend)
+    checkpoint = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
+    weights = with_lm_head_copy(checkpoint, spec, version, tp, backend)
+    # the spec's "lm_head shares the embedding" is the checkpoint's: the engine's weights hold the matrix twice
+    copied = ("the checkpoint's tied lm_head is held twice by the prebuilt engine: its own copy is in the weights",
+              ) if weights.bytes != checkpoint.bytes else ()
     if backend.prebuilt_engine:
         from kvplan.engines.trtllm import runtime
 
@@ -59,7 +63,7 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
         when = "before 1.0" if version < variant.PYTORCH_DEFAULT_SINCE else "with --backend tensorrt"
         said = (f"TensorRT-LLM {when} is planned as a prebuilt TensorRT engine (the C++ runtime): its execution "
                 "context is kvplan's estimate unless given, its runtime buffers and decoder follow max_batch_size "
-                "(--max-num-seqs) and max_seq_len (--max-model-len) of the build", *built)
+                "(--max-num-seqs) and max_seq_len (--max-model-len) of the build", *built, *copied)
     else:
         act, how = activation_bytes(spec, tokens, tp, settings.max_num_seqs or 256)
         items = [weights, MemoryItem("activation", act, "assumed", how)]

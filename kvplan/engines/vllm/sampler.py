@@ -68,7 +68,7 @@ def flashinfer_if_installed(version: Version, cuda: bool = True) -> bool:
     return cuda and FLASHINFER_SINCE <= version < FLASHINFER_OPT_IN_SINCE
 
 
-def default(version: Version, rows: int, cuda: bool = True) -> str:
+def default(version: Version, rows: int) -> str:
     """The release's default top-k/top-p path for the dummy run: sort or triton. In 0.9 - 0.11.0 the path rests on
     whether flashinfer is installed (``flashinfer_if_installed``); kvplan takes the sort, as ``pip install vllm`` does
     (flashinfer is only an extra of the wheel) and as the logs show: 15 independent sources in tests/data show
@@ -104,9 +104,9 @@ def backend(version: Version, rows: int, given: str | None = None, cuda: bool = 
     VLLM_USE_FLASHINFER_SAMPLER, a log's line), else the release's default. Triton sorts below 8 rows as vLLM does.
     ``IMAGE``: FlashInfer where the release takes it with flashinfer installed, else the default."""
     if given == IMAGE:
-        return "flashinfer" if flashinfer_if_installed(version, cuda) else default(version, rows, cuda)
+        return "flashinfer" if flashinfer_if_installed(version, cuda) else default(version, rows)
     if given is None:
-        return default(version, rows, cuda)
+        return default(version, rows)
     check(version, given, cuda)
     return "sort" if given == "triton" and rows < TRITON_MIN_ROWS else given
 
