@@ -21,7 +21,8 @@ decoder (runtime/gptDecoderBatched.cpp ``GptDecoderBatched::setup`` and the laye
   ``getTopPWorkspaceSizes``: sorted log-probs and sorted ids of B x V, and cub's radix-sort copies of both).
 
 Against the two logs that print these lines with a known build (tests/data/engine_logs_*.yaml): the 0.12 trtllm-bench
-H100 log (B 4,096, S 4,098, Llama-2's 32,000 tokens) logs 1.14 + 4.35 GiB, the sum below gives 4.28 GiB (78 %);
+H100 log (B 4,096, S 4,098, GPT-J-6B's 50,400 tokens: the doc names Llama-2-7B, but the log's KV bytes per token and
+weights are GPT-J-6B's, its case's derived.model_identified) logs 1.14 + 4.35 GiB, the sum below gives 6.53 GiB (119 %);
 TensorRT-LLM#1188 (Qwen2.5-0.5B, trtllm-build's defaults read as B 2,048, S 32,768) logs 2.66 + 5.76 GiB, the sum
 gives 10.8 GiB (128 %). The terms are computed from the code's shapes; the logits dtype and the cub copies are
 assumptions, and the layers this sum leaves out (stop / bad words, beam-search hypotheses) are small next to B x V.
@@ -31,7 +32,8 @@ from __future__ import annotations
 
 from kvplan.engines.version import Version
 
-LOGITS_BYTES = 4  # fp32 logits: trtllm-build's default logits_dtype (assumed; the 0.12 log's runtime buffers fit it)
+LOGITS_BYTES = 4  # fp32 logits: trtllm-build's default logits_dtype (assumed; the 0.12 log's 1.14 GiB of runtime
+# buffers hold one fp32 [B, V] copy of GPT-J's vocabulary, not the two summed below)
 INT32 = 4
 # The build's max_batch_size where it is not given (assumed), newest band first: 2,048 from the BuildConfig of 0.11
 # (TensorRT-LLM#1188: "default value was used"); 256 before (the examples' build scripts). trtllm-build's own
