@@ -45,10 +45,10 @@ OTHER_TOOLS = ("nvidia_smi", "unsloth_", "lmstudio_", "observed_", "build_peak",
 SETTINGS = ("util_equivalent", "util_to_keep", "cuda_graph_piecewise_count", "cuda_graph_full_count",
             "cuda_graph_profiled_sets", "cuda_graph_sets", "torch_compile_range", "padding_layers", "layers_per_worker",
             "page_size_bytes_per_layer_block", "kv_layers", "non_swa_layers", "n_slots", "context_len",
-            "max_num_sequences", "max_attention_window", "cuda_graph_bs_max", "kv_cache_memory_hint",
+            "max_num_sequences", "max_attention_window", "window_size", "cuda_graph_bs_max", "kv_cache_memory_hint",
             "candidate_kv_budget", "initial_available_bytes")
 NOT_COUNTED = OTHER_TOOLS + SETTINGS
-UNITS = {"gib": (1 << 30,), "mib": (1 << 20,), "gb": (1 << 30, 10**9), "mb": (1 << 20, 10**6), "bytes": (1,)}
+UNITS = {"gib": (1 << 30,), "mib": (1 << 20,), "gb": (1 << 30, 10**9), "mb": (1 << 20, 10**6), "kb": (1 << 10, 10**3), "bytes": (1,)}
 
 
 def cases() -> Iterator[dict]:

@@ -196,6 +196,18 @@ def test_trtllm_c_runtime_pool_lines_of_0_8_to_0_17():
     assert _text(_case("trtllm-benchdoc-llama3-8b-3090-triton"), "engine_size") == "15319 MiB"
 
 
+def test_trtllm_per_window_block_line_and_the_executor_token_budget():
+    # 0.18+: "Max KV cache blocks per sequence: 65 [window size=2051], ..." (tensorrt_llm tutorials#150)
+    log = _case("trtllm-tutorials150-specdec-llmapi-triton2512-h100x2")
+    assert log.counts["max_blocks_per_seq"] == 65 and log.num_gpu_blocks == 116617
+    # PyExecutor's "max_seq_len=2048, max_num_requests=2048, max_num_tokens=8192" (Dynamo, Feb 2025)
+    log = _case("trtllm-dynamo-tinyllama-tp2-h100-f025-018dev-pytorch")
+    assert log.settings.max_num_batched_tokens == 8192 and log.counts["max_running_requests"] == 2048
+    # runtime buffers printed in KB (MemoryCounters::bytesToString) are read in KiB
+    log = _case("trtllm-backend625-glm4-9b-int8-rtx4090-013-triton")
+    assert log.memory["runtime_buffers"].bytes == round(648.06 * 1024)
+
+
 # ------------------------------------------------------------------------------------------------------- llama.cpp
 
 def test_llamacpp_iswa_creating_lines_and_the_slot_context():

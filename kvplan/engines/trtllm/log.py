@@ -51,7 +51,7 @@ _CONTEXT = lazy_pattern(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) for e
 _BUFFERS = lazy_pattern(r"Allocated " + NUMBER + r"\s*(GiB|MiB|GB|MB|KB|B) GPU memory for (runtime buffers|decoder)")
 _WINDOW = lazy_pattern(r"\[window size=(\d{1,12})\], tokens per block=(\d{1,9}), primary blocks=(\d{1,15}), "
                        r"secondary blocks=(\d{1,15})")
-_PYEXECUTOR = lazy_pattern(r"max_seq_len=\d{1,12}, max_num_requests=\d{1,12}, max_num_tokens=\d{1,12}")
+_PYEXECUTOR = lazy_pattern(r"max_seq_len=\d{1,12}, max_num_requests=\d{1,12}, max_num_tokens=(\d{1,12})")
 _PYEXECUTOR_TEXT = ("in memory usage profiling", "Estimated max tokens in KV cache", "PyExecutor")
 PYTORCH_FORMAT = "trtllm-pytorch"
 # the PyTorch flow (0.20, ``pyexecutor``): "Rank 0 uses 8.46 GB for model weights." (bytes / 2^30); the warning
@@ -72,8 +72,9 @@ _TRT_MANAGED = lazy_pattern(r"allocation in IExecutionContext creation: .{0,80}?
 _DESERIALIZED = lazy_pattern(r"allocation in engine deserialization: CPU \+\d{1,12}, GPU \+(\d{1,12}),")
 # 0.9 - 0.10 (kvCacheManager.cpp): "Max tokens in paged KV cache: N. Allocating B bytes." (tensorrtllm_backend#456)
 _MAX_TOKENS_ALLOCATING = lazy_pattern(r"Max tokens in paged KV cache: " + COUNT + r"\. Allocating " + COUNT + r" bytes")
-# the blocks one sequence can hold: "Max KV cache pages per sequence: N" (0.9+), "..., and B blocks per sequence" (0.8)
-_PAGES_PER_SEQ = lazy_pattern(r"Max KV cache pages per sequence: " + COUNT)
+# the blocks one sequence can hold: "Max KV cache pages per sequence: N" (0.9+), "..., and B blocks per sequence" (0.8),
+# "Max KV cache blocks per sequence: N [window size=W], ..." (the per-window line, 0.18+)
+_PAGES_PER_SEQ = lazy_pattern(r"Max KV cache (?:pages|blocks) per sequence: " + COUNT)
 _BLOCKS_PER_SEQ = lazy_pattern(r"tokens in paged KV cache, and " + COUNT + r" blocks per sequence")
 _SECONDARY = lazy_pattern(r"Number of blocks in KV cache secondary pool:\s*" + COUNT)
 # the PyTorch flow's profiling lines (1.x, tensorrt_llm/_torch/pyexecutor/_util.py): "Use X GB for model weights.",
@@ -209,6 +210,8 @@ def _read_line(line: Line, out: Collector) -> None:
         out.put_int("max_tokens", m.group(1), line)
     if "max_num_requests=" in text and (m := _MAX_REQUESTS.search(text)):
         out.put_int("max_running_requests", m.group(1), line)
+        if m := _PYEXECUTOR.search(text):  # the executor's token budget: its max_num_tokens setting
+            out.put_int("max_num_batched_tokens", m.group(1), line)
     if "max sequence length=" in text and (m := _MAX_SEQ_LEN.search(text)):
         out.put_int("max_model_len", m.group(1), line)
     if " Memory: " in text and (m := _BUILD.search(text)):
