@@ -109,6 +109,8 @@ GPU_OF = {
     "trtllm-docs-memory-md-7b-h100": "H100-SXM-80GB",
     "trtllm-bench-doc-012dev-llama2-7b-fp8-h100": "H100-SXM-80GB",
     "trtllm-backend-multimodal-llava15-7b-h100nvl-tp2": "H100-NVL-94GB",
+    "trtllm-13rc7-kimi-k25-nvfp4-8xb300-tp8-fp8kv": "B300-288GB",  # the report: NVIDIA B300 SXM6 AC x 8
+    "trtllm-dgxspark-gptoss120b-111rc3-pytorch": "GB10",  # DGX Spark; the log prints its total (119.70 GiB)
 }
 # AMD cards kvplan's catalog lacks: the nearest one with the logged total (rocm-smi 309,220,868,096 B)
 AMD_TOTALS = {"MI355X": 309_220_868_096}
@@ -128,6 +130,9 @@ SHARED = {
     "sglang-notes-qwen3-06b-wsl-shared-gpu": "3.23 GB free at load begin (desktop)",
     "trtllm-l2lab-qwen25-05b-l4-colocated-f025": "second engine on a GPU holding the first one's weights and KV",
     "trtllm-nemotron-nano4b-nvfp4-5070ti-f020": "GPU shared with ASR / TTS models",
+    # judged once with its GPU mapped (GB10, the logged 119.70 GiB): +38.29 % (kvplan 51.78 GiB, logged 5.95): the
+    # memory is the host's too, and the OS and other processes held 49.28 GiB of it outside torch
+    "trtllm-dgxspark-gptoss120b-111rc3-pytorch": "DGX Spark unified memory: 49.28 GiB held by the OS and other processes",
 }
 # examples/run.py runs GptSession before 0.10 (ModelRunnerCpp; 0.10's release notes move it to the executor API):
 # GptSession::setup (cpp/tensorrt_llm/runtime/gptSession.cpp, read in a 0.7.1 fork) creates the contexts and empty
