@@ -146,7 +146,7 @@ GPTSESSION_UNTIL = (0, 10)
 # and the error's denominator, and the log reads no fitted size. (label, nearest catalog card, MiB, why)
 UNCATALOGUED = {
     "sglang-mineru-blackwell-qwen3-06b-5080": (
-        "RTX 5080", "RTX-4090", 16303, "nvidia-smi in the source: 16303MiB total (what SGLang's fraction reads)"),
+        "RTX 5080", "RTX-5080", 16303, "nvidia-smi in the source: 16303MiB total (what SGLang's fraction reads)"),
     "sglang-readme-llama31-8b-24gb-docker": (
         "RTX-4090", "RTX-4090", None, "a 24 GB card, not named (22.39 GB free before the weights); RTX-3090 and "
         "RTX-4090, kvplan's 24 GB cards, give 0.4.9's default fraction alike (0.877)"),
