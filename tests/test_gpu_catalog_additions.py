@@ -109,3 +109,13 @@ def test_the_logs_naming_a_new_gpu_get_past_the_gpu() -> None:
     # the B300 report logs no weights of its NVFP4 checkpoint; the Spark's memory is the host's too
     assert cv.inputs(b300) == (None, "quantized checkpoint and its weights not logged")
     assert cv.inputs(spark)[1].startswith("GPU shared (DGX Spark unified memory")
+
+
+def test_vllm_sampler_sm_counts_name_catalog_gpus_and_cover_the_added_ones() -> None:
+    from kvplan.engines.vllm.sampler import SM_COUNTS
+
+    names = {g.name for g in load_catalog()}
+    assert set(SM_COUNTS) <= names
+    # where a device printed its SM count (the catalog entry's memory_source names the file)
+    assert (SM_COUNTS["B300-288GB"], SM_COUNTS["RTX-PRO-6000-Server"], SM_COUNTS["GB10"], SM_COUNTS["RTX-5080"]) \
+        == (148, 188, 48, 84)

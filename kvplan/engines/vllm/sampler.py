@@ -50,7 +50,14 @@ SM_COUNTS = {"V100-SXM2-16GB": 80, "V100-SXM2-32GB": 80, "T4": 40, "A10": 72, "A
              "A800-PCIe-80GB": 108, "RTX-3090": 82, "RTX-A6000": 84, "L4": 58, "L40": 142, "L40S": 142,
              "RTX-4090": 128, "RTX-6000-Ada": 142, "H100-SXM-80GB": 132, "H800-SXM-80GB": 132,
              "H100-PCIe-80GB": 114, "H100-NVL-94GB": 132, "H200-141GB": 132, "H20-96GB": 78, "H20-141GB": 78,
-             "GH200-96GB": 132, "B200-180GB": 148, "GB200": 152, "RTX-5090": 170, "MI300X": 304, "MI325X": 304}
+             "GH200-96GB": 132, "B200-180GB": 148, "GB200": 152, "RTX-5090": 170, "MI300X": 304, "MI325X": 304,
+             # later additions, each as a device printed it (the catalog entry's memory_source names the file) or
+             # from the CUDA cores NVIDIA lists at 128 per SM: B300 multiProcessorCount 148; RTX PRO 6000
+             # multi_processor_count=188 (the Workstation Edition has the same 188-SM GB202); GB10 deviceQuery
+             # "(048) Multiprocessors"; RTX 5080 multi_processor_count=84; RTX 5070 Ti 8,960 and RTX 5060 Ti 4,608
+             # CUDA cores; MI355X 256 compute units (CDNA 4: 8 XCDs x 32)
+             "B300-288GB": 148, "RTX-PRO-6000-Server": 188, "RTX-PRO-6000-WS": 188, "GB10": 48, "RTX-5080": 84,
+             "RTX-5070-Ti": 70, "RTX-5060-Ti-16GB": 36, "MI355X": 256}
 DEFAULT_SMS = 132  # an H100's, where the GPU is not in the table (said in the note)
 
 
