@@ -119,3 +119,18 @@ def test_vllm_sampler_sm_counts_name_catalog_gpus_and_cover_the_added_ones() -> 
     # where a device printed its SM count (the catalog entry's memory_source names the file)
     assert (SM_COUNTS["B300-288GB"], SM_COUNTS["RTX-PRO-6000-Server"], SM_COUNTS["GB10"], SM_COUNTS["RTX-5080"]) \
         == (148, 188, 48, 84)
+
+
+@pytest.mark.parametrize("device, canonical", [
+    ("NVIDIA_B300_SXM6_AC", "B300-288GB"), ("NVIDIA_GB10", "GB10"), ("NVIDIA_GB300", "GB300"),
+    ("NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition", "RTX-PRO-6000-Server"),
+])
+def test_the_gpu_a_vllm_log_names_is_in_the_catalog(device: str, canonical: str) -> None:
+    from kvplan.logs.parse import parse_text
+
+    text = ("INFO 08-06 20:10:11 [core.py:116] Initializing a V1 LLM engine (v0.26.0) with config: "
+            "model='Qwen/Qwen3-30B-A3B', tensor_parallel_size=1\n"
+            "INFO 08-06 20:12:01 [fused_moe.py:720] Using configuration from "
+            f"/x/E=128,N=768,device_name={device}.json for MoE layer.\n")
+    log = parse_text(text, engine="vllm")
+    assert find_gpu(str(log.settings.gpu_name), load_catalog()).name == canonical
