@@ -111,6 +111,8 @@ GPU_OF = {
     "trtllm-backend-multimodal-llava15-7b-h100nvl-tp2": "H100-NVL-94GB",
     "trtllm-13rc7-kimi-k25-nvfp4-8xb300-tp8-fp8kv": "B300-288GB",  # the report: NVIDIA B300 SXM6 AC x 8
     "trtllm-dgxspark-gptoss120b-111rc3-pytorch": "GB10",  # DGX Spark; the log prints its total (119.70 GiB)
+    "trtllm-lm7-smollm2-135m-rtx4070super-121-f090": "RTX-4070-SUPER",  # stated: RTX 4070 SUPER under WSL2
+    "trtllm-lm7-smollm2-135m-rtx4070super-121-f025": "RTX-4070-SUPER",
 }
 # AMD cards kvplan's catalog lacks: the nearest one with the logged total (rocm-smi 309,220,868,096 B)
 AMD_TOTALS = {"MI355X": 309_220_868_096}

@@ -35,6 +35,7 @@ MIB = 1 << 20
     ("L20", "L20"),
     ("NVIDIA L20", "L20"),
     ("NVIDIA GeForce RTX 4090 D", "RTX-4090D"),
+    ("NVIDIA GeForce RTX 4070 SUPER", "RTX-4070-SUPER"),
     ("AMD Instinct MI355X", "MI355X"),
     ("NVIDIA H20-3e", "H20-141GB"),
 ])
@@ -62,6 +63,7 @@ def test_gpu_feature_discovery_labels_find_the_new_gpus(label: str, canonical: s
     ("RTX 5070 Ti", int(15.47 * GIB), "gib", False, "15.47 GiB"),
     ("RTX 5060 Ti 16GB", int(15.48 * GIB), "gib", False, "15.48 GiB"),
     ("RTX 4090 D", int(23.55 * GIB), "gib", False, "23.55GiB"),
+    ("RTX 4070 SUPER", int(11.99 * GIB), "gib", False, "11.99 GiB"),
     ("L20", 47_576_711_168, "exact", True, "46068 MiB"),             # the L40S reading; nvidia-smi's total cited
     ("MI355X", 309_220_868_096, "exact", False, "309220868096"),     # rocm-smi VRAM Total Memory (B)
 ])
@@ -109,6 +111,10 @@ def test_the_logs_naming_a_new_gpu_get_past_the_gpu() -> None:
     # the B300 report logs no weights of its NVFP4 checkpoint; the Spark's memory is the host's too
     assert cv.inputs(b300) == (None, "quantized checkpoint and its weights not logged")
     assert cv.inputs(spark)[1].startswith("GPU shared (DGX Spark unified memory")
+    for case_id in ("trtllm-lm7-smollm2-135m-rtx4070super-121-f090", "trtllm-lm7-smollm2-135m-rtx4070super-121-f025"):
+        case = _case("engine_logs_issue21i.yaml", case_id)
+        assert cv._gpu(case).name == "RTX-4070-SUPER"
+        assert cv.inputs(case)[1] != "GPU not known"
 
 
 def test_vllm_sampler_sm_counts_name_catalog_gpus_and_cover_the_added_ones() -> None:
