@@ -87,7 +87,8 @@ def gpu_class(text: str) -> str:
     name = text.upper()
     for key, cls in (("H100", "H100/H200/H20"), ("H200", "H100/H200/H20"), ("H20", "H100/H200/H20"),
                      ("A100", "A100"), (INFERENCE_CARD, "A10/A10G/T4"), ("L40", "L40S/L4"), ("L4", "L40S/L4"),
-                     ("B200", "B200/GB200"), ("RTX", "consumer"), ("GB", "consumer")):
+                     ("B200", "B200/B300"), ("B300", "B200/B300"), ("GB10", "other"),
+                     ("RTX", "consumer"), ("GB", "consumer")):
         if (key.search(name) if isinstance(key, re.Pattern) else key in name):
             return cls
     return "other"
