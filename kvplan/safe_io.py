@@ -119,6 +119,130 @@ def read_text(path: str | os.PathLike, *, limit: int = MAX_FILE_BYTES) -> str:
 
 
 # ------------------------------------------------------------------------------------------------
+# Paths as pathlib names them, without pathlib: its import (with urllib.parse and ipaddress) is ~5 ms of every
+# `kvplan check`. On POSIX these give pathlib's exact text (tests/test_check_start.py compares them);
+# elsewhere they are pathlib's own.
+
+
+def _pure_parts(paths: tuple[str | os.PathLike, ...]) -> tuple[str, list[str]]:
+    """(root, parts) of ``PurePosixPath(*paths)``: an absolute part starts over; '' and '.' parts are dropped;
+    exactly two leading slashes are a root of their own (POSIX leaves their meaning to the system)."""
+    root, parts = "", []
+    for item in paths:
+        text = os.fspath(item)
+        if text.startswith("/"):
+            root, parts = ("//" if text.startswith("//") and not text.startswith("///") else "/"), []
+        parts += [part for part in text.split("/") if part and part != "."]
+    return root, parts
+
+
+def path_text(*paths: str | os.PathLike) -> str:
+    """``str(Path(*paths))``: the paths joined and named as pathlib names them."""
+    if os.name != "posix":
+        from pathlib import Path
+
+        return str(Path(*paths))
+    root, parts = _pure_parts(paths)
+    return root + "/".join(parts) or "."
+
+
+def path_parent(path: str | os.PathLike) -> str:
+    """``str(Path(path).parent)``."""
+    if os.name != "posix":
+        from pathlib import Path
+
+        return str(Path(path).parent)
+    root, parts = _pure_parts((path,))
+    return root + "/".join(parts[:-1]) or "."
+
+
+def path_stem(path: str | os.PathLike) -> str:
+    """``Path(path).stem``: the last part less its last suffix."""
+    if os.name != "posix":
+        from pathlib import Path
+
+        return Path(path).stem
+    name, dot = _name_and_dot(path)
+    return name[:dot] if dot else name
+
+
+def path_suffix(path: str | os.PathLike) -> str:
+    """``Path(path).suffix``: the last part's last suffix ('.yaml'), or ''."""
+    if os.name != "posix":
+        from pathlib import Path
+
+        return Path(path).suffix
+    name, dot = _name_and_dot(path)
+    return name[dot:] if dot else ""
+
+
+def _name_and_dot(path: str | os.PathLike) -> tuple[str, int]:
+    """The last part, and where its suffix starts (0: none; a leading or final dot starts none)."""
+    parts = _pure_parts((path,))[1]
+    name = parts[-1] if parts else ""
+    dot = name.rfind(".")
+    return name, dot if 0 < dot < len(name) - 1 else 0
+
+
+def path_expanduser(path: str | os.PathLike) -> str:
+    """``str(Path(path).expanduser())``: a leading ``~`` or ``~user`` part made the home directory."""
+    if os.name != "posix":
+        from pathlib import Path
+
+        return str(Path(path).expanduser())
+    root, parts = _pure_parts((path,))
+    if not root and parts and parts[0][:1] == "~":
+        home = os.path.expanduser(parts[0])
+        if home[:1] == "~":
+            raise RuntimeError("Could not determine home directory.")  # pathlib's error, in its words
+        return path_text(home, *parts[1:])
+    return root + "/".join(parts) or "."
+
+
+def path_is_absolute(path: str | os.PathLike) -> bool:
+    """``Path(path).is_absolute()``."""
+    if os.name != "posix":
+        from pathlib import Path
+
+        return Path(path).is_absolute()
+    return os.fspath(path).startswith("/")
+
+
+def _path_stat(path: str) -> os.stat_result | None:
+    """``os.stat(path)`` as pathlib's ``exists``/``is_dir``/``is_file`` look: None where it is missing (or a
+    dangling link, a loop, a file where a directory is named, a NUL in the name); any other failure to look (no
+    permission) raises, as there. ``path`` is named as pathlib names it (``path_text``)."""
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        import errno  # built in: no file to read
+
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP) and \
+                getattr(exc, "winerror", None) not in (21, 123, 1921):  # pathlib's ignored errors
+            raise
+        return None
+    except ValueError:
+        return None
+
+
+def path_exists(path: str) -> bool:
+    """``Path(path).exists()``."""
+    return _path_stat(path) is not None
+
+
+def path_is_dir(path: str) -> bool:
+    """``Path(path).is_dir()``."""
+    found = _path_stat(path)
+    return found is not None and stat.S_ISDIR(found.st_mode)
+
+
+def path_is_file(path: str) -> bool:
+    """``Path(path).is_file()``."""
+    found = _path_stat(path)
+    return found is not None and stat.S_ISREG(found.st_mode)
+
+
+# ------------------------------------------------------------------------------------------------
 # JSON
 
 

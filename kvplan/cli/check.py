@@ -8,6 +8,10 @@ if TYPE_CHECKING:
 
 from kvplan.cli.options import GPU_CATALOG, Arg, Opt
 
+PATHS_AS_TEXT = True
+"""``run`` takes its path options (--specs, --gpu-catalog, --calibration) as the text given or a Path alike: read
+from the table (``cli/parse.py``) they stay text, so a check never imports pathlib (~5 ms of its start)."""
+
 FIELDS: dict[str, str] = {"catalog": "gpu_catalog", "format": "fmt"}
 """Library parameter -> this command's parameter, where they differ."""
 

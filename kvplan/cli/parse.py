@@ -20,8 +20,11 @@ if TYPE_CHECKING:
 HELP = frozenset(("-h", "--help"))
 
 
-def parse(args: list[str], table: tuple[Opt, ...], argument: Arg | None) -> dict[str, Any] | None:
-    """The values of ``args`` (the words after the command's name) by the command's ``run`` keywords, or None."""
+def parse(args: list[str], table: tuple[Opt, ...], argument: Arg | None, *,
+          paths_as_text: bool = False) -> dict[str, Any] | None:
+    """The values of ``args`` (the words after the command's name) by the command's ``run`` keywords, or None;
+    ``paths_as_text``: a path option's value stays the text given (for a ``run`` that takes a path as text or a
+    Path alike, and so never imports pathlib)."""
     by_name = {name: opt for opt in table for name in opt.names}
     values: dict[str, Any] = {opt.dest: opt.default for opt in table}
     given: set[str] = set()
@@ -61,7 +64,7 @@ def parse(args: list[str], table: tuple[Opt, ...], argument: Arg | None) -> dict
     if any(opt.required and opt.dest not in given for opt in table):
         return None
     for opt in table:
-        if opt.dest in given and not _convert(opt, values):
+        if opt.dest in given and not (opt.path and paths_as_text) and not _convert(opt, values):
             return None
     return _with_argument(values, words, argument)
 
@@ -111,9 +114,10 @@ def read(module: Any, args: list[str]) -> dict[str, Any] | None:
     """The values of a command module's invocation, or None (its ``fast_options`` first where it has them: a table
     read without importing what only some flags or the help need; then the whole table)."""
     argument = getattr(module, "ARGUMENT", None)
+    as_text = getattr(module, "PATHS_AS_TEXT", False)
     quick = getattr(module, "fast_options", None)
     if quick is not None:
-        values = parse(args, quick(), argument)
+        values = parse(args, quick(), argument, paths_as_text=as_text)
         if values is not None:
             return values
-    return parse(args, module.options(), argument)
+    return parse(args, module.options(), argument, paths_as_text=as_text)

@@ -10,7 +10,6 @@ plan). The GPU type comes from the head pod's node selector or affinity.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
@@ -19,7 +18,7 @@ from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
 
 
-def read_ray(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Path,
+def read_ray(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: str,
              findings: list[Finding]) -> list[Deployment]:
     kind = str(doc.get("kind"))
     name = str(dig(doc, "metadata", "name") or kind)

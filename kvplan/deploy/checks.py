@@ -13,9 +13,9 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
 if TYPE_CHECKING:
     from typing import Any
+    from pathlib import Path
 
 import os
-from pathlib import Path
 
 from kvplan.budgets import Settings
 from kvplan.deploy.deployment import Deployment, Value
@@ -165,18 +165,20 @@ class _Unresolved(Exception):
     pass
 
 
-def _resolve(name: str, base_dir: Path, ctx: Context) -> ModelSpec:
+def _resolve(name: str, base_dir: str, ctx: Context) -> ModelSpec:
     from kvplan.sources.resolve import _looks_like_path, load_model
 
     pinned = ctx.specs.get(name.lower())
     if pinned is not None:
         return pinned
-    local = Path(name).expanduser()
-    if not local.is_absolute():
-        local = base_dir / local
+    from kvplan.safe_io import path_exists, path_expanduser, path_is_absolute, path_text
+
+    local = path_expanduser(name)  # as pathlib names it (Path(name).expanduser()), without its import
+    if not path_is_absolute(local):
+        local = path_text(base_dir, local)
     try:
-        if local.exists():
-            return load_model(str(local))
+        if path_exists(local):
+            return load_model(local)
         if _looks_like_path(name) or name.startswith("/"):
             raise _Unresolved(f"model '{name}' is a path that does not exist here (a path inside the container?): "
                               "name the model with a kvplan/model annotation, or pin it with `kvplan spec`")

@@ -12,7 +12,6 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy t
 if TYPE_CHECKING:
     from typing import Any
 
-from pathlib import Path
 
 from kvplan.deploy.config_files import attach, compose_mounts
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
@@ -27,12 +26,13 @@ def looks_like(data: Any) -> bool:
     return isinstance(data, dict) and isinstance(data.get("services"), dict) and "apiVersion" not in data
 
 
-def dotenv(base_dir: Path) -> dict[str, str]:
+def dotenv(base_dir: str) -> dict[str, str]:
+    from kvplan.safe_io import path_exists, path_text, read_text
+
     env: dict[str, str] = {}
-    path = base_dir / ".env"
-    if not path.exists():
+    path = path_text(base_dir, ".env")
+    if not path_exists(path):
         return env
-    from kvplan.safe_io import read_text
 
     text = read_text(path)  # a .env that is there but unreadable (a pipe, not UTF-8) is an error
     for raw in text.splitlines():
@@ -64,7 +64,7 @@ def _tokens(value: Any, line: int | None, lines: Any) -> list[Token]:
     return []
 
 
-def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+def read(data: Any, path: str, base_dir: str) -> tuple[list[Deployment], list[Finding], int]:
     env = dotenv(base_dir)
     deployments: list[Deployment] = []
     findings: list[Finding] = []

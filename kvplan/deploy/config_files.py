@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 
 import posixpath
 from collections.abc import Callable
-from pathlib import Path
 
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.engines.serve import serve_flags
@@ -79,18 +78,18 @@ def _load(text: str, where: str) -> tuple[Any, str | None]:
     return ({} if data is None else data), None
 
 
-def relative_to(base_dir: Path) -> Resolver:
+def relative_to(base_dir: str) -> Resolver:
     """Paths relative to the deployment file (a shell script run from its directory)."""
 
     def resolve(path: str) -> tuple[str, str] | None:
         if posixpath.isabs(path) or path.startswith("~") or "$" in path:
             return None
-        return _read(base_dir / path)
+        return _read(base_dir, path)
 
     return resolve
 
 
-def compose_mounts(svc: Any, data: Any, base_dir: Path) -> Resolver:
+def compose_mounts(svc: Any, data: Any, base_dir: str) -> Resolver:
     """A compose service's bind mounts (``./cfg:/cfg``, ``{type: bind, source, target}``) and ``configs:``."""
     mounts: list[tuple[str, str]] = []  # (container target, host source)
     inline: dict[str, tuple[str, str]] = {}  # container target -> (content, where)
@@ -119,9 +118,9 @@ def compose_mounts(svc: Any, data: Any, base_dir: Path) -> Resolver:
                 continue  # a named volume: its content is not here
             target = target.rstrip("/") or "/"
             if path == target:
-                return _read(base_dir / source)
+                return _read(base_dir, source)
             if path.startswith(target + "/"):
-                return _read(base_dir / source / path[len(target) + 1:])
+                return _read(base_dir, source, path[len(target) + 1:])
         return None
 
     return resolve
@@ -157,9 +156,11 @@ def k8s_configmaps(container: Any, pod: Any, configmaps: dict[str, Any], manifes
     return resolve
 
 
-def _read(path: Path) -> tuple[str, str] | None:
-    from kvplan.safe_io import read_text
+def _read(*parts: str) -> tuple[str, str] | None:
+    """The text of the file the parts name joined (as ``Path(*parts)``), and its name; None where it is none."""
+    from kvplan.safe_io import path_is_file, path_text, read_text
 
-    if not path.is_file():
+    path = path_text(*parts)
+    if not path_is_file(path):
         return None
-    return read_text(str(path)), str(path)
+    return read_text(path), path

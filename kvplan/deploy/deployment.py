@@ -10,7 +10,6 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy t
 if TYPE_CHECKING:
     from typing import Any
 
-from pathlib import Path
 
 from kvplan.engines import DEFAULT_ENGINE
 from kvplan.record import dataclass, field
@@ -53,7 +52,8 @@ class Deployment:
     """kvplan, kubernetes, compose, helm or shell."""
     model: Value | None = None
     """A model id / path (str) or an inline spec (dict)."""
-    base_dir: Path = field(default_factory=Path)
+    base_dir: str = "."
+    """The directory of the file it was read from, named as ``str(Path(file).parent)`` names it."""
     gpus: list[Value] = field(default_factory=list)
     """GPU type(s) the deployment may land on: each is checked."""
     gpu_count: Value | None = None

@@ -15,7 +15,6 @@ the engine's: no engine version is read from it.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
@@ -29,7 +28,7 @@ from kvplan.engines.serve import host_modules, unread_host_modules
 HOST = "dynamo"
 
 
-def read_graph(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Path,
+def read_graph(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: str,
                findings: list[Finding]) -> list[Deployment]:
     name = str(dig(doc, "metadata", "name") or "DynamoGraphDeployment")
     spec = doc.get("spec")

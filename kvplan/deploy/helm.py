@@ -28,8 +28,6 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy t
 if TYPE_CHECKING:
     from typing import Any
 
-from pathlib import Path
-
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
 from kvplan.deploy.flags import (
     FlagError,
@@ -43,6 +41,7 @@ from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
 from kvplan.engines.serve import hosted_by
 from kvplan.jsontext import dumps  # json.dumps, without importing json
+from kvplan.safe_io import path_stem
 
 STACK = "production-stack"  # vLLM's production-stack chart: its engine is named by the engine package
 
@@ -125,7 +124,7 @@ def tokens(items: Any, line: int | None) -> list[Token]:
 
 # ------------------------------------------------------------------------------------------- production stack
 
-def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+def read(data: Any, path: str, base_dir: str) -> tuple[list[Deployment], list[Finding], int]:
     specs = dig(data, "servingEngineSpec", "modelSpec")
     deployments: list[Deployment] = []
     findings: list[Finding] = []
@@ -276,14 +275,14 @@ def _stack_gpus(dep: Deployment, spec: Any) -> None:
 _PLACEHOLDERS = {"TYPE_GPU_USED"}
 
 
-def read_vllm_chart(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+def read_vllm_chart(data: Any, path: str, base_dir: str) -> tuple[list[Deployment], list[Finding], int]:
     from kvplan.deploy.flags import image_server
     from kvplan.deploy.gpus import GPU_LABEL_KEYS
     from kvplan.deploy.host_memory import k8s_limit
     from kvplan.deploy.pods import image_version
 
     image = data["image"]
-    name = Path(path).stem
+    name = path_stem(path)
     dep = Deployment(name=name, file=path, line=line_at(data, "image"), source="helm", base_dir=base_dir)
     repo_tag = f"{image.get('repository') or ''}:{image.get('tag') or ''}"
     argv = tokens(image.get("command"), line_at(image, "command"))

@@ -13,7 +13,6 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy t
 if TYPE_CHECKING:
     from typing import Any
 
-from pathlib import Path
 
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.host_memory import k8s_limit
@@ -75,7 +74,7 @@ def looks_like(data: Any) -> bool:
     return isinstance(data, dict) and "kind" in data and ("apiVersion" in data or "metadata" in data)
 
 
-def read(docs: list[tuple[Any, int]], path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+def read(docs: list[tuple[Any, int]], path: str, base_dir: str) -> tuple[list[Deployment], list[Finding], int]:
     """Deployments of all documents; findings for documents kvplan cannot read; the number of workloads."""
     deployments: list[Deployment] = []
     findings: list[Finding] = []
@@ -141,7 +140,7 @@ def _configmaps(docs: list[tuple[Any, int]]) -> dict[str, Any]:
     return out
 
 
-def _lws(doc: LDict, path: str, base_dir: Path, findings: list[Finding],
+def _lws(doc: LDict, path: str, base_dir: str, findings: list[Finding],
          configmaps: dict[str, Any] | None = None) -> list[Deployment]:
     template = dig(doc, "spec", "leaderWorkerTemplate")
     if not isinstance(template, dict):
@@ -165,7 +164,7 @@ def _lws(doc: LDict, path: str, base_dir: Path, findings: list[Finding],
     return deps
 
 
-def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: Path, findings: list[Finding], *,
+def _pod(doc: LDict, pod: LDict, metas: list[Any], path: str, base_dir: str, findings: list[Finding], *,
          group: int, worker: LDict | None = None, size_line: int | None = None,
          configmaps: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> list[Deployment]:
     name = str(dig(doc, "metadata", "name") or doc.get("kind"))

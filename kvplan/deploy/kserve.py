@@ -22,7 +22,6 @@ backend (``python/huggingfaceserver/huggingfaceserver/__main__.py``).
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
@@ -45,7 +44,7 @@ def hf_model(uri: Any) -> str | None:
 
 # ------------------------------------------------------------------------------------ LLMInferenceService
 
-def read_llm_service(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Path,
+def read_llm_service(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: str,
                      findings: list[Finding]) -> list[Deployment]:
     name = str(dig(doc, "metadata", "name") or "LLMInferenceService")
     spec = doc.get("spec")
@@ -70,7 +69,7 @@ _PARALLELISM = {"tensor": "--tensor-parallel-size", "pipeline": "--pipeline-para
                 "data": "--data-parallel-size", "dataLocal": "--data-parallel-size-local"}
 
 
-def _llm_role(dep_name: str, doc: LDict, spec: LDict, role: LDict, prefill: bool, path: str, base_dir: Path,
+def _llm_role(dep_name: str, doc: LDict, spec: LDict, role: LDict, prefill: bool, path: str, base_dir: str,
               findings: list[Finding]) -> Deployment | None:
     where = "spec.prefill" if prefill else "spec"
     template = role.get("template") if isinstance(role.get("template"), dict) else (
@@ -218,7 +217,7 @@ def _bundled() -> dict[str, list[str]]:
             "huggingface": ["python", "-m", "huggingfaceserver"]}
 
 
-def read_inference_service(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: Path,
+def read_inference_service(doc: LDict, docs: list[tuple[Any, int]], path: str, base_dir: str,
                            findings: list[Finding]) -> list[Deployment]:
     name = str(dig(doc, "metadata", "name") or "InferenceService")
     predictor = dig(doc, "spec", "predictor")

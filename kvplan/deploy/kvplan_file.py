@@ -21,7 +21,6 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy t
 if TYPE_CHECKING:
     from typing import Any
 
-from pathlib import Path
 
 from kvplan.deploy import kvplan_fast
 from kvplan.deploy.deployment import Deployment, Value
@@ -116,7 +115,7 @@ def _validate(data: Any, path: str) -> tuple[Any, list[Finding]]:
         return None, list(reversed(list(unique.values())))
 
 
-def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+def read(data: Any, path: str, base_dir: str) -> tuple[list[Deployment], list[Finding]]:
     parsed, problems = _validate(data, path)
     if parsed is None:
         return [], problems

@@ -26,7 +26,6 @@ environment (``parallelismEnv``): ``$(TP_SIZE)`` in a custom command reads them.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
@@ -44,7 +43,7 @@ looks_like = detect_llmd  # told apart from other values in detect.py, without t
 _NAME_TEMPLATE = lazy_pattern(r"\{\{-?\s*\.Values\.modelArtifacts\.name\s*-?\}\}")
 
 
-def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+def read(data: Any, path: str, base_dir: str) -> tuple[list[Deployment], list[Finding], int]:
     deployments: list[Deployment] = []
     findings: list[Finding] = []
     sections = 0

@@ -10,7 +10,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 import re
-from pathlib import Path
 
 from kvplan.deploy.config_files import attach, k8s_configmaps
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
@@ -104,7 +103,7 @@ def serving_containers(containers: Any, name: str, path: str, findings: list[Fin
     return serving
 
 
-def container_deployment(dep_name: str, c: LDict, inv: Any, pod: LDict, path: str, base_dir: Path, *,
+def container_deployment(dep_name: str, c: LDict, inv: Any, pod: LDict, path: str, base_dir: str, *,
                          source: str = "kubernetes", configmaps: dict[str, Any] | None = None,
                          version: bool = True) -> Deployment:
     """A deployment from a container running an engine: its flags, the image's version (``version``: the image

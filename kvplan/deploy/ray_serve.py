@@ -32,6 +32,7 @@ from kvplan.deploy.helm import helm_text, run_command
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import dig, line_at
 from kvplan.engines.serve import hosted_by
+from kvplan.safe_io import path_stem
 
 _BUILDERS = RAY_SERVE_BUILDERS
 looks_like = detect_ray_serve  # told apart from other values in detect.py, without this module
@@ -42,11 +43,11 @@ _ARG_KEYS = ("llm_configs", "llm_config", "prefill_config", "decode_config")
 _PARENTS = 4  # directories above the config where a relative LLMConfig path is looked for
 
 
-def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+def read(data: Any, path: str, base_dir: str) -> tuple[list[Deployment], list[Finding], int]:
     deployments: list[Deployment] = []
     findings: list[Finding] = []
     if isinstance(data.get("model_loading_config"), dict):
-        _config(data, Path(path).stem, path, base_dir, deployments, findings)
+        _config(data, path_stem(path), path, base_dir, deployments, findings)
         return deployments, findings, 1
     apps = data["applications"]
     seen = 0
@@ -76,7 +77,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
     return deployments, findings, seen
 
 
-def _load(item: Any, line: int | None, path: str, base_dir: Path, label: str,
+def _load(item: Any, line: int | None, path: str, base_dir: str, label: str,
           findings: list[Finding]) -> tuple[Any, str]:
     """An LLMConfig mapping, or the one a relative path names (looked for beside the config, then above it)."""
     if isinstance(item, dict):
@@ -92,7 +93,7 @@ def _load(item: Any, line: int | None, path: str, base_dir: Path, label: str,
 
     # named as the user names the config (relative stays relative): base_dir, then each directory above it
     candidates = [Path(item)] if Path(item).is_absolute() else \
-        [Path(os.path.normpath(base_dir.joinpath(*[".."] * up, item))) for up in range(_PARENTS + 1)]
+        [Path(os.path.normpath(Path(base_dir).joinpath(*[".."] * up, item))) for up in range(_PARENTS + 1)]
     for up, candidate in enumerate(candidates):
         if candidate.is_file():
             try:
@@ -118,7 +119,7 @@ def _load(item: Any, line: int | None, path: str, base_dir: Path, label: str,
     return None, path
 
 
-def _config(config: Any, name: str, path: str, base_dir: Path, deployments: list[Deployment],
+def _config(config: Any, name: str, path: str, base_dir: str, deployments: list[Deployment],
             findings: list[Finding], *, at: int | None = None, app_env: Any = None) -> None:
     """One LLMConfig as ``VLLMEngineConfig.from_llm_config`` and ``get_initialization_kwargs`` turn it into vLLM's
     engine arguments."""

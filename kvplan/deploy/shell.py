@@ -7,14 +7,13 @@ the GPU type comes from a ``# kvplan/gpu: H100`` comment or ``--gpu``, the GPU c
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from kvplan.deploy.config_files import attach, relative_to
 from kvplan.deploy.deployment import Deployment, Value
 from kvplan.deploy.flags import apply_invocation, script_invocations
 from kvplan.deploy.pods import apply_annotations
 from kvplan.deploy.report import Finding
 from kvplan.lazy_re import lazy_pattern
+from kvplan.safe_io import path_stem
 
 # the value is stripped in Python: a lazy (.+?)\s*$ retries the trailing-blank scan at every character (quadratic)
 _COMMENT = lazy_pattern(r"^\s*#\s*(kvplan[./a-z]*/)([a-z-]+)\s*[:=](.*)$")
@@ -31,7 +30,7 @@ def _device_list(text: str) -> bool:
     return all(part.isascii() and part.isdigit() for part in text.split(","))
 
 
-def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+def read(text: str, path: str, base_dir: str) -> tuple[list[Deployment], list[Finding], int]:
     from kvplan.deploy.deployment import kvplan_annotations
 
     notes = {}
@@ -43,7 +42,7 @@ def read(text: str, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
     env: dict[str, str] = {}
     deployments: list[Deployment] = []
     findings: list[Finding] = []
-    stem = Path(path).stem
+    stem = path_stem(path)
     for command, inv in script_invocations(text, 1, env, path, findings):
         name = stem if not deployments else f"{stem}#{len(deployments) + 1}"
         dep = Deployment(name=name, file=path, line=inv.line, source="shell", base_dir=base_dir)

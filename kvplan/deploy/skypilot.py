@@ -13,7 +13,6 @@ count: ``H100:8``, ``A100`` (one), ``{H100: 8}``, or a set of alternatives (``{H
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
@@ -25,6 +24,7 @@ from kvplan.deploy.pods import image_version
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import line_at
 from kvplan.lazy_re import lazy_pattern
+from kvplan.safe_io import path_stem
 
 TASK_KEYS = SKYPILOT_TASK_KEYS
 looks_like = detect_skypilot  # told apart from other values in detect.py, without this module
@@ -34,7 +34,7 @@ _NAMES = {"a100": "A100-SXM4-40GB", "a100-80gb": "A100-SXM4-80GB", "a100-80gb-sx
 _NAME = lazy_pattern(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")  # fullmatch on stripped text: no blank runs to retry
 
 
-def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[Finding], int]:
+def read(data: Any, path: str, base_dir: str) -> tuple[list[Deployment], list[Finding], int]:
     findings: list[Finding] = []
     try:
         groups = _accelerators(data)
@@ -51,7 +51,7 @@ def read(data: Any, path: str, base_dir: Path) -> tuple[list[Deployment], list[F
         for k, v in envs.items():
             if isinstance(k, str) and v is not None:  # null: given with --env at launch, unknown here
                 env[k] = helm_text(v)
-    stem = Path(path).stem
+    stem = path_stem(path)
     deployments: list[Deployment] = []
     for per_node, labels in groups or [(None, [])]:
         task_env = dict(env)
@@ -87,7 +87,7 @@ def _image_version(dep: Deployment, data: Any) -> None:
             dep.engine_version = Value(tag, line_at(resources, "image_id"), "resources.image_id tag")
 
 
-def _run(script: str, first_line: int | None, env: dict[str, str], path: str, base_dir: Path,
+def _run(script: str, first_line: int | None, env: dict[str, str], path: str, base_dir: str,
          findings: list[Finding]) -> list[Deployment]:
     """The engine commands of the ``run`` script (its own assignments followed, as ``kvplan.deploy.shell``)."""
     out: list[Deployment] = []

@@ -9,9 +9,9 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
 if TYPE_CHECKING:
     from typing import Any
+    from pathlib import Path
 
 from functools import lru_cache
-from pathlib import Path
 
 from kvplan.errors import UsageError
 from kvplan.record import dataclass
@@ -107,14 +107,24 @@ class DiskTier:
 
 
 def links_path() -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / "links.yaml"
+    from pathlib import Path
+
+    return Path(_links_file())
+
+
+def _links_file() -> str:
+    """``str(links_path())`` without importing pathlib (~5 ms of a check's start): a TensorRT-LLM plan looks up
+    its offload link on every check."""
+    import os
+
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "data", "links.yaml")
 
 
 @lru_cache(maxsize=1)
 def load_links() -> tuple[Link, ...]:
     from kvplan.data_files import read_bundled
 
-    data = read_bundled(links_path())  # its JSON twin (tools/build_data.py): no yaml import
+    data = read_bundled(_links_file())  # its JSON twin (tools/build_data.py): no yaml import
     return tuple(Link(e["name"], int(e["bytes_per_s"]), e["source"], tuple(e.get("aliases", ())))
                  for e in data["links"])
 
