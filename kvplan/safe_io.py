@@ -107,8 +107,10 @@ def _read_regular(path: str | os.PathLike, limit: int, *, cut: bool) -> tuple[by
 
 def decode_text(raw: bytes, where: str) -> str:
     """UTF-8 text (a leading byte-order mark is dropped); anything else names the first bad byte."""
+    if raw[:3] == b"\xef\xbb\xbf":  # the utf-8-sig codec's own step (its bad-byte offsets count after the mark),
+        raw = raw[3:]  # without importing that codec on every check
     try:
-        return raw.decode("utf-8-sig")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 

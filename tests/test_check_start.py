@@ -77,3 +77,35 @@ def test_spec_files_are_rglobs_sorted(tmp_path: Path, monkeypatch: pytest.Monkey
         assert _spec_files(safe_io.path_text(root)) == expected
     monkeypatch.chdir(tmp_path / "c")
     assert _spec_files(".") == [str(p) for p in sorted([*Path(".").rglob("*.yaml"), *Path(".").rglob("*.yml")])]
+
+
+def test_engines_without_a_server_are_the_registrys_list() -> None:
+    """``serving_engines`` (launcher detection, every check) skips ``NO_SERVER`` without importing those packages:
+    the list is exactly the registered engines whose ``serve`` is None."""
+    from kvplan import engines
+    from kvplan.engines.serve import serving_engines
+
+    assert engines.NO_SERVER <= set(engines.ENGINE_NAMES)
+    for name in engines.ENGINE_NAMES:
+        assert (engines.get_engine(name).serve is None) == (name in engines.NO_SERVER), name
+    assert serving_engines() == list(dict.fromkeys(e.serve for e in engines.all_engines() if e.serve is not None))
+
+
+def test_utf8_text_decoded_as_the_utf8_sig_codec() -> None:
+    """``decode_text`` drops the byte-order mark itself (no utf-8-sig codec import): the same text, and the same
+    bad-byte offset (counted after the mark), as ``bytes.decode("utf-8-sig")``."""
+    from kvplan.errors import ConfigError
+
+    rng = random.Random(8)
+    pieces = [b"\xef\xbb\xbf", b"\xef\xbb", b"a", b"\xc3\xa9", b"\xff", b"\xe2\x82", b"\n", b"\x00", b"\xf0\x9f\x98\x80"]
+    for _ in range(5000):
+        raw = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        try:
+            expected: object = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            expected = f"x: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        try:
+            got: object = safe_io.decode_text(raw, "x")
+        except ConfigError as exc:
+            got = str(exc)
+        assert got == expected, raw

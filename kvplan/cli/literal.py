@@ -21,11 +21,11 @@ SHOWN = "command"
 def literal_command(paths: list[str]) -> list[str] | None:
     """The words of a literal command, or None where ``paths`` are files, directories or globs: ``-`` reads one
     command from stdin; otherwise the first word must be no file and start an engine the registry knows."""
-    import shlex  # here, not at import: a check of files reads no literal command (shlex, ~0.5 ms)
-
-    from kvplan.errors import UsageError
-
     if paths == ["-"]:
+        import shlex  # here, not at import nor above: a check of files reads no literal command (shlex, ~0.5 ms)
+
+        from kvplan.errors import UsageError
+
         text = sys.stdin.read(MAX_COMMAND + 1)
         if len(text) > MAX_COMMAND:
             raise UsageError(f"a command on stdin longer than {MAX_COMMAND:,} characters", field="paths")
@@ -39,6 +39,8 @@ def literal_command(paths: list[str]) -> list[str] | None:
     # os.path.exists: a name too long or with a NUL is no file (Path.exists raises for those)
     if not paths or os.path.exists(paths[0]) or any(c in paths[0] for c in "*?["):
         return None
+    import shlex
+
     from kvplan.engines.serve import launch_pattern
 
     return list(paths) if launch_pattern().search(shlex.join(paths)) else None

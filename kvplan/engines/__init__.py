@@ -58,6 +58,9 @@ if TYPE_CHECKING:  # never imported: mypy checks every registered engine against
     _CONFORMING: tuple[Engine, ...] = (VLLM, SGLANG, TRTLLM, LLAMACPP, HF, HF_STATIC)
 
 ENGINE_NAMES: tuple[str, ...] = tuple(_REGISTRY)
+NO_SERVER = frozenset({"llamacpp", "hf", "hf-static"})
+"""Registered engines whose ``serve`` is None (no launcher kvplan reads; tests/test_check_start.py holds this):
+``kvplan check`` tells launchers apart without importing their packages."""
 DEFAULT_ENGINE = "vllm"
 #: The engine that is the model's own library (transformers' DynamicCache): what ``verify --activation`` runs.
 LIBRARY_ENGINE = "hf"

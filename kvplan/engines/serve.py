@@ -26,7 +26,7 @@ def serving_engines() -> list[ServeFlags]:
     cached = _SERVING.get(names)
     if cached is None:
         cached = []
-        for engine in engines.all_engines():
+        for engine in (engines.get_engine(name) for name in names if name not in engines.NO_SERVER):
             serve = getattr(engine, "serve", None)
             if serve is not None and serve not in cached:
                 cached.append(serve)

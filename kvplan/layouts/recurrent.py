@@ -8,8 +8,6 @@ state in fp32, vLLM in the model dtype): the engine passes those in.
 
 from __future__ import annotations
 
-from math import prod
-
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
     from typing import ClassVar, Literal
@@ -48,6 +46,8 @@ class Recurrent(LayerSpec):
 
 
 def state_cost(layer: Recurrent, *, conv_columns: int, conv_elem_bytes: int, ssm_elem_bytes: int) -> TokenCost:
+    from math import prod  # here: math is an extension module to load, and most models hold no recurrent layer
+
     conv = layer.conv_dim * conv_columns * conv_elem_bytes
     ssm_elems = prod(layer.ssm_state)
     ssm = ssm_elems * ssm_elem_bytes

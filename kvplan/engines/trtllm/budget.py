@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
 from kvplan.engines.protocol import Demand
-from kvplan.engines.trtllm.fraction import default_fraction
 from kvplan.engines.trtllm.tied_head import with_lm_head_copy
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
@@ -30,9 +29,16 @@ MTP_NOT_LOADED = "TensorRT-LLM does not load without MTP speculation (modeling_d
 
 
 
+def _default_fraction(version: Version) -> float:
+    """0.85 before 0.8, then 0.9 (fraction.py: imported only for a deployment that gives no fraction)."""
+    from kvplan.engines.trtllm.fraction import default_fraction
+
+    return default_fraction(version)
+
+
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
-    fraction = settings.free_gpu_memory_fraction or default_fraction(version)  # 0.85 before 0.8 (fraction.py)
+    fraction = settings.free_gpu_memory_fraction or _default_fraction(version)
     tokens = settings.max_num_batched_tokens or DEFAULT_MAX_NUM_TOKENS
     from kvplan.engines.trtllm import variant
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from kvplan.budgets.base import MemoryItem
 from kvplan.budgets.runtime_weights import tied_lm_head
-from kvplan.engines.trtllm.runtime import padded_vocab
 from kvplan.engines.version import Version
 from kvplan.spec import MODEL_DTYPE_BYTES, ModelSpec
 
@@ -42,6 +41,8 @@ def lm_head_copy_bytes(spec: ModelSpec, version: Version, tp: int) -> int:
         return 0
     if spec.model_type.startswith("gemma") and version >= GEMMA_SHARES_SINCE:
         return 0
+    from kvplan.engines.trtllm.runtime import padded_vocab  # here: most models hold no tied head
+
     rows = padded_vocab(spec.vocab_size, tp) // tp
     return rows * spec.hidden_size * MODEL_DTYPE_BYTES[spec.dtype]
 

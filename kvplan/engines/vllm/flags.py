@@ -131,11 +131,11 @@ def is_v0(version: str | None, settings: Mapping[str, Any]) -> bool:
     ``VLLM_USE_V1=0`` (0.8 still falls back to V0 by itself for features V1 lacked: not modelled), never from
     0.11 (V0 removed)."""
     from kvplan.engines.version import parse_version
-    from kvplan.engines.vllm.offload import V1_SINCE
+    from kvplan.engines.vllm.variant import V0_REMOVED_IN  # planned with anyway; offload.py only for a host tier
 
     ver = parse_version(version or "latest")
     use_v1 = _env_flag(settings.get("VLLM_USE_V1"))
-    if ver >= V1_SINCE:
+    if ver >= V0_REMOVED_IN:
         return False
     if ver < V1_DEFAULT_SINCE:
         return use_v1 is not True
@@ -158,7 +158,6 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
       (``EngineArgs._set_default_args_v1`` sets True; V0 keeps ``CacheConfig``'s False).
     """
     from kvplan.engines.version import parse_version
-    from kvplan.engines.vllm.offload import FLAGS_SINCE, NATIVE_SINCE
 
     options: dict[str, Any] = {}
     budget: dict[str, Any] = {}
@@ -171,6 +170,9 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
     given_backend = settings.get("kv_offloading_backend")
     backend = str(given_backend or "native").lower()
     if size is not None:
+        # here, not above: a deployment without a host tier imports no offload rules (offload.py, pinned.py)
+        from kvplan.engines.vllm.offload import FLAGS_SINCE, NATIVE_SINCE
+
         if FLAGS_SINCE <= ver < NATIVE_SINCE and given_backend is None:
             remarks.append(ServeRemark("note", "not-read", f"--kv-offloading-size {size:g} without "
                                        "--kv-offloading-backend: vLLM before 0.14 offloads nothing then",
