@@ -25,6 +25,7 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy t
 import os
 import stat
 import sys
+import types
 
 from kvplan.errors import ConfigError
 
@@ -353,10 +354,25 @@ class _DeferredPattern:
         return getattr(compiled, name)
 
 
+class _DeferredModule(types.ModuleType):
+    """What PyYAML's constructor and representer see as ``base64`` and ``binascii`` (``!!binary`` only): the real
+    module is imported when a name of it is first read (its names then copied here). With struct, that import is
+    ~1 ms of every check that reads YAML, and kvplan's files hold no ``!!binary``."""
+
+    def __getattr__(self, name: str) -> Any:  # reached only before the first use
+        real = sys.modules.get(self.__name__)
+        if real is None or real is self:
+            sys.modules.pop(self.__name__, None)
+            __import__(self.__name__)
+            real = sys.modules[self.__name__]
+        vars(self).update({k: v for k, v in vars(real).items() if not k.startswith("__")})
+        return getattr(real, name)
+
+
 def yaml_module() -> Any:
-    """PyYAML (``import yaml``), its import's regular expressions compiled on first use (``_DeferredPattern``).
-    Only PyYAML's own modules get deferred patterns, and only while it is first imported; a yaml imported
-    before is returned as it is."""
+    """PyYAML (``import yaml``), its import's regular expressions compiled on first use (``_DeferredPattern``) and
+    its ``base64`` and ``binascii`` imported on first use (``_DeferredModule``). Only PyYAML's own modules get
+    these, and only while it is first imported; a yaml imported before is returned as it is."""
     found = sys.modules.get("yaml")
     if found is not None:
         return found
@@ -370,11 +386,16 @@ def yaml_module() -> Any:
             return _DeferredPattern(compile_now, pattern, flags)
         return compile_now(pattern, flags)
 
+    stand_ins = {name: _DeferredModule(name) for name in ("base64", "binascii") if name not in sys.modules}
+    sys.modules.update(stand_ins)
     re.compile = deferred  # type: ignore[assignment]
     try:
         import yaml
     finally:
         re.compile = compile_now
+        for name, stand_in in stand_ins.items():  # whoever imports them next gets the real modules
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
     return yaml
 
 

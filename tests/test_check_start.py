@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,23 @@ def test_utf8_text_decoded_as_the_utf8_sig_codec() -> None:
         except ConfigError as exc:
             got = str(exc)
         assert got == expected, raw
+
+
+def test_yaml_binary_read_and_written_with_base64_deferred() -> None:
+    """``yaml_module`` imports PyYAML with base64 and binascii deferred (no ``!!binary`` in a deployment file):
+    they stay unimported, and ``!!binary`` reads and writes as PyYAML alone does, good and bad."""
+    code = ("import sys\n"
+            "import kvplan.safe_io as s\n"
+            "y = s.yaml_module() if sys.argv[1] == 'kvplan' else __import__('yaml')\n"
+            "out = ['base64' in sys.modules, 'binascii' in sys.modules]\n"
+            "for loader in (y.SafeLoader, y.CSafeLoader):\n"
+            "    out.append(repr(y.load('a: !!binary aGVsbG8=', Loader=loader)))\n"
+            "    try:\n        y.load('a: !!binary ===x', Loader=loader)\n"
+            "    except y.YAMLError as exc:\n        out.append(str(exc))\n"
+            "out.append(y.safe_dump({'b': b'hi'}))\n"
+            "import base64\nout.append(type(base64).__name__)\n"
+            "print(out)\n")
+    ours = subprocess.run([sys.executable, "-c", code, "kvplan"], capture_output=True, text=True, check=True).stdout
+    plain = subprocess.run([sys.executable, "-c", code, "plain"], capture_output=True, text=True, check=True).stdout
+    assert ours.startswith("[False, False, ") and plain.startswith("[True, True, ")
+    assert ours.split(", ", 2)[2] == plain.split(", ", 2)[2]

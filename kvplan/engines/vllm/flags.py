@@ -201,12 +201,14 @@ def read_serve(settings: Mapping[str, Any], version: str | None) -> ServeReading
         remarks.append(ServeRemark("note", "not-read", "VLLM_USE_SIMPLE_KV_OFFLOAD=1 " + (
             "has no effect before vLLM 0.19" if ver < SIMPLE_OFFLOAD_SINCE else
             "without --kv-offloading-size: vLLM offloads nothing"), "VLLM_USE_SIMPLE_KV_OFFLOAD"))
-    from kvplan.engines.vllm.lmcache import serve_settings  # LMCacheConnectorV1 (lmcache.py)
+    if settings.get("kv_transfer_config") is not None or (size is not None and backend == "lmcache") or \
+            any(key.startswith("lmcache_") for key in settings):  # else serve_settings says nothing: not imported
+        from kvplan.engines.vllm.lmcache import serve_settings  # LMCacheConnectorV1 (lmcache.py)
 
-    lmcache, lm_remarks = serve_settings(settings)
-    remarks.extend(lm_remarks)
-    if lmcache is not None:
-        options["lmcache"] = lmcache
+        lmcache, lm_remarks = serve_settings(settings)
+        remarks.extend(lm_remarks)
+        if lmcache is not None:
+            options["lmcache"] = lmcache
     swap = settings.get("swap_space")
     if not v0:
         if swap is not None:
