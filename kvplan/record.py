@@ -317,16 +317,63 @@ else:
         plan = owner.__dict__.get("__kvplan_bind__")
         if plan is None:
             ordered, frozen = owner.__kvplan_record__
-            plan = (owner, f"{owner.__qualname__}.__init__()", tuple(f[0] for f in ordered if not f[4]),
-                    frozenset(f[0] for f in ordered),
-                    tuple(f[0] for f in ordered if f[1] is _MISSING and f[2] is _MISSING),
-                    tuple((f[0], f[1], f[2]) for f in ordered), object.__setattr__ if frozen else setattr,
-                    hasattr(owner, "__post_init__"), [0])
+            positional = tuple(f[0] for f in ordered if not f[4])
+            required = tuple(f[0] for f in ordered if f[1] is _MISSING and f[2] is _MISSING)
+            plan = (owner, f"{owner.__qualname__}.__init__()", positional, frozenset(f[0] for f in ordered),
+                    required, tuple((f[0], f[1], f[2]) for f in ordered), object.__setattr__ if frozen else setattr,
+                    hasattr(owner, "__post_init__"), _direct(owner, ordered, frozen, positional, required), [0])
             type.__setattr__(owner, "__kvplan_bind__", plan)
         return plan
 
+    def _direct(owner, ordered, frozen, positional, required):
+        """How a frozen record's instance dict is filled in C: (its fields in order with their defaults, how many
+        leading positional fields are required, the fields with a factory); None where the fields are set one by
+        one as written: a base holds a descriptor of a field's name (a slot, a property: object.__setattr__ would
+        call it), or a required field is keyword-only."""
+        names = {f[0] for f in ordered}
+        if not frozen or positional[:len(required)] != required or any(
+                hasattr(type(base.__dict__[n]), "__set__") for base in owner.__mro__[1:] for n in names
+                if n in base.__dict__):
+            return None
+        template = {f[0]: f[1] for f in ordered}  # a factory's or a required field's value is _MISSING here
+        return template, len(required), tuple((f[0], f[2]) for f in ordered if f[2] is not _MISSING)
+
     def _bind(plan, self, args, kwargs):
-        _, name, positional, known, required, fields, set_field, post_init, _ = plan
+        """The arguments bound as the compiled ``__init__`` binds them: a call that binds cleanly goes the short way
+        (dict and set operations in C: a check makes ~900 instances of classes that never compile their own), one
+        that does not goes the long way, which raises the compiled one's TypeError."""
+        owner, _, positional, known, _, fields, set_field, post_init, direct, _ = plan
+        given = len(args)
+        if given > len(positional) or (kwargs and not (known.issuperset(kwargs) and
+                                                       kwargs.keys().isdisjoint(positional[:given]))):
+            return _bind_checked(plan, self, args, kwargs)
+        if direct is not None and type(self) is owner:  # a subclass may hold descriptors of its own: one by one
+            template, lead, factories = direct
+            if given < lead and not all(field_name in kwargs for field_name in positional[given:lead]):
+                return _bind_checked(plan, self, args, kwargs)
+            values = dict(template)  # the fields' order, as setting them one by one gives the instance dict
+            values.update(zip(positional, args))
+            if kwargs:
+                values.update(kwargs)
+            for field_name, factory in factories:
+                if values[field_name] is _MISSING:
+                    values[field_name] = factory()
+            self.__dict__.update(values)
+        else:
+            values = dict(zip(positional, args))
+            if kwargs:
+                values.update(kwargs)
+            if len(values) < len(fields) and not all(field_name in values for field_name in plan[4]):
+                return _bind_checked(plan, self, args, kwargs)
+            for field_name, default, factory in fields:
+                set_field(self, field_name, values[field_name] if field_name in values else
+                          factory() if factory is not _MISSING else default)
+        if post_init:
+            self.__post_init__()
+        return None
+
+    def _bind_checked(plan, self, args, kwargs):
+        _, name, positional, known, required, fields, set_field, post_init, _, _ = plan
         if len(args) > len(positional):
             raise TypeError(f"{name} takes {len(positional) + 1} positional arguments but {len(args) + 1} were given")
         values = dict(zip(positional, args))

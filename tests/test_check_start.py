@@ -131,3 +131,51 @@ def test_yaml_binary_read_and_written_with_base64_deferred() -> None:
     plain = subprocess.run([sys.executable, "-c", code, "plain"], capture_output=True, text=True, check=True).stdout
     assert ours.startswith("[False, False, ") and plain.startswith("[True, True, ")
     assert ours.split(", ", 2)[2] == plain.split(", ", 2)[2]
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+@pytest.mark.parametrize("kw_only", [False, True])
+@pytest.mark.parametrize("post_init", [False, True])
+def test_the_shared_init_binds_as_the_standard_one(frozen: bool, kw_only: bool, post_init: bool) -> None:
+    """The shared ``__init__``'s short way (``record._bind``, every instance a check makes before its class compiles
+    its own) fills the instance as the standard dataclass does: the same values in the same order, a fresh
+    factory value, ``__post_init__`` after, and a TypeError for every call the standard one refuses."""
+    import dataclasses
+
+    from kvplan import record
+
+    def made(module: object) -> tuple[type, type]:
+        seen: list[object] = []
+
+        class Base:
+            a: int
+            b: str
+            c: int = 1
+            d: list = module.field(default_factory=list)  # type: ignore[attr-defined]
+            e: tuple = ()
+
+            if post_init:
+                def __post_init__(self) -> None:
+                    seen.append(tuple(vars(self).items()))
+
+        Base.__annotations__ = {"a": "int", "b": "str", "c": "int", "d": "list", "e": "tuple"}
+        cls = module.dataclass(frozen=frozen, kw_only=kw_only)(Base)  # type: ignore[attr-defined]
+        return cls, type("Plain", (cls,), {})  # a plain subclass: set one by one
+
+    rng = random.Random(int(frozen) * 4 + int(kw_only) * 2 + int(post_init))
+    names = ["a", "b", "c", "d", "e", "z"]
+    for _ in range(400):
+        args = tuple(rng.choice([1, "s", [2], ()]) for _ in range(rng.randint(0, 6)))
+        kwargs = {n: rng.choice([3, "t", [4]]) for n in rng.sample(names, rng.randint(0, 4))}
+        outcomes = []
+        for module in (dataclasses, record):
+            for cls in made(module):  # fresh classes: their first instance takes the shared __init__
+                try:
+                    obj = cls(*args, **kwargs)
+                    outcomes.append(list(vars(obj).items()))
+                except TypeError:
+                    outcomes.append(TypeError)
+        assert outcomes[0] == outcomes[1] == outcomes[2] == outcomes[3], (args, kwargs)
+        if outcomes[0] is not TypeError and "d" not in kwargs and len(args) < 4:  # d from its factory
+            first, second = made(record)[0](*args, **kwargs), made(record)[0](*args, **kwargs)
+            assert first.d == [] and first.d is not second.d  # a fresh list each
