@@ -218,8 +218,8 @@ else:
                 else:
                     setattr(cls, name, default)
         cls.__kvplan_record__ = (ordered, frozen)
-        cls.__kvplan_compared__ = staticmethod(_key(tuple(f[0] for f in ordered if f[3])))
-        cls.__kvplan_hashed__ = staticmethod(_key(tuple(f[0] for f in ordered if f[5])))
+        cls.__kvplan_compared__ = _COMPARED  # made on first use: most classes are never compared nor hashed
+        cls.__kvplan_hashed__ = _HASHED
         if "__init__" not in cls.__dict__:
             cls.__init__ = _lazy_init
         if "__repr__" not in cls.__dict__:
@@ -237,9 +237,25 @@ else:
             cls.__delattr__ = _frozen_delattr
         if "__match_args__" not in cls.__dict__:
             cls.__match_args__ = tuple(f[0] for f in ordered if not f[4])
-        cls.__dataclass_fields__ = _Lazy("fields")
-        cls.__dataclass_params__ = _Lazy("params")
+        cls.__dataclass_fields__ = _LAZY_FIELDS
+        cls.__dataclass_params__ = _LAZY_PARAMS
         return cls
+
+    class _LazyKey:
+        """``__kvplan_compared__`` / ``__kvplan_hashed__`` of a record class: the key of an instance (its compared,
+        or hashed, fields; ``_key``), made when first read and kept on the class in its place."""
+
+        def __init__(self, name, index):
+            self.name, self.index = name, index
+
+        def __get__(self, obj, owner):
+            holder = next(b for b in owner.__mro__ if "__kvplan_record__" in b.__dict__)
+            key = _key(tuple(f[0] for f in holder.__kvplan_record__[0] if f[self.index]))
+            type.__setattr__(holder, self.name, staticmethod(key))
+            return key
+
+    _COMPARED = _LazyKey("__kvplan_compared__", 3)
+    _HASHED = _LazyKey("__kvplan_hashed__", 5)
 
     class _Lazy:
         """``__dataclass_fields__`` / ``__dataclass_params__``, made by the real dataclasses when first read."""
@@ -276,6 +292,9 @@ else:
 
         def what_attr(self):
             return "__dataclass_fields__" if self.what == "fields" else "__dataclass_params__"
+
+    _LAZY_FIELDS = _Lazy("fields")
+    _LAZY_PARAMS = _Lazy("params")
 
     def _params(dataclasses, frozen, eq):
         try:
