@@ -179,3 +179,15 @@ def test_the_shared_init_binds_as_the_standard_one(frozen: bool, kw_only: bool, 
         if outcomes[0] is not TypeError and "d" not in kwargs and len(args) < 4:  # d from its factory
             first, second = made(record)[0](*args, **kwargs), made(record)[0](*args, **kwargs)
             assert first.d == [] and first.d is not second.d  # a fresh list each
+
+
+@pytest.mark.parametrize("extra", [["--specs", "examples/specs/"], ["--specs", "./nope//"],
+                                   ["--gpu-catalog", "./nope/x.yaml"], ["--calibration", "nope//c.yaml"]])
+def test_path_options_read_as_text_say_what_typers_paths_say(extra: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """check takes its path options as text (``PATHS_AS_TEXT``: no pathlib): named as the Path typer hands over
+    is named, so the fast reader and typer's give the same report and the same errors."""
+    from conftest import REPO, run_cli
+
+    monkeypatch.chdir(REPO)
+    argv = ["check", "examples/pass/kvplan.yaml", "-f", "json", *extra]
+    assert run_cli(argv) == run_cli(argv, fast=False)

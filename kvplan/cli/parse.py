@@ -23,8 +23,8 @@ HELP = frozenset(("-h", "--help"))
 def parse(args: list[str], table: tuple[Opt, ...], argument: Arg | None, *,
           paths_as_text: bool = False) -> dict[str, Any] | None:
     """The values of ``args`` (the words after the command's name) by the command's ``run`` keywords, or None;
-    ``paths_as_text``: a path option's value stays the text given (for a ``run`` that takes a path as text or a
-    Path alike, and so never imports pathlib)."""
+    ``paths_as_text``: a path option's value is the text of the Path typer would hand over (for a ``run`` that takes
+    a path as text or a Path alike, and so never imports pathlib)."""
     by_name = {name: opt for opt in table for name in opt.names}
     values: dict[str, Any] = {opt.dest: opt.default for opt in table}
     given: set[str] = set()
@@ -64,7 +64,7 @@ def parse(args: list[str], table: tuple[Opt, ...], argument: Arg | None, *,
     if any(opt.required and opt.dest not in given for opt in table):
         return None
     for opt in table:
-        if opt.dest in given and not (opt.path and paths_as_text) and not _convert(opt, values):
+        if opt.dest in given and not _convert(opt, values, paths_as_text):
             return None
     return _with_argument(values, words, argument)
 
@@ -86,13 +86,17 @@ def _option(arg: str, by_name: dict[str, Opt]) -> tuple[Opt | None, str, str]:
     return by_name.get(arg[:2]), "", arg[2:]
 
 
-def _convert(opt: Opt, values: dict[str, Any]) -> bool:
-    """The value as typer hands it to ``run`` (an int, a Path); False where it is not one."""
+def _convert(opt: Opt, values: dict[str, Any], paths_as_text: bool = False) -> bool:
+    """The value as typer hands it to ``run`` (an int, a Path, or that Path's text); False where it is not one."""
     if opt.integer:
         try:
             values[opt.dest] = int(values[opt.dest])
         except ValueError:
             return False
+    elif opt.path and paths_as_text:
+        from kvplan.safe_io import path_text  # str(Path(value)), without pathlib's import
+
+        values[opt.dest] = path_text(values[opt.dest])
     elif opt.path:
         from pathlib import Path  # only when a path is given: pathlib costs more than a plain estimate
 
