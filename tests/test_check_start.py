@@ -99,7 +99,8 @@ def test_utf8_text_decoded_as_the_utf8_sig_codec() -> None:
     from kvplan.errors import ConfigError
 
     rng = random.Random(8)
-    pieces = [b"\xef\xbb\xbf", b"\xef\xbb", b"a", b"\xc3\xa9", b"\xff", b"\xe2\x82", b"\n", b"\x00", b"\xf0\x9f\x98\x80"]
+    pieces = [b"\xef\xbb\xbf", b"\xef\xbb", b"a", b"\xc3\xa9", b"\xff", b"\xe2\x82", b"\n", b"\x00",
+              b"\xf0\x9f\x98\x80"]
     for _ in range(5000):
         raw = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
         try:
