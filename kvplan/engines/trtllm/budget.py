@@ -71,8 +71,11 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
                 "context is kvplan's estimate unless given, its runtime buffers and decoder follow max_batch_size "
                 "(--max-num-seqs) and max_seq_len (--max-model-len) of the build", *built, *copied)
     else:
-        act, how = activation_bytes(spec, tokens, tp, settings.max_num_seqs or 256)
-        items = [weights, MemoryItem("activation", act, "assumed", how)]
+        from kvplan.engines.trtllm.warmup import DryRun
+
+        # KvCacheCreator's peak: the estimation dry run and the CUDA graphs captured before it (warmup.py)
+        run = DryRun.of(tokens, demand.max_model_len, version, settings.max_num_seqs)
+        items = [weights, *run.items(spec, tp)]
         what = "memory free after warm-up"
         said = ("TensorRT-LLM's warm-up peak is kvplan's estimate",)
     items.append(MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context, cuBLAS, NCCL"))

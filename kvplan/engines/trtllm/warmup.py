@@ -1,0 +1,71 @@
+"""What the PyTorch flow's KV sizing counts as used besides the weights (``KvCacheCreator``), term by term.
+
+Read from NVIDIA/TensorRT-LLM (the 1.1 / 1.2-era files of the code index; find_string ids in brackets, their commits
+are not printed by the index: the 1.0 - 1.2 lines all read so):
+
+- ``tensorrt_llm/_torch/pyexecutor/py_executor_creator.py`` (1083207948): the model is loaded, an executor is built
+  with a small estimation KV pool, warmed up (autotuner, then the CUDA graphs), then
+  ``KvCacheCreator.configure_kv_cache_capacity`` sizes the real pool, and the graphs are released and captured again.
+- ``_util.py`` ``configure_kv_cache_capacity`` (843526953): after ``empty_cache`` and ``reset_peak_memory_stats`` it runs
+  the dummy requests; peak = torch's ``allocated_bytes.all.peak`` (the weights, every torch buffer the warm-up left,
+  the dry run's activations) + the memory used outside torch after ``empty_cache`` (CUDA context, libraries, NCCL,
+  the CUDA-graph private pool's reserved blocks, the estimation KV pool); ``_cal_max_memory``: KV = fraction x
+  (total - peak + the estimation KV pool). The estimation pool is added back: it is no term here.
+- ``_create_dummy_context_requests`` (843526953): context-only requests of ``min(max_num_tokens, max_seq_len - 1)``
+  tokens each, ``max_tokens=1``, until ``max_num_tokens`` tokens are queued.
+- ``tensorrt_llm/_torch/modules/logits_processor.py`` (708156501, 52556081584): without context logits only each
+  request's last token goes through the lm_head, and the logits are made fp32 (``logits.float()``).
+- ``llm_args.py`` (1520735490, 1090804222): ``cuda_graph_config`` defaults to ``CudaGraphConfig()`` whose
+  ``max_batch_size`` 0 means 128; before 1.0 the PyTorch flow's ``use_cuda_graph`` defaulted to False.
+  ``model_engine.py`` (1034563403) captures the generation-only graphs from the largest batch down, skipping sizes
+  above the executor's max_batch_size; ``cuda_graph_runner.py`` (2550723763) keeps each graph's output as a weak
+  reference in one shared pool: the pool holds the largest graph's decode step, lm_head output and its fp32 copy.
+- ``sampler.py`` ``TorchSampler._create_store`` (4516135568): with one beam, a few int / float tensors of
+  max_batch_size x (draft tokens + 1) (x 20 top-logprobs): kilobytes to a megabyte, no term here.
+
+Not derivable from the code: the memory outside torch (CUDA context, cuBLAS / cuBLASLt workspaces, the kernel
+modules TensorRT-LLM loads, NCCL at tp > 1) and the attention op's workspace (a persistent torch tensor the context
+phase grows: 96 MiB for gpt-oss-120b at 8,192 tokens in the one log that prints it); they stay in budget.py's assumed
+``non_torch`` item.
+"""
+
+from __future__ import annotations
+
+from kvplan.budgets.base import MemoryItem, activation_bytes
+from kvplan.engines.version import Version
+from kvplan.record import dataclass
+from kvplan.spec import ModelSpec
+
+CUDA_GRAPHS_DEFAULT_SINCE = (1, 0)  # llm_args.py: cuda_graph_config=CudaGraphConfig() (use_cuda_graph=False before)
+CUDA_GRAPH_MAX_BATCH = 128  # CudaGraphConfig.max_batch_size 0 -> 128 (llm_args.py)
+DEFAULT_MAX_BATCH = 2048  # the LLM API's / trtllm-serve's max_batch_size default in the PyTorch flow
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """The estimation's shape: the dummy context requests and the largest CUDA graph captured before it."""
+
+    tokens: int  # max_num_tokens queued as dummy context requests
+    requests: int  # how many: each gives one fp32 logits row
+    graph_batch: int  # the largest generation-only CUDA graph's batch (0: no CUDA graphs)
+
+    @staticmethod
+    def of(tokens: int, max_seq_len: int, version: Version, max_batch: int | None) -> DryRun:
+        per_request = max(1, min(tokens, max_seq_len - 1))
+        graphs = version >= CUDA_GRAPHS_DEFAULT_SINCE
+        batch = min(CUDA_GRAPH_MAX_BATCH, max_batch or DEFAULT_MAX_BATCH) if graphs else 0
+        return DryRun(tokens, -(-tokens // per_request), batch)
+
+    def items(self, spec: ModelSpec, tp: int) -> list[MemoryItem]:
+        forward, how = activation_bytes(spec, self.tokens, tp, self.requests)
+        items = [MemoryItem("activation", forward, "assumed",
+                            f"the estimation dry run: {how} (one per dummy context request, _util.py)")]
+        if self.graph_batch:
+            step, _ = activation_bytes(spec, self.graph_batch, tp, 0)
+            vocab = spec.vocab_size or 32000
+            logits = self.graph_batch * vocab * (spec.dtype_bytes + 4)  # the lm_head's output and its fp32 copy
+            items.append(MemoryItem("cudagraph", step + logits, "computed",
+                                    f"the CUDA-graph pool captured before the estimation: the largest graph, a "
+                                    f"decode step of batch {self.graph_batch:,} and its {vocab:,}-wide logits "
+                                    "(model dtype and fp32)"))
+        return items
