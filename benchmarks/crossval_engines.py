@@ -19,7 +19,8 @@ memory at load begin is far below the card's) kvplan is given that free memory (
 the log judges the code-derived rules only.
 
 TensorRT-LLM: no size is fitted to logs (the fraction is TensorRT-LLM's default or the one given; the warm-up
-activation and the 0.6 GiB context are kvplan's assumptions, set before these logs were read; a prebuilt engine's
+activation and the 0.6 GiB context are kvplan's assumptions, set before these logs were read; the PyTorch flow's dry
+run and CUDA-graph pool follow its code, kvplan/engines/trtllm/warmup.py; a prebuilt engine's
 runtime buffers and decoder are summed from the code's shapes, kvplan/engines/trtllm/runtime.py), so each log's
 error is already out of sample: leave-one-source-out is simply the error on each log. A log is given what its source
 states of the engine's build (max_batch_size, max_seq_len, max_num_tokens) and, as its weights are, the items it prints

@@ -56,7 +56,14 @@ def _plan(version: str, backend: str | None, **settings):
 
 def test_pytorch_before_1_0_plans_the_1_0_rule_without_engine_buffers():
     pytorch, engine, new = _plan("0.20", "pytorch"), _plan("0.20", None), _plan("1.0", None)
-    assert pytorch.per_gpu.kv_cache_bytes == new.per_gpu.kv_cache_bytes  # the same rule as 1.0's default
+    # the same rule as 1.0's default, less the CUDA graphs 1.0 captures by default before the estimation (warmup.py)
+    assert pytorch.per_gpu.cudagraph_bytes == 0 < new.per_gpu.cudagraph_bytes
+    assert pytorch.per_gpu.activation_bytes == new.per_gpu.activation_bytes
+    fraction = new.per_gpu.kv_cache_bytes / (new.per_gpu.budget_bytes - new.per_gpu.weights_bytes
+                                             - new.per_gpu.activation_bytes - new.per_gpu.cudagraph_bytes
+                                             - new.per_gpu.non_torch_bytes)
+    assert pytorch.per_gpu.kv_cache_bytes - new.per_gpu.kv_cache_bytes == \
+        pytest.approx(fraction * new.per_gpu.cudagraph_bytes, abs=2)
     assert engine.per_gpu.kv_cache_bytes < pytorch.per_gpu.kv_cache_bytes  # runtime buffers and decoder subtracted
 
 
@@ -73,8 +80,10 @@ def test_case_6294_budget_by_hand():
     spec = plan.per_gpu
     from kvplan.sources.resolve import load_model
 
-    act, _ = activation_bytes(load_model("meta-llama/Llama-3.1-8B-Instruct"), tokens, 1, seqs)
-    assert spec.activation_bytes == act and spec.non_torch_bytes == CONTEXT_BYTES
+    # the dry run's dummy context requests: 156 tokens each (max_seq_len - 1) until 23,552 are queued, 151 of them,
+    # one fp32 logits row each; 0.20 captures no CUDA graphs by default
+    act, _ = activation_bytes(load_model("meta-llama/Llama-3.1-8B-Instruct"), tokens, 1, 151)
+    assert spec.activation_bytes == act and spec.non_torch_bytes == CONTEXT_BYTES and spec.cudagraph_bytes == 0
     assert spec.kv_cache_bytes == int((plan.gpu_total_bytes - weights - act - CONTEXT_BYTES) * fraction)
     # the log's pool (52.51 GiB) is trtllm-bench's max_tokens cap (860,308 tokens, "The smaller value will be used"):
     # the fraction's own pool is at least that large
@@ -104,7 +113,7 @@ def test_check_reads_the_yaml_backend(tmp_path):
     pytorch = _kv(_deploy(tmp_path, "0.20", options="backend: pytorch\n"))
     flag = _kv(_deploy(tmp_path, "0.20", "--backend pytorch"))
     assert pytorch == flag > engine
-    assert _kv(_deploy(tmp_path, "1.0", options="backend: pytorch\n")) == pytorch  # the release's own default
+    assert _kv(_deploy(tmp_path, "1.0", options="backend: pytorch\n")) == _kv(_deploy(tmp_path, "1.0"))  # its default
 
 
 def test_check_plans_tensorrt_at_1_x_as_an_engine(tmp_path):

@@ -3,7 +3,8 @@ buffers.
 
 The PyTorch backend (the default from 1.0, ``--backend pytorch`` from 0.17: variant.py):
 docs/source/reference/memory.md and ``KvCacheCreator`` (tensorrt_llm/_torch/pyexecutor/_util.py): the KV cache takes ``fraction x (total - peak memory after a warm-up
-of max_num_tokens)``.
+of max_num_tokens)``; the peak's terms, as the code gives them, in warmup.py (the dry run's forward and logits, the
+CUDA-graph pool from 1.0); the memory outside torch is the assumed ``non_torch`` item.
 
 The C++ runtime of a prebuilt TensorRT engine (the default before 1.0): the fraction takes the
 memory free after the engine's weights, its execution context, the runtime buffers and the decoder

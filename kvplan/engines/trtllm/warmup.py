@@ -16,12 +16,15 @@ are not printed by the index: the 1.0 - 1.2 lines all read so):
 - ``tensorrt_llm/_torch/modules/logits_processor.py`` (708156501, 52556081584): without context logits only each
   request's last token goes through the lm_head, and the logits are made fp32 (``logits.float()``).
 - ``llm_args.py`` (1520735490, 1090804222): ``cuda_graph_config`` defaults to ``CudaGraphConfig()`` whose
-  ``max_batch_size`` 0 means 128; before 1.0 the PyTorch flow's ``use_cuda_graph`` defaulted to False.
+  ``max_batch_size`` 0 means 128, since commit c9e7f831dc (2025-07-14, "Enable cuda graph by default", #5480: the
+  1.0 line); before, the PyTorch flow's ``use_cuda_graph`` defaulted to False.
   ``model_engine.py`` (1034563403) captures the generation-only graphs from the largest batch down, skipping sizes
   above the executor's max_batch_size; ``cuda_graph_runner.py`` (2550723763) keeps each graph's output as a weak
   reference in one shared pool: the pool holds the largest graph's decode step, lm_head output and its fp32 copy.
-- ``sampler.py`` ``TorchSampler._create_store`` (4516135568): with one beam, a few int / float tensors of
-  max_batch_size x (draft tokens + 1) (x 20 top-logprobs): kilobytes to a megabyte, no term here.
+- ``_util.py`` ``instantiate_sampler`` (843526953, the 1.1-era file): ``sampler_type`` auto takes the C++
+  ``TRTLLMSampler`` (decoder buffers) only for beam search, else ``TorchSampler``; ``sampler.py``
+  ``TorchSampler._create_store`` (4516135568): with one beam, a few int / float tensors of max_batch_size x (draft
+  tokens + 1) (x 20 top-logprobs): kilobytes to a megabyte, no term here. (1.0's default sampler is not read here.)
 
 Not derivable from the code: the memory outside torch (CUDA context, cuBLAS / cuBLASLt workspaces, the kernel
 modules TensorRT-LLM loads, NCCL at tp > 1) and the attention op's workspace (a persistent torch tensor the context
@@ -36,7 +39,7 @@ from kvplan.engines.version import Version
 from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
 
-CUDA_GRAPHS_DEFAULT_SINCE = (1, 0)  # llm_args.py: cuda_graph_config=CudaGraphConfig() (use_cuda_graph=False before)
+CUDA_GRAPHS_DEFAULT_SINCE = (1, 0)  # llm_args.py: cuda_graph_config=CudaGraphConfig() (#5480; use_cuda_graph=False before)
 CUDA_GRAPH_MAX_BATCH = 128  # CudaGraphConfig.max_batch_size 0 -> 128 (llm_args.py)
 DEFAULT_MAX_BATCH = 2048  # the LLM API's / trtllm-serve's max_batch_size default in the PyTorch flow
 
