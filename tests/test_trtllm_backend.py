@@ -81,8 +81,10 @@ def test_case_6294_budget_by_hand():
     from kvplan.sources.resolve import load_model
 
     # the dry run's dummy context requests: 156 tokens each (max_seq_len - 1) until 23,552 are queued, 151 of them,
-    # one fp32 logits row each; 0.20 captures no CUDA graphs by default
+    # one fp32 logits row each, and the attention op's context workspace (32 MiB + 23,552 x (4,096 x 2 + 8) B);
+    # 0.20 captures no CUDA graphs by default
     act, _ = activation_bytes(load_model("meta-llama/Llama-3.1-8B-Instruct"), tokens, 1, 151)
+    act += (32 << 20) + tokens * (4096 * 2 + 8)
     assert spec.activation_bytes == act and spec.non_torch_bytes == CONTEXT_BYTES and spec.cudagraph_bytes == 0
     assert spec.kv_cache_bytes == int((plan.gpu_total_bytes - weights - act - CONTEXT_BYTES) * fraction)
     # the log's pool (52.51 GiB) is trtllm-bench's max_tokens cap (860,308 tokens, "The smaller value will be used"):

@@ -7,7 +7,7 @@ import pytest
 
 from kvplan.budgets import Settings
 from kvplan.budgets.base import activation_bytes
-from kvplan.engines.trtllm.warmup import DryRun
+from kvplan.engines.trtllm.warmup import DryRun, attention_workspace
 from kvplan.plan import max_batch
 from kvplan.sources.resolve import load_model
 
@@ -35,8 +35,9 @@ def test_items_sum_the_forward_and_the_largest_graph():
     spec = load_model("Qwen/Qwen3-0.6B")
     act, cudagraph = DryRun.of(8192, 40960, (1, 2), None).items(spec, 1)
     forward, _ = activation_bytes(spec, 8192, 1, 1)
+    workspace, _ = attention_workspace(spec, 8192, 1)
     step, _ = activation_bytes(spec, 128, 1, 0)
-    assert (act.name, act.bytes) == ("activation", forward)
+    assert (act.name, act.bytes) == ("activation", forward + workspace)
     assert (cudagraph.name, cudagraph.bytes) == ("cudagraph", step + 128 * spec.vocab_size * (spec.dtype_bytes + 4))
     assert [i.name for i in DryRun.of(8192, 40960, (0, 20), None).items(spec, 1)] == ["activation"]
 
@@ -48,3 +49,17 @@ def test_the_plan_subtracts_the_graph_pool_at_1_x():
     assert g.cudagraph_bytes > 0
     assert g.kv_cache_bytes == int((g.budget_bytes - g.weights_bytes - g.activation_bytes - g.cudagraph_bytes
                                     - g.non_torch_bytes) * 0.9)
+
+
+def test_attention_workspace_is_the_logged_one_less_its_small_buffers():
+    # trtllm-dgxspark-gptoss120b-111rc3-pytorch (tests/data/engine_logs_issue21g.yaml), 1.1.0rc3, max_num_tokens 8,192:
+    # "Attention workspace size is not enough, increase the size from 0 bytes to 100738816 bytes"
+    size, _ = attention_workspace(load_model("openai/gpt-oss-120b"), 8192, 1)
+    assert 0 <= 100738816 - size < 10 * 1024
+
+
+def test_attention_workspace_splits_the_query_heads_over_tp():
+    spec = load_model("Qwen/Qwen3-0.6B")  # 16 query heads x 128
+    one, _ = attention_workspace(spec, 8192, 1)
+    two, _ = attention_workspace(spec, 8192, 2)
+    assert one - two == 8192 * 8 * 128 * spec.dtype_bytes

@@ -26,10 +26,16 @@ are not printed by the index: the 1.0 - 1.2 lines all read so):
   ``TorchSampler._create_store`` (4516135568): with one beam, a few int / float tensors of max_batch_size x (draft
   tokens + 1) (x 20 top-logprobs): kilobytes to a megabyte, no term here. (1.0's default sampler is not read here.)
 
-Not derivable from the code: the memory outside torch (CUDA context, cuBLAS / cuBLASLt workspaces, the kernel
-modules TensorRT-LLM loads, NCCL at tp > 1) and the attention op's workspace (a persistent torch tensor the context
-phase grows: 96 MiB for gpt-oss-120b at 8,192 tokens in the one log that prints it); they stay in budget.py's assumed
-``non_torch`` item.
+- ``cpp/tensorrt_llm/common/attentionOp.cpp`` ``getWorkspaceSizeForContext`` (190937516): the attention op's
+  workspace, a torch tensor the warm-up grows and keeps (so inside the peak), is for paged context FMHA (separate Q
+  and KV, the PyTorch flow's) a cuBLAS workspace (``CUBLAS_WORKSPACE_SIZE``, 32 MiB) + a Q buffer of max_num_tokens x
+  the rank's query width (1 B per element with FP8 context FMHA, else the model dtype) + 8 B per token (tokens_info)
+  + a few small buffers. Checked on the one log that prints it (trtllm-dgxspark-gptoss120b-111rc3-pytorch,
+  tests/data/engine_logs_issue21g.yaml: gpt-oss-120b, 8,192 tokens, 64 x 64 query: "increase the size from 0 bytes
+  to 100738816 bytes" = 33,554,432 + 67,108,864 + 65,536 + 9,984 B of small buffers and alignment).
+
+Not derivable from the code: the memory outside torch (CUDA context, cuBLAS / cuBLASLt handles, the kernel modules
+TensorRT-LLM loads, NCCL at tp > 1): budget.py's assumed ``non_torch`` item.
 """
 
 from __future__ import annotations
@@ -37,11 +43,25 @@ from __future__ import annotations
 from kvplan.budgets.base import MemoryItem, activation_bytes
 from kvplan.engines.version import Version
 from kvplan.record import dataclass
-from kvplan.spec import ModelSpec
+from kvplan.spec import KVAttention, ModelSpec
 
 CUDA_GRAPHS_DEFAULT_SINCE = (1, 0)  # llm_args.py: cuda_graph_config=CudaGraphConfig() (#5480; use_cuda_graph=False before)
 CUDA_GRAPH_MAX_BATCH = 128  # CudaGraphConfig.max_batch_size 0 -> 128 (llm_args.py)
 DEFAULT_MAX_BATCH = 2048  # the LLM API's / trtllm-serve's max_batch_size default in the PyTorch flow
+CUBLAS_WORKSPACE = 32 << 20  # CUBLAS_WORKSPACE_SIZE: the context workspace's first buffer (attentionOp.cpp)
+TOKENS_INFO_BYTES = 8  # int2 (batch index, position) per token (attentionOp.cpp tokens_info_size)
+
+
+def attention_workspace(spec: ModelSpec, tokens: int, tp: int) -> tuple[int, str]:
+    """The attention op's context workspace for ``tokens`` tokens on one of ``tp`` ranks (attentionOp.cpp), less its
+    small buffers (under 10 KiB); the Q buffer in the model dtype (FP8 context FMHA's 1 B is not planned)."""
+    attn = [layer for layer in spec.layers if isinstance(layer, KVAttention)]
+    heads = spec.num_attention_heads or 32
+    head_dim = attn[0].head_dim if attn else (spec.hidden_size or 4096) // heads
+    width = max(1, heads // tp) * head_dim
+    size = CUBLAS_WORKSPACE + tokens * (width * spec.dtype_bytes + TOKENS_INFO_BYTES)
+    return size, (f"attention workspace 32 MiB (cuBLAS) + {tokens:,} tokens x ({width:,} query x "
+                  f"{spec.dtype_bytes} B + {TOKENS_INFO_BYTES} B)")
 
 
 @dataclass(frozen=True)
@@ -61,8 +81,9 @@ class DryRun:
 
     def items(self, spec: ModelSpec, tp: int) -> list[MemoryItem]:
         forward, how = activation_bytes(spec, self.tokens, tp, self.requests)
-        items = [MemoryItem("activation", forward, "assumed",
-                            f"the estimation dry run: {how} (one per dummy context request, _util.py)")]
+        workspace, kept = attention_workspace(spec, self.tokens, tp)
+        items = [MemoryItem("activation", forward + workspace, "assumed",
+                            f"the estimation dry run: {how} (one per dummy context request, _util.py) + {kept}")]
         if self.graph_batch:
             step, _ = activation_bytes(spec, self.graph_batch, tp, 0)
             vocab = spec.vocab_size or 32000
