@@ -95,3 +95,43 @@ def test_a_fix_plan_without_its_interval_is_the_same_plan(kw):
     assert whole.interval is not None and points.interval is None
     assert replace(whole, interval=None, asked=None) == replace(points, interval=None, asked=None)
     assert whole.to_dict() | {"interval": None} == points.to_dict() | {"interval": None}
+
+
+@pytest.mark.parametrize("engine, version, settings", [
+    ("vllm", None, {}),
+    ("vllm", "0.9.2", {"gpu_memory_utilization": 1.0}),
+    ("vllm", None, {"gpu_memory_utilization": 0.5, "cpu_offload_bytes": 4 << 30}),
+    ("sglang", None, {"mem_fraction_static": 1.0}),
+    ("sglang", "0.4.5", {"mem_fraction_static": 0.7}),
+])
+def test_a_gpu_the_weights_overflow_never_fits(engine, version, settings):
+    """The larger-GPU fix skips a GPU whose memory the weights overflow (``Engine.weights_overflow``) instead of
+    planning it: every such GPU, planned, does not fit; and the bound does skip GPUs."""
+    from kvplan.budgets.base import Settings
+    from kvplan.engines import get_engine
+    from kvplan.errors import KvplanError
+    from kvplan.hardware import load_catalog
+    from kvplan.plan import max_batch
+    from kvplan.sources.bundled import bundled_ids, load_bundled
+
+    eng, chosen = get_engine(engine), Settings(**settings)
+    catalog = load_catalog(None)
+    skipped = 0
+    for model in bundled_ids():
+        spec = load_bundled(model)
+        for tp in (1, 2):
+            kw = dict(tp=tp, engine=engine, engine_version=version, settings=chosen, max_model_len=4096,
+                      interval=False)
+            try:
+                reference = max_batch(spec, gpu="T4", **kw)
+            except KvplanError:
+                continue
+            for gpu in catalog:
+                if gpu.vendor != "nvidia" or not eng.weights_overflow(reference, chosen, gpu.memory_bytes):
+                    continue
+                skipped += 1
+                try:
+                    assert not max_batch(spec, gpu=gpu, **kw).fits, (model, tp, gpu.name)
+                except KvplanError:
+                    pass
+    assert skipped > 0

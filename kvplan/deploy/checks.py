@@ -440,8 +440,10 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
                      suggestion=fp8(lambda p: p.fits, lambda p: f"{p.max_model_len_fit:,} fits with fp8")))
         from kvplan.deploy.fixes import fixes
 
+        engine = get_engine(dep.engine)
         result.fixes = fixes(plan, lambda **over: run(points_only=True, **over), serve, tp,
-                             None if gpu.origin == "command line" else gpu)
+                             None if gpu.origin == "command line" else gpu,
+                             lambda p, total: engine.weights_overflow(p, kwargs["settings"], total))
         return
     # 1b. fits at kvplan's estimate, but not at the low end of where the engine's own budget may land
     if plan.interval is not None and not plan.interval["fits"][0]:

@@ -138,6 +138,13 @@ class Engine(Protocol):
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> OffloadTier | None: ...
 
+    def weights_overflow(self, plan: Any, settings: Settings, total_bytes: int) -> bool:
+        """Whether a plan like ``plan`` (the same model, settings, parallelism and requests; another GPU of the same
+        vendor) surely does not fit a GPU of ``total_bytes``: its weights (``plan.per_gpu.weights_bytes``, which no
+        GPU property changes) leave no KV memory there, by this engine's own budget. False where unsure: the caller
+        then plans that GPU (``kvplan check``'s larger-GPU suggestion skips the GPUs too small to hold the weights)."""
+        ...
+
     def device_share(self, items: Sequence[MemoryItem], total_bytes: int, tp: int, pp: int, version: Version,
                      used_bytes: int) -> DeviceShare:
         """What one GPU of a deployment (its budget's ``items``, planned with ``device_used_bytes`` =
@@ -205,6 +212,10 @@ class EngineDefaults:
 
     def check_parallel(self, spec: ModelSpec, tp: int) -> None:
         return None
+
+    def weights_overflow(self, plan: Any, settings: Settings, total_bytes: int) -> bool:
+        """No bound (``Engine.weights_overflow``): every GPU is planned."""
+        return False
 
     def version_notes(self, version: Version) -> list[str]:
         return newer_than_known(self.title, version, self.newest_rules)

@@ -21,6 +21,8 @@ from kvplan.record import dataclass, replace
 from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvplan.budgets.base import GpuBudget, MemoryItem, Settings
     from kvplan.engines.device import DeviceShare
     from kvplan.engines.offload import OffloadTier
@@ -59,6 +61,15 @@ class SGLangEngine(EngineDefaults):
 
     def check_parallel(self, spec: ModelSpec, tp: int) -> None:
         refuse_uneven_heads(self.title, spec, tp)
+
+    def weights_overflow(self, plan: Any, settings: Settings, total_bytes: int) -> bool:
+        """budget.py: KV memory = free - weights - int(free x (1 - fraction)), free = total - CUDA context - other
+        processes <= total; with the fraction given (at most 1; SGLang's own factors lower it) the reserve is never
+        negative where free is not, so weights over the GPU's memory leave less than 0 bytes, which no request fits
+        (token_pool.py; a hybrid model's token pool is then empty). Not with speculation: before 0.5.7 the pool grows
+        by the draft's headroom; nor with a KV memory given (--kv-cache-memory)."""
+        return (settings.kv_cache_memory_bytes is None and settings.mem_fraction_static is not None
+                and plan.speculation is None and plan.per_gpu.weights_bytes > total_bytes)
 
     def device_share(self, items: Sequence[MemoryItem], total_bytes: int, tp: int, pp: int, version: Version,
                      used_bytes: int) -> DeviceShare:

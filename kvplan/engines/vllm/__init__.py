@@ -15,6 +15,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from typing import Any
 
 from kvplan.dtypes import KVDType
 from kvplan.engines.layout import CacheLayout, EngineOptions
@@ -82,6 +83,13 @@ class VLLMEngine(EngineDefaults):
 
     def check_parallel(self, spec: ModelSpec, tp: int) -> None:
         refuse_uneven_heads(self.title, spec, tp)
+
+    def weights_overflow(self, plan: Any, settings: Settings, total_bytes: int) -> bool:
+        """budget.py: KV memory = ceil(total x utilization) - weights - activation - non_torch - CUDA graphs (- other
+        processes), the utilization at most 1 and the rest never negative (Settings refuses a negative measured
+        item), so weights of at least the GPU's memory leave none, and admission.py fits only a pool of more than
+        0 bytes; a KV memory given (--kv-cache-memory) does not look at the GPU's memory."""
+        return settings.kv_cache_memory_bytes is None and plan.per_gpu.weights_bytes >= total_bytes
 
     def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
                settings: Settings) -> GpuBudget:
