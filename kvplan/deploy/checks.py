@@ -492,7 +492,7 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         def run_tight(**over: Any) -> Any:
             return run(**{"settings": tight_settings, **over})
 
-        tight = run_tight()
+        tight = run_tight(points_only=True)  # its fit and figures: the interval is the whole plan's
         if not tight.fits:
             add(_finding(dep, "error", "headroom", label + tight.message, dep.line_of("headroom"),
                          value=tight.max_model_len, fits=tight.max_model_len_fit))

@@ -59,7 +59,8 @@ def _requirement_checks(dep: Deployment, plan: Any, req: dict[str, Any], run: Ca
         share = {**({"shared_prefix": prefix} if prefix else {}), **({"n": n} if n > 1 else {}),
                  **({"beam_width": beams} if beams > 1 else {})}
         try:
-            at_plan = run(context=at, **share) if at != plan.context or share else plan
+            # its max batch and KV memory alone: no budget interval (``run(points_only=True)``)
+            at_plan = run(points_only=True, context=at, **share) if at != plan.context or share else plan
         except KvplanError as exc:  # the engine's rules refuse this workload (a shared prefix it cannot plan)
             add(_finding(dep, "error", "engine-refuses", str(exc), dep.line_of(exc.field or "min_concurrency")))
             return True
@@ -97,7 +98,7 @@ def _fp8_suggester(dep: Deployment, plan: Any, run: Callable[..., Any]) -> Calla
         if serve is None or plan.kv_dtype.startswith(("fp8", "int", "nvfp4", "q")):
             return None
         try:
-            p8 = run(kv_dtype="fp8", **over)
+            p8 = run(points_only=True, kv_dtype="fp8", **over)  # its own figures: no budget interval
         except KvplanError:
             return None
         if not test(p8):
