@@ -97,14 +97,16 @@ def test_a_fix_plan_without_its_interval_is_the_same_plan(kw):
     assert whole.to_dict() | {"interval": None} == points.to_dict() | {"interval": None}
 
 
-@pytest.mark.parametrize("engine, version, settings", [
-    ("vllm", None, {}),
-    ("vllm", "0.9.2", {"gpu_memory_utilization": 1.0}),
-    ("vllm", None, {"gpu_memory_utilization": 0.5, "cpu_offload_bytes": 4 << 30}),
-    ("sglang", None, {"mem_fraction_static": 1.0}),
-    ("sglang", "0.4.5", {"mem_fraction_static": 0.7}),
+@pytest.mark.parametrize("engine, version, settings, vendor", [
+    ("vllm", None, {}, "T4"),
+    ("vllm", "0.9.2", {"gpu_memory_utilization": 1.0}, "T4"),
+    ("vllm", None, {"gpu_memory_utilization": 0.5, "cpu_offload_bytes": 4 << 30}, "T4"),
+    ("vllm", None, {"gpu_memory_utilization": 0.9}, "MI300X"),
+    ("sglang", None, {"mem_fraction_static": 1.0}, "T4"),
+    ("sglang", "0.4.5", {"mem_fraction_static": 0.7}, "T4"),
+    ("sglang", None, {"mem_fraction_static": 0.88}, "MI300X"),
 ])
-def test_a_gpu_the_weights_overflow_never_fits(engine, version, settings):
+def test_a_gpu_the_weights_overflow_never_fits(engine, version, settings, vendor):
     """The larger-GPU fix skips a GPU whose memory the weights overflow (``Engine.weights_overflow``) instead of
     planning it: every such GPU, planned, does not fit; and the bound does skip GPUs."""
     from kvplan.budgets.base import Settings
@@ -116,18 +118,19 @@ def test_a_gpu_the_weights_overflow_never_fits(engine, version, settings):
 
     eng, chosen = get_engine(engine), Settings(**settings)
     catalog = load_catalog(None)
+    reference_vendor = next(g.vendor for g in catalog if g.name == vendor)
     skipped = 0
     for model in bundled_ids():
         spec = load_bundled(model)
         for tp in (1, 2):
-            kw = dict(tp=tp, engine=engine, engine_version=version, settings=chosen, max_model_len=4096,
+            kw = dict(tp=tp, engine=engine, engine_version=version, settings=chosen, max_model_len=16384,
                       interval=False)
             try:
-                reference = max_batch(spec, gpu="T4", **kw)
+                reference = max_batch(spec, gpu=vendor, **kw)
             except KvplanError:
                 continue
             for gpu in catalog:
-                if gpu.vendor != "nvidia" or not eng.weights_overflow(reference, chosen, gpu.memory_bytes):
+                if gpu.vendor != reference_vendor or not eng.weights_overflow(reference, chosen, gpu.memory_bytes):
                     continue
                 skipped += 1
                 try:
@@ -135,3 +138,22 @@ def test_a_gpu_the_weights_overflow_never_fits(engine, version, settings):
                 except KvplanError:
                     pass
     assert skipped > 0
+
+
+def test_the_larger_gpu_found_without_planning_the_small_ones_is_the_same(tmp_path: Path, monkeypatch) -> None:
+    """Skipping the GPUs the weights overflow changes no fix: the same report as planning every GPU."""
+    import kvplan
+    from kvplan.engines import get_engine
+
+    scripts = []
+    for i, (command, gpu) in enumerate([*FAILING[:3], ("vllm serve meta-llama/Llama-3.1-70B --max-model-len 8192", "L4"),
+                                        ("python -m sglang.launch_server --model-path Qwen/Qwen3-32B "
+                                         "--mem-fraction-static 0.9", "A10G")]):
+        script = tmp_path / f"serve{i}.sh"
+        script.write_text(f"#!/bin/sh\n# kvplan/gpu: {gpu}\n{command}\n")
+        scripts.append(str(script))
+    bounded = kvplan.check(scripts).to_dict()
+    assert sum(1 for d in bounded["deployments"] for f in d.get("fixes", []) if f["setting"] == "gpu") >= 3
+    for name in ("vllm", "sglang"):
+        monkeypatch.setattr(type(get_engine(name)), "weights_overflow", lambda self, plan, settings, total: False)
+    assert kvplan.check(scripts).to_dict() == bounded

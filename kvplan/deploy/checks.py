@@ -388,7 +388,7 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         if "exceeds" in note:
             add(_finding(dep, "warning", "tp-exceeds-kv-heads", note, dep.line_of("tp"), value=tp))
     try:
-        plan = run()
+        plan = first = run()
         if max_kv_tokens is not None and plan.kv_cache_tokens > max_kv_tokens:
             at = dep.line_of(serve.config_files[0]) if serve is not None and serve.config_files else dep.line
             plan = capped_plan(dep, plan, max_kv_tokens, kwargs, run, add, at)
@@ -441,9 +441,16 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         from kvplan.deploy.fixes import fixes
 
         engine = get_engine(dep.engine)
+        # a plan of the same settings on another GPU tells which GPUs the weights overflow: the deployment's own,
+        # unless it was planned again (a token cap, an auto length), until the search has one of its own
+        reference = first if plan is first else None
+
+        def too_small(p: Any, total: int) -> bool:
+            p = reference if p is None else p
+            return p is not None and engine.weights_overflow(p, kwargs["settings"], total)
+
         result.fixes = fixes(plan, lambda **over: run(points_only=True, **over), serve, tp,
-                             None if gpu.origin == "command line" else gpu,
-                             lambda p, total: engine.weights_overflow(p, kwargs["settings"], total))
+                             None if gpu.origin == "command line" else gpu, too_small)
         return
     # 1b. fits at kvplan's estimate, but not at the low end of where the engine's own budget may land
     if plan.interval is not None and not plan.interval["fits"][0]:

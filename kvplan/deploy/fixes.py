@@ -51,8 +51,8 @@ def engine_flag(serve: Any, setting: str) -> str:
 def fixes(plan: Any, run: Callable[..., Any], serve: Any, tp: int, gpu: Any,
           too_small: Callable[[Any, int], bool] | None = None) -> list[Fix]:
     """The changes that make ``plan`` fit, each planned by ``run(**change)``. ``too_small(p, total_bytes)``: whether
-    a GPU of that memory surely does not fit, ``p`` a plan of the larger-GPU search (``Engine.weights_overflow``):
-    such a GPU is not planned, which gives the same answer as planning it."""
+    a GPU of that memory surely does not fit (``Engine.weights_overflow``), ``p`` the larger-GPU search's latest plan
+    (None before its first): such a GPU is not planned, which gives the same answer as planning it."""
     found: list[Fix] = []
     planned: list[Any] = []
 
@@ -87,7 +87,7 @@ def fixes(plan: Any, run: Callable[..., Any], serve: Any, tp: int, gpu: Any,
                          g.memory_bytes > gpu.memory_bytes), key=lambda g: (g.memory_bytes, -(g.bandwidth or 0), g.name))
         planned.clear()  # the search's own plans: only the GPU differs from one to the next
         for g in bigger:
-            if too_small is not None and planned and too_small(planned[-1], g.memory_bytes):
+            if too_small is not None and too_small(planned[-1] if planned else None, g.memory_bytes):
                 continue
             if attempt("gpu", g.name, f"{g.memory_bytes / (1 << 30):.0f} GiB per GPU", gpu=g, gpu_memory=None):
                 break

@@ -86,10 +86,18 @@ class VLLMEngine(EngineDefaults):
 
     def weights_overflow(self, plan: Any, settings: Settings, total_bytes: int) -> bool:
         """budget.py: KV memory = ceil(total x utilization) - weights - activation - non_torch - CUDA graphs (- other
-        processes), the utilization at most 1 and the rest never negative (Settings refuses a negative measured
-        item), so weights of at least the GPU's memory leave none, and admission.py fits only a pool of more than
-        0 bytes; a KV memory given (--kv-cache-memory) does not look at the GPU's memory."""
-        return settings.kv_cache_memory_bytes is None and plan.per_gpu.weights_bytes >= total_bytes
+        processes), the utilization the plan's (given, or the release's default: no GPU changes it) and the rest
+        never negative (Settings refuses a negative measured item), so weights of at least ceil(total x
+        utilization) leave none, and admission.py fits only a pool of more than 0 bytes; a KV memory given
+        (--kv-cache-memory) does not look at the GPU's memory."""
+        if settings.kv_cache_memory_bytes is not None:
+            return False
+        util = plan.engine_defaults.get("gpu_memory_utilization")
+        if isinstance(util, bool) or not isinstance(util, (int, float)):
+            return False
+        import math
+
+        return bool(plan.per_gpu.weights_bytes >= math.ceil(total_bytes * util))
 
     def budget(self, spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
                settings: Settings) -> GpuBudget:
