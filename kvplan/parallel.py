@@ -66,7 +66,18 @@ def shard_spec(spec: ModelSpec, tp: int) -> ModelSpec:
         raise UsageError(f"{tp} must be at least 1", field="tp")
     if tp == 1:
         return spec
-    return replace(spec, layers=tuple(shard_layer(layer, tp) for layer in spec.layers))
+    key = (spec, tp)
+    found = _SHARDS.get(key)
+    if found is None:
+        if len(_SHARDS) >= 1024:  # bounded: a run's models x tp sizes
+            _SHARDS.clear()
+        found = _SHARDS[key] = replace(spec, layers=tuple(shard_layer(layer, tp) for layer in spec.layers))
+    return found
+
+
+_SHARDS: dict[tuple[ModelSpec, int], ModelSpec] = {}
+"""(spec, tp) -> one rank's spec: a frozen value, the same for every engine, release and KV dtype laid out on it
+(``kvplan check`` lays out a model at one tp for each of them; rebuilding the spec was a third of a layout)."""
 
 
 def tp_notes(spec: ModelSpec, tp: int) -> list[str]:
