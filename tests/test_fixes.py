@@ -108,7 +108,8 @@ def test_a_fix_plan_without_its_interval_is_the_same_plan(kw):
 ])
 def test_a_gpu_the_weights_overflow_never_fits(engine, version, settings, vendor):
     """The larger-GPU fix skips a GPU whose memory the weights overflow (``Engine.weights_overflow``) instead of
-    planning it: every such GPU, planned, does not fit; and the bound does skip GPUs."""
+    planning it, and the fp8 fix where they overflow the deployment's own: every such GPU, planned with either KV
+    dtype, does not fit; and the bound does skip GPUs."""
     from kvplan.budgets.base import Settings
     from kvplan.engines import get_engine
     from kvplan.errors import KvplanError
@@ -133,10 +134,11 @@ def test_a_gpu_the_weights_overflow_never_fits(engine, version, settings, vendor
                 if gpu.vendor != reference_vendor or not eng.weights_overflow(reference, chosen, gpu.memory_bytes):
                     continue
                 skipped += 1
-                try:
-                    assert not max_batch(spec, gpu=gpu, **kw).fits, (model, tp, gpu.name)
-                except KvplanError:
-                    pass
+                for kv_dtype in ("auto", "fp8"):
+                    try:
+                        assert not max_batch(spec, gpu=gpu, **{**kw, "kv_dtype": kv_dtype}).fits, (model, tp, gpu.name)
+                    except KvplanError:
+                        pass
     assert skipped > 0
 
 

@@ -431,23 +431,26 @@ def _check_one(dep: Deployment, spec: ModelSpec, gpu: Any, gpu_value: Value, set
         default = "" if "max_model_len" in dep.settings else " (the model's limit: no max-model-len is set)"
         from kvplan.engines import get_engine
 
-        unfit = get_engine(dep.engine).unfit
+        engine = get_engine(dep.engine)
+        unfit = engine.unfit
         if unfit and not dep.setting("fail_fast_on_attention_window_too_large"):
             default += f". {unfit}"
-        add(_finding(dep, "error", "does-not-fit", _unrepeated(plan.message, spec) + default,
-                     dep.line_of("max_model_len"),
-                     value=plan.max_model_len, fits=plan.max_model_len_fit,
-                     suggestion=fp8(lambda p: p.fits, lambda p: f"{p.max_model_len_fit:,} fits with fp8")))
-        from kvplan.deploy.fixes import fixes
-
-        engine = get_engine(dep.engine)
-        # a plan of the same settings on another GPU tells which GPUs the weights overflow: the deployment's own,
-        # unless it was planned again (a token cap, an auto length), until the search has one of its own
+        # a plan of the same settings on another GPU, or with another KV dtype, tells where the weights overflow the
+        # memory (``Engine.weights_overflow``): the deployment's own, unless it was planned again (a token cap, an
+        # auto length), until the larger-GPU search has one of its own
         reference = first if plan is first else None
 
         def too_small(p: Any, total: int) -> bool:
             p = reference if p is None else p
             return p is not None and engine.weights_overflow(p, kwargs["settings"], total)
+
+        # an fp8 KV cache leaves the weights and the budget as they are: where they overflow, it fits no better
+        fp8_fits = None if too_small(None, plan.gpu_total_bytes) else \
+            fp8(lambda p: p.fits, lambda p: f"{p.max_model_len_fit:,} fits with fp8")
+        add(_finding(dep, "error", "does-not-fit", _unrepeated(plan.message, spec) + default,
+                     dep.line_of("max_model_len"),
+                     value=plan.max_model_len, fits=plan.max_model_len_fit, suggestion=fp8_fits))
+        from kvplan.deploy.fixes import fixes
 
         result.fixes = fixes(plan, lambda **over: run(points_only=True, **over), serve, tp,
                              None if gpu.origin == "command line" else gpu, too_small)

@@ -51,8 +51,9 @@ def engine_flag(serve: Any, setting: str) -> str:
 def fixes(plan: Any, run: Callable[..., Any], serve: Any, tp: int, gpu: Any,
           too_small: Callable[[Any, int], bool] | None = None) -> list[Fix]:
     """The changes that make ``plan`` fit, each planned by ``run(**change)``. ``too_small(p, total_bytes)``: whether
-    a GPU of that memory surely does not fit (``Engine.weights_overflow``), ``p`` the larger-GPU search's latest plan
-    (None before its first): such a GPU is not planned, which gives the same answer as planning it."""
+    a GPU of that memory surely does not fit, whatever the KV dtype (``Engine.weights_overflow``), ``p`` the
+    larger-GPU search's latest plan (None: the deployment's own): a change it rules out is not planned, which gives
+    the same answer as planning it."""
     found: list[Fix] = []
     planned: list[Any] = []
 
@@ -73,7 +74,8 @@ def fixes(plan: Any, run: Callable[..., Any], serve: Any, tp: int, gpu: Any,
     if 0 < plan.max_model_len_fit < plan.max_model_len:
         attempt("max_model_len", plan.max_model_len_fit, "the longest request that fits",
                 max_model_len=plan.max_model_len_fit)
-    if serve is not None and not plan.kv_dtype.startswith(("fp8", "int", "nvfp4", "q")):
+    if serve is not None and not plan.kv_dtype.startswith(("fp8", "int", "nvfp4", "q")) and not (
+            too_small is not None and too_small(None, plan.gpu_total_bytes)):
         attempt("kv_cache_dtype", _fp8_value(serve), "an fp8 KV cache: half the bytes per token", kv_dtype="fp8")
     larger = tp * 2
     while larger <= NODE_TP:

@@ -140,9 +140,10 @@ class Engine(Protocol):
 
     def weights_overflow(self, plan: Any, settings: Settings, total_bytes: int) -> bool:
         """Whether a plan like ``plan`` (the same model, settings, parallelism and requests; another GPU of the same
-        vendor) surely does not fit a GPU of ``total_bytes``: its weights (``plan.per_gpu.weights_bytes``, which no
-        GPU property changes) leave no KV memory there, by this engine's own budget. False where unsure: the caller
-        then plans that GPU (``kvplan check``'s larger-GPU suggestion skips the GPUs too small to hold the weights)."""
+        vendor, or another KV cache dtype) surely does not fit a GPU of ``total_bytes``: its weights
+        (``plan.per_gpu.weights_bytes``, which neither changes) leave no KV memory there, by this engine's own budget.
+        False where unsure: the caller then plans it (``kvplan check``'s fixes skip the larger GPUs too small to hold
+        the weights, and an fp8 KV cache where they overflow the deployment's own GPU)."""
         ...
 
     def device_share(self, items: Sequence[MemoryItem], total_bytes: int, tp: int, pp: int, version: Version,
