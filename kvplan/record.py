@@ -64,7 +64,7 @@ else:
         """``dataclasses.replace``: a copy with ``changes`` (a record is rebuilt from its fields without importing
         dataclasses; anything else goes to dataclasses)."""
         record = getattr(type(obj), "__kvplan_record__", None)
-        if record is None or any(name not in {f[0] for f in record[0]} for name in changes):
+        if record is None or (changes and not {f[0] for f in record[0]}.issuperset(changes)):  # one set, not one a name
             import dataclasses
 
             return dataclasses.replace(obj, **changes)
