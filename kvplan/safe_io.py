@@ -415,6 +415,12 @@ def yaml_loader_class() -> Any:
         plain_tag = _plain_tag if _standard_resolvers(base) else None
 
         class Loader(base):  # type: ignore[misc, valid-type]
+            if not base.yaml_path_resolvers:  # none (PyYAML adds them to the safe loaders only when told to)
+                # the composer calls these two for every node, and PyYAML's own return at once without path
+                # resolvers: C calls that do as little (the node, index -> index; 0), not a Python frame each
+                descend_resolver = {}.get
+                ascend_resolver = ().__len__
+
             def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
                 if kind is not yaml.ScalarNode or type(value) is not str or self.yaml_path_resolvers:
                     return super().resolve(kind, value, implicit)
