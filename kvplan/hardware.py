@@ -40,7 +40,7 @@ _MEMORY_KEYS = {"memory_bytes": "exact", "memory_mib": "mib", "memory_gib": "gib
 _REQUIRED = ("name", "vendor", "hbm_bandwidth_bytes_per_s", "bf16_dense_tflops", "memory_source",
              "spec_source")
 _KNOWN = {"name", "aliases", "vendor", *_MEMORY_KEYS, "memory_source", "marketing_memory_gb",
-          "hbm_bandwidth_bytes_per_s", "bf16_dense_tflops", "spec_source", "estimate", "notes"}
+          "hbm_bandwidth_bytes_per_s", "bf16_dense_tflops", "spec_source", "estimate", "unified_memory", "notes"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,9 @@ class GPU:
     estimate: bool = False
     notes: str = ""
     origin: str = ""
+    unified_memory: bool = False
+    """The device's memory is the host's too (DGX Spark's GB10): what an engine finds free depends on the operating
+    system, so check never offers it as the larger GPU a deployment needs."""
 
     @property
     def memory_gib(self) -> float:
@@ -78,6 +81,7 @@ class GPU:
             "hbm_bandwidth_bytes_per_s": self.bandwidth,
             "bf16_dense_tflops": self.tflops,
             "estimate": self.estimate,
+            "unified_memory": self.unified_memory,
             "memory_source": self.sources.get("memory", ""),
             "spec_source": self.sources.get("spec", ""),
             "notes": self.notes,
@@ -237,6 +241,9 @@ def _entry(entry: Any, at: str, origin: str) -> GPU:
     estimate = entry.get("estimate", False)
     if not isinstance(estimate, bool):
         raise ConfigError(f"{label}: field 'estimate' must be true or false")
+    unified = entry.get("unified_memory", False)
+    if not isinstance(unified, bool):
+        raise ConfigError(f"{label}: field 'unified_memory' must be true or false")
     marketing = entry.get("marketing_memory_gb")
     if marketing is not None:
         marketing = _positive(marketing, "marketing_memory_gb", label)
@@ -256,6 +263,7 @@ def _entry(entry: Any, at: str, origin: str) -> GPU:
         estimate=estimate,
         notes=notes.strip(),
         origin=origin,
+        unified_memory=unified,
     )
 
 

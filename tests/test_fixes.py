@@ -159,3 +159,17 @@ def test_the_larger_gpu_found_without_planning_the_small_ones_is_the_same(tmp_pa
     for name in ("vllm", "sglang"):
         monkeypatch.setattr(type(get_engine(name)), "weights_overflow", lambda self, plan, settings, total: False)
     assert kvplan.check(scripts).to_dict() == bounded
+
+
+def test_the_larger_gpu_is_never_one_whose_memory_is_the_hosts(tmp_path: Path) -> None:
+    """A deployment that needs ~100 GiB a GPU: the smallest catalog GPU above the RTX PRO 6000 by memory is the DGX
+    Spark's GB10 (119.70 GiB of LPDDR5X shared with the CPU), which is no server to move a deployment to."""
+    from kvplan.hardware import find_gpu, load_catalog
+
+    gb10 = find_gpu("GB10", load_catalog(None))
+    assert gb10.unified_memory and not find_gpu("H200", load_catalog(None)).unified_memory
+    dep = _check(tmp_path, "vllm serve meta-llama/Llama-3.1-70B --quantization fp8 --max-model-len 100000",
+                 "RTX-PRO-6000-Server")
+    larger = [f["value"] for f in dep["fixes"] if f["setting"] == "gpu"]
+    assert dep["status"] == "fail" and larger and "GB10" not in larger
+    assert find_gpu(larger[0], load_catalog(None)).memory_bytes > gb10.memory_bytes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -251,7 +252,10 @@ def test_gpus_command_json(capsys):
     assert h100["memory_bytes"] == 85_017_755_648
     assert set(h100) == {"name", "aliases", "vendor", "memory_bytes", "memory_gib", "memory_precision",
                          "marketing_memory_gb", "hbm_bandwidth_bytes_per_s", "bf16_dense_tflops",
-                         "estimate", "memory_source", "spec_source", "notes"}
+                         "estimate", "unified_memory", "memory_source", "spec_source", "notes"}
+    assert rows["GB10"]["unified_memory"] is True and h100["unified_memory"] is False
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "output.md").read_text()
+    assert all(f"`{key}`" in doc for key in h100)  # every field is documented
     assert "NVIDIA H100 80GB HBM3" in h100["aliases"]
 
 

@@ -85,7 +85,8 @@ def fixes(plan: Any, run: Callable[..., Any], serve: Any, tp: int, gpu: Any,
     if gpu is not None:
         from kvplan.hardware import load_catalog
 
-        bigger = sorted((g for g in load_catalog(None) if g.vendor == gpu.vendor and
+        # a device whose memory is the host's too (GB10) is no larger GPU to serve on: its free memory is the OS's
+        bigger = sorted((g for g in load_catalog(None) if g.vendor == gpu.vendor and not g.unified_memory and
                          g.memory_bytes > gpu.memory_bytes), key=lambda g: (g.memory_bytes, -(g.bandwidth or 0), g.name))
         planned.clear()  # the search's own plans: only the GPU differs from one to the next
         for g in bigger:
