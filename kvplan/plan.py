@@ -536,7 +536,8 @@ def _interval(eng: Any, layouts: Any, version: Any, budget: Any, demand: Demand,
             cap = _shared_capacity(eng, layouts, kv, version, budget, demand, cap, workload, prompt_len, dp)[0]
         concurrency = cap.max_concurrency if cap.concurrency_per_replica else cap.max_concurrency * dp
         ends.append({"kv_cache_bytes": kv, "kv_cache_tokens": cap.kv_cache_tokens, "max_batch": cap.max_batch * dp,
-                     "max_concurrency": round(concurrency, 4), "max_context": min(_context_of(cap.max_context, extra, held_cap), longest),
+                     "max_concurrency": round(concurrency, 4),
+                     "max_context": min(_context_of(cap.max_context, extra, held_cap), longest),
                      "fits": cap.fits})
     low, high = ends
     return {**{key: [low[key], high[key]] for key in low}, "error_fraction": [error.low, error.high],
