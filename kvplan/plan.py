@@ -446,10 +446,12 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
     layouts = _stage_layouts(eng, spec, dtype, version, options, pp)
     model_limit = context_limit(spec)
     limit = max(max_model_len, context, model_limit or 0) if model_limit else 1 << 26
-    # speculative slots: each running sequence holds them beyond its context, up to max_model_len
-    demand = Demand(max_model_len=max_model_len, context=min(context + extra, max(max_model_len, context)),
-                    batch=batch * workload.samples, limit=limit, gpu_name=hw.name,
-                    gpu_vendor=hw.vendor or "", speculative=sp, dp=dp)  # sequences, for the budget
+    held_cap = _held_cap(sp, max(max_model_len, context))
+    # speculative slots: each running sequence holds them beyond its context (up to max_model_len where the
+    # engine caps them there); the search for the longest context then reaches the limit plus the slots
+    demand = Demand(max_model_len=max_model_len, context=min(context + extra, held_cap),
+                    batch=batch * workload.samples, limit=limit + extra if held_cap == _UNCAPPED else limit,
+                    gpu_name=hw.name, gpu_vendor=hw.vendor or "", speculative=sp, dp=dp)  # sequences, for the budget
     budget = eng.budget(spec, hw.memory_bytes, tp, pp, version, demand, settings)
     kv = budget.kv_cache_bytes
     cap = eng.capacity(layouts, kv, version, budget, demand)
@@ -460,11 +462,15 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         cap, plain_batch, misfit = _shared_capacity(eng, layouts, kv, version, budget, demand, cap, workload,
                                                     prompt_len, dp)
     interval = _interval(eng, layouts, version, budget, demand, workload, prompt_len, dp, hw.memory_bytes,
-                         max(max_model_len, context)) if with_interval and budget.kv_error is not None else None
+                         max(max_model_len, context), extra, held_cap) \
+        if with_interval and budget.kv_error is not None else None
+    longest = _longest(cap.max_context, extra, held_cap)
+    if held_cap == _UNCAPPED:  # the search went limit + extra far: one sequence's longest stays within the limit
+        cap = replace(cap, max_model_len_fit=min(cap.max_model_len_fit, limit))
     assumptions = list(dict.fromkeys([*spec.assumptions, *eng.version_notes(version),
                                       *unstated_version(eng.title, engine_version, version_text), *budget.assumptions,
                                       *(a for lay in layouts for a in lay.assumptions), *tp_notes(spec, tp)]))
-    assumptions += _capacity_notes(hw, cap, settings, model_limit, limit)
+    assumptions += _capacity_notes(hw, cap, longest, settings, model_limit, limit)
     assumptions.extend(spec_notes)
     assumptions.extend(ep_notes)
     tier = eng.offload_tier(layouts, version, options, tp, demand, cap)  # a host-memory tier, when asked for
@@ -488,7 +494,7 @@ def plan(spec: ModelSpec, hw: GPU, *, tp: int, pp: int, dp: int, engine: str, en
         kv_dtype=dtype.name, per_gpu=per_gpu, items=budget.items, block_size=cap.block_size,
         num_blocks=cap.num_blocks, kv_cache_tokens=cap.kv_cache_tokens, max_model_len=max_model_len,
         context=context, batch=batch, max_concurrency=concurrency, max_batch=max_b * dp,
-        max_context=_longest(cap.max_context, extra, max(max_model_len, context)), fits=cap.fits, request_kv_bytes=cap.request_bytes,
+        max_context=longest, fits=cap.fits, request_kv_bytes=cap.request_bytes,
         max_model_len_fit=cap.max_model_len_fit,
         decode_step_seconds_min=decode_seconds, decode_tokens_per_second_max=decode_tps,
         engine_defaults=budget.defaults, assumptions=tuple(dict.fromkeys(assumptions)),
@@ -518,7 +524,8 @@ def _cached_layouts(key: tuple[Any, ...], eng: Any) -> tuple[Any, ...]:
 
 
 def _interval(eng: Any, layouts: Any, version: Any, budget: Any, demand: Demand, workload: Any,
-              prompt_len: int | None, dp: int, total_bytes: int, longest: int) -> dict[str, Any]:
+              prompt_len: int | None, dp: int, total_bytes: int, longest: int, extra: int,
+              held_cap: int) -> dict[str, Any]:
     """The plan's budget-resting figures at the two ends of the engine's KV memory for ~90 % of deployments
     (``GpuBudget.kv_error``): the same capacity rules run on each end."""
     error = budget.kv_error
@@ -529,7 +536,8 @@ def _interval(eng: Any, layouts: Any, version: Any, budget: Any, demand: Demand,
             cap = _shared_capacity(eng, layouts, kv, version, budget, demand, cap, workload, prompt_len, dp)[0]
         concurrency = cap.max_concurrency if cap.concurrency_per_replica else cap.max_concurrency * dp
         ends.append({"kv_cache_bytes": kv, "kv_cache_tokens": cap.kv_cache_tokens, "max_batch": cap.max_batch * dp,
-                     "max_concurrency": round(concurrency, 4), "max_context": min(cap.max_context, longest),
+                     "max_concurrency": round(concurrency, 4),
+                     "max_context": min(_context_of(cap.max_context, extra, held_cap), longest),
                      "fits": cap.fits})
     low, high = ends
     return {**{key: [low[key], high[key]] for key in low}, "error_fraction": [error.low, error.high],
@@ -622,7 +630,8 @@ def _shared_capacity(eng: Any, layouts: Any, kv: int, version: Any, budget: Any,
     return cap, plain_batch, misfit
 
 
-def _capacity_notes(hw: GPU, cap: Any, settings: Settings, model_limit: int | None, limit: int) -> list[str]:
+def _capacity_notes(hw: GPU, cap: Any, longest: int, settings: Settings, model_limit: int | None,
+                    limit: int) -> list[str]:
     notes = []
     if hw.estimate or hw.memory_precision != "exact":
         precision = f" ({hw.memory_precision})" if hw.memory_precision != "exact" else ""
@@ -630,7 +639,7 @@ def _capacity_notes(hw: GPU, cap: Any, settings: Settings, model_limit: int | No
                      f"{'an estimate' if hw.estimate else 'rounded'}{precision}")
     notes.extend(cap.assumptions)
     notes.extend(given_kv_notes(settings))
-    if model_limit and cap.max_context == limit and limit == model_limit:
+    if model_limit and longest == limit and limit == model_limit:
         notes.append(f"the longest context is capped at the model's limit, {model_limit:,} tokens")
     return notes
 
@@ -689,12 +698,33 @@ def _request_misfit(workload: Any, context: int, kv_bytes: int, plain_sequences:
             f"fit with nothing shared): {lower}")
 
 
+_UNCAPPED = 1 << 62
+
+
+def _held_cap(sp: Any, max_len: int) -> int:
+    """The most tokens one sequence holds, speculative slots included: ``max_len`` (max_model_len, or the
+    context where longer) where the engine caps the slots there (vLLM ``KVCacheManager.allocate_slots``:
+    computed + new + lookahead tokens, at most max_model_len), no cap where its tables have room for the slots
+    past it. TensorRT-LLM (``tensorrt_llm/_torch/pyexecutor/py_executor_creator.py``) gives its
+    ``KVCacheManager`` max_seq_len + ``get_num_extra_kv_tokens`` + the draft tokens (its max_blocks_per_seq),
+    and ``KVCacheManager.prepare_resources`` (``resource_manager.py``) adds every draft token's slot, the
+    n-gram drafter padding its list to max_draft_len; SGLang's req_to_token rows are context_len + 4 + the
+    draft tokens (``ModelRunner`` ``extra_max_context_len``). A plan without speculation has no slots."""
+    return max_len if sp is None or sp.capped_at_max_model_len else _UNCAPPED
+
+
 def _longest(pool_context: int, extra: int, held_cap: int) -> int:
     """The longest context at batch 1 when each sequence holds ``extra`` speculative slots beyond it, up to
     ``held_cap`` tokens in all (the cap ``Demand`` applies; vLLM ``KVCacheManager.allocate_slots`` caps
     computed + new + lookahead tokens at max_model_len): a context that reaches the cap holds no slot
     beyond it, so a pool that holds the cap serves it whatever k is."""
     return pool_context if pool_context >= held_cap else max(0, pool_context - extra)
+
+
+def _context_of(pool_context: int, extra: int, held_cap: int) -> int:
+    """The interval's longest context: as before for capped engines (the held count, capped by the caller), the
+    held count less the slots where every sequence holds them."""
+    return pool_context if held_cap < _UNCAPPED else max(0, pool_context - extra)
 
 
 def decode_weights(spec: ModelSpec, weights_bytes: int, batch: int) -> tuple[int, str]:

@@ -133,6 +133,22 @@ def test_speculative_slots_and_the_longest_context_agree(gpu, k):
     assert spec.max_context <= plain.max_context
 
 
+@pytest.mark.parametrize("engine", ["trtllm", "sglang"])
+def test_speculative_slots_past_max_model_len_where_the_engine_holds_them(engine):
+    """TensorRT-LLM gives its KVCacheManager max_seq_len + the draft slots (py_executor_creator.py) and adds them
+    at every step (prepare_resources); SGLang's req_to_token rows are context_len + 4 + the draft tokens: a
+    sequence of max_model_len holds its k slots too, where vLLM caps them (the test above). max-batch counted
+    max_model_len only and answered a batch whose bytes, as estimate counts them, overflow the pool."""
+    from kvplan import estimate, max_batch
+
+    model = "deepseek-ai/DeepSeek-V2-Lite"  # 46 and 38 sequences of 32k: 1k slots each are one more sequence
+    options = {"speculative_method": "ngram", "num_speculative_tokens": 1024}
+    plan = max_batch(model, gpu="H100-80GB", max_model_len=32768, engine=engine, **options)
+    rows = estimate(model, batches=[plan.max_batch, plan.max_batch + 1], engine=engine, contexts=[32768],
+                    **options).rows
+    assert rows[0].kv_bytes <= plan.per_gpu.kv_cache_bytes < rows[1].kv_bytes
+
+
 WORKLOADS = {
     "plain": ({}, {}),
     "prefix": ({"shared_prefix": 8192}, {}),

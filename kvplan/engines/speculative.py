@@ -65,6 +65,11 @@ class SpeculativeLayout:
     extra_tokens: int
     """Slots each running sequence holds beyond its context (draft tokens being verified, lookahead)."""
     notes: tuple[str, ...]
+    capped_at_max_model_len: bool = False
+    """True where the engine stops a sequence's slots at max_model_len, so one that reaches it holds none beyond
+    (vLLM ``KVCacheManager.allocate_slots``); False where the engine sizes each sequence's table for
+    max_model_len plus the slots and adds them at every step, so a sequence of max_model_len holds them too
+    (TensorRT-LLM, SGLang, transformers: the rule in each engine's ``speculative.py``)."""
     target: ModelSpec | None = None
     """The model without the draft, where an engine's budget or pool treats the draft apart (SGLang
     before 0.5.14 sized the draft's pool outside the target's); its layers come first in ``spec``."""

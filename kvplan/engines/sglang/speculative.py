@@ -22,7 +22,9 @@ Rules read in sglang 0.5.14 and 0.5.23 (the PyPI wheels), ``python/sglang/srt/``
   unset, ``_auto_choose_speculative_params`` picks (steps, topk, draft tokens) = (5, 4, 8) for Llama
   (``LlamaForCausalLM``) and (3, 1, 4) otherwise (before 0.5.8: (5, 4, 8) for architectures outside
   its list, said); NGRAM verifies ``speculative_num_draft_tokens`` (12 by
-  default, ``_handle_ngram``) tokens per request.
+  default, ``_handle_ngram``) tokens per request. A request of context_len holds them too
+  (``SpeculativeLayout.capped_at_max_model_len`` False): ``ModelRunner`` makes the req_to_token rows
+  ``context_len + extra_max_context_len`` long, 4 + ``speculative_num_draft_tokens``.
 - Before 0.5.14 (read in 0.5.3, 0.5.6, 0.5.8, 0.5.13; ``draft_apart``): the target worker sized its pool
   before the draft worker was built (``Scheduler.init_model_worker``), so the token count left the
   draft's layers and weights out, and ``ServerArgs._handle_gpu_memory_settings`` reserved 2 GiB (EAGLE

@@ -13,6 +13,12 @@ Rules (NVIDIA/TensorRT-LLM, ``tensorrt_llm/_torch/``; read in several 1.x versio
   slot for each of the request's draft tokens (``max_draft_len``) after its context and on every
   generation step; rejected ones are rewound. A sequence of ``context`` tokens holds
   ``context + 2 x max_draft_len - 1`` slots (one-model), ``context + max_draft_len`` (two-model, n-gram).
+  A sequence of max_seq_len holds them too (``SpeculativeLayout.capped_at_max_model_len`` False):
+  ``create_py_executor`` (``pyexecutor/py_executor_creator.py``) gives the ``KVCacheManager`` max_seq_len +
+  ``get_num_extra_kv_tokens`` + ``max_total_draft_tokens`` (+ 1 + the draft tokens again with the overlap
+  scheduler) while requests are held to the user's (``net_max_seq_len``), and the n-gram drafter pads its
+  list to max_draft_len (``speculative/ngram.py``). The capacity scheduler's reservation
+  (``KVCacheManager.get_needed_resource_to_completion``) counts prompt + max_new_tokens only.
 - MTP: ``max_draft_len`` is the MTP config's ``num_nextn_predict_layers`` (``update_spec_config_from_model_config``),
   the checkpoint's MTP layers (``ModelSpec.mtp_layers``; a model that ships none is refused).
   A checkpoint with one MTP layer runs MTP-Eagle one-model (``MTPDecodingConfig.spec_dec_mode``), and

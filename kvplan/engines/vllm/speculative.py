@@ -63,7 +63,7 @@ def speculate(spec: ModelSpec, speculation: Speculation) -> SpeculativeLayout:
                  + (f" + {lookahead} lookahead for the proposer's KV)" if lookahead else ")"))
     if speculation.method == "ngram":
         notes.append("n-gram proposals use no model and no KV cache")
-        return SpeculativeLayout(spec, k + lookahead, tuple(notes))
+        return SpeculativeLayout(spec, k + lookahead, tuple(notes), capped_at_max_model_len=True)
     if speculation.method == "mtp":
         last = spec.layers[-1]
         if not last.attends_all:
@@ -73,7 +73,8 @@ def speculate(spec: ModelSpec, speculation: Speculation) -> SpeculativeLayout:
         notes.append(f"MTP: {count} layer(s) caching like the model's {last.kind} layers join the KV pool")
         # the MTP proposer loads the layers the main model skipped (spec_decode/eagle.py load_model)
         loaded = with_mtp_weights(spec, "vLLM's MTP proposer", notes)
-        return SpeculativeLayout(replace(loaded, layers=layers), k + lookahead, tuple(notes))
+        return SpeculativeLayout(replace(loaded, layers=layers), k + lookahead, tuple(notes),
+                                 capped_at_max_model_len=True)
     draft = speculation.draft
     assert draft is not None
     weights = None
@@ -86,4 +87,4 @@ def speculate(spec: ModelSpec, speculation: Speculation) -> SpeculativeLayout:
                  f"size, cache dtype and tensor-parallel size; its weights ({(draft.weights_bytes or 0) / 2**30:.2f} "
                  "GiB) are in the budget, its activations are not")
     combined = replace(spec, layers=(*spec.layers, *draft.layers), weights_bytes=weights)
-    return SpeculativeLayout(combined, k + lookahead, tuple(notes))
+    return SpeculativeLayout(combined, k + lookahead, tuple(notes), capped_at_max_model_len=True)
