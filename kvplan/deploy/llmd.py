@@ -25,7 +25,6 @@ environment (``parallelismEnv``): ``$(TP_SIZE)`` in a custom command reads them.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value

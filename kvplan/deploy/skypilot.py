@@ -12,7 +12,6 @@ count: ``H100:8``, ``A100`` (one), ``{H100: 8}``, or a set of alternatives (``{H
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kvplan.deploy.deployment import Deployment, Value
