@@ -140,3 +140,21 @@ def test_the_gpu_a_vllm_log_names_is_in_the_catalog(device: str, canonical: str)
             f"/x/E=128,N=768,device_name={device}.json for MoE layer.\n")
     log = parse_text(text, engine="vllm")
     assert find_gpu(str(log.settings.gpu_name), load_catalog()).name == canonical
+
+
+def test_b300_plans_at_tp_8_hold_the_nvswitch_buffers_b200_does() -> None:
+    """HGX B300 / GB300 are B200's NVSwitch systems: vLLM computes its FlashInfer all-reduce workspace there (SM 10.3
+    row of its own table) and SGLang charges the NVSwitch start-up size, as on B200; a PCIe card charges neither."""
+    from kvplan import max_batch
+    from kvplan.engines.sglang.fitted import NVSWITCH_GPUS
+    from kvplan.engines.vllm.collectives import MULTICAST_GPUS
+
+    assert MULTICAST_GPUS["B300-288GB"] == MULTICAST_GPUS["GB300"] == 103
+    assert all(any(key in name for key in NVSWITCH_GPUS) for name in ("B300-288GB", "GB300", "B200-180GB"))
+
+    def non_torch(engine: str, gpu: str) -> int:
+        plan = max_batch("meta-llama/Llama-3.1-70B", gpu=gpu, tp=8, engine=engine)
+        return next(item.bytes for item in plan.items if item.name == "non_torch")
+
+    assert non_torch("vllm", "B300") > non_torch("vllm", "RTX-PRO-6000-Server")
+    assert non_torch("sglang", "B300") == non_torch("sglang", "B200") > non_torch("sglang", "RTX-PRO-6000-Server")

@@ -25,7 +25,8 @@ GIB = 1 << 30
 
 # GPUs whose tp > 1 start-up holds NCCL / RCCL and all-reduce buffers before SGLang's first reading: NVSwitch
 # boards, and AMD Instinct boards (xGMI; Kimi-K2.5 on MI355X tp 8, 0.5.8: 4.45 GiB in use at load begin)
-NVSWITCH_GPUS = ("H100-SXM", "H200", "H20-", "B200", "GB200", "MI300X", "MI325X", "MI355X")
+# B300 (HGX B300, and GB300 by the same name's tail): B200's NVSwitch system with the SM 10.3 die (inferred: no log)
+NVSWITCH_GPUS = ("H100-SXM", "H200", "H20-", "B200", "GB200", "B300", "MI300X", "MI325X", "MI355X")
 
 
 @dataclass(frozen=True)  # kvplan.record's: importing the standard dataclasses costs a check ~10 ms

@@ -71,7 +71,10 @@ MIB = 1 << 20
 # on HGX boards) -> compute capability. H100 PCIe / H100 NVL (NVLink bridge pairs) and GH200 have no NVSwitch
 # multicast; A100 (SM 8.0) none at all.
 MULTICAST_GPUS = {"H100-SXM-80GB": 90, "H800-SXM-80GB": 90, "H200-141GB": 90, "H20-96GB": 90, "H20-141GB": 90,
-                  "B200-180GB": 100, "GB200": 100}
+                  "B200-180GB": 100, "GB200": 100,
+                  # HGX B300 and GB300 NVL72 are B200's / GB200's NVLink 5 NVSwitch systems with the SM 10.3 die
+                  # (FUSION_MAX_SIZE_MB's 103 row is vLLM's own for them); multicast inferred from that design
+                  "B300-288GB": 103, "GB300": 103}
 # SM 9.0 / 10.x GPUs without NVSwitch multicast: FlashInfer >= 0.6.15 builds the workspace on them too
 SM90_100_NO_MULTICAST = {"H100-PCIe-80GB": 90, "H100-NVL-94GB": 90, "GH200-96GB": 90}
 
