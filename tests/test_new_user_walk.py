@@ -147,6 +147,9 @@ def test_speculative_slots_past_max_model_len_where_the_engine_holds_them(engine
     rows = estimate(model, batches=[plan.max_batch, plan.max_batch + 1], engine=engine, contexts=[32768],
                     **options).rows
     assert rows[0].kv_bytes <= plan.per_gpu.kv_cache_bytes < rows[1].kv_bytes
+    # one request of max_model_len: its slots counted too (it was 32,768 tokens' bytes, under what the engine holds)
+    one = estimate(model, batches=[1], engine=engine, contexts=[32768], **options).rows[0]
+    assert plan.request_kv_bytes == one.kv_bytes
 
 
 WORKLOADS = {

@@ -42,6 +42,13 @@ class Demand:
     dp: int = 1
     """Data-parallel replicas (vLLM builds its all-reduce fusion workspace only at DP 1)."""
 
+    @property
+    def request_tokens(self) -> int:
+        """The slots one request of max_model_len holds: its speculative slots too where the engine holds them past
+        max_model_len (``SpeculativeLayout.capped_at_max_model_len``; plan.py ``_held_cap``)."""
+        sp = self.speculative
+        return self.max_model_len + (sp.extra_tokens if sp is not None and not sp.capped_at_max_model_len else 0)
+
 
 @dataclass(frozen=True)
 class KvCapacity:

@@ -50,7 +50,7 @@ def byte_pool_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, demand: De
     one = _near(lambda c: needed(c, 1), kv_bytes, demand.max_model_len)
     longest = max_ctx if demand.batch == 1 and workload is None else min(
         demand.limit, largest(lambda c: needed(c, 1) <= kv_bytes, one))
-    request_bytes = needed(demand.max_model_len, 1)
+    request_bytes = needed(demand.request_tokens, 1)
     tokens = largest(lambda n: needed(n, 1) <= kv_bytes, one)
     if concurrency_from_tokens:
         concurrency = tokens / demand.max_model_len

@@ -118,7 +118,7 @@ class SGLangEngine(EngineDefaults):
             notes = (*notes, mamba.SPECULATIVE_NOTE)
         cap = byte_pool_capacity(mamba.token_layouts(layouts), cut.token_bytes, demand,
                                  concurrency_from_tokens=True, sharing=self.sharing, assumptions=(*notes, cut.rule))
-        whole = max(layout.total_bytes(demand.max_model_len, 1) for layout in layouts)
+        whole = max(layout.total_bytes(demand.request_tokens, 1) for layout in layouts)
         running = cut.max_running_requests
         return replace(cap, max_concurrency=min(cap.max_concurrency, running), max_batch=min(cap.max_batch, running),
                        max_context=cap.max_context if demand.batch <= running else 0, request_bytes=whole,
