@@ -216,6 +216,15 @@ def checked_kv_tokens(path: Path) -> int:
     return int((doc["deployments"][0] if "deployments" in doc else doc)["kv_cache_tokens"])
 
 
+def k8s_h100(containers: str, name: str = "llm") -> str:
+    """A Kubernetes Deployment scheduled on H100-80GB nodes, its pod's ``containers:`` list given as written (each
+    line indented for it: ``      - name: vllm``)."""
+    return ("apiVersion: apps/v1\nkind: Deployment\n"
+            f"metadata: {{name: {name}}}\n"
+            "spec:\n  template:\n    spec:\n      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}\n"
+            "      containers:\n" + containers)
+
+
 class Terminal(io.StringIO):
     """An output stream that says it is a terminal (rich's path, not the plain writer's)."""
 

@@ -20,6 +20,7 @@ from kvplan.dtypes import resolve_kv_dtype
 from kvplan.engines import get_engine, parse_version
 from kvplan.engines.protocol import Demand, make_engine_options
 from kvplan.engines.vllm.pinned import pinned_allocation_bytes
+from conftest import k8s_h100
 
 GIB = 1 << 30
 CASES = {c["id"]: c for c in yaml.safe_load(
@@ -132,20 +133,12 @@ def test_each_pipeline_stage_allocates_its_own_tensor():
 
 def _deployment(tmp_path: Path, version: str, memory: str):
     path = tmp_path / f"k8s-{version}.yaml"
-    path.write_text(f"""apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: llm}}
-spec:
-  template:
-    spec:
-      nodeSelector: {{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}}
-      containers:
-      - name: vllm
+    path.write_text(k8s_h100(f"""      - name: vllm
         image: vllm/vllm-openai:v{version}
         args: ["meta-llama/Llama-3.1-8B", "--max-model-len", "32768", "--kv-offloading-size", "80", "-tp", "2"]
         resources:
           limits: {{nvidia.com/gpu: 2, memory: {memory}}}
-""")
+"""))
     report = check([str(path)])
     return report.deployments[0]
 

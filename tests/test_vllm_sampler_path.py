@@ -16,7 +16,7 @@ from kvplan.budgets.base import Settings
 from kvplan.plan import CapacityPlan
 from kvplan.errors import UsageError
 
-from conftest import checked_kv_tokens
+from conftest import checked_kv_tokens, k8s_h100
 
 DATA = Path(__file__).parent / "data"
 QWEN8 = "Qwen/Qwen3-8B"  # bundled; vocabulary 151,936
@@ -193,15 +193,7 @@ def test_rocm_gpus_sort_where_cuda_takes_flashinfer() -> None:
     assert sampler.default((0, 12, 0), 1024) == "sort" and sampler.default((0, 19, 0), 1024) == "triton"
 
 
-K8S = """apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: qwen}}
-spec:
-  template:
-    spec:
-      nodeSelector: {{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}}
-      containers:
-      - name: vllm
+K8S_CONTAINER = """      - name: vllm
         image: {image}
         args: ["--model", "Qwen/Qwen3-8B", "--max-model-len", "40960"]
 {env}        resources: {{limits: {{nvidia.com/gpu: 1}}}}
@@ -223,8 +215,9 @@ def test_check_plans_flashinfer_for_vllm_s_own_image(tmp_path: Path, form: str) 
     # vLLM's vllm/vllm-openai image installs flashinfer (flags.py image_settings): 0.9 - 0.11.0 take its path
     def tokens(image: str, env: str = "") -> int:
         if form == "k8s":
-            text = K8S.format(image=image, env=f"        env: [{{name: VLLM_USE_FLASHINFER_SAMPLER, value: '{env}'}}]\n"
-                              if env else "")
+            text = k8s_h100(K8S_CONTAINER.format(
+                image=image, env=f"        env: [{{name: VLLM_USE_FLASHINFER_SAMPLER, value: '{env}'}}]\n" if env else ""),
+                name="qwen")
             path = tmp_path / "deployment.yaml"
         else:
             text = COMPOSE.format(image=image, env=f"    environment: {{VLLM_USE_FLASHINFER_SAMPLER: '{env}'}}\n"

@@ -65,11 +65,11 @@ class SGLangEngine(EngineDefaults):
     def weights_overflow(self, plan: Any, settings: Settings, total_bytes: int) -> bool:
         """budget.py: KV memory = free - weights - int(free x (1 - fraction)), free = total - CUDA context - other
         processes <= total (none of it read from the KV dtype), at most free x fraction - weights + 1 where free >= 0
-        and below 0 where it is not. With
-        the fraction given (at most 1), the plan's fraction (SGLang's own factors on it: the model, release and
-        vendor's, never the GPU's) holds on every GPU, so weights over total x fraction (+ 1 MiB for rounding) leave
-        less than 0 bytes, which no request fits (token_pool.py; a hybrid model's token pool is then empty). Not
-        with speculation: before 0.5.7 the pool grows by the draft's headroom; nor with a KV memory given."""
+        and below 0 where it is not. With the fraction given (at most 1), the plan's fraction (SGLang's own factors
+        on it: the model, release and vendor's, never the GPU's) holds on every GPU, so weights over total x fraction
+        (+ 1 MiB for rounding) leave less than 0 bytes, which no request fits (token_pool.py; a hybrid model's token
+        pool is then empty). Not with speculation (before 0.5.7 the pool grows by the draft's headroom), nor with a
+        KV memory given."""
         if settings.kv_cache_memory_bytes is not None or settings.mem_fraction_static is None \
                 or plan.speculation is not None:
             return False

@@ -86,11 +86,10 @@ class VLLMEngine(EngineDefaults):
 
     def weights_overflow(self, plan: Any, settings: Settings, total_bytes: int) -> bool:
         """budget.py: KV memory = ceil(total x utilization) - weights - activation - non_torch - CUDA graphs (- other
-        processes), none of it read from the KV dtype, the utilization the plan's (given, or the release's default:
-        no GPU changes it) and the rest
-        never negative (Settings refuses a negative measured item), so weights of at least ceil(total x
-        utilization) leave none, and admission.py fits only a pool of more than 0 bytes; a KV memory given
-        (--kv-cache-memory) does not look at the GPU's memory."""
+        processes), none of it read from the KV dtype; the utilization is the plan's (given, or the release's
+        default: no GPU changes it) and the rest is never negative (Settings refuses a negative measured item), so
+        weights of at least ceil(total x utilization) leave none, and admission.py fits only a pool of more than 0
+        bytes. A KV memory given (--kv-cache-memory) does not look at the GPU's memory."""
         if settings.kv_cache_memory_bytes is not None:
             return False
         util = plan.engine_defaults.get("gpu_memory_utilization")
