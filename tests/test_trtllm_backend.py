@@ -59,9 +59,11 @@ def test_pytorch_before_1_0_plans_the_1_0_rule_without_engine_buffers():
     # the same rule as 1.0's default, less the CUDA graphs 1.0 captures by default before the estimation (warmup.py)
     assert pytorch.per_gpu.cudagraph_bytes == 0 < new.per_gpu.cudagraph_bytes
     assert pytorch.per_gpu.activation_bytes == new.per_gpu.activation_bytes
+    table = next(i.bytes for i in new.items if i.name == "block_offsets")  # the same in both (warmup.py)
+    assert table == next(i.bytes for i in pytorch.items if i.name == "block_offsets")
     fraction = new.per_gpu.kv_cache_bytes / (new.per_gpu.budget_bytes - new.per_gpu.weights_bytes
                                              - new.per_gpu.activation_bytes - new.per_gpu.cudagraph_bytes
-                                             - new.per_gpu.non_torch_bytes)
+                                             - table - new.per_gpu.non_torch_bytes)
     assert pytorch.per_gpu.kv_cache_bytes - new.per_gpu.kv_cache_bytes == \
         pytest.approx(fraction * new.per_gpu.cudagraph_bytes, abs=2)
     assert engine.per_gpu.kv_cache_bytes < pytorch.per_gpu.kv_cache_bytes  # runtime buffers and decoder subtracted
@@ -71,7 +73,8 @@ def test_case_6294_budget_by_hand():
     # trtllm-6294-llama31-8b-fp8-h100-bench-f080 (tests/data/engine_logs_issue21f.yaml): 0.20.0, --backend pytorch.
     # TensorRT-LLM 0.20 tensorrt_llm/_torch/pyexecutor/_util.py cal_max_tokens:
     #   available = (total - peak + the dry run's KV) x fraction, the peak = torch's peak (weights + dry-run KV +
-    #   warm-up activations) + memory outside torch; kvplan: fraction x (total - weights - activation - 0.6 GiB).
+    #   warm-up activations) + memory outside torch; kvplan: fraction x (total - weights - activation - block-offset
+    #   table - 0.6 GiB).
     weights, fraction, tokens, seqs = round(8.46 * GIB), 0.8, 23552, 4096
     plan = max_batch("meta-llama/Llama-3.1-8B-Instruct", gpu="H100-SXM-80GB", engine="trtllm", engine_version="0.20.0",
                      max_model_len=157, settings=Settings(weights_bytes=weights, free_gpu_memory_fraction=fraction,
@@ -86,7 +89,11 @@ def test_case_6294_budget_by_hand():
     act, _ = activation_bytes(load_model("meta-llama/Llama-3.1-8B-Instruct"), tokens, 1, 151)
     act += (32 << 20) + tokens * (4096 * 2 + 8)
     assert spec.activation_bytes == act and spec.non_torch_bytes == CONTEXT_BYTES and spec.cudagraph_bytes == 0
-    assert spec.kv_cache_bytes == int((plan.gpu_total_bytes - weights - act - CONTEXT_BYTES) * fraction)
+    # the attention metadata's KV block-offset table: 4,096 sequences x K/V x 5 blocks ("Max KV cache pages per
+    # sequence: 5 [window size=157]") x int32
+    table = 4096 * 2 * 5 * 4
+    assert next(i.bytes for i in plan.items if i.name == "block_offsets") == table
+    assert spec.kv_cache_bytes == int((plan.gpu_total_bytes - weights - act - table - CONTEXT_BYTES) * fraction)
     # the log's pool (52.51 GiB) is trtllm-bench's max_tokens cap (860,308 tokens, "The smaller value will be used"):
     # the fraction's own pool is at least that large
     assert spec.kv_cache_bytes >= 52.51 * GIB

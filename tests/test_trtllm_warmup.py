@@ -3,11 +3,13 @@ dummy context requests and the CUDA-graph pool captured before the estimation (d
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kvplan.budgets import Settings
 from kvplan.budgets.base import activation_bytes
-from kvplan.engines.trtllm.warmup import DryRun, attention_workspace
+from kvplan.engines.trtllm.warmup import DryRun, attention_workspace, block_offset_table, kv_pools
 from kvplan.plan import max_batch
 from kvplan.sources.resolve import load_model
 
@@ -46,9 +48,35 @@ def test_the_plan_subtracts_the_graph_pool_at_1_x():
     plan = max_batch("Qwen/Qwen3-0.6B", gpu="H100-SXM-80GB", engine="trtllm", engine_version="1.2.1",
                      settings=Settings(free_gpu_memory_fraction=0.9))
     g = plan.per_gpu
+    table = next(i.bytes for i in plan.items if i.name == "block_offsets")
     assert g.cudagraph_bytes > 0
     assert g.kv_cache_bytes == int((g.budget_bytes - g.weights_bytes - g.activation_bytes - g.cudagraph_bytes
-                                    - g.non_torch_bytes) * 0.9)
+                                    - table - g.non_torch_bytes) * 0.9)
+
+
+def test_block_offset_table_is_the_logged_blocks_per_sequence_times_the_rows():
+    # trtllm-lm7-smollm2-135m-rtx4070super-121-f090 (tests/data/engine_logs_issue21i.yaml), --max_seq_len 2048:
+    # "Max KV cache blocks per sequence: 65 [window size=2049], tokens per block=32"; max_batch_size 2,048 (default)
+    smollm = Path(__file__).parent / "data" / "hf_configs_transcribed" / "HuggingFaceTB__SmolLM2-135M-Instruct.json"
+    table = block_offset_table(load_model(str(smollm)), 2048, None, 1)
+    assert (table.name, table.tag) == ("block_offsets", "computed")
+    assert table.bytes == 1 * 2048 * 2 * 65 * 4
+
+
+@pytest.mark.parametrize(("seq", "batch", "beams", "expected"), [
+    (40960, None, 1, 2048 * 2 * 1281 * 4),  # Qwen3's 40,960 positions: 1,281 blocks of 32 (20 MiB)
+    (131072, 64, 1, 64 * 2 * 4097 * 4),  # the rows are max_batch_size x beams
+    (2048, 8, 4, 32 * 2 * 65 * 4),
+])
+def test_block_offset_table_grows_with_the_sequence_and_the_batch(seq, batch, beams, expected):
+    assert block_offset_table(load_model("Qwen/Qwen3-0.6B"), seq, batch, beams).bytes == expected
+
+
+def test_block_offset_table_has_a_pool_per_window():
+    spec = load_model("google/gemma-3-1b-it")  # sliding 512 and full layers: two pools
+    assert kv_pools(spec, 32768) == 2
+    assert kv_pools(spec, 512) == 1  # a window as long as the sequence shares the full pool
+    assert block_offset_table(spec, 32768, 1, 1).bytes == 2 * 1 * 2 * 1025 * 4
 
 
 def test_attention_workspace_is_the_logged_one_less_its_small_buffers():

@@ -4,7 +4,8 @@ buffers.
 The PyTorch backend (the default from 1.0, ``--backend pytorch`` from 0.17: variant.py):
 docs/source/reference/memory.md and ``KvCacheCreator`` (tensorrt_llm/_torch/pyexecutor/_util.py): the KV cache takes ``fraction x (total - peak memory after a warm-up
 of max_num_tokens)``; the peak's terms, as the code gives them, in warmup.py (the dry run's forward and logits, the
-CUDA-graph pool from 1.0); the memory outside torch is the assumed ``non_torch`` item.
+CUDA-graph pool from 1.0, the attention metadata's KV block-offset table); the memory outside torch is the assumed
+``non_torch`` item (what the code puts there and why none of it is sized by the model or the settings: warmup.py).
 
 The C++ runtime of a prebuilt TensorRT engine (the default before 1.0): the fraction takes the
 memory free after the engine's weights, its execution context, the runtime buffers and the decoder
@@ -72,11 +73,13 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
                 "context is kvplan's estimate unless given, its runtime buffers and decoder follow max_batch_size "
                 "(--max-num-seqs) and max_seq_len (--max-model-len) of the build", *built, *copied)
     else:
-        from kvplan.engines.trtllm.warmup import DryRun
+        from kvplan.engines.trtllm.warmup import DryRun, block_offset_table
 
-        # KvCacheCreator's peak: the estimation dry run and the CUDA graphs captured before it (warmup.py)
+        # KvCacheCreator's peak: the estimation dry run and the CUDA graphs captured before it, and the executor's
+        # KV block-offset table, a torch buffer inside the peak (warmup.py)
         run = DryRun.of(tokens, demand.max_model_len, version, settings.max_num_seqs)
-        items = [weights, *run.items(spec, tp)]
+        table = block_offset_table(spec, demand.max_model_len, settings.max_num_seqs, demand.beam_width)
+        items = [weights, *run.items(spec, tp), table]
         what = "memory free after warm-up"
         said = ("TensorRT-LLM's warm-up peak is kvplan's estimate",)
     items.append(MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context, cuBLAS, NCCL"))

@@ -34,6 +34,16 @@ are not printed by the index: the 1.0 - 1.2 lines all read so):
   tests/data/engine_logs_issue21g.yaml: gpt-oss-120b, 8,192 tokens, 64 x 64 query: "increase the size from 0 bytes
   to 100738816 bytes" = 33,554,432 + 67,108,864 + 65,536 + 9,984 B of small buffers and alignment).
 
+- ``tensorrt_llm/_torch/attention_backend/trtllm.py`` ``TrtllmAttentionMetadata.__post_init__`` (3771944625,
+  51955176560, 55410938029): the executor's metadata holds a device KV block-offset table, int32
+  ``[num_pools, max_num_sequences, 2, max_blocks_per_seq]`` (``get_empty(..., cache_name="kv_cache_block_offsets")``),
+  a torch tensor created with the executor, so inside the measured peak (the weights' reading "inside torch"). Its rows
+  are max_batch_size x beams (2,048 by default), its columns the KV manager's blocks per sequence: the one table is as
+  wide as the widest window (``getOffsetTableDimensions``, kvCacheManager.h), ``ceil((max_seq_len + 1) / 32)`` (the
+  logs' "Max KV cache blocks per sequence: 65 [window size=2049]" at --max_seq_len 2048). 20 MiB at 40,960 tokens,
+  64 MiB at 131,072, 512 MiB at 1M: it grows with max_seq_len. The CUDA graphs' own metadata (batch <= 128 rows
+  each) and a separate draft table are not planned.
+
 Not derivable from the code: the memory outside torch (CUDA context, cuBLAS / cuBLASLt handles, the kernel modules
 TensorRT-LLM loads, NCCL at tp > 1): budget.py's assumed ``non_torch`` item.
 """
@@ -41,6 +51,7 @@ TensorRT-LLM loads, NCCL at tp > 1): budget.py's assumed ``non_torch`` item.
 from __future__ import annotations
 
 from kvplan.budgets.base import MemoryItem, activation_bytes
+from kvplan.engines.trtllm.layout import DEFAULT_TOKENS_PER_BLOCK
 from kvplan.engines.version import Version
 from kvplan.record import dataclass
 from kvplan.spec import KVAttention, ModelSpec
@@ -50,6 +61,7 @@ CUDA_GRAPH_MAX_BATCH = 128  # CudaGraphConfig.max_batch_size 0 -> 128 (llm_args.
 DEFAULT_MAX_BATCH = 2048  # the LLM API's / trtllm-serve's max_batch_size default in the PyTorch flow
 CUBLAS_WORKSPACE = 32 << 20  # CUBLAS_WORKSPACE_SIZE: the context workspace's first buffer (attentionOp.cpp)
 TOKENS_INFO_BYTES = 8  # int2 (batch index, position) per token (attentionOp.cpp tokens_info_size)
+OFFSET_BYTES = 4  # the block-offset table is int32 (trtllm.py kv_cache_block_offsets)
 
 
 def attention_workspace(spec: ModelSpec, tokens: int, tp: int) -> tuple[int, str]:
@@ -62,6 +74,29 @@ def attention_workspace(spec: ModelSpec, tokens: int, tp: int) -> tuple[int, str
     size = CUBLAS_WORKSPACE + tokens * (width * spec.dtype_bytes + TOKENS_INFO_BYTES)
     return size, (f"attention workspace 32 MiB (cuBLAS) + {tokens:,} tokens x ({width:,} query x "
                   f"{spec.dtype_bytes} B + {TOKENS_INFO_BYTES} B)")
+
+
+def kv_pools(spec: ModelSpec, max_seq_len: int) -> int:
+    """The KV manager's pools: one per attention window and KV-head count (``WindowBlockManager``'s pools per
+    window, kvCacheManager.cpp); windows at least as long as the sequence share the full-attention pool."""
+    keys = set()
+    for layer in spec.layers:
+        if getattr(layer, "caches_tokens", False):
+            span = getattr(layer, "span", None)
+            keys.add((span if span is not None and span < max_seq_len else None, getattr(layer, "kv_heads", 1)))
+    return len(keys)
+
+
+def block_offset_table(spec: ModelSpec, max_seq_len: int, max_batch: int | None, beams: int,
+                       tokens_per_block: int = DEFAULT_TOKENS_PER_BLOCK) -> MemoryItem:
+    """The attention metadata's device KV block-offset table (trtllm.py ``TrtllmAttentionMetadata``): int32
+    ``[pools, max_batch_size x beams, 2, blocks per sequence]``; the KV manager's sequence is max_seq_len + 1."""
+    rows = (max_batch or DEFAULT_MAX_BATCH) * max(1, beams)
+    blocks = -(-(max_seq_len + 1) // tokens_per_block)
+    pools = kv_pools(spec, max_seq_len)
+    return MemoryItem("block_offsets", pools * rows * 2 * blocks * OFFSET_BYTES, "computed",
+                      f"the attention metadata's KV block-offset table: {pools} pool(s) x {rows:,} sequences x "
+                      f"K/V x {blocks:,} blocks of {tokens_per_block} tokens x {OFFSET_BYTES} B (trtllm.py)")
 
 
 @dataclass(frozen=True)
