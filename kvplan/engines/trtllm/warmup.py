@@ -44,8 +44,15 @@ are not printed by the index: the 1.0 - 1.2 lines all read so):
   64 MiB at 131,072, 512 MiB at 1M: it grows with max_seq_len. The CUDA graphs' own metadata (batch <= 128 rows
   each) and a separate draft table are not planned.
 
-Not derivable from the code: the memory outside torch (CUDA context, cuBLAS / cuBLASLt handles, the kernel modules
-TensorRT-LLM loads, NCCL at tp > 1): budget.py's assumed ``non_torch`` item.
+Not derivable from the code: the memory outside torch, ``extra_cost = (total - free) - allocated_bytes.all.current``
+read after ``empty_cache`` once the dry run is done (``configure_kv_cache_capacity``). What the code puts there: the
+estimation KV pool (``WindowBlockManager::allocatePools``: ``BufferManager::gpuSync``, a plain cudaMalloc; added back
+exactly by ``_cal_max_memory``'s ``allocated_bytes`` = ``mAllocatedBytes``, kvCacheManager.cpp), the CUDA-graph pool's
+free blocks (the ``cudagraph`` item) and the graph executables themselves (34 by default: batch 1 - 32, 64, 128,
+``CudaGraphConfig._generate_cuda_graph_batch_sizes`` without padding, llm_args.py; their size is the driver's), the FMHA / XQA cubins loaded for the GPU's SM and dtype (``loadXMMAKernels`` / ``loadXQAKernels``:
+``cuModuleLoadData`` of every matching kernel), cuBLAS / cuBLASLt handles, the CUDA context, NCCL at tp > 1. None is
+sized by the model or the settings: budget.py's assumed ``non_torch`` item (the C++ primary memory pool, release
+threshold UINT64_MAX in cudaMemPool.cpp, holds nothing before the estimation with the default TorchSampler).
 """
 
 from __future__ import annotations
