@@ -49,8 +49,11 @@ read after ``empty_cache`` once the dry run is done (``configure_kv_cache_capaci
 estimation KV pool (``WindowBlockManager::allocatePools``: ``BufferManager::gpuSync``, a plain cudaMalloc; added back
 exactly by ``_cal_max_memory``'s ``allocated_bytes`` = ``mAllocatedBytes``, kvCacheManager.cpp), the CUDA-graph pool's
 free blocks (the ``cudagraph`` item) and the graph executables themselves (34 by default: batch 1 - 32, 64, 128,
-``CudaGraphConfig._generate_cuda_graph_batch_sizes`` without padding, llm_args.py; their size is the driver's), the FMHA / XQA cubins loaded for the GPU's SM and dtype (``loadXMMAKernels`` / ``loadXQAKernels``:
-``cuModuleLoadData`` of every matching kernel), cuBLAS / cuBLASLt handles, the CUDA context, NCCL at tp > 1. None is
+``CudaGraphConfig._generate_cuda_graph_batch_sizes`` without padding, llm_args.py; their size is the driver's), the
+context FMHA cubins of the GPU's SM and dtype (``loadXMMAKernels``: ``cuModuleLoadData`` + ``cuModuleGetFunction`` of
+every matching entry of fmha_cubin.h; about 14 MiB at SM 9.0 bf16, 9 MiB at SM 8.9 bf16, 17 MiB at SM 8.9 fp16, far
+below the logs' 0.7 - 0.9 GiB gaps; decoding's XQA kernel is built by NVRTC, the precompiled XQA cubins load only for
+speculative decoding or TRTLLM_ENABLE_XQA_JIT=0), cuBLAS / cuBLASLt handles, the CUDA context, NCCL at tp > 1. None is
 sized by the model or the settings: budget.py's assumed ``non_torch`` item (the C++ primary memory pool, release
 threshold UINT64_MAX in cudaMemPool.cpp, holds nothing before the estimation with the default TorchSampler).
 """
