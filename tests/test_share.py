@@ -107,3 +107,20 @@ def test_an_engine_without_a_rule_is_refused_by_name() -> None:
     with pytest.raises(UsageError) as exc:
         start_in_turn([_tenant("a", "hf"), _tenant("b")])
     assert exc.value.field == "engine"
+
+
+def test_trtllm_holds_every_item_but_the_cache_once_started() -> None:
+    """A TensorRT-LLM 1.x deployment holds its CUDA-graph pool and block-offset table too, not only weights and
+    warm-up: the next deployment starts on what is left after all of them."""
+    def trt(name: str) -> Tenant:
+        return Tenant(name, "trtllm", Settings(free_gpu_memory_fraction=0.3), lambda s: max_batch(
+            MODEL, gpu="H100", engine="trtllm", max_model_len=32768, settings=s))
+
+    order, _ = start_in_turn([trt("a"), trt("b")])
+    first = order.deployments[0]
+    alone = max_batch(MODEL, gpu="H100", engine="trtllm", max_model_len=32768,
+                      settings=Settings(free_gpu_memory_fraction=0.3))
+    names = {i.name for i in alone.items}
+    assert {"cudagraph", "block_offsets"} <= names
+    assert first.takes_bytes == sum(i.bytes for i in alone.items if i.name != "kv_cache") + alone.per_gpu.kv_cache_bytes
+    assert order.deployments[1].used_before_bytes == first.takes_bytes

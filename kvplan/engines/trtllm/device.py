@@ -15,8 +15,9 @@ from kvplan.engines.device import DeviceShare, gib
 
 
 def device_share(items: Sequence[MemoryItem], total_bytes: int, used_bytes: int) -> DeviceShare:
-    held = sum(i.bytes for i in items if i.name in ("weights", "activation", "non_torch", "runtime_buffers", "decoder",
-                                                         "block_offsets"))
+    # every item but the cache stays held once started: the weights, the warm-up's peak, the CUDA-graph pool
+    # (graphs are captured again after the pool is made), the block-offset table and what lies outside torch
+    held = sum(i.bytes for i in items if i.name != "kv_cache")
     kv = max(0, sum(i.bytes for i in items if i.name == "kv_cache"))
     if used_bytes + held > total_bytes:
         return DeviceShare(0, f"TensorRT-LLM's weights and warm-up ({gib(held)}) do not fit the "
