@@ -173,9 +173,11 @@ def print_verify(console: Any, r: Any) -> None:
                           f"{r.driver_bytes - p:+,}", _pct(r.driver_bytes - p, p))
     console.print(table)
     if r.reserved_bytes is not None:
-        console.print(f"caching allocator: {r.buffers} requests rounded to 512 B = {_b(r.allocator_bytes)} expected "
-                      f"allocated; segments (2 MiB for requests up to 1 MiB, 20 MiB for 1-10 MiB, larger rounded "
-                      f"to 2 MiB) = {_b(r.segment_bytes)} expected reserved; peak {_b(r.peak_allocated_bytes)}")
+        whole = (f", {r.unsplit_blocks} handed out as whole segments (+{_b(r.unsplit_bytes)})"
+                 if r.unsplit_blocks else "")
+        console.print(f"caching allocator: {r.buffers} requests rounded to 512 B{whole} = {_b(r.allocator_bytes)} "
+                      f"expected allocated; segments (2 MiB for requests up to 1 MiB, 20 MiB for 1-10 MiB, larger "
+                      f"rounded to 2 MiB) = {_b(r.segment_bytes)} expected reserved; peak {_b(r.peak_allocated_bytes)}")
     verdict = "[green]exact[/green]" if r.exact else "[red]differs[/red]"
     console.print(f"tensors vs prediction: {verdict}; everything freed: {'yes' if r.released else '[red]no[/red]'}")
     if r.sharing is not None:

@@ -8,17 +8,21 @@ out-of-memory error frees everything and empties the cache before it is reported
 What is measured:
 - CPU: the storage bytes of the tensors (``untyped_storage().nbytes()``); torch keeps no allocator
   statistics for the CPU, so reserved and driver views are absent.
-- CUDA: ``torch.cuda.memory_allocated`` (tensor bytes, each rounded up to 512 B by the caching
-  allocator), ``memory_reserved`` (segments the allocator took from the driver: requests up to 1 MiB
-  share 2 MiB segments, 1 to 10 MiB share 20 MiB segments, larger ones get their own segment rounded
-  up to 2 MiB), ``max_memory_allocated`` and the driver's ``mem_get_info`` before and after.
+- CUDA: ``torch.cuda.memory_allocated`` (the blocks the caching allocator handed out: each request
+  rounded up to 512 B, or a whole segment where the allocator does not split it, see
+  ``caching_allocator``), ``memory_reserved`` (segments the allocator took from the driver: requests
+  up to 1 MiB share 2 MiB segments, 1 to 10 MiB share 20 MiB segments, larger ones get their own
+  segment rounded up to 2 MiB), ``max_memory_allocated`` and the driver's ``mem_get_info`` before and
+  after.
 """
 
 from __future__ import annotations
 
+import bisect
 import gc
 import os
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 from kvplan.record import dataclass
@@ -141,12 +145,79 @@ def rounded(nbytes: int) -> int:
     return -(-nbytes // MIN_BLOCK) * MIN_BLOCK if nbytes else 0
 
 
-def segment_bytes(sizes: list[int]) -> int:
-    """Segments the caching allocator reserves for these requests on an empty cache (best packing)."""
-    small = sum(rounded(n) for n in sizes if 0 < n <= SMALL_SIZE)
-    medium = sum(rounded(n) for n in sizes if SMALL_SIZE < n < MIN_LARGE_ALLOC)
-    large = sum(-(-n // ROUND_LARGE) * ROUND_LARGE for n in sizes if n >= MIN_LARGE_ALLOC)
-    return (-(-small // SMALL_SEGMENT) * SMALL_SEGMENT + -(-medium // LARGE_SEGMENT) * LARGE_SEGMENT + large)
+@dataclass(frozen=True)
+class AllocatorModel:
+    """What torch's CUDA caching allocator makes of requests made in order on an empty cache."""
+
+    allocated: int
+    """``memory_allocated`` growth: the blocks handed out."""
+    reserved: int
+    """``memory_reserved`` growth: the segments taken from the driver."""
+    rounded: int
+    """The requests rounded up to 512 B: ``allocated`` where every block was split to size."""
+    unsplit: tuple[tuple[int, int], ...]
+    """(request bytes, bytes its block holds beyond the 512 B rounding) for each block handed out whole."""
+
+    @property
+    def unsplit_bytes(self) -> int:
+        return self.allocated - self.rounded
+
+
+def caching_allocator(sizes: Sequence[int]) -> AllocatorModel:
+    """Replays torch's native CUDA caching allocator (default settings) over ``sizes``, in order.
+
+    c10/cuda/CUDACachingAllocator.cpp: a request is rounded up to 512 B (``round_size``); requests up to
+    1 MiB use the small pool, larger ones the large pool; the smallest cached free block of the pool that
+    fits is taken (``get_free_block``), else a new segment of 2 MiB, 20 MiB (1-10 MiB requests) or the
+    request rounded up to 2 MiB (``get_allocation_size``). The block is split to size only if what is
+    left is at least 512 B (small pool) or more than 1 MiB (large pool, ``should_split``); otherwise the
+    whole block is handed out and ``memory_allocated`` counts all of it (``alloc_found_block`` adds
+    ``block->size``). So a large buffer 0.5 KiB to 1 MiB short of a 2 MiB multiple is counted as that
+    multiple: a cache whose per-layer buffers are not whole 2 MiB (sliding windows of 4,095 tokens, a
+    window's extra block) shows more allocated than its tensors hold, although the reserved memory is
+    the same either way. Zero-byte requests allocate nothing.
+    """
+    free: dict[bool, list[int]] = {True: [], False: []}  # per pool (small?): free block sizes, sorted
+    allocated = reserved = plain = 0
+    unsplit: list[tuple[int, int]] = []
+    for n in sizes:
+        if n <= 0:
+            continue
+        size = max(MIN_BLOCK, rounded(n))
+        small = size <= SMALL_SIZE
+        pool = free[small]
+        at = bisect.bisect_left(pool, size)
+        if at < len(pool):
+            block = pool.pop(at)
+        else:
+            block = SMALL_SEGMENT if small else LARGE_SEGMENT if size < MIN_LARGE_ALLOC else \
+                -(-size // ROUND_LARGE) * ROUND_LARGE
+            reserved += block
+        rest = block - size
+        plain += size
+        split = rest >= MIN_BLOCK if small else rest > SMALL_SIZE
+        if split:
+            bisect.insort(pool, rest)
+            allocated += size
+        else:
+            allocated += block
+            if rest:
+                unsplit.append((n, rest))
+    return AllocatorModel(allocated, reserved, plain, tuple(unsplit))
+
+
+def segment_bytes(sizes: Sequence[int]) -> int:
+    """Segments the caching allocator reserves for these requests, made in order on an empty cache."""
+    return caching_allocator(sizes).reserved
+
+
+def allocator_settings() -> str | None:
+    """The allocator configuration the environment sets (``caching_allocator`` models the defaults), or None."""
+    for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return f"{name}={value}"
+    return None
 
 
 # --------------------------------------------------------------------------------------- snapshots
@@ -304,16 +375,20 @@ class Measurement:
     peak_allocated_bytes: int | None
     component_bytes: dict[str, int]
     allocator_bytes: int
-    """What the caching allocator's 512 B rounding predicts for ``allocated``."""
+    """What the caching allocator model (``caching_allocator``) predicts for ``allocated``."""
     segment_bytes: int
-    """What its segment rules predict for ``reserved`` on an empty cache."""
+    """What it predicts for ``reserved`` on an empty cache."""
+    rounded_bytes: int = 0
+    """The buffers rounded up to 512 B (``allocator_bytes`` less the blocks handed out whole)."""
+    unsplit_blocks: int = 0
+    """Buffers whose segment the allocator did not split: counted whole by ``memory_allocated``."""
 
 
 def measure(alloc: Allocation) -> Measurement:
     after = snapshot(alloc.device)
     before = alloc.before
     storage = alloc.storage_bytes()
-    sizes = [b.nbytes for b in alloc.plan.buffers]
+    model = caching_allocator([b.nbytes for b in alloc.plan.buffers])  # verify allocates them in this order
     allocated = _delta(after.allocated, before.allocated)
     return Measurement(
         storage_bytes=storage,
@@ -322,8 +397,10 @@ def measure(alloc: Allocation) -> Measurement:
         driver_bytes=_delta(after.driver_used, before.driver_used),
         peak_allocated_bytes=_delta(after.peak_allocated, before.allocated),
         component_bytes=alloc.component_bytes(),
-        allocator_bytes=sum(rounded(n) for n in sizes),
-        segment_bytes=segment_bytes(sizes),
+        allocator_bytes=model.allocated,
+        segment_bytes=model.reserved,
+        rounded_bytes=model.rounded,
+        unsplit_blocks=len(model.unsplit),
     )
 
 
@@ -352,3 +429,25 @@ def allocate_weights(nbytes: int, pieces: int, device: Any) -> list[Any]:
             torch.cuda.empty_cache()
         raise VerifyError(f"out of memory allocating {_fmt(nbytes)} of weights on {_where(device)}") from None
     return out
+
+
+def allocator_notes(m: Measurement, predicted: int, buffers: int) -> list[str]:
+    """Why ``memory_allocated`` differs from the prediction, where the allocator model says (CUDA only)."""
+    notes: list[str] = []
+    settings = allocator_settings()
+    if settings is not None:
+        notes.append(f"{settings}: verify's allocator model is torch's default caching allocator, so its expected "
+                     "allocated and reserved figures may not apply")
+    excess = m.allocated_bytes - predicted
+    if m.unsplit_blocks and m.allocated_bytes == m.allocator_bytes and m.storage_bytes == predicted and excess:
+        notes.append(f"memory_allocated is {excess:+,} B over the prediction, all of it the caching allocator's: "
+                     f"{m.unsplit_blocks} of the {buffers} buffers fall 512 B to 1 MiB short of the free block they "
+                     "take, which the allocator hands out whole (it splits a large block only when more than 1 MiB "
+                     "is left), and memory_allocated counts whole blocks; the tensors hold exactly the prediction "
+                     "and memory_reserved is the same either way")
+    elif m.allocated_bytes != m.allocator_bytes:
+        off = m.allocated_bytes - m.allocator_bytes
+        notes.append(f"memory_allocated differs from verify's allocator model by {off:+,} B "
+                     "(the model replays torch's default caching allocator on an empty cache: cached blocks left "
+                     "before the run, --with-weights' segments or other allocator settings change it)")
+    return notes

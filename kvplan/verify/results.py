@@ -147,7 +147,8 @@ class VerifyResult:
     driver_bytes: int | None
     peak_allocated_bytes: int | None
     allocator_bytes: int
-    """What the caching allocator's 512 B rounding makes of the buffers: the expected ``allocated``."""
+    """What torch's caching allocator makes of the buffers on an empty cache: the expected ``allocated``
+    (``kvplan.verify.allocate.caching_allocator``: 512 B rounding, and whole segments where it does not split)."""
     segment_bytes: int
     """What its segment sizes make of them on an empty cache: the expected ``reserved``."""
     buffers: int
@@ -160,6 +161,15 @@ class VerifyResult:
     notes: tuple[str, ...] = field(default=())
     sharing: SharingCheck | None = None
     """The shared-prefix / samples / beams / speculative workload, where one was asked."""
+    allocator_rounded_bytes: int = 0
+    """The buffers rounded up to 512 B: ``allocator_bytes`` less the blocks the allocator handed out whole."""
+    unsplit_blocks: int = 0
+    """Buffers the allocator handed a whole segment (less than 1 MiB left over): ``memory_allocated`` counts it."""
+
+    @property
+    def unsplit_bytes(self) -> int:
+        """What ``memory_allocated`` counts beyond the rounded buffers: the allocator's, not the cache's."""
+        return self.allocator_bytes - self.allocator_rounded_bytes
 
     @property
     def error_bytes(self) -> int:
@@ -198,8 +208,10 @@ class VerifyResult:
             "error_bytes": self.error_bytes,
             "error_pct": self.error_pct,
             "exact": self.exact,
-            "allocator": {"rounded_bytes": self.allocator_bytes, "segment_bytes": self.segment_bytes,
-                          "buffers": self.buffers, "num_blocks": self.num_blocks},
+            "allocator": {"rounded_bytes": self.allocator_rounded_bytes, "segment_bytes": self.segment_bytes,
+                          "buffers": self.buffers, "num_blocks": self.num_blocks,
+                          "expected_allocated_bytes": self.allocator_bytes, "unsplit_blocks": self.unsplit_blocks,
+                          "unsplit_bytes": self.unsplit_bytes},
             "components": [
                 {"name": c.name, "kind": c.kind, "layers": c.layers, "predicted_bytes": c.predicted_bytes,
                  "measured_bytes": c.measured_bytes, "error_bytes": c.error_bytes, "error_pct": c.error_pct}

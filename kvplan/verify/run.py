@@ -288,6 +288,8 @@ def result(dev: Any, info: Any, work: Any, layout: CacheLayout, asked: Asked, ra
     if dev.type == "cpu":
         notes.append("on the CPU torch keeps no allocator statistics: measured = the tensors' storage bytes; "
                      "reserved and driver views exist on CUDA only")
+    else:
+        notes.extend(al.allocator_notes(m, plan.predicted_bytes, len(plan.buffers)))
     return VerifyResult(
         kvplan_version=__version__, model_id=work.spec.id, device=al._where(dev), device_name=info.name,
         device_total_bytes=info.total_bytes, engine=layout.engine, engine_version=layout.engine_version,
@@ -299,6 +301,7 @@ def result(dev: Any, info: Any, work: Any, layout: CacheLayout, asked: Asked, ra
         components=component_checks(plan, m), released=released, max_batch=max_batch_check(ran, layout, work),
         decode=decode_check, notes=tuple(dict.fromkeys(notes)),
         sharing=_sharing_check(work, ran.row, ran.batch, ran.tables),
+        allocator_rounded_bytes=m.rounded_bytes, unsplit_blocks=m.unsplit_blocks,
     )
 
 
