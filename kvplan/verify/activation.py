@@ -15,8 +15,9 @@ position only). Measured on CUDA:
   cache is subtracted whole, as it stands at the end of the pass: what a budget of weights +
   activation + KV must leave room for.
 
-kvplan's estimate (``kvplan.budgets.base.activation_bytes``, the hf budget's activation item) is
-computed for ``batch x tokens`` tokens with ``batch`` logit rows. On the CPU torch keeps no peak
+kvplan's estimate (``kvplan.engines.hf.activation``, the hf budget's activation item) is computed for
+``batch`` sequences of ``tokens`` tokens with ``batch`` logit rows; its assumptions (the SDPA kernel CUDA
+picks, a model type it was not traced for) are among the notes. On the CPU torch keeps no peak
 statistics: weights and cache are measured, the peak is not (said in the notes). A model whose
 weights, cache and estimated activation exceed the free memory is skipped, and the result says so.
 transformers is optional: a one-line error when it is missing.
@@ -130,7 +131,6 @@ def load_config(model: str, spec: ModelSpec) -> Any:
 def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 4096, device: str | None = None,
                        config: Any = None) -> ActivationCheck:
     """Build ``model`` from its config with random weights on ``device`` and run one forward."""
-    from kvplan.budgets.base import activation_bytes
     from kvplan.estimate import estimate
     from kvplan.verify import allocate as al
 
@@ -144,14 +144,15 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
     version = ".".join(tf.__version__.split(".")[:2])
     predicted_cache = estimate(spec, contexts=[tokens], batches=[batch], engine=LIBRARY_ENGINE,
                                engine_version=version).rows[0].kv_bytes
-    act, how = activation_bytes(spec, batch * tokens, 1, batch)
+    predicted = get_engine(LIBRARY_ENGINE).prefill_activation(spec, batch, tokens)  # type: ignore[attr-defined]
+    act, how = predicted.bytes, predicted.formula
     dtype = getattr(torch, spec.dtype)
-    notes: list[str] = []
+    notes: list[str] = list(predicted.assumptions)
 
     net, attn = _build(tf, torch, cfg, spec.id)
     if attn != "sdpa":
         notes.append(f"{spec.id} has no sdpa attention in transformers {tf.__version__}: {attn} attention, whose "
-                     "[batch, heads, tokens, tokens] scores are part of the peak (kvplan's estimate has none)")
+                     "[batch, heads, tokens, tokens] scores are part of the peak")
     net = net.to(dtype)
     base = dict(model_id=spec.id, device=al._where(dev), transformers_version=tf.__version__,
                 attn_implementation=attn, batch=batch, tokens=tokens, dtype=spec.dtype,

@@ -17,6 +17,7 @@ from kvplan.spec import ModelSpec
 
 if TYPE_CHECKING:
     from kvplan.budgets.base import GpuBudget, Settings
+    from kvplan.engines.hf.activation import Estimate
     from kvplan.engines.speculative import Speculation, SpeculativeLayout
 
 
@@ -52,6 +53,12 @@ class TransformersEngine(EngineDefaults):
         from kvplan.engines.hf import budget
 
         return budget.budget(spec, total_bytes, tp, pp, version, demand, settings)
+
+    def prefill_activation(self, spec: ModelSpec, batch: int, tokens: int) -> Estimate:
+        """The activation peak of one prefill forward (what ``verify --activation`` measures)."""
+        from kvplan.engines.hf.activation import prefill_activation
+
+        return prefill_activation(spec, batch, tokens)
 
     def speculate(self, spec: ModelSpec, speculation: Speculation, pp: int) -> SpeculativeLayout:
         from kvplan.engines.hf.speculative import speculate

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
+from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, kv_item, weights_per_gpu
+from kvplan.engines.hf.activation import prefill_activation
 from kvplan.engines.protocol import Demand
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
@@ -20,9 +21,10 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
            settings: Settings) -> GpuBudget:
     max_model_len, batch = demand.max_model_len, demand.batch
     weights = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
-    # the prefill of one sequence is the widest pass; logits are kept for the last position only
-    act, how = activation_bytes(spec, max_model_len, 1, batch)
-    items = [weights, MemoryItem("activation", act, "assumed", f"prefill peak: {how}"),
+    # the prefill of one sequence is the widest pass; logits are kept for the last position of each sequence
+    est = prefill_activation(spec, 1, max_model_len, batch)
+    act = est.bytes
+    items = [weights, MemoryItem("activation", act, "assumed", f"prefill peak: {est.formula}"),
              MemoryItem("non_torch", CONTEXT_BYTES, "assumed", "CUDA context")]
     kv = kv_item(settings, total_bytes - weights.bytes - act - CONTEXT_BYTES, "total - weights - activation - context")
     items.append(kv)
