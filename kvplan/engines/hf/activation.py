@@ -134,13 +134,15 @@ def family(spec: ModelSpec) -> Family:
 
 
 def _sdpa_attention(layer: KVAttention, p: Pass, fam: Family) -> Moment:
-    """q's rotary (q, q x cos, rotate_half(q) x sin, the cat) beside k, v, the layer input and its norm."""
+    """q's rotary (q, q x cos, rotate_half(q) x sin, the cat) beside the layer input and its norm."""
     hd, kv = layer.head_dim, layer.kv_heads
     if fam.attention == "sdpa_mqa_mask" and kv < p.heads:
         return _math_attention(layer, p)
     if fam.attention == "eager_sinks":
         return _eager_sinks_attention(layer, p)
-    per = p.d * (2 * p.hidden + 4 * p.heads * hd + 2 * kv * layer.v_dim)
+    # k and v are alive too, but this layer has not cached them yet: they stand in for the cache the
+    # measurement subtracts whole
+    per = p.d * (2 * p.hidden + 4 * p.heads * hd)
     return Moment(p.rows * per, f"{layer.kind} attention (q rotary): {p.rows:,} x {per:,} B")
 
 
@@ -166,11 +168,12 @@ def _eager_sinks_attention(layer: KVAttention, p: Pass) -> Moment:
 
 
 def _mla_attention(layer: MLA, p: Pass, fam: Family) -> Moment:
-    """DeepseekV2Attention: q and the up-projected per-head k (nope + rope) and v beside the latent
-    (approximate: no measured model peaks here)."""
+    """DeepseekV2Attention.forward at its SDPA output: q (q_b_proj and the rotated copy), the up-projected
+    kv_b_proj [heads x (nope + v)], k [heads x (nope + rope)] and its rope part expanded per head, the output
+    and its transposed copy, the latent projection, beside the layer input and its norm."""
     nope, rope, v = layer.qk_nope_head_dim or 128, layer.qk_rope_head_dim, layer.v_head_dim or 128
     h = layer.num_heads or p.heads
-    per = p.d * (2 * p.hidden + h * (2 * (nope + rope) + (nope + v) + v) + layer.kv_lora_rank + rope)
+    per = p.d * (2 * p.hidden + h * ((nope + v) + 3 * (nope + rope) + 2 * v + rope) + layer.kv_lora_rank + rope)
     return Moment(p.rows * per, f"mla attention: {p.rows:,} x {per:,} B")
 
 
@@ -183,12 +186,12 @@ ATTENTION: dict[type[LayerSpec], Callable[[LayerSpec, Pass, Family], Moment]] = 
 
 
 def _mask_bytes(p: Pass, fam: Family) -> tuple[int, str]:
-    """The masks one forward materializes (shape [1, 1, q, k] without a padding mask: not per sequence)."""
+    """The masks one forward materializes (SDPA's bool [1, 1, q, k] without a padding mask: not per sequence)."""
     kinds = {type(layer) for layer in p.spec.layers}
     square = p.tokens * p.tokens
-    if fam.attention == "eager_sinks":  # eager: an additive mask in the dtype for each attention type
+    if fam.attention == "eager_sinks":  # eager: an additive mask [batch, 1, q, k] in the dtype per attention type
         n = len(kinds & {FullAttention, SlidingWindow})
-        return n * square * p.d, f"{n} eager mask(s) {p.tokens:,}^2 x {p.d} B"
+        return n * p.batch * square * p.d, f"{n} eager mask(s) {p.batch} x {p.tokens:,}^2 x {p.d} B"
     if fam.attention == "sdpa_mqa_mask":  # falcon: allow_is_causal_skip=False
         return square, f"bool mask {p.tokens:,}^2 B"
     # SDPA skips the causal mask; a sliding window no longer than the sequence needs one
