@@ -140,6 +140,8 @@ def _sdpa_attention(layer: KVAttention, p: Pass, fam: Family) -> Moment:
         return _math_attention(layer, p)
     if fam.attention == "eager_sinks":
         return _eager_sinks_attention(layer, p)
+    if fam.attention not in ("sdpa", "sdpa_mqa_mask"):
+        raise ValueError(f"no attention moment for '{fam.attention}' attention")
     # k and v are alive too, but this layer has not cached them yet: they stand in for the cache the
     # measurement subtracts whole
     per = p.d * (2 * p.hidden + 4 * p.heads * hd)
@@ -211,6 +213,8 @@ def _mlp(p: Pass, fam: Family, held: int) -> Moment:
         return Moment(p.rows * per + held, f"gelu MLP: {p.rows:,} x {per:,} B")
     if fam.mlp == "moe":
         return _moe(p, fam, held)
+    if fam.mlp != "gated":
+        raise ValueError(f"no MLP moment for a '{fam.mlp}' MLP")
     per = d * (3 * width + 3 * h)  # gate act, up, their product (LlamaMLP.forward)
     return Moment(p.rows * per + held, f"gated MLP: {p.rows:,} x {per:,} B")
 
