@@ -109,6 +109,16 @@ def test_the_hf_budget_uses_it():
     assert item.bytes == ESTIMATE["meta-llama/Llama-3.1-8B"] and "gated MLP" in item.note
 
 
+def test_an_overdrawn_budget_holds_no_request():
+    """A budget whose weights and activation exceed the GPU holds 0 requests, not a negative number (the byte pool's
+    concurrency is KV bytes / one request's bytes, and the KV bytes are negative there)."""
+    from kvplan.plan import max_batch
+
+    plan = max_batch("meta-llama/Llama-3.1-70B", gpu="L4", engine="hf", context=8192)
+    assert plan.per_gpu.kv_cache_bytes < 0 and not plan.fits
+    assert plan.max_concurrency == 0.0 and plan.max_batch == 0
+
+
 # --- (b) the CPU trace ------------------------------------------------------------------------------------
 
 
@@ -239,3 +249,4 @@ def test_tiny_transformers_forward_matches_the_estimate(tmp_path, name, over, ba
     estimate = prefill_activation(spec, batch, tokens).bytes
     # exact for the dense models; a few small per-row index tensors of the MoE path move between releases
     assert abs(estimate - measured) <= 0.005 * measured, (estimate, measured)
+

@@ -55,7 +55,8 @@ def byte_pool_capacity(layouts: Sequence[CacheLayout], kv_bytes: int, demand: De
     if concurrency_from_tokens:
         concurrency = tokens / demand.max_model_len
     else:
-        concurrency = (kv_bytes / request_bytes) if request_bytes else 0.0
+        # a budget the weights and activation overdraw holds no request, not a negative number of them
+        concurrency = (max(0, kv_bytes) / request_bytes) if request_bytes else 0.0
     return KvCapacity(
         block_size=layouts[0].block_size, num_blocks=None, kv_cache_tokens=tokens, max_concurrency=concurrency,
         concurrency_per_replica=False, max_batch=max_b, max_context=max_ctx, max_model_len_fit=longest,
