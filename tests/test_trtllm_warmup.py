@@ -9,7 +9,12 @@ import pytest
 
 from kvplan.budgets import Settings
 from kvplan.budgets.base import activation_bytes
-from kvplan.engines.trtllm.warmup import DryRun, attention_workspace, block_offset_table, kv_pools
+from kvplan.engines.trtllm.warmup import (
+    DryRun,
+    attention_workspace,
+    block_offset_table,
+    kv_pools,
+)
 from kvplan.plan import max_batch
 from kvplan.sources.resolve import load_model
 

@@ -12,7 +12,13 @@ from __future__ import annotations
 import pytest
 
 from kvplan.sources.resolve import load_model
-from kvplan.verify.allocate import Measurement, allocator_notes, caching_allocator, rounded, segment_bytes
+from kvplan.verify.allocate import (
+    Measurement,
+    allocator_notes,
+    caching_allocator,
+    rounded,
+    segment_bytes,
+)
 from kvplan.verify.shapes import plan_cache, resolve_layout
 
 MiB = 1 << 20

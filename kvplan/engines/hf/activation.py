@@ -30,7 +30,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kvplan.record import dataclass
-from kvplan.spec import MLA, FullAttention, KVAttention, LayerSpec, ModelSpec, SlidingWindow
+from kvplan.spec import (
+    MLA,
+    FullAttention,
+    KVAttention,
+    LayerSpec,
+    ModelSpec,
+    SlidingWindow,
+)
 
 #: What the derivation traced; other releases may keep other tensors alive.
 DERIVED_ON = "transformers 5.17"
@@ -276,7 +283,7 @@ def prefill_activation(spec: ModelSpec, batch: int, tokens: int, logit_rows: int
     if untraced:
         act, how = activation_bytes(spec, batch * tokens, 1, rows)
         return Estimate(act, how, (f"transformers' prefill was not traced for {', '.join(untraced)} layers: "
-                                   "kvplan's generic activation profile",))
+                                   f"kvplan's generic activation profile",))
     assumptions = [f"activation: what {DERIVED_ON} keeps alive in a prefill (logits_to_keep=1)"]
     if not fam.modeled:
         path = "grouped_mm experts (integrations/moe.py)" if fam.mlp == "moe" else "LlamaMLP"
