@@ -282,8 +282,8 @@ def prefill_activation(spec: ModelSpec, batch: int, tokens: int, logit_rows: int
     untraced = sorted({layer.kind for layer in spec.layers if type(layer) not in ATTENTION})
     if untraced:
         act, how = activation_bytes(spec, batch * tokens, 1, rows)
-        return Estimate(act, how, (f"transformers' prefill was not traced for {', '.join(untraced)} layers: "
-                                   f"kvplan's generic activation profile",))
+        note = f"transformers' prefill was not traced for {', '.join(untraced)} layers: kvplan's generic activation profile"
+        return Estimate(act, how, (note,))
     assumptions = [f"activation: what {DERIVED_ON} keeps alive in a prefill (logits_to_keep=1)"]
     if not fam.modeled:
         path = "grouped_mm experts (integrations/moe.py)" if fam.mlp == "moe" else "LlamaMLP"
