@@ -230,7 +230,15 @@ class EngineDefaults:
                  demand: Demand) -> KvCapacity:
         from kvplan.engines.token_pool import byte_pool_capacity
 
-        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=False, sharing=self.sharing)
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=False,
+                                  sharing=self.sharing_for(demand))
+
+    def sharing_for(self, demand: Demand) -> SharingRule | None:
+        """The engine's ``sharing`` rule where the demand's requests share something (all a byte pool reads it
+        for), else None: a plain plan does not import the engine's sharing module (a check's start)."""
+        from kvplan.engines.sharing import shares
+
+        return self.sharing if shares(demand) else None
 
     def tensor_plan(self, spec: ModelSpec, layout: CacheLayout, batch: int, context: int,
                     workload: Workload | None = None) -> TensorPlan | None:

@@ -160,10 +160,15 @@ def plain_bytes(layout: CacheLayout, workload: Workload, batch: int) -> int:
     return layout.total_bytes(workload.context, batch * workload.samples)
 
 
+def shares(demand: Any) -> bool:
+    """Whether the requests of a capacity ``Demand`` share anything (``demand_workload`` is not None)."""
+    return bool(demand.shared_prefix or demand.n != 1 or demand.beam_width != 1)
+
+
 def demand_workload(demand: Any, context: int | None = None) -> Workload | None:
     """The requests a capacity ``Demand`` describes at ``context`` (default its own), or None when each
     is one sequence sharing nothing (the plain count applies)."""
-    if not demand.shared_prefix and demand.n == 1 and demand.beam_width == 1:
+    if not shares(demand):
         return None
     context = demand.context if context is None else context
     prompt = max(1, min(demand.prompt_len or context, context))

@@ -110,14 +110,14 @@ class SGLangEngine(EngineDefaults):
         per_request = mamba.per_request_bytes(layouts)
         if not per_request or not mamba.has_tokens(layouts):  # no state, or no token pool to split it from
             return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True,
-                                      sharing=self.sharing, assumptions=notes)
+                                      sharing=self.sharing_for(demand), assumptions=notes)
         # a hybrid model: state slots first, the full-attention tokens from what is left (mamba.py)
         given = budget.defaults.get("max_running_requests")
         cut = mamba.split(kv_bytes, per_request, version, int(given) if given else None)
         if demand.speculative is not None:
             notes = (*notes, mamba.SPECULATIVE_NOTE)
-        cap = byte_pool_capacity(mamba.token_layouts(layouts), cut.token_bytes, demand,
-                                 concurrency_from_tokens=True, sharing=self.sharing, assumptions=(*notes, cut.rule))
+        cap = byte_pool_capacity(mamba.token_layouts(layouts), cut.token_bytes, demand, concurrency_from_tokens=True,
+                                 sharing=self.sharing_for(demand), assumptions=(*notes, cut.rule))
         whole = max(layout.total_bytes(demand.request_tokens, 1) for layout in layouts)
         running = cut.max_running_requests
         return replace(cap, max_concurrency=min(cap.max_concurrency, running), max_batch=min(cap.max_batch, running),

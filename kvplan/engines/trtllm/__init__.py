@@ -72,7 +72,8 @@ class TRTLLMEngine(EngineDefaults):
         from kvplan.engines.token_pool import byte_pool_capacity
 
         # "Allocated ... for max tokens in paged KV cache (N)": concurrency is N / max_seq_len
-        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True, sharing=self.sharing)
+        return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True,
+                                  sharing=self.sharing_for(demand))
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> OffloadTier | None:

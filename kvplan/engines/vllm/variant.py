@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from typing import Literal
 
 from kvplan.engines.version import Version, render_version
-from kvplan.engines.vllm import defaults, device, fitted, sampler
+from kvplan.engines.vllm import defaults, fitted, sampler
 from kvplan.errors import UsageError
 from kvplan.record import dataclass
 from kvplan.spec import ModelSpec
@@ -86,6 +86,8 @@ class V1Engine:
         return fitted.release_band(version)
 
     def counts_others(self, version: Version) -> bool:
+        from kvplan.engines.vllm import device  # here: only a GPU shared with other processes asks (check's start)
+
         return device.counts_others(version)
 
     def note(self, version: Version) -> tuple[str, ...]:
@@ -142,6 +144,8 @@ class V0Engine:
         return fitted.release_band(version) if version < V1_DEFAULT_SINCE else fitted.V0_AT_V1_BAND[1]
 
     def counts_others(self, version: Version) -> bool:
+        from kvplan.engines.vllm import device
+
         return version < device.V0_BASELINE_SINCE  # 0.7+: the growth since its own baseline snapshot
 
     def note(self, version: Version) -> tuple[str, ...]:
