@@ -22,6 +22,7 @@ __all__ = ["COMMANDS", "EXIT_USAGE", "LONGEST_WORD", "error_line", "guarded", "m
 
 
 def main(argv: list[str] | None = None, *, fast: bool = True) -> int:
+    _frozen_at_exit()
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:
         from kvplan._version import __version__
@@ -47,3 +48,16 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> int:
     from kvplan.cli.app import run_app
 
     return run_app(args)
+
+
+def _frozen_at_exit() -> None:
+    """At the interpreter's exit, the heap frozen (``gc.freeze``) before Python tears it down: finalization runs full
+    collections over every object still alive (the ~140 modules' functions, classes and tables of a check: ~10 ms of
+    its ~110, more than ``python -c pass`` takes in all); frozen, they are skipped, and the memory goes back to the
+    system with the process, as for any process. Registered with ``atexit``, so it happens only at exit: a program
+    that calls ``main`` and goes on collects as before."""
+    import atexit
+    import gc
+
+    atexit.unregister(gc.freeze)  # once, however often main runs in one process
+    atexit.register(gc.freeze)

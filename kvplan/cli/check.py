@@ -84,16 +84,16 @@ def run(paths: list[str], fmt: str, gpu: str | None, gpu_catalog: Any, specs: An
     """Check the files (or one literal command); 1 where a deployment does not fit."""
     import sys
 
-    from kvplan.deploy import check
-    from kvplan.deploy.report import CheckReport
-    from kvplan.render.formats import check_format, write
-
-    check_format(CheckReport, fmt)
-    from kvplan.cli.literal import literal_command, run_literal
-
-    words = literal_command(paths)
-    saved = _few_collections()
+    saved = _few_collections()  # before the imports below too: ~90 modules' objects (a young collection: ~3 ms)
     try:
+        from kvplan.deploy import check
+        from kvplan.deploy.report import CheckReport
+        from kvplan.render.formats import check_format, write
+
+        check_format(CheckReport, fmt)
+        from kvplan.cli.literal import literal_command, run_literal
+
+        words = literal_command(paths)
         if words is not None:
             report = run_literal(words, lambda files: check(files, gpu=gpu, catalog=gpu_catalog, specs=specs,
                                                              online=online, strict=strict, calibration=calibration))
@@ -109,5 +109,7 @@ def run(paths: list[str], fmt: str, gpu: str | None, gpu_catalog: Any, specs: An
     finally:
         import gc
 
+        gc.freeze()  # what the run left in the young generation moves on uncollected, as a collection would move it
+        gc.unfreeze()  # (back at 700, the next allocation traversed it all: ~20,000 objects, ~3 ms of a check's start)
         gc.set_threshold(*saved)
     return report.exit_code
