@@ -345,33 +345,44 @@ else:
         return plan
 
     def _direct(owner, ordered, frozen, positional, required):
-        """How a frozen record's instance dict is filled in C: (its fields in order with their defaults, how many
-        leading positional fields are required, the fields with a factory); None where the fields are set one by
-        one as written: a base holds a descriptor of a field's name (a slot, a property: object.__setattr__ would
-        call it), or a required field is keyword-only."""
+        """How a record's instance dict is filled in C: (its fields in order with their defaults, for each count of
+        positional arguments from none to all the pair (the fields they give, the required fields keywords must
+        give then), the fields with a factory); None where the fields are set one by one as written: a base holds a
+        descriptor of a field's name (a slot, a property: object.__setattr__ would call it), a class of a mutable
+        record sets attributes its own way (``__setattr__``), or a required field is keyword-only."""
         names = {f[0] for f in ordered}
-        if not frozen or positional[:len(required)] != required or any(
+        if positional[:len(required)] != required or any(
                 hasattr(type(base.__dict__[n]), "__set__") for base in owner.__mro__[1:] for n in names
                 if n in base.__dict__):
             return None
+        if not frozen and any("__setattr__" in base.__dict__ for base in owner.__mro__[:-1]):
+            return None
         template = {f[0]: f[1] for f in ordered}  # a factory's or a required field's value is _MISSING here
-        return template, len(required), tuple((f[0], f[2]) for f in ordered if f[2] is not _MISSING)
+        lead = len(required)
+        heads = tuple((frozenset(positional[:given]), frozenset(positional[given:lead]))
+                      for given in range(len(positional) + 1))
+        return template, heads, tuple((f[0], f[2]) for f in ordered if f[2] is not _MISSING)
 
     def _bind(plan, self, args, kwargs):
         """The arguments bound as the compiled ``__init__`` binds them: a call that binds cleanly goes the short way
-        (dict and set operations in C: a check makes ~900 instances of classes that never compile their own), one
+        (set and dict operations in C: a check makes ~900 instances of classes that never compile their own), one
         that does not goes the long way, which raises the compiled one's TypeError."""
         owner, _, positional, known, _, fields, set_field, post_init, direct, _ = plan
-        given = len(args)
-        if given > len(positional) or (kwargs and not (known.issuperset(kwargs) and
-                                                       kwargs.keys().isdisjoint(positional[:given]))):
-            return _bind_checked(plan, self, args, kwargs)
         if direct is not None and type(self) is owner:  # a subclass may hold descriptors of its own: one by one
-            template, lead, factories = direct
-            if given < lead and not all(field_name in kwargs for field_name in positional[given:lead]):
+            template, heads, factories = direct
+            given = len(args)
+            if given >= len(heads):  # more positional arguments than fields
                 return _bind_checked(plan, self, args, kwargs)
-            values = dict(template)  # the fields' order, as setting them one by one gives the instance dict
-            values.update(zip(positional, args))
+            before, needed = heads[given]
+            if kwargs:
+                keys = kwargs.keys()
+                if not (keys <= known and keys >= needed and keys.isdisjoint(before)):
+                    return _bind_checked(plan, self, args, kwargs)
+            elif needed:
+                return _bind_checked(plan, self, args, kwargs)
+            values = template.copy()  # the fields' order, as setting them one by one gives the instance dict
+            if given:
+                values.update(zip(positional, args))
             if kwargs:
                 values.update(kwargs)
             for field_name, factory in factories:
@@ -379,6 +390,10 @@ else:
                     values[field_name] = factory()
             self.__dict__.update(values)
         else:
+            given = len(args)
+            if given > len(positional) or (kwargs and not (known.issuperset(kwargs) and
+                                                           kwargs.keys().isdisjoint(positional[:given]))):
+                return _bind_checked(plan, self, args, kwargs)
             values = dict(zip(positional, args))
             if kwargs:
                 values.update(kwargs)

@@ -196,3 +196,22 @@ def test_once_and_cached_property_compute_once_as_functools_does() -> None:
     assert a.doubled == 6 and a.doubled == 6 and calls == ["table", "doubled"]
     assert Layout(3) == a and hash(Layout(3)) == hash(a)  # the cached value is no field
     assert isinstance(Layout.__dict__["doubled"], cached_property)
+
+
+def test_a_mutable_record_that_sets_attributes_its_own_way_gets_them_set_one_by_one() -> None:
+    """The shared ``__init__`` fills a record's instance dict at once only where setting the fields one by one would
+    do exactly that: a class with its own ``__setattr__`` sees every field set, in order, as dataclasses' does."""
+    seen: list[str] = []
+
+    @record.dataclass
+    class Watched:
+        x: int
+        y: int = 2
+
+        def __setattr__(self, name: str, value: object) -> None:
+            seen.append(name)
+            object.__setattr__(self, name, value)
+
+    one = Watched(1)
+    assert (one.x, one.y) == (1, 2) and seen == ["x", "y"]
+    assert vars(Watched(3, y=4)) == {"x": 3, "y": 4}
