@@ -346,10 +346,11 @@ else:
 
     def _direct(owner, ordered, frozen, positional, required):
         """How a record's instance dict is filled in C: (its fields in order with their defaults, for each count of
-        positional arguments from none to all the pair (the fields they give, the required fields keywords must
-        give then), the fields with a factory); None where the fields are set one by one as written: a base holds a
-        descriptor of a field's name (a slot, a property: object.__setattr__ would call it), a class of a mutable
-        record sets attributes its own way (``__setattr__``), or a required field is keyword-only."""
+        positional arguments a call gives the pair (the fields they give, the required fields keywords must give
+        then), the fields with a factory, how many leading fields are required); None where the fields are set one
+        by one as written: a base holds a descriptor of a field's name (a slot, a property: object.__setattr__ would
+        call it), a class of a mutable record sets attributes its own way (``__setattr__``), or a required field is
+        keyword-only."""
         names = {f[0] for f in ordered}
         if positional[:len(required)] != required or any(
                 hasattr(type(base.__dict__[n]), "__set__") for base in owner.__mro__[1:] for n in names
@@ -358,10 +359,8 @@ else:
         if not frozen and any("__setattr__" in base.__dict__ for base in owner.__mro__[:-1]):
             return None
         template = {f[0]: f[1] for f in ordered}  # a factory's or a required field's value is _MISSING here
-        lead = len(required)
-        heads = tuple((frozenset(positional[:given]), frozenset(positional[given:lead]))
-                      for given in range(len(positional) + 1))
-        return template, heads, tuple((f[0], f[2]) for f in ordered if f[2] is not _MISSING)
+        heads = {}  # filled by _bind, for the counts of positional arguments calls give
+        return template, heads, tuple((f[0], f[2]) for f in ordered if f[2] is not _MISSING), len(required)
 
     def _bind(plan, self, args, kwargs):
         """The arguments bound as the compiled ``__init__`` binds them: a call that binds cleanly goes the short way
@@ -369,11 +368,14 @@ else:
         that does not goes the long way, which raises the compiled one's TypeError."""
         owner, _, positional, known, _, fields, set_field, post_init, direct, _ = plan
         if direct is not None and type(self) is owner:  # a subclass may hold descriptors of its own: one by one
-            template, heads, factories = direct
+            template, heads, factories, lead = direct
             given = len(args)
-            if given >= len(heads):  # more positional arguments than fields
-                return _bind_checked(plan, self, args, kwargs)
-            before, needed = heads[given]
+            head = heads.get(given)
+            if head is None:
+                if given > len(positional):
+                    return _bind_checked(plan, self, args, kwargs)
+                head = heads[given] = (frozenset(positional[:given]), frozenset(positional[given:lead]))
+            before, needed = head
             if kwargs:
                 keys = kwargs.keys()
                 if not (keys <= known and keys >= needed and keys.isdisjoint(before)):
