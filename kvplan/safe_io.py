@@ -411,6 +411,8 @@ def yaml_loader_class() -> Any:
         yaml = yaml_module()
         base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         memo: dict[tuple[Any, ...], str] = {}
+        collection_tags: dict[tuple[Any, ...], str] = {}  # (kind, None, implicit): a handful
+        scalar_node = yaml.ScalarNode
 
         plain_tag = _plain_tag if _standard_resolvers(base) else None
 
@@ -422,7 +424,16 @@ def yaml_loader_class() -> Any:
                 ascend_resolver = ().__len__
 
             def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-                if kind is not yaml.ScalarNode or type(value) is not str or self.yaml_path_resolvers:
+                if kind is not scalar_node:
+                    if self.yaml_path_resolvers:
+                        return super().resolve(kind, value, implicit)
+                    # a mapping or sequence: without path resolvers, the kind's default tag (or the explicit one)
+                    key = (kind, value, implicit)
+                    tag = collection_tags.get(key)
+                    if tag is None:
+                        tag = collection_tags[key] = super().resolve(kind, value, implicit)
+                    return tag
+                if type(value) is not str or self.yaml_path_resolvers:
                     return super().resolve(kind, value, implicit)
                 key = (value, implicit)
                 tag = memo.get(key)

@@ -82,6 +82,39 @@ def test_line_recording_reader_reads_as_pyyaml(text: str) -> None:
     assert got == plain == [d for d in yaml.safe_load_all(text)]
 
 
+@pytest.mark.parametrize("text", [
+    "a: &x {b: 1, c: [2, 3]}\nd:\n  <<: *x\n  e: *x\n  f: |\n    block\n",
+    "k:\n  - one\n  - |\n    two\n  - >\n    three\n  - {x: 1}\n  - [y]\n? [p, q]\n: complex key\n",
+    "base: &b {a: 1}\nm:\n  <<: [*b, {z: 2}]\n  =: value key\n  n: 3\n",
+])
+def test_line_recording_reader_lines_are_the_nodes(text: str) -> None:
+    """Each value's line is where its node starts (a block scalar's: its first content line), merge keys flattened
+    as PyYAML flattens them: the reader's short ways for scalars and plain mappings keep the lines it recorded."""
+    def expected(node: yaml.Node) -> int:
+        return node.start_mark.line + 1 + (node.id == "scalar" and node.style in ("|", ">"))
+
+    def check(data: object, node: yaml.Node, loader: yaml.SafeLoader) -> None:
+        if node.id == "mapping":
+            loader.flatten_mapping(node)
+            assert data.line == node.start_mark.line + 1  # type: ignore[attr-defined]
+            for key_node, value_node in node.value:
+                key = loader.construct_object(key_node, deep=True)
+                key = key if isinstance(key, (str, int, float, bool, type(None))) else str(key)
+                assert data.lines[key] == expected(value_node)  # type: ignore[attr-defined]
+                check(data[key], value_node, loader)  # type: ignore[index]
+        elif node.id == "sequence":
+            assert data.lines == [expected(item) for item in node.value]  # type: ignore[attr-defined]
+            for item, value in zip(node.value, data):  # type: ignore[call-overload]
+                check(value, item, loader)
+
+    loader = yaml.SafeLoader(text)
+    nodes = [loader.get_node() for _ in iter(loader.check_node, False)]
+    docs = [data for data, _ in load_all(text, "t.yaml")]
+    assert len(docs) == len(nodes)
+    for data, node in zip(docs, nodes):
+        check(data, node, loader)
+
+
 def test_line_recording_reader_refuses_what_pyyaml_refuses() -> None:
     for text in ("a: !!seq x\n", "a: !!map x\n", "a: !unknown x\n", "a: !!int x\n"):
         with pytest.raises(Exception) as ours:

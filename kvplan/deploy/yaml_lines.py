@@ -58,33 +58,53 @@ def _scalar(node: Any, loader: Any) -> Any:
     return loader.construct_object(node, deep=True)
 
 
+_MERGE_TAGS = frozenset({"tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"})
+"""Key tags PyYAML's ``flatten_mapping`` acts on (``<<`` merge keys, ``=`` value keys); a mapping without them it
+leaves as it is."""
+
+
 def _convert(node: Any, loader: Any) -> Any:
     kind = node.id  # PyYAML's node kinds: "scalar", "sequence", "mapping"
     if kind == "mapping":
-        loader.flatten_mapping(node)  # merge keys (<<: *anchor)
-        out = LDict()
-        out.line = node.start_mark.line + 1
-        lines: dict[Any, int] = {}
-        out.lines = lines
-        for key_node, value_node in node.value:
-            key = _scalar(key_node, loader)
-            try:
-                hash(key)
-            except TypeError:
-                key = str(key)
-            out[key] = _convert(value_node, loader)
-            lines[key] = node_line(value_node) if value_node.id == "scalar" else value_node.start_mark.line + 1
-        return out
+        return _mapping(node, loader)
     if kind == "sequence":
         seq = LList()
         seq.line = node.start_mark.line + 1
         seq_lines: list[int] = []
         seq.lines = seq_lines
         for item in node.value:
-            seq.append(_convert(item, loader))
-            seq_lines.append(node_line(item) if item.id == "scalar" else item.start_mark.line + 1)
+            if item.id == "scalar":  # _convert's answer and node_line's, without their calls
+                seq.append(item.value if item.tag == _STR_TAG else _scalar(item, loader))
+                seq_lines.append(item.start_mark.line + (2 if item.style in ("|", ">") else 1))
+            else:
+                seq.append(_convert(item, loader))
+                seq_lines.append(item.start_mark.line + 1)
         return seq
     return _scalar(node, loader)
+
+
+def _mapping(node: Any, loader: Any) -> LDict:
+    out = LDict()
+    out.line = node.start_mark.line + 1
+    lines: dict[Any, int] = {}
+    out.lines = lines
+    for key_node, value_node in node.value:
+        if key_node.tag in _MERGE_TAGS:  # merge keys (<<: *anchor): PyYAML's flattening, then the mapping again
+            loader.flatten_mapping(node)  # (it leaves no such key behind)
+            return _mapping(node, loader)
+        key = key_node.value if key_node.tag == _STR_TAG and key_node.id == "scalar" else _scalar(key_node, loader)
+        if type(key) is not str:
+            try:
+                hash(key)
+            except TypeError:
+                key = str(key)
+        if value_node.id == "scalar":  # _convert's answer and node_line's, without their calls
+            out[key] = value_node.value if value_node.tag == _STR_TAG else _scalar(value_node, loader)
+            lines[key] = value_node.start_mark.line + (2 if value_node.style in ("|", ">") else 1)
+        else:
+            out[key] = _convert(value_node, loader)
+            lines[key] = value_node.start_mark.line + 1
+    return out
 
 
 def load_all(text: str, where: str) -> list[tuple[Any, int]]:
