@@ -106,3 +106,21 @@ def test_help_of_a_command_is_typers() -> None:
     """The parser library is reached for a command's help (built from the same tables)."""
     code, modules = imported(["estimate", "--help"])
     assert code == 0 and "typer" in modules
+
+
+RARE = {"kvplan.engines.sglang.sharing", "kvplan.engines.trtllm.sharing", "kvplan.engines.vllm.sharing",
+        "kvplan.engines.device", "kvplan.engines.vllm.device"}
+"""kvplan's modules for what few deployments ask: the engines' rules for requests that share a prefix or samples
+(``Engine.sharing_for``) and for GPUs shared with other processes (``device``). A check of deployments that ask for
+neither leaves them out (each module is ~0.3 ms of a check's start)."""
+
+
+def test_check_leaves_out_the_rules_its_deployments_do_not_ask_for() -> None:
+    probe = PROBE.replace("{{m.split('.')[0] for m in sys.modules}}", "set(sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe.format(argv=["check", "examples/pass", "--specs",
+                                                                      "examples/specs", "-f", "json"])],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    code, modules = json.loads(done.stdout.strip().splitlines()[-1])
+    assert code == 0
+    assert {"kvplan.engines.vllm", "kvplan.engines.sglang", "kvplan.engines.trtllm"} <= set(modules)  # all three planned
+    assert set(modules) & RARE == set()
