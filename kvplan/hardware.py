@@ -271,6 +271,8 @@ def _text(entry: dict, key: str, label: str) -> str:
     value = entry.get(key)
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{label}: field '{key}' must be non-empty text")
+    if value.isprintable() and "  " not in value and value[0] != " " and value[-1] != " ":
+        return value  # already " ".join(value.split()): every other whitespace character is unprintable
     return " ".join(value.split())
 
 

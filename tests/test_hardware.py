@@ -300,3 +300,21 @@ def test_gib_sizes_convert_as_decimal_does(value):
     from kvplan.hardware import _gib_bytes
 
     assert _gib_bytes(value) == int(Decimal(str(value)) * (1 << 30))
+
+
+def test_catalog_text_is_its_words_joined_by_one_space() -> None:
+    """A catalog text is read as its words joined by one space; text already so is taken as it is, which holds
+    because every whitespace character but the space is unprintable (``str.isprintable``)."""
+    import random
+    import sys
+
+    from kvplan.hardware import _text
+
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    assert [c for c in spaces if c.isprintable()] == [" "]
+    rng = random.Random(26)
+    alphabet = [*spaces, *"ab é✓-_."]
+    for _ in range(20_000):
+        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))
+        if value.strip():
+            assert _text({"k": value}, "k", "label") == " ".join(value.split())
