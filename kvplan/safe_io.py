@@ -428,10 +428,10 @@ def yaml_loader_class() -> Any:
                     if self.yaml_path_resolvers:
                         return super().resolve(kind, value, implicit)
                     # a mapping or sequence: without path resolvers, the kind's default tag (or the explicit one)
-                    key = (kind, value, implicit)
-                    tag = collection_tags.get(key)
+                    kind_key = (kind, value, implicit)
+                    tag = collection_tags.get(kind_key)
                     if tag is None:
-                        tag = collection_tags[key] = super().resolve(kind, value, implicit)
+                        tag = collection_tags[kind_key] = super().resolve(kind, value, implicit)
                     return tag
                 if type(value) is not str or self.yaml_path_resolvers:
                     return super().resolve(kind, value, implicit)

@@ -119,8 +119,9 @@ def test_check_leaves_out_the_rules_its_deployments_do_not_ask_for() -> None:
     probe = PROBE.replace("{{m.split('.')[0] for m in sys.modules}}", "set(sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe.format(argv=["check", "examples/pass", "--specs",
                                                                       "examples/specs", "-f", "json"])],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+                          capture_output=True, text=True, cwd=REPO, timeout=120, check=True)
     code, modules = json.loads(done.stdout.strip().splitlines()[-1])
     assert code == 0
-    assert {"kvplan.engines.vllm", "kvplan.engines.sglang", "kvplan.engines.trtllm"} <= set(modules)  # all three planned
+    planned = {"kvplan.engines.vllm", "kvplan.engines.sglang", "kvplan.engines.trtllm"}  # all three engines plan
+    assert planned <= set(modules)
     assert set(modules) & RARE == set()

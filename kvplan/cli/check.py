@@ -109,7 +109,8 @@ def run(paths: list[str], fmt: str, gpu: str | None, gpu_catalog: Any, specs: An
     finally:
         import gc
 
-        gc.freeze()  # what the run left in the young generation moves on uncollected, as a collection would move it
-        gc.unfreeze()  # (back at 700, the next allocation traversed it all: ~20,000 objects, ~3 ms of a check's start)
+        if not gc.get_freeze_count():  # (where the caller froze objects of its own, they stay frozen: skipped)
+            gc.freeze()  # what the run left in the young generation moves on uncollected, as a collection would move
+            gc.unfreeze()  # it (back at 700, the next allocation traversed it all: ~20,000 objects, ~3 ms of a start)
         gc.set_threshold(*saved)
     return report.exit_code

@@ -86,7 +86,8 @@ class V1Engine:
         return fitted.release_band(version)
 
     def counts_others(self, version: Version) -> bool:
-        from kvplan.engines.vllm import device  # here: only a GPU shared with other processes asks (check's start)
+        # here: only a GPU shared with other processes asks (not every check imports the module)
+        from kvplan.engines.vllm import device
 
         return device.counts_others(version)
 
