@@ -254,3 +254,21 @@ def test_detection_is_the_readers() -> None:
 
     assert llmd.looks_like is detect.llmd and skypilot.looks_like is detect.skypilot
     assert ray_serve.looks_like is detect.ray_serve
+
+
+def test_check_in_a_program_leaves_the_collector_as_it_was() -> None:
+    """``main`` run inside a program: the collector's thresholds and frozen set are as before (check slows it only
+    while it runs; the heap is frozen only at the interpreter's exit), and garbage is collected as before."""
+    probe = ("import gc, io, sys\n"
+             "from kvplan.cli import main\n"
+             "before = gc.get_threshold(), gc.get_freeze_count()\n"
+             "out, sys.stdout = sys.stdout, io.StringIO()\n"
+             "code = main(['check', 'examples/pass', '--specs', 'examples/specs', '-f', 'json'])\n"
+             "sys.stdout = out\n"
+             "cycle = []\n"
+             "cycle.append(cycle)\n"
+             "del cycle\n"
+             "print(code, before == (gc.get_threshold(), gc.get_freeze_count()), gc.collect() >= 1)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120,
+                          check=True)
+    assert done.stdout.split() == ["0", "True", "True"]
