@@ -77,6 +77,34 @@ def test_the_shipped_catalog_from_json_equals_the_catalog_from_yaml():
     assert load_catalog() == from_yaml
     assert [g.origin for g in load_catalog()] == [g.origin for g in from_yaml]
     assert all(isinstance(g, GPU) for g in _read_catalog(catalog_path()))
+    # commands build the shipped GPUs without the user-facing checks (hardware._shipped_entry): these hold that
+    # reading to the fully validated one, value for value and type for type (an int tflops prints unlike a float)
+    validated = _read_catalog(catalog_path(), validate=True)
+    assert load_catalog() == validated == from_yaml
+    assert [repr(g) for g in load_catalog()] == [repr(g) for g in validated] == [repr(g) for g in from_yaml]
+    assert [[type(v) for v in vars(g).values()] for g in load_catalog()] == \
+        [[type(v) for v in vars(g).values()] for g in validated]
+
+
+@pytest.mark.parametrize("broken, field", [({"vendor": "NVIDIA"}, None), ({"memory_gib": -1}, "memory_gib"),
+                                           ({"notes": " two  spaces"}, None), ({"bogus": 1}, "bogus")])
+def test_a_broken_shipped_catalog_fails_its_full_validation(monkeypatch, broken, field):
+    """The shipped catalog is validated in full here, not on each command: what that validation would refuse or
+    change in it fails this test (or the equality above)."""
+    from kvplan import data_files, hardware
+    from kvplan.errors import ConfigError
+
+    good = data_files.read_bundled(catalog_path())
+    entry = {k: v for k, v in good["gpus"][0].items() if not (field == "memory_gib" and k.startswith("memory_")
+                                                               and k != "memory_source")}
+    monkeypatch.setattr(data_files, "read_bundled", lambda path: {**good, "gpus": [{**entry, **broken}]})
+    try:
+        validated = hardware._read_catalog(catalog_path(), validate=True)
+    except ConfigError as e:
+        assert field is not None and field in str(e)
+        return
+    assert field is None
+    assert validated != hardware._read_catalog(catalog_path())  # normalised by the validation: not as shipped
 
 
 def test_a_user_catalog_is_still_read_as_yaml(tmp_path):
