@@ -210,3 +210,18 @@ def test_widening_reaches_the_plan_in_011_only():
 
     assert act("0.11.0") - act("0.10.2") == 32 * (8192 - 256) * 2560 * 2
     assert act("0.12.0") == act("0.13.0")  # 0.12 widens to the 256 tokens per image: nothing
+
+
+def test_the_tower_names_are_the_tower_tables_keys():
+    """vLLM's budget asks tower_names.may_have_tower before it imports the tower table: the names must be the
+    table's own, or a multimodal model would be planned as text."""
+    from kvplan.sources import tower_names, vision_towers
+
+    assert tower_names.TOWER_TYPES == set(vision_towers.TOWERS)
+    assert tower_names.SMALL_TOWER_IDS == tuple(vision_towers.SMALL_TOWERS)
+    assert tower_names.TOWER_TYPES.isdisjoint(tower_names.UNRECORDED)
+    for model_type, model_id in [("llama", "meta-llama/Llama-3.1-8B"), ("gemma3", "google/gemma-3-27b-it"),
+                                 ("llava", "llava-hf/llava-1.5-7b-hf"), ("gemma4", "x/Gemma-4-E2B-it"),
+                                 ("qwen3", "someone/qwen3-vl-2b-text")]:
+        known = vision_towers.vision_tower(model_type, model_id) is not None or model_type in tower_names.UNRECORDED
+        assert tower_names.may_have_tower(model_type, model_id) == known

@@ -186,13 +186,6 @@ TOWERS: dict[str, VisionTower] = {"gemma3": GEMMA3, "gemma4": GEMMA4, "llama4": 
 SMALL_TOWERS: dict[str, VisionTower] = {"gemma-4-e2b": GEMMA4_SMALL, "gemma-4-e4b": GEMMA4_SMALL,
                                         "qwen3-vl-2b": QWEN3_VL_SMALL, "qwen3-vl-4b": QWEN3_VL_SMALL}
 
-# Multimodal families whose tower kvplan has not recorded (their processors make items of another size):
-# named, so that a plan says the encoder is not modelled instead of leaving it out silently
-UNRECORDED = frozenset({"qwen3_5", "qwen3_5_moe", "qwen2_5_omni",
-                        "qwen3_omni_moe", "llava", "llava_next", "llava_onevision", "mllama", "internvl_chat",
-                        "minicpmv", "phi3_v", "phi4mm", "idefics3", "smolvlm", "paligemma", "glm4v", "glm4v_moe",
-                        "granite_vision", "aya_vision", "pixtral"})
-
 
 def vision_tower(model_type: str, model_id: str) -> VisionTower | None:
     """The model's vision tower where kvplan records one (a smaller tower named by the id first), else None."""

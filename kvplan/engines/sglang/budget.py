@@ -91,10 +91,12 @@ def _aiter_scales(spec: ModelSpec, tp: int, version: Version, demand: Demand) ->
 
 def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version, demand: Demand,
            settings: Settings) -> GpuBudget:
-    from kvplan.engines.sglang.speculative import DEFAULT_MAX_RUNNING_REQUESTS, draft_apart
-
     notes: list[str] = []
-    apart = draft_apart(demand.speculative, version)  # before 0.5.14: the draft is sized outside the pool
+    apart = None
+    if demand.speculative is not None:  # speculative.py read only where a draft runs (a plain check: not at all)
+        from kvplan.engines.sglang.speculative import draft_apart
+
+        apart = draft_apart(demand.speculative, version)  # before 0.5.14: the draft is sized outside the pool
     chosen: Fraction | None = None
     if settings.mem_fraction_static:
         mfs = settings.mem_fraction_static
@@ -143,6 +145,8 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
                         "free before the weights x (1 - mem_fraction_static): activations and CUDA graphs")]
     defaults: dict[str, float | int | str] = {"mem_fraction_static": mfs}
     if demand.speculative is not None:  # _handle_speculative_decoding: 48 unless given
+        from kvplan.engines.sglang.speculative import DEFAULT_MAX_RUNNING_REQUESTS
+
         defaults["max_running_requests"] = settings.max_num_seqs or DEFAULT_MAX_RUNNING_REQUESTS
     # the cross-validated error band, where kvplan sized the budget itself (not a given KV memory or calibration)
     error = fitted.kv_error(version) if settings.kv_cache_memory_bytes is None and \

@@ -16,10 +16,11 @@ import math
 
 from kvplan.budgets.base import GpuBudget, MemoryItem, Settings, activation_bytes, weights_per_gpu
 from kvplan.engines.protocol import Demand
-from kvplan.engines.vllm import collectives, encoder_profile, fitted, runner, sampler, variant
+from kvplan.engines.vllm import collectives, fitted, runner, sampler, variant
 from kvplan.engines.vllm.cudagraph import cudagraph_estimate
 from kvplan.engines.vllm.defaults import batch_defaults, is_rocm
 from kvplan.engines.version import Version
+from kvplan.sources.tower_names import may_have_tower
 from kvplan.spec import ModelSpec
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
@@ -166,8 +167,12 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
                                 engine.forward_per_token(spec, tp))
     how = f"{how}; sampler: {sampler_how}" + (f"; {buffer_how}" if buffer_how else "")
     # the multimodal encoder's dummy batch, profiled before the text run (encoder_profile.py)
-    act, how, mm_notes = encoder_profile.add(act, how, spec, tokens, seqs, max_model_len, tp, engine.name, which,
-                                             settings.language_model_only, version)
+    mm_notes: tuple[str, ...] = ()
+    if may_have_tower(spec.model_type, spec.id):  # a text model's plan imports no tower table
+        from kvplan.engines.vllm import encoder_profile
+
+        act, how, mm_notes = encoder_profile.add(act, how, spec, tokens, seqs, max_model_len, tp, engine.name, which,
+                                                 settings.language_model_only, version)
     non_torch, nt_how = non_torch_bytes(version, tp, pp, demand.gpu_name, spec.hidden_size or 0, tokens,
                                         settings.enforce_eager, demand.dp, engine.non_torch_field(version, tp, pp))
     cudagraph, cg_how = cudagraph_estimate(spec, tp, pp, seqs, tokens, demand.gpu_name)

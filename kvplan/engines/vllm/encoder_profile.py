@@ -41,7 +41,8 @@ from __future__ import annotations
 
 from kvplan.engines.version import LATEST, Version
 from kvplan.record import dataclass
-from kvplan.sources.vision_towers import UNRECORDED, VisionTower, vision_tower
+from kvplan.sources.tower_names import UNRECORDED
+from kvplan.sources.vision_towers import VisionTower, vision_tower
 from kvplan.spec import ModelSpec
 
 MM_LIMIT_DEFAULT = 999  # config/multimodal.py get_limit_per_prompt: an unspecified modality allows 999 items
