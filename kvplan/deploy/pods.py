@@ -9,8 +9,6 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy t
 if TYPE_CHECKING:
     from typing import Any
 
-import re
-
 from kvplan.deploy.config_files import attach, k8s_configmaps
 from kvplan.deploy.deployment import Deployment, Value, kvplan_annotations
 from kvplan.deploy.flags import FlagError, Token, apply_invocation, find_invocation, image_server, kubelet_expand
@@ -18,6 +16,7 @@ from kvplan.deploy.gpus import GPU_LABEL_KEYS
 from kvplan.deploy.host_memory import k8s_limit
 from kvplan.deploy.report import Finding
 from kvplan.deploy.yaml_lines import LDict, dig, line_at
+from kvplan.engines.serve_format import image_search
 from kvplan.lazy_re import lazy_pattern
 
 MAX_PODS = 1 << 16  # pods of one engine: a cluster's nodes, far past any deployment (a count of 10^9 is a typo)
@@ -42,7 +41,7 @@ def image_version(image: Any, engine: str) -> str | None:
     if not isinstance(image, str):
         return None
     serve = serve_flags(engine)
-    if engine not in image.lower() and not (serve is not None and any(re.search(p, image) for p in serve.tagged_images)):
+    if engine not in image.lower() and not (serve is not None and any(image_search(p, image) for p in serve.tagged_images)):
         return None
     return version_tag(image.rsplit("/", 1)[-1])
 

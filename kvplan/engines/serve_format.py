@@ -17,6 +17,50 @@ if TYPE_CHECKING:
 from kvplan.record import dataclass, field
 
 
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-/")
+_ENDS = {"": None, "(:|@|$)": ":@", "(:|$)": ":"}
+_IMAGE_FORMS: dict[str, tuple[tuple[str, str | None], ...] | None] = {}
+
+
+def _image_form(pattern: str) -> tuple[tuple[str, str | None], ...] | None:
+    """``pattern`` as (name, the characters that may follow it besides the end) alternatives where it is only
+    ``(^|/)NAME``, ``(^|/)NAME(:|@|$)`` or ``(^|/)NAME(:|$)`` joined by ``|`` (what the engines' image patterns
+    are), else None."""
+    alternatives = []
+    for part in pattern.split("|(^|/)"):
+        part = part.removeprefix("(^|/)") if not alternatives else part
+        if not alternatives and not pattern.startswith("(^|/)"):
+            return None
+        cut = next((i for i, c in enumerate(part) if c not in _NAME_CHARS), len(part))
+        name, end = part[:cut], part[cut:]
+        if not name or end not in _ENDS:
+            return None
+        alternatives.append((name, _ENDS[end]))
+    return tuple(alternatives)
+
+
+def image_search(pattern: str, image: str) -> bool:
+    """``re.search(pattern, image) is not None``; the engines' image patterns (``_image_form``) are matched by hand,
+    so that recognising a deployment's image compiles no regular expression (~0.3 ms each of a check's start)."""
+    if pattern not in _IMAGE_FORMS:
+        _IMAGE_FORMS[pattern] = _image_form(pattern)
+    form = _IMAGE_FORMS[pattern]
+    if form is None:
+        import re
+
+        return re.search(pattern, image) is not None
+    for name, follow in form:
+        at = image.find(name)
+        while at >= 0:
+            end = at + len(name)
+            if (at == 0 or image[at - 1] == "/") and (
+                    follow is None or end == len(image) or image[end] in follow
+                    or (end == len(image) - 1 and image[end] == "\n")):  # '$' also matches before a final newline
+                return True
+            at = image.find(name, at + 1)
+    return False
+
+
 def plain_int(text: str) -> int:
     return int(text.strip())
 
@@ -115,9 +159,7 @@ class ServeFlags:
         return (self.commands[0], "serve")
 
     def runs_image(self, image: str) -> bool:
-        import re
-
-        return any(re.search(pattern, image) for pattern in self.images)
+        return any(image_search(pattern, image) for pattern in self.images)
 
 
 @dataclass(frozen=True)

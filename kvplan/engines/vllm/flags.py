@@ -17,7 +17,8 @@ def vllm_int(text: str) -> int:
     """vLLM's human-readable integers (``human_readable_int``): '32768', '32k' (10^3), '32K' (2^10), '1M'."""
     import re  # here, where a value is read: importing re costs ~6 ms of a start
 
-    m = re.match(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$", text.strip())
+    stripped = text.strip()  # a plain '32768' ends in no suffix: no pattern compiled for it
+    m = re.match(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$", stripped) if stripped[-1:] in tuple("kKmMgGtT") else None
     if m:
         number, suffix = m.groups()
         if suffix.islower():
@@ -298,9 +299,9 @@ def image_settings(image: str) -> dict[str, Any]:
     tools/flashinfer-build.sh from PR #25782 (September 2025, 0.11.0). The wheel itself had it only as an extra
     until PR #26443 (October 2025, after 0.11.0). Checked at those commits and PRs, not at each release tag. Another
     image (a build of one's own, a mirror under another name) implies nothing: the default's assumption is said."""
-    import re
+    from kvplan.engines.serve_format import image_search  # by hand: no pattern compiled for every image
 
-    return {FLASHINFER_IMAGE: True} if re.search(r"(^|/)vllm/vllm-openai(:|@|$)", image) else {}
+    return {FLASHINFER_IMAGE: True} if image_search(r"(^|/)vllm/vllm-openai(:|@|$)", image) else {}
 
 
 def expert_parallel(settings: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:

@@ -1,0 +1,66 @@
+"""What check reads by hand instead of compiling a pattern on every run (its start-up issue) matches what the
+pattern matched: the kubelet's $(VAR) expansion, the engines' image patterns and vLLM's suffixed integers."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kvplan.deploy import flags
+from kvplan.engines.serve import serve_flags
+from kvplan.engines.serve_format import _image_form, image_search
+from kvplan.engines.vllm.flags import vllm_int
+
+ENV = {"A": "x", "MAX_MODEL_LEN": "32768", "_b1": "$(A)", "LWS_GROUP_SIZE": "2"}
+TEXT = st.text(alphabet="$()A_b1 xMAX_MODEL_LEN-9é\n", max_size=40)
+
+
+def _by_pattern(text: str, env: dict[str, str]) -> str:
+    def repl(m: re.Match) -> str:
+        return "$" if m.group("name") is None else env.get(m.group("name"), m.group(0))
+
+    return flags._KUBELET.sub(repl, text)
+
+
+@given(TEXT)
+def test_kubelet_expansion_is_the_patterns(text):
+    assert flags.kubelet_expand(text, ENV) == _by_pattern(text, ENV)
+
+
+def test_kubelet_expansion_examples():
+    for text in ["$(MAX_MODEL_LEN)", "$$(A)", "$($(A))", "$(1A)", "$(A", "a$", "$()", "--x=$(LWS_GROUP_SIZE);$(B)",
+                 "$$$(A)$", "$(_b1)"]:
+        assert flags.kubelet_expand(text, ENV) == _by_pattern(text, ENV), text
+
+
+PATTERNS = sorted({p for engine in ("vllm", "sglang", "trtllm", "llamacpp")
+                   for serve in [serve_flags(engine)] if serve is not None
+                   for p in (*serve.images, *serve.tagged_images)}
+                  | {r"(^|/)vllm/vllm-openai(:|@|$)"})
+IMAGES = ["vllm/vllm-openai:v0.10.2", "vllm/vllm-openai", "docker.io/vllm/vllm-openai@sha256:ab", "vllm-openai",
+          "myvllm-openai:1", "x/vllm-openai-rocm:1", "vllm/vllm-openai\n", "vllm/vllm-openai\n\n", "vllm-tpu:nightly",
+          "vllm-tpu@x", "nvcr.io/nvidia/tensorrt-llm/release:1.0.0", "tensorrt-llm/release", "a/tensorrt_llm@x",
+          "tensorrt_llmx", "lmsysorg/sglang:v0.5", "", "/", "vllm/vllm-openaivllm/vllm-openai:1"]
+
+
+def test_the_engines_image_patterns_are_matched_by_hand_as_re_matches_them():
+    assert all(_image_form(p) is not None for p in PATTERNS)  # each of them read by hand
+    for pattern in PATTERNS:
+        for image in IMAGES:
+            assert image_search(pattern, image) == (re.search(pattern, image) is not None), (pattern, image)
+
+
+@given(st.sampled_from(PATTERNS), st.text(alphabet="vlm/-opnai:@\ntpusr_", max_size=30))
+def test_image_patterns_by_hand_any_text(pattern, image):
+    assert image_search(pattern, image) == (re.search(pattern, image) is not None)
+
+
+def test_other_patterns_go_to_re():
+    assert _image_form(r"(^|/)vllm.*") is None and _image_form(r"vllm") is None
+    assert image_search(r"ll[m]", "vllm") and not image_search(r"^x", "vllm")
+
+
+def test_vllm_int_with_and_without_a_suffix():
+    assert [vllm_int(t) for t in ["32768", " 32k ", "32K", "1.5m", "2G\n"]] == [32768, 32000, 32768, 1500000, 2 << 30]
