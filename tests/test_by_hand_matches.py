@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvplan.deploy import flags
+from kvplan.deploy import flags, shell
 from kvplan.engines.serve import serve_flags
 from kvplan.engines.serve_format import _image_form, image_search
 from kvplan.engines.vllm.flags import vllm_int
@@ -64,3 +64,24 @@ def test_other_patterns_go_to_re():
 
 def test_vllm_int_with_and_without_a_suffix():
     assert [vllm_int(t) for t in ["32768", " 32k ", "32K", "1.5m", "2G\n"]] == [32768, 32000, 32768, 1500000, 2 << 30]
+
+
+def _comment_by_pattern(line: str) -> tuple[str, str] | None:
+    m = shell._COMMENT.match(line)
+    return (m.group(2), m.group(3)) if m else None
+
+
+COMMENT_LINES = ["# kvplan/gpu: NVIDIA-L4", "  #kvplan/min-concurrency = 4@8k", "# kvplan.io/gpu: H100", "#kvplan/a/b-c:x",
+                 "# kvplan/: x", "# kvplan/gpu x", "# kvplan/gpu\u00a0: x", "\u2003# kvplan/gpu:", "x # kvplan/gpu: a",
+                 "# kvplanx/gpu: a", "# kvplan/a.b/c:d", "# kvplan/a/b/: x", "# kvplan//gpu=1", "# kvplan/GPU: a",
+                 "# kvplan/a-/b: c", "#"]
+
+
+def test_annotation_comments_by_hand_are_the_patterns():
+    for line in COMMENT_LINES:
+        assert shell.annotation_comment(line) == _comment_by_pattern(line), line
+
+
+@given(st.text(alphabet=" \t\u00a0#kvplan/.-gu:=xZ", max_size=30))
+def test_annotation_comments_any_line(line):
+    assert shell.annotation_comment(line) == _comment_by_pattern(line)
