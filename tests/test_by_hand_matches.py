@@ -66,9 +66,9 @@ def test_vllm_int_with_and_without_a_suffix():
     assert [vllm_int(t) for t in ["32768", " 32k ", "32K", "1.5m", "2G\n"]] == [32768, 32000, 32768, 1500000, 2 << 30]
 
 
-def _comment_by_pattern(line: str) -> tuple[str, str] | None:
+def _comment_by_pattern(line: str) -> tuple[str, str, str] | None:
     m = shell._COMMENT.match(line)
-    return (m.group(2), m.group(3)) if m else None
+    return m.groups() if m else None
 
 
 COMMENT_LINES = ["# kvplan/gpu: NVIDIA-L4", "  #kvplan/min-concurrency = 4@8k", "# kvplan.io/gpu: H100", "#kvplan/a/b-c:x",

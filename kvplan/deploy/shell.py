@@ -23,8 +23,8 @@ _PREFIX_CHARS = frozenset("./abcdefghijklmnopqrstuvwxyz")
 _KEY_CHARS = frozenset("-abcdefghijklmnopqrstuvwxyz")
 
 
-def annotation_comment(line: str) -> tuple[str, str] | None:
-    """``_COMMENT.match(line)``'s groups 2 and 3 (None where it does not match), read by hand: compiling the
+def annotation_comment(line: str) -> tuple[str, str, str] | None:
+    """``_COMMENT.match(line)``'s groups (None where it does not match), read by hand: compiling the
     pattern cost every check of a script ~0.4 ms. ``line`` holds no line break (a line of ``splitlines``)."""
     rest = line.lstrip()  # \s* (str.isspace is what \s matches)
     if not rest.startswith("#"):
@@ -42,7 +42,7 @@ def annotation_comment(line: str) -> tuple[str, str] | None:
             end += 1
         after = rest[end:].lstrip()
         if end > slash + 1 and after[:1] in (":", "="):
-            return rest[slash + 1:end], after[1:]
+            return rest[:slash + 1], rest[slash + 1:end], after[1:]
         slash = rest.rfind("/", 6, slash)
     return None
 
@@ -64,9 +64,9 @@ def read(text: str, path: str, base_dir: str) -> tuple[list[Deployment], list[Fi
     notes = {}
     for i, raw in enumerate(text.splitlines(), start=1):
         m = annotation_comment(raw) if "kvplan" in raw else None  # the pattern holds the word: most lines lack it
-        if m and m[1].strip():
-            found = kvplan_annotations({f"kvplan/{m[0]}": m[1].strip()})
-            notes.update({k: (v[0], i, f"# {m.group(1)}{m.group(2)}") for k, v in found.items()})
+        if m and m[2].strip():
+            found = kvplan_annotations({f"kvplan/{m[1]}": m[2].strip()})
+            notes.update({k: (v[0], i, f"# {m[0]}{m[1]}") for k, v in found.items()})
     env: dict[str, str] = {}
     deployments: list[Deployment] = []
     findings: list[Finding] = []

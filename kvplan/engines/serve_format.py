@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
 from kvplan.record import dataclass, field
 
-
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-/")
 _ENDS = {"": None, "(:|@|$)": ":@", "(:|$)": ":"}
 _IMAGE_FORMS: dict[str, tuple[tuple[str, str | None], ...] | None] = {}
@@ -26,7 +25,7 @@ def _image_form(pattern: str) -> tuple[tuple[str, str | None], ...] | None:
     """``pattern`` as (name, the characters that may follow it besides the end) alternatives where it is only
     ``(^|/)NAME``, ``(^|/)NAME(:|@|$)`` or ``(^|/)NAME(:|$)`` joined by ``|`` (what the engines' image patterns
     are), else None."""
-    alternatives = []
+    alternatives: list[tuple[str, str | None]] = []
     for part in pattern.split("|(^|/)"):
         part = part.removeprefix("(^|/)") if not alternatives else part
         if not alternatives and not pattern.startswith("(^|/)"):

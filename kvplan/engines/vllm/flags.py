@@ -299,7 +299,8 @@ def image_settings(image: str) -> dict[str, Any]:
     tools/flashinfer-build.sh from PR #25782 (September 2025, 0.11.0). The wheel itself had it only as an extra
     until PR #26443 (October 2025, after 0.11.0). Checked at those commits and PRs, not at each release tag. Another
     image (a build of one's own, a mirror under another name) implies nothing: the default's assumption is said."""
-    from kvplan.engines.serve_format import image_search  # by hand: no pattern compiled for every image
+    # matched by hand: no pattern compiled for every image
+    from kvplan.engines.serve_format import image_search
 
     return {FLASHINFER_IMAGE: True} if image_search(r"(^|/)vllm/vllm-openai(:|@|$)", image) else {}
 
