@@ -85,3 +85,25 @@ def test_annotation_comments_by_hand_are_the_patterns():
 @given(st.text(alphabet=" \t\u00a0#kvplan/.-gu:=xZ", max_size=30))
 def test_annotation_comments_any_line(line):
     assert shell.annotation_comment(line) == _comment_by_pattern(line)
+
+
+GROUPS = ("arith", "k8s", "brace", "op", "default", "plain")
+
+
+def _all_groups(m) -> str:
+    return "<" + repr([m.group(0), *(m.group(g) for g in GROUPS)]) + ">"
+
+
+SUBST_TEXTS = ["${CONTEXT_LENGTH:-32768}", "$MODEL", "\"$MAX_LEN\"", "$((A * 2))", "$((A * (2)))", "$(LWS_GROUP_SIZE)",
+               "${A:}", "${A:-x${B}y}", "${A-$}", "${A:=b}c${}", "$$(A)", "${A?", "${1A}", "${_a:+x}z", "$1", "$",
+               "a$((1)", "${A:-$x}", "$(A$(B))", "$((1))$((2))", "${A}${B:-}$C"]
+
+
+def test_variable_expansion_by_hand_is_the_patterns():
+    for text in SUBST_TEXTS:
+        assert flags._expand(_all_groups, text) == flags._SUBST.sub(_all_groups, text), text
+
+
+@given(st.text(alphabet="$(){}:-=?+*AB_1 x\n", max_size=40))
+def test_variable_expansion_any_text(text):
+    assert flags._expand(_all_groups, text) == flags._SUBST.sub(_all_groups, text)
