@@ -105,6 +105,12 @@ class SGLangEngine(EngineDefaults):
             layouts, kv_bytes, more = target_pool(layouts, kv_bytes, apart, version,
                                                   int(budget.defaults.get("max_running_requests", 0)) or None)
             notes = (*notes, *more)
+        from kvplan.spec import Recurrent  # loaded with every spec
+
+        if not any(isinstance(g.layer, Recurrent) and g.state is not None for layout in layouts for g in layout.groups):
+            # no recurrent state (mamba.per_request_bytes would be 0): mamba.py is not read
+            return byte_pool_capacity(layouts, kv_bytes, demand, concurrency_from_tokens=True,
+                                      sharing=self.sharing_for(demand), assumptions=notes)
         from kvplan.engines.sglang import mamba
 
         per_request = mamba.per_request_bytes(layouts)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from kvplan.budgets.base import GIB, GpuBudget, MemoryItem, Settings, activation_bytes, kv_item, weights_per_gpu
 from kvplan.engines.protocol import Demand
-from kvplan.engines.trtllm.tied_head import with_lm_head_copy
 from kvplan.engines.version import Version
 from kvplan.spec import ModelSpec
 
@@ -48,7 +47,11 @@ def budget(spec: ModelSpec, total_bytes: int, tp: int, pp: int, version: Version
     backend = variant.chosen(version, settings.trtllm_backend)
     # a prebuilt engine holds a tied lm_head as its own matrix (tied_head.py)
     checkpoint = weights_per_gpu(spec, tp * pp, settings, MTP_NOT_LOADED)
-    weights = with_lm_head_copy(checkpoint, spec, version, tp, backend)
+    weights = checkpoint
+    if backend.prebuilt_engine and checkpoint.tag != "given":  # the PyTorch backend's: tied_head.py not read
+        from kvplan.engines.trtllm.tied_head import with_lm_head_copy
+
+        weights = with_lm_head_copy(checkpoint, spec, version, tp, backend)
     # the spec's "lm_head shares the embedding" is the checkpoint's: the engine's weights hold the matrix twice
     copied = ("the checkpoint's tied lm_head is held twice by the prebuilt engine: its own copy is in the weights",
               ) if weights.bytes != checkpoint.bytes else ()
