@@ -360,7 +360,8 @@ def _norm(name: str) -> str:
     if found is None:
         if len(_NORMS) >= 4096:  # names also come from users' files: keep it small
             _NORMS.clear()
-        found = _NORMS[name] = "".join(c for c in name if not (c.isspace() or c in "_-")).lower()
+        # str.split() cuts at exactly the characters str.isspace() names: C calls, not a generator per character
+        found = _NORMS[name] = "".join(name.split()).replace("_", "").replace("-", "").lower()
     return found
 
 
@@ -372,16 +373,32 @@ def find_gpu(name: str, catalog: Iterable[GPU]) -> GPU:
     a user's, wins). Case, spaces, '_' and '-' are ignored: 'h100 sxm 80gb', 'RTX_4090'."""
     gpus = tuple(catalog)
     key = _norm(name)
-    by_name = {_norm(g.name): g for g in gpus}
+    by_name, by_alias = _index(gpus)
     if key and key in by_name:
         return by_name[key]
+    if key and key in by_alias:
+        return by_alias[key]
+    raise UsageError(f"unknown GPU '{name.strip()}'{_suggest(name, gpus)}", field="gpu")
+
+
+def _index(gpus: tuple[GPU, ...]) -> tuple[dict[str, GPU], dict[str, GPU]]:
+    """The catalog's GPUs by normalised name and by normalised alias (a later entry wins), made once per catalog
+    tuple: ``kvplan check`` looks up a GPU several times a deployment in the same cached catalog (~130 names)."""
+    found = _INDEXES.get(id(gpus))
+    if found is not None and found[0] is gpus:  # the same tuple, held here: its id is not reused
+        return found[1], found[2]
+    by_name = {_norm(g.name): g for g in gpus}
     by_alias: dict[str, GPU] = {}
     for g in gpus:
         for alias in g.aliases:
             by_alias[_norm(alias)] = g
-    if key and key in by_alias:
-        return by_alias[key]
-    raise UsageError(f"unknown GPU '{name.strip()}'{_suggest(name, gpus)}", field="gpu")
+    if len(_INDEXES) >= 8:  # a user's catalogs merged on each call make new tuples: keep it small
+        _INDEXES.clear()
+    _INDEXES[id(gpus)] = (gpus, by_name, by_alias)
+    return by_name, by_alias
+
+
+_INDEXES: dict[int, tuple[tuple[GPU, ...], dict[str, GPU], dict[str, GPU]]] = {}
 
 
 def _suggest(name: str, gpus: tuple[GPU, ...]) -> str:

@@ -318,3 +318,21 @@ def test_catalog_text_is_its_words_joined_by_one_space() -> None:
         value = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))
         if value.strip():
             assert _text({"k": value}, "k", "label") == " ".join(value.split())
+
+
+def test_names_are_normalised_alike_by_either_path():
+    """hardware._norm removes whitespace with str.split: the same characters as str.isspace (every whitespace
+    character, '_' and '-' removed, then lower case)."""
+    from kvplan import hardware
+
+    def general(name: str) -> str:
+        return "".join(c for c in name if not (c.isspace() or c in "_-")).lower()
+
+    import sys
+
+    spaces = [c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()]
+    names = ["x" + chr(i) + "y" for i in range(0x3100)] + ["a" + c + "b" for c in spaces] + ["H100 SXM_80-GB", "a\x1cb\x1fc\x0bd", "RTX\t4090\r\n", "Ä100 x", "\u00a0h100"]
+    names += [n for g in hardware.load_catalog() for n in (g.name, *g.aliases)]
+    for name in names:
+        hardware._NORMS.clear()
+        assert hardware._norm(name) == general(name), repr(name)
