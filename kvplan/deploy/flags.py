@@ -191,18 +191,16 @@ def _expand(repl: Callable[[_Expansion], str], text: str) -> str:
     return "".join(out)
 
 
-_NAME_HEAD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-_NAME_TAIL = _NAME_HEAD | frozenset("0123456789")
 _NO_GROUPS: dict[str, str | None] = {"arith": None, "k8s": None, "brace": None, "op": None, "default": None,
                                      "plain": None}
 
 
 def _name_end(text: str, at: int) -> int:
     """The end of the variable name [A-Za-z_][A-Za-z0-9_]* that starts at ``at`` (``at`` itself: none there)."""
-    if at >= len(text) or text[at] not in _NAME_HEAD:
+    if at >= len(text) or text[at] not in _NAME_START:
         return at
     end = at + 1
-    while end < len(text) and text[end] in _NAME_TAIL:
+    while end < len(text) and text[end] in _NAME_CHARS:
         end += 1
     return end
 
@@ -260,7 +258,7 @@ def kubelet_expand(text: str, env: dict[str, str]) -> str:
         else:
             close = text.find(")", at + 2) if text.startswith("(", at + 1) else -1
             name = text[at + 2:close] if close > at + 2 else ""
-            if name and name[0] in _NAME_START and all(c in _NAME_REST for c in name):
+            if name and name[0] in _NAME_START and _NAME_CHARS.issuperset(name):
                 out.append(env.get(name, text[at:close + 1]))
                 done = close + 1
             else:
@@ -269,10 +267,6 @@ def kubelet_expand(text: str, env: dict[str, str]) -> str:
         at = text.find("$", done)
     out.append(text[done:])
     return "".join(out)
-
-
-_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-_NAME_REST = _NAME_START | frozenset("0123456789")
 
 
 # ----------------------------------------------------------------------------- shell arithmetic
@@ -524,6 +518,8 @@ _NOT_PLAIN = "'\"\\#;&|"  # a quote, escape, comment or separator: without them 
 def _split_words(text: str) -> list[str] | None:
     if not any(c in text for c in _NOT_PLAIN):  # most lines: str split, without shlex's character-by-character loop
         return [w for w in text.replace("\t", " ").replace("\r", " ").replace("\n", " ").split(" ") if w]  # shlex's
+    if not any(c in text for c in _BY_SHLEX):  # '--model "$MODEL"', 'a; b': without importing shlex
+        return _double_quoted_words(text)
     import shlex  # blanks (space, tab, CR, LF) alone; shlex itself only where a line quotes, escapes or separates
 
     lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
@@ -533,6 +529,57 @@ def _split_words(text: str) -> list[str] | None:
         return list(lexer)
     except ValueError:
         return None
+
+
+_BY_SHLEX = "'\\#"  # a single quote, an escape or a comment: shlex's own states, left to it
+
+
+def _double_quoted_words(text: str) -> list[str] | None:
+    """The words shlex (posix, whitespace_split, punctuation ``;&|``) makes of a text whose only special characters
+    are double quotes and separators: blanks (space, tab, CR, LF) split words outside quotes, the quotes are removed
+    (``""`` is an empty word), a run of ``;&|`` outside quotes is a word of its own, and an unclosed quote is no
+    words (None, as shlex's ValueError is read). Importing shlex (a pattern compiled with it) and its loop over each
+    character cost a check of a script or pod command ~0.6 ms."""
+    words: list[str] = []
+    parts = text.split('"')
+    if len(parts) % 2 == 0:  # an odd number of quotes: one is not closed
+        return None
+    word: list[str] | None = None  # the word being read (None: between words)
+    for i, part in enumerate(parts):
+        if i % 2:  # inside quotes: kept whole, blanks and separators too
+            word = [*(word or ()), part]
+            continue
+        pieces = part.replace("\t", " ").replace("\r", " ").replace("\n", " ").split(" ")
+        for j, piece in enumerate(pieces):
+            if j:  # a blank: the word before it ends
+                if word is not None:
+                    words.append("".join(word))
+                word = None
+            for run, separator in _separator_runs(piece):
+                if separator:  # ends the word before it, and is a word itself
+                    if word is not None:
+                        words.append("".join(word))
+                    words.append(run)
+                    word = None
+                else:
+                    word = [*(word or ()), run]
+    if word is not None:
+        words.append("".join(word))
+    return words
+
+
+def _separator_runs(piece: str) -> list[tuple[str, bool]]:
+    """``piece`` (no blank) cut into runs of ``;&|`` and runs of other characters, each with whether it separates."""
+    if not any(c in piece for c in ";&|"):
+        return [(piece, False)] if piece else []
+    runs: list[tuple[str, bool]] = []
+    for c in piece:
+        separator = c in ";&|"
+        if runs and runs[-1][1] == separator:
+            runs[-1] = (runs[-1][0] + c, separator)
+        else:
+            runs.append((c, separator))
+    return runs
 
 
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
