@@ -134,3 +134,16 @@ def test_double_quoted_words_are_shlexs():
 @given(st.text(alphabet=' \t\r\n"ab=$-\x0b;&|', max_size=30))
 def test_double_quoted_words_any_text(text):
     assert flags._double_quoted_words(text) == _shlex_words(text)
+
+
+def test_substitution_after_the_hand_reads_uses_the_patterns_with_the_same_results(monkeypatch):
+    """substitute and kubelet_expand read their first texts by hand (flags.HAND_READS), then use the compiled
+    patterns: both give the same text and the same unresolved names."""
+    texts = [*SUBST_TEXTS, "--x=$((LWS_GROUP_SIZE * 2)) $(A) $$(A)"]
+    cases = [(t, k8s, arith) for t in texts for k8s in (False, True) for arith in (False, True)]
+    monkeypatch.setattr(flags, "_hand_left", {"subst": len(cases), "kubelet": len(texts)})
+    by_hand = [flags.substitute(t, ENV, k8s=k8s, arithmetic=arith) for t, k8s, arith in cases]
+    kubelet_by_hand = [flags.kubelet_expand(t, ENV) for t in texts]
+    assert flags._hand_left == {"subst": 0, "kubelet": 0}  # every one read by hand: the next by the patterns
+    assert [flags.substitute(t, ENV, k8s=k8s, arithmetic=arith) for t, k8s, arith in cases] == by_hand
+    assert [flags.kubelet_expand(t, ENV) for t in texts] == kubelet_by_hand
