@@ -115,7 +115,9 @@ RARE = {"kvplan.engines.sglang.sharing", "kvplan.engines.trtllm.sharing", "kvpla
         # SGLang with a draft model, SGLang serving a model with recurrent state, a prebuilt TensorRT-LLM engine
         "kvplan.engines.sglang.speculative", "kvplan.engines.sglang.mamba", "kvplan.engines.trtllm.tied_head",
         # shell words with single quotes, escapes or comments (deploy/flags.py splits the rest by hand)
-        "shlex"}
+        "shlex",
+        # a literal command (`kvplan check -- vllm serve ...`, `kvplan check -`), not files
+        "kvplan.cli.literal"}
 """Modules for what few deployments ask: the engines' rules for requests that share a prefix or samples
 (``Engine.sharing_for``) and for GPUs shared with other processes (``device``), the vision towers of multimodal
 models, SGLang's speculative and Mamba rules, TensorRT-LLM's tied lm_head copy of a prebuilt engine, and shlex. A

@@ -91,9 +91,13 @@ def run(paths: list[str], fmt: str, gpu: str | None, gpu_catalog: Any, specs: An
         from kvplan.render.formats import check_format, write
 
         check_format(CheckReport, fmt)
-        from kvplan.cli.literal import literal_command, run_literal
+        import os
 
-        words = literal_command(paths)
+        words = None
+        if paths == ["-"] or (paths and not os.path.exists(paths[0])):  # else files: literal.py is not read
+            from kvplan.cli.literal import literal_command, run_literal
+
+            words = literal_command(paths)
         if words is not None:
             report = run_literal(words, lambda files: check(files, gpu=gpu, catalog=gpu_catalog, specs=specs,
                                                              online=online, strict=strict, calibration=calibration))
