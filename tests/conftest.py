@@ -253,3 +253,17 @@ def hf_token(token: str) -> Iterator[None]:
             os.environ.pop("HF_TOKEN", None)
         else:
             os.environ["HF_TOKEN"] = old
+
+
+def shlex_words(text: str) -> list[str] | None:
+    """A shell line's words as shlex splits them (the reference kvplan's own word splitter is held to), None where
+    shlex refuses it (an unclosed quote)."""
+    import shlex
+
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        return list(lexer)
+    except ValueError:
+        return None

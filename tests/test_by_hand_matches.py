@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from conftest import shlex_words
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -109,31 +110,19 @@ def test_variable_expansion_any_text(text):
     assert flags._expand(_all_groups, text) == flags._SUBST.sub(_all_groups, text)
 
 
-def _shlex_words(text: str) -> list[str] | None:
-    import shlex
-
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    lexer.commenters = "#"
-    try:
-        return list(lexer)
-    except ValueError:
-        return None
-
-
 WORD_TEXTS = ['exec vllm serve "$MODEL" ', 'a;b', 'x --n=$(A); y', '"";', ';"";', 'a&&b || c', '"a;b"|c', ' ;; ', '|', '--max-model-len "$MAX_LEN"', '""', 'a""b', '"a b" c', '"unclosed', ' "" ',
               'x="1 2"y', '"\t"\n"x"', 'a\x0bb "c"', '"a"b"c d"', '"', '""""', 'a  "" b']
 
 
 def test_double_quoted_words_are_shlexs():
     for text in WORD_TEXTS:
-        assert flags._double_quoted_words(text) == _shlex_words(text), repr(text)
-        assert flags._split_words(text) == _shlex_words(text), repr(text)
+        assert flags._double_quoted_words(text) == shlex_words(text), repr(text)
+        assert flags._split_words(text) == shlex_words(text), repr(text)
 
 
 @given(st.text(alphabet=' \t\r\n"ab=$-\x0b;&|', max_size=30))
 def test_double_quoted_words_any_text(text):
-    assert flags._double_quoted_words(text) == _shlex_words(text)
+    assert flags._double_quoted_words(text) == shlex_words(text)
 
 
 def test_substitution_after_the_hand_reads_uses_the_patterns_with_the_same_results(monkeypatch):

@@ -17,10 +17,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import hang_guard, run_cli
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-
-from conftest import hang_guard, run_cli
 
 LLAMA8 = "meta-llama/Llama-3.1-8B"
 LMCACHE = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
@@ -415,22 +414,13 @@ def test_a_run_looks_each_gpu_label_up_once(tmp_path, monkeypatch):
 
 
 def test_plain_command_lines_split_as_shlex_splits_them():
-    import shlex
+    from conftest import shlex_words
 
     from kvplan.deploy.flags import _split_words
 
-    def reference(text: str) -> list[str] | None:
-        lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        try:
-            return list(lexer)
-        except ValueError:
-            return None
-
     for text in ("vllm serve m --x 1", "  a\tb  c ", "", "X=$Y a", "a(b) c<d >e", "a~b ./c", "a\x0bb", "a\u00a0b",
                  "a 'b c'", 'a "b" # c', "a;b", "a && b", "a\\ b"):
-        assert _split_words(text) == reference(text), text
+        assert _split_words(text) == shlex_words(text), text
 
 
 # ------------------------------------------------------------------------------ linear on megabyte lines
