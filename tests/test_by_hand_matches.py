@@ -1,5 +1,6 @@
 """What check reads by hand instead of compiling a pattern on every run (its start-up issue) matches what the
-pattern matched: the kubelet's $(VAR) expansion, the engines' image patterns and vLLM's suffixed integers."""
+pattern (or shlex) matched: the engines' image patterns, vLLM's suffixed integers, a script's annotation comments and
+double-quoted shell words."""
 
 from __future__ import annotations
 
@@ -13,28 +14,6 @@ from kvplan.deploy import flags, shell
 from kvplan.engines.serve import serve_flags
 from kvplan.engines.serve_format import _image_form, image_search
 from kvplan.engines.vllm.flags import vllm_int
-
-ENV = {"A": "x", "MAX_MODEL_LEN": "32768", "_b1": "$(A)", "LWS_GROUP_SIZE": "2"}
-TEXT = st.text(alphabet="$()A_b1 xMAX_MODEL_LEN-9é\n", max_size=40)
-
-
-def _by_pattern(text: str, env: dict[str, str]) -> str:
-    def repl(m: re.Match) -> str:
-        return "$" if m.group("name") is None else env.get(m.group("name"), m.group(0))
-
-    return flags._KUBELET.sub(repl, text)
-
-
-@given(TEXT)
-def test_kubelet_expansion_is_the_patterns(text):
-    assert flags.kubelet_expand(text, ENV) == _by_pattern(text, ENV)
-
-
-def test_kubelet_expansion_examples():
-    for text in ["$(MAX_MODEL_LEN)", "$$(A)", "$($(A))", "$(1A)", "$(A", "a$", "$()", "--x=$(LWS_GROUP_SIZE);$(B)",
-                 "$$$(A)$", "$(_b1)"]:
-        assert flags.kubelet_expand(text, ENV) == _by_pattern(text, ENV), text
-
 
 PATTERNS = sorted({p for engine in ("vllm", "sglang", "trtllm", "llamacpp")
                    for serve in [serve_flags(engine)] if serve is not None
@@ -88,28 +67,6 @@ def test_annotation_comments_any_line(line):
     assert shell.annotation_comment(line) == _comment_by_pattern(line)
 
 
-GROUPS = ("arith", "k8s", "brace", "op", "default", "plain")
-
-
-def _all_groups(m) -> str:
-    return "<" + repr([m.group(0), *(m.group(g) for g in GROUPS)]) + ">"
-
-
-SUBST_TEXTS = ["${CONTEXT_LENGTH:-32768}", "$MODEL", "\"$MAX_LEN\"", "$((A * 2))", "$((A * (2)))", "$(LWS_GROUP_SIZE)",
-               "${A:}", "${A:-x${B}y}", "${A-$}", "${A:=b}c${}", "$$(A)", "${A?", "${1A}", "${_a:+x}z", "$1", "$",
-               "a$((1)", "${A:-$x}", "$(A$(B))", "$((1))$((2))", "${A}${B:-}$C"]
-
-
-def test_variable_expansion_by_hand_is_the_patterns():
-    for text in SUBST_TEXTS:
-        assert flags._expand(_all_groups, text) == flags._SUBST.sub(_all_groups, text), text
-
-
-@given(st.text(alphabet="$(){}:-=?+*AB_1 x\n", max_size=40))
-def test_variable_expansion_any_text(text):
-    assert flags._expand(_all_groups, text) == flags._SUBST.sub(_all_groups, text)
-
-
 WORD_TEXTS = ['exec vllm serve "$MODEL" ', 'a;b', 'x --n=$(A); y', '"";', ';"";', 'a&&b || c', '"a;b"|c', ' ;; ', '|', '--max-model-len "$MAX_LEN"', '""', 'a""b', '"a b" c', '"unclosed', ' "" ',
               'x="1 2"y', '"\t"\n"x"', 'a\x0bb "c"', '"a"b"c d"', '"', '""""', 'a  "" b']
 
@@ -123,16 +80,3 @@ def test_double_quoted_words_are_shlexs():
 @given(st.text(alphabet=' \t\r\n"ab=$-\x0b;&|', max_size=30))
 def test_double_quoted_words_any_text(text):
     assert flags._double_quoted_words(text) == shlex_words(text)
-
-
-def test_substitution_after_the_hand_reads_uses_the_patterns_with_the_same_results(monkeypatch):
-    """substitute and kubelet_expand read their first texts by hand (flags.HAND_READS), then use the compiled
-    patterns: both give the same text and the same unresolved names."""
-    texts = [*SUBST_TEXTS, "--x=$((LWS_GROUP_SIZE * 2)) $(A) $$(A)"]
-    cases = [(t, k8s, arith) for t in texts for k8s in (False, True) for arith in (False, True)]
-    monkeypatch.setattr(flags, "_hand_left", {"subst": len(cases), "kubelet": len(texts)})
-    by_hand = [flags.substitute(t, ENV, k8s=k8s, arithmetic=arith) for t, k8s, arith in cases]
-    kubelet_by_hand = [flags.kubelet_expand(t, ENV) for t in texts]
-    assert flags._hand_left == {"subst": 0, "kubelet": 0}  # every one read by hand: the next by the patterns
-    assert [flags.substitute(t, ENV, k8s=k8s, arithmetic=arith) for t, k8s, arith in cases] == by_hand
-    assert [flags.kubelet_expand(t, ENV) for t in texts] == kubelet_by_hand

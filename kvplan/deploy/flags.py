@@ -11,11 +11,7 @@ resolved from what the file itself defines is kept as unknown and reported.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-
-TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
-if TYPE_CHECKING:
-    from typing import Any
+from collections.abc import Iterator
 
 from kvplan.deploy.report import Finding
 from kvplan.engines import DEFAULT_ENGINE
@@ -122,7 +118,7 @@ def substitute(text: str, env: dict[str, str], *, k8s: bool = False,
     Returns the text and the names left unresolved (kept as written)."""
     missing: list[str] = []
 
-    def repl(m: re.Match[str] | _Expansion) -> str:
+    def repl(m: re.Match[str]) -> str:
         if m.group("arith") is not None:
             if not arithmetic:
                 return m.group(0)
@@ -153,106 +149,10 @@ def substitute(text: str, env: dict[str, str], *, k8s: bool = False,
 
     if "$" not in text:
         return text, ()
-    expand = _expand if _by_hand("subst") else _SUBST.sub  # the same result either way (tests)
     if k8s:
-        text_out = expand(repl, text.replace("$$", "\0"))  # $$(VAR) is a literal $(VAR) in Kubernetes
+        text_out = _SUBST.sub(repl, text.replace("$$", "\0"))  # $$(VAR) is a literal $(VAR) in Kubernetes
         return text_out.replace("\0", "$"), tuple(dict.fromkeys(missing))
-    return expand(repl, text), tuple(dict.fromkeys(missing))
-
-
-HAND_READS = 256
-"""Texts ``substitute`` and ``kubelet_expand`` each read by hand before they use their compiled pattern: a check of a
-few files compiles neither (~1 ms of its start), a fleet's thousands of texts get the compiled pattern's speed (the
-hand reading takes about twice as long a text)."""
-_hand_left = {"subst": HAND_READS, "kubelet": HAND_READS}
-
-
-def _by_hand(what: str) -> bool:
-    left = _hand_left[what]
-    if left <= 0:
-        return False
-    _hand_left[what] = left - 1
-    return True
-
-
-class _Expansion:
-    """What ``_SUBST`` matched at one '$' (``_next_expansion``): ``group`` as a match's."""
-
-    __slots__ = ("groups", "whole")
-
-    def __init__(self, whole: str, groups: dict[str, str | None]) -> None:
-        self.whole, self.groups = whole, groups
-
-    def group(self, name: int | str = 0) -> Any:  # str | None, as re.Match's (typed Any there too)
-        return self.whole if name == 0 else self.groups.get(str(name))
-
-
-def _expand(repl: Callable[[_Expansion], str], text: str) -> str:
-    """``_SUBST.sub(repl, text)``, read by hand: its pattern cost every check ~0.75 ms to compile, and most texts
-    that hold a '$' hold one or two expansions. tests/test_by_hand_matches.py holds the two to the same results."""
-    out: list[str] = []
-    done = 0
-    at = text.find("$")
-    while at >= 0:
-        found = _next_expansion(text, at)
-        if found is None:
-            at = text.find("$", at + 1)
-            continue
-        end, groups = found
-        out.append(text[done:at])
-        out.append(repl(_Expansion(text[at:end], groups)))
-        done = end
-        at = text.find("$", end)
-    out.append(text[done:])
-    return "".join(out)
-
-
-_NO_GROUPS: dict[str, str | None] = {"arith": None, "k8s": None, "brace": None, "op": None, "default": None,
-                                     "plain": None}
-
-
-def _name_end(text: str, at: int) -> int:
-    """The end of the variable name [A-Za-z_][A-Za-z0-9_]* that starts at ``at`` (``at`` itself: none there)."""
-    if at >= len(text) or text[at] not in _NAME_START:
-        return at
-    end = at + 1
-    while end < len(text) and text[end] in _NAME_CHARS:
-        end += 1
-    return end
-
-
-def _next_expansion(text: str, at: int) -> tuple[int, dict[str, str | None]] | None:
-    """``_SUBST.match(text, at)`` for the '$' at ``at``: its end and groups, its four alternatives in their order."""
-    if text.startswith("$((", at):  # \$\(\((?P<arith>[^()]*)\)\)
-        close = at + 3
-        while close < len(text) and text[close] not in "()":
-            close += 1
-        if text.startswith("))", close):
-            return close + 2, {**_NO_GROUPS, "arith": text[at + 3:close]}
-    if text.startswith("$(", at):  # \$\((?P<k8s>NAME)\)
-        end = _name_end(text, at + 2)
-        if end > at + 2 and text.startswith(")", end):
-            return end + 1, {**_NO_GROUPS, "k8s": text[at + 2:end]}
-    if text.startswith("${", at):  # \$\{(?P<brace>NAME)(?:(?P<op>:?[-=?+])(?P<default>(?:[^}$]|\$(?!\{))*))?\}
-        end = _name_end(text, at + 2)
-        if end == at + 2:
-            return None
-        name = text[at + 2:end]
-        if text.startswith("}", end):
-            return end + 1, {**_NO_GROUPS, "brace": name}
-        op_end = end + 1 if text.startswith(":", end) else end
-        if op_end >= len(text) or text[op_end] not in "-=?+":
-            return None
-        start = close = op_end + 1
-        while close < len(text) and text[close] != "}" and not text.startswith("${", close):
-            close += 1
-        if not text.startswith("}", close):
-            return None
-        return close + 1, {**_NO_GROUPS, "brace": name, "op": text[end:op_end + 1], "default": text[start:close]}
-    end = _name_end(text, at + 1)  # \$(?P<plain>NAME)
-    if end > at + 1:
-        return end, {**_NO_GROUPS, "plain": text[at + 1:end]}
-    return None
+    return _SUBST.sub(repl, text), tuple(dict.fromkeys(missing))
 
 
 def kubelet_expand(text: str, env: dict[str, str]) -> str:
@@ -261,30 +161,14 @@ def kubelet_expand(text: str, env: dict[str, str]) -> str:
     ``$((...))`` are the shell's, later, with the script's own variables)."""
     if "$" not in text:
         return text
-    if not _by_hand("kubelet"):
-        return _KUBELET.sub(lambda m: "$" if m.group("name") is None else env.get(m.group("name"), m.group(0)), text)
-    # ``_KUBELET.sub``, read by hand (its pattern cost every check ~0.25 ms to compile): at each '$', '$$' first,
-    # then '$(NAME)'; any other '$' is kept and the scan goes on after it
-    out: list[str] = []
-    done = 0
-    at = text.find("$")
-    while at >= 0:
-        out.append(text[done:at])
-        if text.startswith("$", at + 1):
-            out.append("$")
-            done = at + 2
-        else:
-            close = text.find(")", at + 2) if text.startswith("(", at + 1) else -1
-            name = text[at + 2:close] if close > at + 2 else ""
-            if name and name[0] in _NAME_START and _NAME_CHARS.issuperset(name):
-                out.append(env.get(name, text[at:close + 1]))
-                done = close + 1
-            else:
-                out.append("$")
-                done = at + 1
-        at = text.find("$", done)
-    out.append(text[done:])
-    return "".join(out)
+
+    def repl(m: re.Match[str]) -> str:
+        name = m.group("name")
+        if name is None:
+            return "$"
+        return env.get(name, m.group(0))
+
+    return _KUBELET.sub(repl, text)
 
 
 # ----------------------------------------------------------------------------- shell arithmetic
