@@ -3,6 +3,7 @@
 
     python benchmarks/check_speed.py                      # 1,000 and 10,000 files, 3 runs each
     python benchmarks/check_speed.py --files 1000 --runs 5
+    python benchmarks/check_speed.py --files 1000 --runs 5 --jobs 1    # one process (the default: one per CPU)
     python benchmarks/check_speed.py --write-docs         # also (re)writes its section of docs/performance.md
     python benchmarks/check_speed.py --profile 1000       # cProfile of one run in this process, top 30
     python benchmarks/check_speed.py --base /tmp/main --runs 3   # interleaved with another checkout, CPU per file
@@ -169,15 +170,17 @@ def write_fleet(root: Path, files: int, seed: int = 26) -> dict[str, int]:
     return kinds
 
 
-def time_check(root: Path, runs: int, checkout: Path = REPO) -> tuple[list[float], list[float], int, bytes]:
+def time_check(root: Path, runs: int, checkout: Path = REPO,
+               jobs: int | None = None) -> tuple[list[float], list[float], int, bytes]:
     """Wall seconds and CPU seconds (user + system) of each run, the last run's exit status and output. On a
     shared machine the CPU time moves less than the wall time: both are printed. ``checkout``: the tree whose
-    kvplan runs (``python -m`` from its root)."""
+    kvplan runs (``python -m`` from its root). ``jobs``: ``--jobs`` (None: kvplan's default, a worker process per
+    CPU for a fleet). The CPU time is the whole tree's: kvplan's and its workers'."""
     import resource
 
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # installed tools have their .pyc caches
-    cmd = [sys.executable, "-m", "kvplan", "check", str(root), "-f", "json"]
+    cmd = [sys.executable, "-m", "kvplan", "check", str(root), "-f", "json", *(["-j", str(jobs)] if jobs else [])]
     times, cpu, rc, out = [], [], 0, b""
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -213,7 +216,7 @@ def profile(files: int) -> None:
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
 
 
-def compare(base: Path, sizes: list[int], runs: int) -> None:
+def compare(base: Path, sizes: list[int], runs: int, jobs: int | None = None) -> None:
     """This checkout against ``base``, run after run on the same fleet (a busy machine slows both alike): the CPU
     time per file, median and minimum, and whether the JSON reports are the same bytes."""
     for files in sizes:
@@ -223,7 +226,7 @@ def compare(base: Path, sizes: list[int], runs: int) -> None:
             outs: dict[str, bytes] = {}
             for _ in range(runs):
                 for name, tree in (("base", base), ("this", REPO)):
-                    _, spent, _, outs[name] = time_check(Path(tmp), 1, tree)
+                    _, spent, _, outs[name] = time_check(Path(tmp), 1, tree, jobs if name == "this" else None)
                     cpu[name] += spent
         same = "identical" if outs["base"] == outs["this"] else "DIFFERENT"
         print(f"{files} files, {runs} interleaved runs: CPU per file, base {statistics.median(cpu['base']) / files * 1000:.2f}"
@@ -256,6 +259,7 @@ def main() -> int:
     parser.add_argument("--files", type=int, action="append", help="files in the fleet (repeatable; "
                         "default 1000 and 10000)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, help="kvplan check --jobs N (default: kvplan's, a worker per CPU)")
     parser.add_argument("--write-docs", action="store_true", help="(re)write its section of docs/performance.md")
     parser.add_argument("--profile", type=int, metavar="FILES", help="profile one run in this process instead")
     parser.add_argument("--base", type=Path, metavar="DIR", help="another checkout (e.g. `git worktree add DIR main`): "
@@ -265,19 +269,20 @@ def main() -> int:
         profile(args.profile)
         return 0
     if args.base:
-        compare(args.base.resolve(), args.files or [1000, 10000], args.runs)
+        compare(args.base.resolve(), args.files or [1000, 10000], args.runs, args.jobs)
         return 0
     rows = []
     for files in args.files or [1000, 10000]:
         with tempfile.TemporaryDirectory() as tmp:
             kinds = write_fleet(Path(tmp), files)
-            times, cpu, _, out = time_check(Path(tmp), args.runs)
+            times, cpu, _, out = time_check(Path(tmp), args.runs, jobs=args.jobs)
         import json
 
         planned = len(json.loads(out)["deployments"]) if out else 0
         median = statistics.median(times)
         cpu_median = statistics.median(cpu)
-        print(f"kvplan check, {files} files ({kinds}), {planned} deployments, {args.runs} runs: "
+        print(f"kvplan check{f' -j {args.jobs}' if args.jobs else ''}, {files} files ({kinds}), {planned} deployments, "
+              f"{args.runs} runs: "
               f"wall min {min(times):.2f} s, median {median:.2f} s ({median / files * 1000:.2f} ms a file); "
               f"CPU min {min(cpu):.2f} s, median {cpu_median:.2f} s ({cpu_median / files * 1000:.2f} ms a file)")
         rows.append(f"| {files:,} | {planned:,} | {args.runs} | {min(times):.2f} s | {median:.2f} s | "

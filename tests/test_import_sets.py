@@ -117,7 +117,9 @@ RARE = {"kvplan.engines.sglang.sharing", "kvplan.engines.trtllm.sharing", "kvpla
         # shell words with single quotes, escapes or comments (deploy/flags.py splits the rest by hand)
         "shlex",
         # a literal command (`kvplan check -- vllm serve ...`, `kvplan check -`), not files
-        "kvplan.cli.literal"}
+        "kvplan.cli.literal",
+        # a fleet of files, checked by worker processes (deploy/workers.py), not a few
+        "kvplan.deploy.workers", "multiprocessing", "concurrent.futures"}
 """Modules for what few deployments ask: the engines' rules for requests that share a prefix or samples
 (``Engine.sharing_for``) and for GPUs shared with other processes (``device``), the vision towers of multimodal
 models, SGLang's speculative and Mamba rules, TensorRT-LLM's tied lm_head copy of a prebuilt engine, and shlex. A

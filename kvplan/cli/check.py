@@ -33,6 +33,8 @@ OPTIONS: tuple[Opt, ...] = (
         "reported (a warning).", flag=True),
     Opt("calibration", ("--calibration",), None, "A calibration file (`kvplan log --save`): deployments of its "
         "model, GPU and engine version use its measured items.", path=True),
+    Opt("jobs", ("--jobs", "-j"), None, "Processes to check the files with (1: one process). Default: one per CPU "
+        "for 64 files or more, else one. The report is the same either way.", integer=True),
 )
 
 
@@ -80,7 +82,7 @@ def _few_collections() -> tuple[int, ...]:
 
 
 def run(paths: list[str], fmt: str, gpu: str | None, gpu_catalog: Any, specs: Any, online: bool, strict: bool,
-        ignore_unrecognized: bool, calibration: Any) -> int:
+        ignore_unrecognized: bool, calibration: Any, jobs: int | None = None) -> int:
     """Check the files (or one literal command); 1 where a deployment does not fit."""
     import sys
 
@@ -100,10 +102,11 @@ def run(paths: list[str], fmt: str, gpu: str | None, gpu_catalog: Any, specs: An
             words = literal_command(paths)
         if words is not None:
             report = run_literal(words, lambda files: check(files, gpu=gpu, catalog=gpu_catalog, specs=specs,
-                                                             online=online, strict=strict, calibration=calibration))
+                                                             online=online, strict=strict, calibration=calibration,
+                                                             jobs=jobs))
         else:
             report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
-                           ignore_unrecognized=ignore_unrecognized, calibration=calibration)
+                           ignore_unrecognized=ignore_unrecognized, calibration=calibration, jobs=jobs)
         width = None
         if fmt == "table" and sys.stdout.isatty():  # fit the terminal; piped, never wrap or cut
             import shutil

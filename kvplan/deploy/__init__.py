@@ -22,6 +22,11 @@ __all__ = ["check", "CheckReport", "DeploymentResult", "FileResult", "Finding", 
 
 _SUFFIXES = (".yaml", ".yml", ".sh", ".bash")
 
+PARALLEL_FROM = 64
+"""Files from which ``check(jobs=None)`` (the default) checks in worker processes, one per CPU
+(``deploy/workers.py``): below, starting them (a fork each, ~0.1 s of imports in a spawned one) costs about what
+they save."""
+
 
 MAX_GLOB_ENTRIES = 200_000
 """Directory entries one path or glob may walk: ``kvplan check`` refuses the argument past this (a glob of many
@@ -211,7 +216,7 @@ def _spec_files(root: str) -> list[str]:
 def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None = None,
           catalog: str | os.PathLike | None = None, specs: str | os.PathLike | None = None,
           online: bool = False, strict: bool = False, ignore_unrecognized: bool = False,
-          calibration: str | os.PathLike | None = None) -> CheckReport:
+          calibration: str | os.PathLike | None = None, jobs: int | None = None) -> CheckReport:
     """Check every deployment in the given files.
 
     ``gpu``: the GPU type for deployments that name none. ``catalog``: a user GPU catalog file.
@@ -220,12 +225,18 @@ def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None 
     ``ignore_unrecognized``: skip files that hold no deployment (for pre-commit, which passes every file); one
     that runs an engine kvplan cannot read is reported as a warning (``engine-not-read``), never skipped.
     ``calibration``: a calibration file (``kvplan log --save``) for the deployments it matches.
+    ``jobs``: processes to check the files with (1: this one alone); None: one per CPU for a fleet of
+    ``deploy.workers.PARALLEL_FROM`` files or more. The report is the same whichever.
     """
     from kvplan._version import __version__
     from kvplan.deploy.checks import Context
 
     if isinstance(paths_or_globs, (str, os.PathLike)):
         paths_or_globs = [paths_or_globs]
+    if jobs is not None:
+        from kvplan.deploy.workers import check_jobs
+
+        check_jobs(jobs)
     files, problems = expand_paths(paths_or_globs)
     if catalog:
         from pathlib import Path  # only with a catalog: pathlib's import is ~5 ms of a check's start
@@ -246,14 +257,37 @@ def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None 
     report = CheckReport(strict=strict, kvplan_version=__version__)
     for problem in problems:
         report.files.append(FileResult(path=problem.file, findings=[problem]))
-    for path in files:
-        try:
-            report.files.append(check_file(path, ctx, ignore_unrecognized=ignore_unrecognized))
-        except Exception as exc:  # noqa: BLE001 - one file's failure is that file's finding, never the run's end
-            report.files.append(FileResult(path=path, findings=[Finding(
-                "error", "invalid-input", f"kvplan could not check this file ({_brief(exc)}); please report it", path,
-                invalid_input=True)]))
+    report.files.extend(_check_files(files, ctx, ignore_unrecognized, jobs))
     return report
+
+
+def _check_files(files: list[str], ctx: Any, ignore_unrecognized: bool, jobs: int | None) -> list[FileResult]:
+    """Each file's result in order: in worker processes for a fleet (``deploy/workers.py``), else here."""
+    if jobs is None and len(files) < PARALLEL_FROM:  # a few files: no worker (nor its module's import)
+        return [checked_file(path, ctx, ignore_unrecognized) for path in files]
+    from kvplan.deploy.workers import workers_for
+
+    workers = workers_for(jobs, len(files))
+    if workers > 1:
+        from kvplan.deploy.workers import check_in_workers
+
+        # the first file here: the modules a check imports are imported once, before the workers are forked
+        first = checked_file(files[0], ctx, ignore_unrecognized)
+        rest = check_in_workers(files[1:], ctx, ignore_unrecognized, min(workers, len(files) - 1))
+        if rest is not None:
+            return [first, *rest]
+        return [first, *(checked_file(path, ctx, ignore_unrecognized) for path in files[1:])]
+    return [checked_file(path, ctx, ignore_unrecognized) for path in files]
+
+
+def checked_file(path: str, ctx: Any, ignore_unrecognized: bool = False) -> FileResult:
+    """``check_file``'s result, or a finding saying the file could not be checked."""
+    try:
+        return check_file(path, ctx, ignore_unrecognized=ignore_unrecognized)
+    except Exception as exc:  # noqa: BLE001 - one file's failure is that file's finding, never the run's end
+        return FileResult(path=path, findings=[Finding(
+            "error", "invalid-input", f"kvplan could not check this file ({_brief(exc)}); please report it", path,
+            invalid_input=True)])
 
 
 def check_file(path: str, ctx: Any, *, ignore_unrecognized: bool = False) -> FileResult:

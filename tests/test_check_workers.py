@@ -1,0 +1,119 @@
+"""``kvplan check`` over a fleet in worker processes (``deploy/workers.py``) writes what one process writes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from kvplan.deploy import PARALLEL_FROM, check
+from kvplan.deploy import workers as workers_module
+from kvplan.deploy.checks import Context
+from kvplan.deploy.workers import MAX_JOBS, check_in_workers, workers_for
+from kvplan.errors import UsageError
+from kvplan.render.check_out import render
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = [p for kind in ("pass", "fail", "invalid") for p in sorted((REPO / "examples" / kind).iterdir())
+            if p.is_file()]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every example (fitting, failing with fixes, invalid) several times over, past ``PARALLEL_FROM`` files, with
+    the lengths of some changed so that their plans differ."""
+    root = tmp_path_factory.mktemp("fleet")
+    copies = -(-PARALLEL_FROM // len(EXAMPLES)) + 1
+    for i in range(copies):
+        folder = root / f"team{i:02d}"
+        folder.mkdir()
+        for path in EXAMPLES:
+            text = path.read_text()
+            if i % 2:
+                text = text.replace("8192", str(4096 * (i + 1)))
+            (folder / path.name).write_text(text)
+    return root
+
+
+def _report(fleet: Path, **kw: object) -> str:
+    return render(check([str(fleet)], specs=REPO / "examples" / "specs", **kw), "json")  # type: ignore[arg-type]
+
+
+def test_workers_write_what_one_process_writes(fleet: Path) -> None:
+    files = sum(1 for _ in fleet.rglob("*.*"))
+    assert files >= PARALLEL_FROM
+    alone = _report(fleet, jobs=1)
+    assert '"does-not-fit"' in alone and '"invalid-input"' in alone  # the fleet has failures and fixes to carry
+    assert _report(fleet, jobs=2) == alone
+    assert _report(fleet, jobs=3) == alone
+    assert _report(fleet) == alone  # the default: one per CPU here
+
+
+def test_workers_do_the_work(fleet: Path) -> None:
+    """The workers return every file's result (None would mean this process checked them instead)."""
+    files = sorted(str(p) for p in fleet.rglob("*.*"))[:12]
+    ctx = Context(specs={})
+    done = check_in_workers(files, ctx, False, 2)
+    assert done is not None and [r.path for r in done] == files
+    spawned = check_in_workers(files[:3], ctx, False, 2, method="spawn")  # macOS's way: kvplan imported afresh
+    assert spawned is not None
+    from kvplan.deploy import checked_file
+
+    assert [render_one(r) for r in spawned] == [render_one(checked_file(p, Context(specs={}))) for p in files[:3]]
+
+
+def render_one(result: object) -> str:
+    from kvplan.deploy.report import CheckReport
+
+    return render(CheckReport(files=[result]), "json")  # type: ignore[list-item]
+
+
+def _dies(path: str) -> object:
+    os._exit(3)  # a worker killed (memory, a signal)
+
+
+def test_a_dead_worker_leaves_the_files_to_this_process(fleet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    alone = _report(fleet, jobs=1)
+    monkeypatch.setattr(workers_module, "_check_one", _dies)
+    assert check_in_workers([str(p) for p in sorted(fleet.rglob("*.yaml"))[:4]], Context(), False, 2) is None
+    assert _report(fleet, jobs=2) == alone
+
+
+def test_workers_that_cannot_start_leave_the_files_to_this_process(fleet: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing
+
+    def no_semaphores(method: str | None = None) -> object:
+        raise OSError(38, "Function not implemented")  # no /dev/shm (AWS Lambda, some sandboxes)
+
+    alone = _report(fleet, jobs=1)
+    monkeypatch.setattr(multiprocessing, "get_context", no_semaphores)
+    assert _report(fleet, jobs=2) == alone
+
+
+def test_worker_count() -> None:
+    assert workers_for(None, PARALLEL_FROM - 1) == 1  # a few files: this process alone
+    assert workers_for(None, PARALLEL_FROM) == workers_module.cpus()
+    assert workers_for(4, 2) == 2  # never more than the files
+    assert workers_for(1, 10_000) == 1
+
+
+@pytest.mark.parametrize("jobs", [0, -1, MAX_JOBS + 1, True, 2.5, "2"])
+def test_a_bad_worker_count_is_refused_by_name(jobs: object, tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as err:
+        check([str(REPO / "examples" / "pass")], jobs=jobs)  # type: ignore[arg-type]
+    assert err.value.field == "jobs"
+
+
+def test_cli_jobs(tmp_path: Path) -> None:
+    for path in EXAMPLES[:3]:
+        shutil.copy(path, tmp_path / path.name)
+    code, out, err = run_cli(["check", str(tmp_path), "-f", "json", "--jobs", "0"])
+    assert code == 2 and "--jobs" in err and len(err.strip().splitlines()) == 1
+    specs = ["--specs", str(REPO / "examples" / "specs")]
+    one = run_cli(["check", str(tmp_path), "-f", "json", "-j", "1", *specs], seconds=120)
+    two = run_cli(["check", str(tmp_path), "-f", "json", "-j", "2", *specs], seconds=120)
+    assert one == two and one[0] == 0
