@@ -117,3 +117,14 @@ def test_cli_jobs(tmp_path: Path) -> None:
     one = run_cli(["check", str(tmp_path), "-f", "json", "-j", "1", *specs], seconds=120)
     two = run_cli(["check", str(tmp_path), "-f", "json", "-j", "2", *specs], seconds=120)
     assert one == two and one[0] == 0
+
+
+def test_ctrl_c_is_one_line_and_status_130(capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C (the terminal's SIGINT reaches a check's workers too) ends any command with one line, not a traceback."""
+    from kvplan.cli.guard import EXIT_INTERRUPTED, guarded
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    assert guarded(interrupted) == EXIT_INTERRUPTED == 130
+    assert capsys.readouterr().err == "kvplan: interrupted\n"

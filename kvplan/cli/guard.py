@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+"""A shell's status for a command ended by Ctrl-C (128 + SIGINT)."""
 
 
 class Exit(Exception):
@@ -57,4 +59,7 @@ def guarded(action: Callable[[], object],
         return EXIT_USAGE
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (a check's workers end with it: same group)
+        sys.stderr.write("kvplan: interrupted\n")
+        return EXIT_INTERRUPTED
     return code if isinstance(code, int) else 0

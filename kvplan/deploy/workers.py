@@ -92,10 +92,14 @@ def check_in_workers(files: list[str], ctx: Any, ignore_unrecognized: bool, work
     chunk = max(1, min(32, len(files) // (workers * 8)))
     try:
         context = multiprocessing.get_context(method or _start_method())
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_start,
-                                 initargs=(ctx, ignore_unrecognized)) as pool:
-            return list(pool.map(_check_one, files, chunksize=chunk))
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=(ctx, ignore_unrecognized))
+    except Exception:  # noqa: BLE001 - no semaphores here (no /dev/shm): this process checks them
+        return None
+    try:
+        return list(pool.map(_check_one, files, chunksize=chunk))
     except BrokenProcessPool:  # a worker killed (memory, a signal)
         return None
-    except Exception:  # noqa: BLE001 - no semaphores here (no /dev/shm), a process limit: this process checks them
+    except Exception:  # noqa: BLE001 - a worker that cannot start (a process limit): this process checks them
         return None
+    finally:  # and on Ctrl-C: the files no worker has taken yet are dropped, not checked before the exit
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -77,6 +77,8 @@ class TRTLLMEngine(EngineDefaults):
 
     def offload_tier(self, layouts: Sequence[CacheLayout], version: Version, options: EngineOptions, tp: int,
                      demand: Demand, capacity: KvCapacity) -> OffloadTier | None:
+        if not options.host_cache_bytes:
+            return None  # no host cache asked (offload_tier's own first answer), without importing its module
         from kvplan.engines.trtllm.offload import offload_tier
 
         return offload_tier(layouts, options, tp, demand, capacity)
