@@ -56,10 +56,9 @@ def test_workers_do_the_work(fleet: Path) -> None:
     """The workers return every file's result (None would mean this process checked them instead)."""
     files = sorted(str(p) for p in fleet.rglob("*.*"))[:12]
     ctx = Context(specs={})
-    done = check_in_workers(files, ctx, False, 2)
-    assert done is not None and [r.path for r in done] == files
-    spawned = check_in_workers(files[:3], ctx, False, 2, method="spawn")  # macOS's way: kvplan imported afresh
-    assert spawned is not None
+    done = list(check_in_workers(files, ctx, False, 2))
+    assert [r.path for r in done] == files
+    spawned = list(check_in_workers(files[:3], ctx, False, 2, method="spawn"))  # macOS's way: kvplan imported afresh
     from kvplan.deploy import checked_file
 
     assert [render_one(r) for r in spawned] == [render_one(checked_file(p, Context(specs={}))) for p in files[:3]]
@@ -78,7 +77,7 @@ def _dies(path: str) -> object:
 def test_a_dead_worker_leaves_the_files_to_this_process(fleet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     alone = _report(fleet, jobs=1)
     monkeypatch.setattr(workers_module, "_check_one", _dies)
-    assert check_in_workers([str(p) for p in sorted(fleet.rglob("*.yaml"))[:4]], Context(), False, 2) is None
+    assert list(check_in_workers([str(p) for p in sorted(fleet.rglob("*.yaml"))[:4]], Context(), False, 2)) == []
     assert _report(fleet, jobs=2) == alone
 
 
@@ -128,3 +127,41 @@ def test_ctrl_c_is_one_line_and_status_130(capsys: pytest.CaptureFixture[str]) -
 
     assert guarded(interrupted) == EXIT_INTERRUPTED == 130
     assert capsys.readouterr().err == "kvplan: interrupted\n"
+
+
+def test_progress_counts_every_file_in_order(fleet: Path) -> None:
+    total = sum(1 for _ in fleet.rglob("*.*"))
+    for jobs in (1, 2):
+        seen: list[tuple[int, int]] = []
+        check([str(fleet)], specs=REPO / "examples" / "specs", jobs=jobs,  # type: ignore[arg-type]
+              progress=lambda done, of: seen.append((done, of)))
+        assert seen == [(i, total) for i in range(1, total + 1)]
+
+
+def test_progress_line_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+    import time
+
+    from conftest import Terminal
+    from kvplan.cli.progress import progress_line
+
+    monkeypatch.setattr(time, "monotonic", lambda: 1000.0)  # a clock that stands still: no redraw is due
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert progress_line("check", "files checked") is None  # a pipe or a log: nothing written
+    for keep, end in ((True, "\rkvplan check: 3/3 files checked\n"), (False, "\r\x1b[2K")):
+        terminal = Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        show = progress_line("check", "files checked", keep=keep)
+        assert show is not None
+        show(1, 3)
+        show(2, 3)  # within a tenth of a second of the last draw: not drawn again
+        show(3, 3)
+        assert terminal.getvalue() == "\rkvplan check: 1/3 files checked" + end
+    quiet = Terminal()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    show = progress_line("check", "files checked", after=60, keep=False)
+    assert show is not None
+    show(1, 2)
+    show(2, 2)
+    assert quiet.getvalue() == ""  # quicker than ``after``: nothing drawn, nothing to clear

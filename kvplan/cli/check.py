@@ -105,8 +105,14 @@ def run(paths: list[str], fmt: str, gpu: str | None, gpu_catalog: Any, specs: An
                                                              online=online, strict=strict, calibration=calibration,
                                                              jobs=jobs))
         else:
+            progress = None
+            if sys.stderr.isatty():  # a fleet takes seconds: a line counting the files (after half a second)
+                from kvplan.cli.progress import progress_line
+
+                progress = progress_line("check", "files checked", after=0.5, keep=False)
             report = check(paths, gpu=gpu, catalog=gpu_catalog, specs=specs, online=online, strict=strict,
-                           ignore_unrecognized=ignore_unrecognized, calibration=calibration, jobs=jobs)
+                           ignore_unrecognized=ignore_unrecognized, calibration=calibration, jobs=jobs,
+                           progress=progress)
         width = None
         if fmt == "table" and sys.stdout.isatty():  # fit the terminal; piped, never wrap or cut
             import shutil

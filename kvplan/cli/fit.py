@@ -100,17 +100,9 @@ def run(model: str, context: str, concurrency: str, gpus: str | None, engine: st
 
 def _progress() -> Callable[[int, int], None] | None:
     """A progress line on stderr when it is a terminal (a sweep over the catalog takes seconds)."""
-    import sys
+    from kvplan.cli.progress import progress_line
 
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        sys.stderr.write(f"\rkvplan fit: {done}/{total} GPU type x engine x dtype planned" + ("\n" if done == total
-                                                                                              else ""))
-        sys.stderr.flush()
-
-    return show
+    return progress_line("fit", "GPU type x engine x dtype planned")
 
 
 def _write(result: object, fmt: str) -> None:

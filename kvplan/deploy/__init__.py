@@ -12,7 +12,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
 if TYPE_CHECKING:
     from typing import Any
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 import os
 
@@ -216,7 +216,8 @@ def _spec_files(root: str) -> list[str]:
 def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None = None,
           catalog: str | os.PathLike | None = None, specs: str | os.PathLike | None = None,
           online: bool = False, strict: bool = False, ignore_unrecognized: bool = False,
-          calibration: str | os.PathLike | None = None, jobs: int | None = None) -> CheckReport:
+          calibration: str | os.PathLike | None = None, jobs: int | None = None,
+          progress: Callable[[int, int], None] | None = None) -> CheckReport:
     """Check every deployment in the given files.
 
     ``gpu``: the GPU type for deployments that name none. ``catalog``: a user GPU catalog file.
@@ -227,6 +228,7 @@ def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None 
     ``calibration``: a calibration file (``kvplan log --save``) for the deployments it matches.
     ``jobs``: processes to check the files with (1: this one alone); None: one per CPU for a fleet of
     ``deploy.workers.PARALLEL_FROM`` files or more. The report is the same whichever.
+    ``progress(done, total)``: called as each file's result is in (in order).
     """
     from kvplan._version import __version__
     from kvplan.deploy.checks import Context
@@ -257,27 +259,33 @@ def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None 
     report = CheckReport(strict=strict, kvplan_version=__version__)
     for problem in problems:
         report.files.append(FileResult(path=problem.file, findings=[problem]))
-    report.files.extend(_check_files(files, ctx, ignore_unrecognized, jobs))
+    report.files.extend(_check_files(files, ctx, ignore_unrecognized, jobs, progress))
     return report
 
 
-def _check_files(files: list[str], ctx: Any, ignore_unrecognized: bool, jobs: int | None) -> list[FileResult]:
+def _check_files(files: list[str], ctx: Any, ignore_unrecognized: bool, jobs: int | None,
+                 progress: Callable[[int, int], None] | None = None) -> list[FileResult]:
     """Each file's result in order: in worker processes for a fleet (``deploy/workers.py``), else here."""
-    if jobs is None and len(files) < PARALLEL_FROM:  # a few files: no worker (nor its module's import)
-        return [checked_file(path, ctx, ignore_unrecognized) for path in files]
-    from kvplan.deploy.workers import workers_for
+    total = len(files)
+    done: list[FileResult] = []
 
-    workers = workers_for(jobs, len(files))
-    if workers > 1:
-        from kvplan.deploy.workers import check_in_workers
+    def add(result: FileResult) -> None:
+        done.append(result)
+        if progress is not None:
+            progress(len(done), total)
 
-        # the first file here: the modules a check imports are imported once, before the workers are forked
-        first = checked_file(files[0], ctx, ignore_unrecognized)
-        rest = check_in_workers(files[1:], ctx, ignore_unrecognized, min(workers, len(files) - 1))
-        if rest is not None:
-            return [first, *rest]
-        return [first, *(checked_file(path, ctx, ignore_unrecognized) for path in files[1:])]
-    return [checked_file(path, ctx, ignore_unrecognized) for path in files]
+    if jobs is not None or total >= PARALLEL_FROM:  # else a few files: no worker (nor its module's import)
+        from kvplan.deploy.workers import check_in_workers, workers_for
+
+        workers = workers_for(jobs, total)
+        if workers > 1:
+            # the first file here: the modules a check imports are imported once, before the workers are forked
+            add(checked_file(files[0], ctx, ignore_unrecognized))
+            for result in check_in_workers(files[1:], ctx, ignore_unrecognized, min(workers, total - 1)):
+                add(result)
+    for path in files[len(done):]:  # all of them, or those the workers left (they could not start, or one died)
+        add(checked_file(path, ctx, ignore_unrecognized))
+    return done
 
 
 def checked_file(path: str, ctx: Any, ignore_unrecognized: bool = False) -> FileResult:

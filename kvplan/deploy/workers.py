@@ -7,14 +7,15 @@ two equal). Only the time differs: on 2 cores, 1,000 files take a little over ha
 
 Workers start by ``fork`` where the platform has it safely (Linux) and no other thread runs; elsewhere by
 ``spawn``, each importing kvplan afresh (a start-up's cost, worth it only for large fleets). Where workers cannot
-start or one dies (no ``/dev/shm`` for their queues, a process limit, memory), ``check_in_workers`` returns None
-and the caller checks every file in its own process.
+start or one dies (no ``/dev/shm`` for their queues, a process limit, memory), ``check_in_workers`` stops and
+the caller checks the files left in its own process.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from kvplan.deploy.report import FileResult
@@ -81,8 +82,9 @@ def _check_one(path: str) -> FileResult:
 
 
 def check_in_workers(files: list[str], ctx: Any, ignore_unrecognized: bool, workers: int,
-                     method: str | None = None) -> list[FileResult] | None:
-    """Every file's result, in order, from ``workers`` processes; None where the workers could not do it."""
+                     method: str | None = None) -> Iterator[FileResult]:
+    """Each file's result, in order, from ``workers`` processes, as they come in. Where the workers cannot start or
+    one dies it stops early: the caller checks the files left itself."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -94,12 +96,12 @@ def check_in_workers(files: list[str], ctx: Any, ignore_unrecognized: bool, work
         context = multiprocessing.get_context(method or _start_method())
         pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=(ctx, ignore_unrecognized))
     except Exception:  # noqa: BLE001 - no semaphores here (no /dev/shm): this process checks them
-        return None
+        return
     try:
-        return list(pool.map(_check_one, files, chunksize=chunk))
+        yield from pool.map(_check_one, files, chunksize=chunk)
     except BrokenProcessPool:  # a worker killed (memory, a signal)
-        return None
+        return
     except Exception:  # noqa: BLE001 - a worker that cannot start (a process limit): this process checks them
-        return None
+        return
     finally:  # and on Ctrl-C: the files no worker has taken yet are dropped, not checked before the exit
         pool.shutdown(wait=True, cancel_futures=True)
