@@ -52,8 +52,28 @@ def test_workers_write_what_one_process_writes(fleet: Path) -> None:
     assert _report(fleet) == alone  # the default: one per CPU here
 
 
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_check_hands_the_files_to_the_workers(fleet: Path, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the first file, this process checks none itself (a worker's calls count in the worker): with ``fork``
+    (Linux) and ``spawn`` (macOS, or a process running threads), whose workers get the run's context pickled."""
+    import kvplan.deploy as deploy
+
+    files = sorted(fleet.rglob("*.*"))[:6]
+    folder = fleet.parent / f"few-{method}"
+    folder.mkdir(exist_ok=True)
+    for i, path in enumerate(files):
+        shutil.copy(path, folder / f"{i}-{path.name}")
+    alone = _report(folder, jobs=1)
+    here: list[str] = []
+    checked = deploy.checked_file
+    monkeypatch.setattr(deploy, "checked_file", lambda path, *a: here.append(path) or checked(path, *a))
+    monkeypatch.setattr(workers_module, "_start_method", lambda: method)
+    assert _report(folder, jobs=2) == alone
+    assert len(here) == 1
+
+
 def test_workers_do_the_work(fleet: Path) -> None:
-    """The workers return every file's result (None would mean this process checked them instead)."""
+    """The workers return every file's result (fewer would mean this process checked the rest)."""
     files = sorted(str(p) for p in fleet.rglob("*.*"))[:12]
     ctx = Context(specs={})
     done = list(check_in_workers(files, ctx, False, 2))

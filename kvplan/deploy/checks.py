@@ -61,6 +61,12 @@ class Context:
             self._catalog = load_catalog(self.catalog_file)
         return self._catalog
 
+    def fresh(self) -> Context:
+        """The same run's context with nothing remembered yet: what a worker process starts from (a plan remembers
+        how it was asked, a closure that does not cross to a spawned process; its own plans are its own)."""
+        return Context(catalog_file=self.catalog_file, gpu=self.gpu, specs=self.specs, online=self.online,
+                       calibration=self.calibration)
+
 
 class _Invalid(Exception):
     def __init__(self, finding: Finding) -> None:

@@ -94,7 +94,8 @@ def check_in_workers(files: list[str], ctx: Any, ignore_unrecognized: bool, work
     chunk = max(1, min(32, len(files) // (workers * 8)))
     try:
         context = multiprocessing.get_context(method or _start_method())
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=(ctx, ignore_unrecognized))
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start,
+                                   initargs=(ctx.fresh(), ignore_unrecognized))
     except Exception:  # noqa: BLE001 - no semaphores here (no /dev/shm): this process checks them
         return
     try:
