@@ -115,7 +115,12 @@ def test_workers_that_cannot_start_leave_the_files_to_this_process(fleet: Path,
 
 def test_worker_count() -> None:
     assert workers_for(None, PARALLEL_FROM - 1) == 1  # a few files: this process alone
-    assert workers_for(None, PARALLEL_FROM) == workers_module.cpus()
+    assert workers_for(None, PARALLEL_FROM) == min(workers_module.cpus(), 2)
+    assert workers_for(None, 10_000) == workers_module.cpus()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(workers_module, "cpus", lambda: 64)
+        assert workers_for(None, 100) == 3  # each worker with 32 files at least: not 64 workers for 100 files
+        assert workers_for(None, 10_000) == 64
     assert workers_for(4, 2) == 2  # never more than the files
     assert workers_for(1, 10_000) == 1
 

@@ -33,8 +33,8 @@ OPTIONS: tuple[Opt, ...] = (
         "reported (a warning).", flag=True),
     Opt("calibration", ("--calibration",), None, "A calibration file (`kvplan log --save`): deployments of its "
         "model, GPU and engine version use its measured items.", path=True),
-    Opt("jobs", ("--jobs", "-j"), None, "Processes to check the files with (1: one process). Default: one per CPU "
-        "for 64 files or more, else one. The report is the same either way.", integer=True),
+    Opt("jobs", ("--jobs", "-j"), None, "Processes to check the files with (1: one process). Default: from 64 files "
+        "on, one per CPU, each with 32 files or more; else one. The report is the same either way.", integer=True),
 )
 
 

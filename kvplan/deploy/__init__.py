@@ -226,8 +226,8 @@ def check(paths_or_globs: Iterable[str | os.PathLike] | str, *, gpu: str | None 
     ``ignore_unrecognized``: skip files that hold no deployment (for pre-commit, which passes every file); one
     that runs an engine kvplan cannot read is reported as a warning (``engine-not-read``), never skipped.
     ``calibration``: a calibration file (``kvplan log --save``) for the deployments it matches.
-    ``jobs``: processes to check the files with (1: this one alone); None: one per CPU for a fleet of
-    ``deploy.workers.PARALLEL_FROM`` files or more. The report is the same whichever.
+    ``jobs``: processes to check the files with (1: this one alone); None: from ``PARALLEL_FROM`` files on, one per CPU,
+    each with half that many files or more (``deploy.workers.workers_for``). The report is the same whichever.
     ``progress(done, total)``: called as each file's result is in (in order).
     """
     from kvplan._version import __version__

@@ -41,10 +41,11 @@ def cpus() -> int:
 
 
 def workers_for(jobs: int | None, files: int) -> int:
-    """Processes to check ``files`` files with: ``jobs`` as asked (1: this process alone), or for None one per CPU
-    where there are at least :data:`PARALLEL_FROM` files; never more than there are files."""
+    """Processes to check ``files`` files with: ``jobs`` as asked (1: this process alone), or for None one per CPU,
+    each with at least ``PARALLEL_FROM // 2`` files (a worker's start is worth it over that many; 64 CPUs do not
+    start 64 workers for 100 files); never more than there are files."""
     if jobs is None:
-        jobs = cpus() if files >= PARALLEL_FROM else 1
+        jobs = min(cpus(), files // (PARALLEL_FROM // 2))
     return max(1, min(jobs, files))
 
 
