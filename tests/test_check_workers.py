@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from kvplan.deploy import PARALLEL_FROM, check
+from kvplan.deploy import PARALLEL_FROM, check, checked_file
 from kvplan.deploy import workers as workers_module
 from kvplan.deploy.checks import Context
 from kvplan.deploy.workers import MAX_JOBS, check_in_workers, workers_for
@@ -65,8 +65,8 @@ def test_check_hands_the_files_to_the_workers(fleet: Path, method: str, monkeypa
         shutil.copy(path, folder / f"{i}-{path.name}")
     alone = _report(folder, jobs=1)
     here: list[str] = []
-    checked = deploy.checked_file
-    monkeypatch.setattr(deploy, "checked_file", lambda path, *a: here.append(path) or checked(path, *a))
+    checked = deploy.check_file
+    monkeypatch.setattr(deploy, "check_file", lambda path, *a, **kw: here.append(path) or checked(path, *a, **kw))
     monkeypatch.setattr(workers_module, "_start_method", lambda: method)
     assert _report(folder, jobs=2) == alone
     assert len(here) == 1
@@ -76,11 +76,9 @@ def test_workers_do_the_work(fleet: Path) -> None:
     """The workers return every file's result (fewer would mean this process checked the rest)."""
     files = sorted(str(p) for p in fleet.rglob("*.*"))[:12]
     ctx = Context(specs={})
-    done = list(check_in_workers(files, ctx, False, 2))
+    done = list(check_in_workers(checked_file, files, ctx, False, 2))
     assert [r.path for r in done] == files
-    spawned = list(check_in_workers(files[:3], ctx, False, 2, method="spawn"))  # macOS's way: kvplan imported afresh
-    from kvplan.deploy import checked_file
-
+    spawned = list(check_in_workers(checked_file, files[:3], ctx, False, 2, method="spawn"))  # macOS's way
     assert [render_one(r) for r in spawned] == [render_one(checked_file(p, Context(specs={}))) for p in files[:3]]
 
 
@@ -97,7 +95,8 @@ def _dies(path: str) -> object:
 def test_a_dead_worker_leaves_the_files_to_this_process(fleet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     alone = _report(fleet, jobs=1)
     monkeypatch.setattr(workers_module, "_check_one", _dies)
-    assert list(check_in_workers([str(p) for p in sorted(fleet.rglob("*.yaml"))[:4]], Context(), False, 2)) == []
+    assert list(check_in_workers(checked_file, [str(p) for p in sorted(fleet.rglob("*.yaml"))[:4]], Context(), False,
+                                2)) == []
     assert _report(fleet, jobs=2) == alone
 
 
@@ -114,15 +113,15 @@ def test_workers_that_cannot_start_leave_the_files_to_this_process(fleet: Path,
 
 
 def test_worker_count() -> None:
-    assert workers_for(None, PARALLEL_FROM - 1) == 1  # a few files: this process alone
-    assert workers_for(None, PARALLEL_FROM) == min(workers_module.cpus(), 2)
-    assert workers_for(None, 10_000) == workers_module.cpus()
+    assert workers_for(None, PARALLEL_FROM - 1, PARALLEL_FROM) == 1  # a few files: this process alone
+    assert workers_for(None, PARALLEL_FROM, PARALLEL_FROM) == min(workers_module.cpus(), 2)
+    assert workers_for(None, 10_000, PARALLEL_FROM) == workers_module.cpus()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(workers_module, "cpus", lambda: 64)
-        assert workers_for(None, 100) == 3  # each worker with 32 files at least: not 64 workers for 100 files
-        assert workers_for(None, 10_000) == 64
-    assert workers_for(4, 2) == 2  # never more than the files
-    assert workers_for(1, 10_000) == 1
+        assert workers_for(None, 100, PARALLEL_FROM) == 3  # each with 32 files at least: not 64 workers for 100
+        assert workers_for(None, 10_000, PARALLEL_FROM) == 64
+    assert workers_for(4, 2, PARALLEL_FROM) == 2  # never more than the files
+    assert workers_for(1, 10_000, PARALLEL_FROM) == 1
 
 
 @pytest.mark.parametrize("jobs", [0, -1, MAX_JOBS + 1, True, 2.5, "2"])

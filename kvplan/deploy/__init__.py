@@ -277,11 +277,12 @@ def _check_files(files: list[str], ctx: Any, ignore_unrecognized: bool, jobs: in
     if jobs is not None or total >= PARALLEL_FROM:  # else a few files: no worker (nor its module's import)
         from kvplan.deploy.workers import check_in_workers, workers_for
 
-        workers = workers_for(jobs, total)
+        workers = workers_for(jobs, total, PARALLEL_FROM)
         if workers > 1:
             # the first file here: the modules a check imports are imported once, before the workers are forked
             add(checked_file(files[0], ctx, ignore_unrecognized))
-            for result in check_in_workers(files[1:], ctx, ignore_unrecognized, min(workers, total - 1)):
+            for result in check_in_workers(checked_file, files[1:], ctx, ignore_unrecognized,
+                                           min(workers, total - 1)):
                 add(result)
     for path in files[len(done):]:  # all of them, or those the workers left (they could not start, or one died)
         add(checked_file(path, ctx, ignore_unrecognized))

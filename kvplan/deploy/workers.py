@@ -15,7 +15,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's own constant costs an import of typing; mypy treats this name as True
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from kvplan.deploy.report import FileResult
@@ -23,13 +23,12 @@ if TYPE_CHECKING:
 import os
 import sys
 
-from kvplan.deploy import PARALLEL_FROM
-
 MAX_JOBS = 256
 """The most workers ``--jobs`` may ask for (each is a whole Python process)."""
 
 _STATE: dict[str, Any] = {}
-"""The worker's context and options, set once by ``_start`` (a module global: the pool calls functions by name)."""
+"""The worker's checker, context and options, set once by ``_start`` (a module global: the pool calls functions by
+name)."""
 
 
 def cpus() -> int:
@@ -40,12 +39,12 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
-def workers_for(jobs: int | None, files: int) -> int:
-    """Processes to check ``files`` files with: ``jobs`` as asked (1: this process alone), or for None one per CPU,
-    each with at least ``PARALLEL_FROM // 2`` files (a worker's start is worth it over that many; 64 CPUs do not
-    start 64 workers for 100 files); never more than there are files."""
+def workers_for(jobs: int | None, files: int, parallel_from: int) -> int:
+    """Processes to check ``files`` files with: ``jobs`` as asked (1: this process alone), or for None, from
+    ``parallel_from`` files on, one per CPU, each with at least half that many files (a worker's start is worth it
+    over that many; 64 CPUs do not start 64 workers for 100 files); never more than there are files."""
     if jobs is None:
-        jobs = min(cpus(), files // (PARALLEL_FROM // 2))
+        jobs = min(cpus(), files // max(parallel_from // 2, 1)) if files >= parallel_from else 1
     return max(1, min(jobs, files))
 
 
@@ -69,23 +68,22 @@ def _start_method() -> str:
     return "fork" if sys.platform.startswith("linux") and threading.active_count() == 1 else "spawn"
 
 
-def _start(ctx: Any, ignore_unrecognized: bool) -> None:
-    _STATE["ctx"], _STATE["ignore"] = ctx, ignore_unrecognized
+def _start(check_file: Callable[[str, Any, bool], FileResult], ctx: Any, ignore_unrecognized: bool) -> None:
+    _STATE["check"], _STATE["ctx"], _STATE["ignore"] = check_file, ctx, ignore_unrecognized
 
 
 def _check_one(path: str) -> FileResult:
-    from kvplan.deploy import checked_file
-
-    result = checked_file(path, _STATE["ctx"], _STATE["ignore"])
+    result = _STATE["check"](path, _STATE["ctx"], _STATE["ignore"])
     for dep in result.deployments:
         dep.tenant = None  # how to plan it again beside its GPU's other tenants: used within its file, and a closure
     return result
 
 
-def check_in_workers(files: list[str], ctx: Any, ignore_unrecognized: bool, workers: int,
-                     method: str | None = None) -> Iterator[FileResult]:
-    """Each file's result, in order, from ``workers`` processes, as they come in. Where the workers cannot start or
-    one dies it stops early: the caller checks the files left itself."""
+def check_in_workers(check_file: Callable[[str, Any, bool], FileResult], files: list[str], ctx: Any,
+                     ignore_unrecognized: bool, workers: int, method: str | None = None) -> Iterator[FileResult]:
+    """Each file's result, ``check_file(path, ctx, ignore_unrecognized)`` (``deploy.checked_file``, handed over: this
+    module imports nothing of the package it serves), in order, from ``workers`` processes, as they come in. Where the
+    workers cannot start or one dies it stops early: the caller checks the files left itself."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -96,7 +94,7 @@ def check_in_workers(files: list[str], ctx: Any, ignore_unrecognized: bool, work
     try:
         context = multiprocessing.get_context(method or _start_method())
         pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start,
-                                   initargs=(ctx.fresh(), ignore_unrecognized))
+                                   initargs=(check_file, ctx.fresh(), ignore_unrecognized))
     except Exception:  # noqa: BLE001 - no semaphores here (no /dev/shm): this process checks them
         return
     try:
