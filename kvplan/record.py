@@ -6,9 +6,11 @@ prints, which made class creation most of its start-up time (docs/performance.md
 methods and the same behaviour (frozen, compared and hashed by value, ``__match_args__``, ``__post_init__``),
 with one difference in cost only:
 
-- ``__init__`` is a shared function binding the arguments until a class has made ``_COMPILE_AT`` instances,
-  which then compiles its own (one ``exec``, the same code dataclasses would write): a class that makes a few
-  instances costs no compile; ``__repr__``, ``__eq__``, ``__hash__`` and the frozen
+- ``__init__`` is the code dataclasses would write, for kvplan's own classes compiled ahead (``_record_inits.py``,
+  one function per shape of fields, compiled and cached as any module is) and installed at a class's first
+  instance; any other class binds its arguments by a shared function until it has made ``_COMPILE_AT``
+  instances, then compiles its own (one ``exec``): a class that makes a few instances costs no compile;
+  ``__repr__``, ``__eq__``, ``__hash__`` and the frozen
   ``__setattr__``/``__delattr__`` are shared functions reading the class's field names;
 - ``__dataclass_fields__`` and ``__dataclass_params__`` are built with the real ``dataclasses`` on first access,
   so ``dataclasses.fields``, ``replace``, ``asdict`` and ``is_dataclass`` work unchanged (and import it then).
@@ -310,17 +312,25 @@ else:
         return None
 
     _COMPILE_AT = 128
-    """Instances a class makes through the shared ``__init__`` before it compiles its own: most classes make a
-    few (a start-up pays no ``compile`` for them: a check of a few files makes ~900 instances of ~60 classes, and at
-    16 it compiled 17 ``__init__``s, ~0.5 ms each cold, to save ~5 us an instance), a sweep's rows and a fleet's
-    plans make thousands (they get the fast one)."""
+    """Instances a class of a shape kvplan does not ship makes through the shared ``__init__`` before it compiles
+    its own: most classes make a few (no ``compile``, ~0.5 ms each cold, for them), a sweep's rows make thousands
+    (they get the fast one). kvplan's own classes skip both: a check of a few files makes ~900 instances of ~60
+    classes, ~4 us each bound by hand against ~1 us compiled, plus ~30 us a class to work out its binding."""
 
     def _lazy_init(self, *args, **kwargs):
-        """The shared ``__init__``: binds the arguments as the compiled one would; the class's ``_COMPILE_AT``-th
-        instance compiles its own (the code dataclasses writes) and uses it from then on."""
+        """The shared ``__init__``: a class's first instance installs its compiled ``__init__`` where kvplan ships one
+        of its shape (``_record_inits.py``); else it binds the arguments as the compiled one would, and the class's
+        ``_COMPILE_AT``-th instance compiles its own (the code dataclasses writes) and uses it from then on."""
         plan = type(self).__dict__.get("__kvplan_bind__")
         if plan is None:
-            plan = _binding(next(b for b in type(self).__mro__ if b.__dict__.get("__init__") is _lazy_init))
+            owner = next(b for b in type(self).__mro__ if b.__dict__.get("__init__") is _lazy_init)
+            if "__kvplan_bind__" not in owner.__dict__:  # the class's first instance
+                shipped = _shipped_init(owner)
+                if shipped is not None:
+                    owner.__init__ = shipped
+                    shipped(self, *args, **kwargs)
+                    return
+            plan = _binding(owner)
         made = plan[-1]
         made[0] += 1
         if made[0] >= _COMPILE_AT:
@@ -432,37 +442,87 @@ else:
         if post_init:
             self.__post_init__()
 
-    def _compile_init(cls):
+    def _shape(cls):
+        """What a record class's compiled ``__init__`` depends on, as text: frozen and has ``__post_init__`` (two
+        digits), then each field, its name followed by ``=`` for a default or ``=()`` for a factory, a keyword-only
+        one after a ``*``: ``10:text,line=,shell=``. The defaults are the function's, not its code's: classes of one
+        shape share the code."""
         ordered, frozen = cls.__kvplan_record__
+        fields = ",".join(f"{'*' if f[4] else ''}{f[0]}{'=()' if f[2] is not _MISSING else '=' if f[1] is not _MISSING else ''}"
+                          for f in ordered)
+        return f"{int(bool(frozen))}{int(hasattr(cls, '__post_init__'))}:{fields}"
+
+    def _init_source(shape, name="__init__"):
+        """The text of the ``__init__`` of a shape, the code dataclasses writes (``_D`` stands for each default;
+        a factory's field defaults to ``__MISSING``, then calls its ``__factory_<name>``)."""
+        flags, _, fields = shape.partition(":")
+        frozen, post_init = flags[0] == "1", flags[1] == "1"
         params, keywords, lines = ["self"], [], []
-        namespace = {"__object_setattr": object.__setattr__, "__MISSING": _MISSING}
-        for name, default, factory, _, kw, *_ in ordered:
-            where = keywords if kw else params
-            if factory is not _MISSING:
-                namespace[f"__factory_{name}"] = factory
-                where.append(f"{name}=__MISSING")
-                value = f"__factory_{name}() if {name} is __MISSING else {name}"
-            elif default is not _MISSING:
-                namespace[f"__default_{name}"] = default
-                where.append(f"{name}=__default_{name}")
-                value = name
+        for text in fields.split(",") if fields else ():
+            field_name, equals, default = text.lstrip("*").partition("=")
+            how = "f" if default == "()" else "d" if equals else "r"
+            where = keywords if text.startswith("*") else params
+            if how == "f":
+                where.append(f"{field_name}=_D")
+                value = f"__factory_{field_name}() if {field_name} is __MISSING else {field_name}"
             else:
-                where.append(name)
-                value = name
-            lines.append(f"__object_setattr(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
-        if hasattr(cls, "__post_init__"):
+                where.append(f"{field_name}=_D" if how == "d" else field_name)
+                value = field_name
+            lines.append(f"__object_setattr(self, {field_name!r}, {value})" if frozen else f"self.{field_name} = {value}")
+        if post_init:
             lines.append("self.__post_init__()")
-        body = "\n".join(f"  {line}" for line in lines or ["pass"])
+        body = "\n".join(f"    {line}" for line in lines or ["pass"])
         if keywords:  # dataclasses puts keyword-only fields after the others, behind a '*'
             params += ["*", *keywords]
-        source = f"def __init__({', '.join(params)}):\n{body}\n"
+        return f"def {name}({', '.join(params)}):\n{body}\n"
+
+    def _install(cls, code):
+        """``code`` (an ``__init__`` of the class's shape) as the class's ``__init__``: its defaults, its factories and
+        its name (which a TypeError of a bad call says) the class's own."""
+        ordered = cls.__kvplan_record__[0]
+        namespace = {"__object_setattr": object.__setattr__, "__MISSING": _MISSING}
+        defaults, kw_defaults = [], {}
+        for field_name, default, factory, _, kw, *_ in ordered:
+            if factory is not _MISSING:
+                namespace[f"__factory_{field_name}"] = factory
+                default = _MISSING
+            elif default is _MISSING:
+                continue
+            if kw:
+                kw_defaults[field_name] = default
+            else:
+                defaults.append(default)
+        qualname = f"{cls.__qualname__}.__init__"
+        code = code.replace(co_name="__init__", co_qualname=qualname, co_filename=f"<kvplan.record {qualname}>") \
+            if hasattr(code, "co_qualname") else code.replace(co_name="__init__", co_filename=f"<kvplan.record {qualname}>")
+        init = _function_type(code, namespace, "__init__", tuple(defaults) or None)
+        if kw_defaults:
+            init.__kwdefaults__ = kw_defaults
+        init.__qualname__ = qualname
+        return init
+
+    _function_type = type(_install)
+
+    def _compile_init(cls):
+        """The class's own ``__init__``, compiled here."""
+        namespace = {"_D": None}
         # exec of the text, not of compile(): the builtin compile() builds the ast module's ~120 node types on its
         # first call in a process (it checks whether it was handed an AST), about 2.5 ms of every start
-        exec(source, namespace)  # noqa: S102
-        init = namespace["__init__"]
-        init.__code__ = init.__code__.replace(co_filename=f"<kvplan.record {cls.__qualname__}.__init__>")
-        init.__qualname__ = f"{cls.__qualname__}.__init__"
-        return init
+        exec(_init_source(_shape(cls)), namespace)  # noqa: S102
+        return _install(cls, namespace["__init__"].__code__)
+
+    _SHIPPED = []
+
+    def _shipped_init(cls):
+        """The class's ``__init__`` from the code shipped compiled for its shape (``kvplan/_record_inits.py``,
+        written by ``tools/build_record_inits.py``), or None for a shape it lacks (a class defined outside kvplan's
+        modules, or one added since: tests/test_record_inits.py fails then)."""
+        if not _SHIPPED:
+            from kvplan._record_inits import INITS
+
+            _SHIPPED.append(INITS)
+        made = _SHIPPED[0].get(_shape(cls))
+        return None if made is None else _install(cls, made.__code__)
 
     def _repr(self):
         shown = [f[0] for f in type(self).__kvplan_record__[0] if f[6]]
