@@ -440,7 +440,9 @@ def yaml_loader_class() -> Any:
                 if tag is None:
                     if len(memo) >= 50_000:  # bounded: a fleet's distinct scalars, not a huge file's
                         memo.clear()
-                    tag = plain_tag(value) if plain_tag is not None and implicit[0] else None
+                    tag = None
+                    if plain_tag is not None:  # PyYAML's own resolvers: a quoted (or '!') scalar gets the default
+                        tag = plain_tag(value) if implicit[0] else self.DEFAULT_SCALAR_TAG
                     if tag is None:
                         tag = super().resolve(kind, value, implicit)
                     memo[key] = tag
@@ -476,7 +478,9 @@ def _plain_tag(value: str) -> str | None:
     - ASCII digits alone: an int where the int pattern takes them (``0``, no leading 0, or an octal ``0[0-7]+``), else
       a string (float and timestamp need a ``.``, ``:`` or ``-``); digits, one ``.``, digits: a float;
     - a scalar starting as a number may (a digit, ``-``, ``+``, ``.``) with a character no number or timestamp holds
-      (``8k``, ``32Gi``), or ``-``/``+`` followed by neither a digit nor ``.``: a string."""
+      (``8k``, ``32Gi``), or ``-``/``+`` followed by neither a digit nor ``.``: a string;
+    - a scalar whose first character starts none of the resolver's patterns (``vllm``, ``H100``): a string, the
+      resolver's default."""
     first = value[:1]
     if first in _BOOL_FIRST:
         word = value[:-1] if value.endswith("\n") else value
@@ -500,6 +504,8 @@ def _plain_tag(value: str) -> str | None:
             return _TAG + "str"
         if first in "-+" and (len(value) == 1 or value[1] not in "0123456789."):
             return _TAG + "str"
+    if first not in _RESOLVERS:  # no pattern of the safe resolver starts with it (``vllm``, ``H100``): its default
+        return _TAG + "str"
     return None
 
 

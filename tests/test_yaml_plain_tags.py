@@ -20,7 +20,7 @@ WORDS = ["yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false",
          ".5", "1.", "1.5", "1.5e+3", "1.2.3", "1e3", "-1", "+1", "-.5", "+.inf", "-.INF", ".nan", "-", "+", "--max",
          "-x", "+x", "-_", "<<", "=", "!", "&", "*", "8k", "0.9", "0.95", "v0.10.2", "4096", "١٢", "²", "8k", "32Gi", "10%", "../a.yaml", "1e", "0xfg", "12:30:00",
          "2001-12-14t21:59:43.10-05:00", "2002-12-14", "-.inf", ".Inf", "+12_3", "0b2", "1__2.3_4"]
-ALPHABET = "0123456789.-+_:eExXbBoOnNyYtTfFlLuUsSaAiIcCdDkKgGZz~ \t\n<=!&*%/١"
+ALPHABET = "0123456789.-+_:eExXbBoOnNyYtTfFlLuUsSaAiIcCdDkKgGZzvVhHmM~ \t\n<=!&*%/١'\"é"
 
 
 def _resolver_tag(value: str) -> str:
@@ -53,6 +53,20 @@ def test_the_shapes_are_answered_without_the_resolver() -> None:
     for _ in range(2000):  # words of letters that open no resolver: left to the resolver's own cheap answer or ours
         value = "".join(rng.choice("abcdeghijklmpqrsuvwxz") for _ in range(rng.randint(1, 6)))
         _judge(value)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=ALPHABET, max_size=8), st.sampled_from([(True, False), (False, True), (False, False)]))
+def test_the_loaders_tags_are_the_resolvers(value: str, implicit: tuple[bool, bool]) -> None:
+    """What kvplan's loader answers for a scalar, plain or quoted (``'...'``: not implicit), asked twice (the second
+    from its memory), is the pure-Python safe resolver's answer."""
+    loader = safe_io.yaml_loader_class()("")
+    try:
+        for _ in range(2):
+            assert loader.resolve(yaml.ScalarNode, value, implicit) == \
+                yaml.SafeLoader("").resolve(yaml.ScalarNode, value, implicit), (value, implicit)
+    finally:
+        loader.dispose()
 
 
 def test_only_pyyamls_own_resolvers_take_the_shortcut() -> None:
