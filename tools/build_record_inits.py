@@ -31,6 +31,9 @@ module's): ``kvplan.record`` installs the one of a class's shape at the class's 
 defaults, factories and name. Written by ``python tools/build_record_inits.py`` from ``record._init_source``; do not
 edit (tests/test_record_inits.py holds it to the classes and to that text)."""
 
+# ruff: noqa: F821 - the names a function reads (__object_setattr, __MISSING, __factory_<field>) are the globals
+# record._install gives it, the class's own
+
 _D = None  # each default's place: the class's own defaults are set on the function when it is installed
 '''
 
