@@ -189,3 +189,33 @@ def test_progress_line_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> No
     show(1, 2)
     show(2, 2)
     assert quiet.getvalue() == ""  # quicker than ``after``: nothing drawn, nothing to clear
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_calibrated_fleet_reaches_the_workers(tmp_path: Path, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--calibration``: its measured items travel with the run's context to each worker (pickled for ``spawn``),
+    and the calibrated report is the one a single process writes."""
+    import yaml
+
+    import kvplan.deploy as deploy
+    from conftest import DATA
+    from kvplan.logs import parse_text
+    from kvplan.logs.calibration import dump, from_log
+
+    cases = {c["id"]: c for c in yaml.safe_load((DATA / "engine_logs_dev.yaml").read_text())["cases"]}
+    calibration = tmp_path / "calibration.yaml"
+    calibration.write_text(dump(from_log(parse_text(cases["vllm-10517-llama31-8b-3090-20k"]["log_excerpt"]),
+                                         model="meta-llama/Llama-3.1-8B")))
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    for i in range(4):
+        (fleet / f"serve-{i}.sh").write_text("# kvplan/gpu: RTX-3090\nvllm serve meta-llama/Llama-3.1-8B "
+                                             f"--max-model-len {20000 - 1000 * i} --gpu-memory-utilization 0.9\n")
+    alone = render(check([str(fleet)], calibration=calibration, jobs=1), "json")
+    assert '"code": "calibration"' in alone  # the deployments planned with its measured items
+    here: list[str] = []
+    checked = deploy.check_file
+    monkeypatch.setattr(deploy, "check_file", lambda path, *a, **kw: here.append(path) or checked(path, *a, **kw))
+    monkeypatch.setattr(workers_module, "_start_method", lambda: method)
+    assert render(check([str(fleet)], calibration=calibration, jobs=2), "json") == alone
+    assert len(here) == 1
