@@ -64,8 +64,7 @@ class Context:
     def fresh(self) -> Context:
         """The same run's context with nothing remembered yet: what a worker process starts from (a plan remembers
         how it was asked, a closure that does not cross to a spawned process; its own plans are its own)."""
-        return Context(catalog_file=self.catalog_file, gpu=self.gpu, specs=self.specs, online=self.online,
-                       calibration=self.calibration)
+        return replace(self, _catalog=None, _models={}, _plans={}, _gpu_labels={})
 
 
 class _Invalid(Exception):

@@ -18,7 +18,7 @@ def vllm_int(text: str) -> int:
     import re  # here, where a value is read: importing re costs ~6 ms of a start
 
     stripped = text.strip()  # a plain '32768' ends in no suffix: no pattern compiled for it
-    m = re.match(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$", stripped) if stripped[-1:] in tuple("kKmMgGtT") else None
+    m = re.match(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$", stripped) if stripped and stripped[-1] in "kKmMgGtT" else None
     if m:
         number, suffix = m.groups()
         if suffix.islower():
