@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
+
+
+def _said(console: Any, text: str, style: str) -> None:
+    """A line of data (a note, an error, a path), printed as it is: "[q x k]" is not a rich markup tag."""
+    console.print(text, style=style, markup=False, highlight=False)
+
 
 def print_activation(console: Any, a: Any) -> None:
     """The transformers forward: weights, cache against the hf rule, the activation peak against the estimate."""
     console.print(f"[bold]--activation[/bold]: transformers {a.transformers_version} forward of {a.batch} x "
                   f"{a.tokens:,} tokens on {a.device}, {a.dtype}, {a.attn_implementation} attention, random weights")
     if a.skipped:
-        console.print(f"[yellow]{a.skipped}[/yellow]")
+        _said(console, a.skipped, "yellow")
     else:
         verdict = "[green]exact[/green]" if a.cache_exact else "[red]differs[/red]"
         console.print(f"weights {_b(a.weights_bytes)}; cache {_b(a.cache_bytes)} (storage kept alive "
@@ -20,7 +27,7 @@ def print_activation(console: Any, a: Any) -> None:
         console.print(f"activation peak: measured {_b(a.activation_bytes)}, kvplan estimates "
                       f"{_b(a.predicted_activation_bytes)}{err} = {a.predicted_formula}")
     for note in a.notes:
-        console.print(f"[dim]• {note}[/dim]")
+        _said(console, f"• {note}", "dim")
 
 
 def print_ranks(console: Any, r: Any) -> None:
@@ -29,7 +36,7 @@ def print_ranks(console: Any, r: Any) -> None:
 
     blocks = f"  block {r.block_size}" if r.block_size else ""
     devices = sorted({k.device for k in r.ranks})
-    console.print(f"[bold]{r.model_id}[/bold]  {r.engine} {r.engine_version}  kv {r.kv_dtype}{blocks}  batch {r.batch}"
+    console.print(f"[bold]{escape(r.model_id)}[/bold]  {r.engine} {r.engine_version}  kv {r.kv_dtype}{blocks}  batch {r.batch}"
                   f"  context {r.context:,}  tp {r.tp} x pp {r.pp} = {r.world_size} ranks on {', '.join(devices)}"
                   f" ({r.launcher}, {r.backend})")
     table = Table(show_header=True, header_style="bold")
@@ -64,12 +71,12 @@ def print_ranks(console: Any, r: Any) -> None:
             console.print(f"rank {k.rank} ({k.device_name}): memory_allocated Δ {_b(k.allocated_bytes)}, "
                           f"memory_reserved Δ {_b(k.reserved_bytes)}, driver Δ {_b(k.driver_bytes)}")
     for k in r.errors:
-        console.print(f"[red]rank {k.rank}: {k.error}[/red]")
+        _said(console, f"rank {k.rank}: {k.error}", "red")
     verdict = "[green]every rank exact[/green]" if r.exact else "[red]differs[/red]"
     freed = all(k.released for k in r.ranks)
     console.print(f"tensors vs prediction: {verdict}; everything freed: {'yes' if freed else '[red]no[/red]'}")
     for note in r.notes:
-        console.print(f"[dim]• {note}[/dim]")
+        _said(console, f"• {note}", "dim")
 
 
 def print_rank_sharing(console: Any, r: Any) -> None:
@@ -150,7 +157,7 @@ def print_verify(console: Any, r: Any) -> None:
     from rich.table import Table
 
     total = f"{r.device_total_bytes:,} B" if r.device_total_bytes else "unknown"
-    console.print(f"[bold]{r.model_id}[/bold]  {r.engine} {r.engine_version}  kv {r.kv_dtype}  batch {r.batch}  "
+    console.print(f"[bold]{escape(r.model_id)}[/bold]  {r.engine} {r.engine_version}  kv {r.kv_dtype}  batch {r.batch}  "
                   f"context {r.context:,}  on {r.device} ({r.device_name}, {total})")
     blocks = f", {r.num_blocks:,} blocks of {r.block_size}" if r.num_blocks is not None else ""
     console.print(f"{r.buffers} buffers{blocks}")
@@ -198,4 +205,4 @@ def print_verify(console: Any, r: Any) -> None:
         if d.steps:
             print_decode_steps(console, d.steps)
     for note in r.notes:
-        console.print(f"[dim]• {note}[/dim]")
+        _said(console, f"• {note}", "dim")
