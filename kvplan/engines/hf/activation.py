@@ -6,6 +6,9 @@ TorchDispatchMode, tiny configs of each architecture at several sizes) and check
 measured for the real configs (docs/verification-gpu.md, "--activation"): Llama-3.1-8B and Qwen3-8B to the byte,
 Mistral-7B-v0.1 16 KB over (32 eight-byte cache counters the CUDA allocator rounds to 512 B), DeepSeek-V2-Lite
 512 B, gpt-oss-20b 1 MiB (0.02 %), falcon-7b-instruct 4 MiB (0.04 %).
+Gemma 3 (two rotary tables, q / k norms after the projections, four norms a layer) and Qwen3's q norm were
+traced on the CPU the same way, then checked on the H200 against gemma-3-1b (1 x 1k to 1 x 8k, 2 x 4k) and
+gemma-3-27b (1 x 4k): within 0.004 %, the int64 scalars transformers keeps and their 512 B blocks.
 
 The pass is a sum of what stays alive through every layer and the widest moment of one layer:
 
@@ -93,6 +96,12 @@ class Family:
     parallel attention output; moe: ``integrations/moe.py grouped_mm_experts_forward``."""
     rope_bytes_per_token: Callable[[Pass, int], int] | None = None
     """Rotary tables of one sequence position (head_dim -> bytes); None: cos and sin of head_dim in the dtype."""
+    qk_norm: str = "none"
+    """none; before_kv: q is RMS-normed before k and v are projected (``Qwen3Attention.forward``); after_kv: q, k
+    and v are projected, then q and k normed (``Gemma3Attention.forward``)."""
+    norms: str = "pre"
+    """pre: one RMSNorm before attention and one before the MLP (``LlamaDecoderLayer``); sandwich: also after each
+    (``Gemma3DecoderLayer``: post_attention / pre_ / post_feedforward_layernorm)."""
     router_weight_bytes: int | None = None
     """Bytes of a routing weight (fp32 where the router's softmax runs in fp32); None: the model dtype."""
     router_logit_bytes: int | None = None
@@ -106,6 +115,11 @@ def _complex_rope(p: Pass, head_dim: int) -> int:
     # DeepseekV2RotaryEmbedding: freqs_cis, complex64 [tokens, qk_rope_head_dim / 2]
     rope = next((layer.qk_rope_head_dim for layer in p.spec.layers if isinstance(layer, MLA)), head_dim)
     return rope // 2 * 8
+
+
+def _two_ropes(p: Pass, head_dim: int) -> int:
+    # Gemma3TextModel: a global and a local rotary embedding (rope_theta, rope_local_base_freq), cos and sin each
+    return 2 * 2 * head_dim * p.d
 
 
 def _half_rope(p: Pass, head_dim: int) -> int:
@@ -122,8 +136,14 @@ FAMILIES: dict[str, Family] = {
     # modeling_deepseek_v2.py: DeepseekV2TopkRouter computes logits and softmax in fp32
     "deepseek_v2": Family("deepseek_v2", mlp="moe", rope_bytes_per_token=_complex_rope, router_weight_bytes=4,
                           router_logit_bytes=4),
+    # modeling_qwen3.py: Qwen3Attention norms q (Qwen3RMSNorm, fp32) before it projects k and v
+    "qwen3": Family("qwen3", qk_norm="before_kv"),
+    # modeling_gemma3.py: two rotary embeddings, q / k norms after the projections, four norms a layer
+    # (Gemma3RMSNorm: x.float(), scaled by 1 + weight in fp32); gelu-tanh gated MLP as LlamaMLP's shape
+    "gemma3_text": Family("gemma3", rope_bytes_per_token=_two_ropes, qk_norm="after_kv", norms="sandwich"),
+    "gemma3": Family("gemma3", rope_bytes_per_token=_two_ropes, qk_norm="after_kv", norms="sandwich"),
 }
-_DENSE = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+_DENSE = frozenset({"llama", "mistral", "qwen2"})
 """Model types traced with the Llama code path (LlamaDecoderLayer / LlamaMLP and their copies)."""
 
 
@@ -152,7 +172,25 @@ def _sdpa_attention(layer: KVAttention, p: Pass, fam: Family) -> Moment:
     # k and v are alive too, but this layer has not cached them yet: they stand in for the cache the
     # measurement subtracts whole
     per = p.d * (2 * p.hidden + 4 * p.heads * hd)
-    return Moment(p.rows * per, f"{layer.kind} attention (q rotary): {p.rows:,} x {per:,} B")
+    rotary = Moment(p.rows * per, f"{layer.kind} attention (q rotary): {p.rows:,} x {per:,} B")
+    if fam.qk_norm == "none":
+        return rotary
+    return max(rotary, _qk_norm(layer, p, fam), key=lambda m: m.bytes)
+
+
+def _qk_norm(layer: KVAttention, p: Pass, fam: Family) -> Moment:
+    """q's RMSNorm beside the layer input and its norm: q, its fp32 copy (none where q is fp32 already), one more
+    fp32 q (the squares, or the normed product) and the per-head statistics."""
+    h, hd = p.heads, layer.head_dim
+    q = p.d * h * hd + (4 * h * hd if p.d != 4 else 0) + 4 * h * hd
+    if fam.qk_norm == "before_kv":  # Qwen3RMSNorm: mean and rsqrt alive at the product; k and v not projected
+        # yet, so this layer's share of the cache the measurement subtracts is not alive
+        per = p.d * 2 * p.hidden + q + 8 * h - 2 * layer.kv_heads * hd * p.d
+    elif fam.qk_norm == "after_kv":  # Gemma3RMSNorm._norm: the squares and their mean; k and v stand in
+        per = p.d * 2 * p.hidden + q + 4 * h
+    else:
+        raise ValueError(f"no q / k norm moment for '{fam.qk_norm}'")
+    return Moment(p.rows * per, f"{layer.kind} attention (q norm): {p.rows:,} x {per:,} B")
 
 
 def _math_attention(layer: KVAttention, p: Pass) -> Moment:
@@ -247,10 +285,16 @@ def _moe(p: Pass, fam: Family, held: int) -> Moment:
                   f"MoE grouped_mm {what}: {routed:,} rows x {row:,} B + {p.rows:,} x {per_token:,} B")
 
 
-def _norm(p: Pass) -> Moment:
+def _norm(p: Pass, fam: Family) -> Moment:
     """RMSNorm in fp32 (x.to(float32), its square, the scaled copy) beside the layer input and residual."""
-    per = 2 * p.hidden * p.d + 8 * p.hidden
-    return Moment(p.rows * per, f"fp32 RMSNorm: {p.rows:,} x {per:,} B")
+    if fam.norms == "pre":
+        per = 2 * p.hidden * p.d + 8 * p.hidden
+        return Moment(p.rows * per, f"fp32 RMSNorm: {p.rows:,} x {per:,} B")
+    if fam.norms == "sandwich":  # post_feedforward_layernorm: the MLP output beside the layer input and the
+        # residual; two fp32 copies and 1 + weight in fp32
+        per = 3 * p.hidden * p.d + 8 * p.hidden
+        return Moment(p.rows * per + 4 * p.hidden, f"fp32 RMSNorm after the MLP: {p.rows:,} x {per:,} B")
+    raise ValueError(f"no norm moment for '{fam.norms}' norms")
 
 
 def _head(p: Pass, logit_rows: int) -> Moment:
@@ -300,7 +344,7 @@ def prefill_activation(spec: ModelSpec, batch: int, tokens: int, logit_rows: int
     rope = fam.rope_bytes_per_token(p, hd) if fam.rope_bytes_per_token else 2 * hd * p.d
     mask, mask_what = _mask_bytes(p, fam)
     always = p.rows * p.hidden * p.d + tokens * (rope + 8) + mask
-    moments: list[Moment] = [_norm(p), _head(p, rows)]
+    moments: list[Moment] = [_norm(p, fam), _head(p, rows)]
     for layer in spec.layers:
         attn = ATTENTION[type(layer)](layer, p, fam)
         moments.append(attn)
@@ -309,7 +353,7 @@ def prefill_activation(spec: ModelSpec, batch: int, tokens: int, logit_rows: int
             held = p.batch * p.heads * tokens * (tokens + 1) * p.d
         moments.append(_mlp(p, fam, held))
     peak = max(moments, key=lambda m: m.bytes)
-    parts = [f"embeddings {p.rows:,} x {p.hidden * p.d:,} B", f"rotary + positions {tokens:,} x {rope + 8} B"]
+    parts = [f"embeddings {p.rows:,} x {p.hidden * p.d:,} B", f"rotary + positions {tokens:,} x {rope + 8:,} B"]
     if mask:
         parts.append(mask_what)
     return Estimate(always + peak.bytes, f"{' + '.join(parts)} + {peak.what}", tuple(assumptions))
