@@ -209,17 +209,18 @@ def markdown(report: dict[str, Any]) -> str:
     if report.get("activation"):
         lines += ["", "## --activation (transformers forward, random weights)", "",
                   "| model | batch x tokens | weights GiB | cache B | hf rule B | activation peak B | estimate B | "
-                  "estimate error |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+                  "estimate error | BLAS workspace B |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for entry in report["activation"]:
             head = f"| {entry['model']} | {entry['batch']} x {entry['tokens']:,} |"
             a = entry.get("result")
             if a is None or a["skipped"]:
-                lines.append(f"{head} {entry.get('refused') or a['skipped']} ||||||")
+                lines.append(f"{head} {entry.get('refused') or a['skipped']} |||||||")
                 continue
             peak = "—" if a["activation_bytes"] is None else f"{a['activation_bytes']:,}"
-            pct = "—" if a["activation_error_pct"] is None else f"{a['activation_error_pct']:+.1f} %"
+            pct = "—" if a["activation_error_pct"] is None else f"{a['activation_error_pct']:+.3f} %"
+            work = a.get("blas_workspace_bytes")  # allocated before the forward, not in its peak
             lines.append(f"{head} {_gib(a['weights_bytes'])} | {a['cache_bytes']:,} | {a['predicted_cache_bytes']:,} | "
-                         f"{peak} | {a['predicted_activation_bytes']:,} | {pct} |")
+                         f"{peak} | {a['predicted_activation_bytes']:,} | {pct} | {'—' if work is None else f'{work:,}'} |")
     lines += ["", "## Reproduce", "", "Every row is one command:", "", "```bash"]
     lines += [e["command"] for e in report["runs"] + report["find_max_batch"] + report.get("ranks", [])
               + report.get("activation", [])]

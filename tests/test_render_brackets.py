@@ -10,9 +10,9 @@ import io
 from pathlib import Path
 from types import SimpleNamespace
 
+from conftest import run_cli
 from rich.console import Console
 
-from conftest import run_cli
 from kvplan.render.verify_out import print_activation
 
 LOG = Path(__file__).parent / "data" / "logs" / "vllm-0.26.0-runner-v2-16g.log"

@@ -10,6 +10,13 @@ position only). Measured on CUDA:
 - weights: ``memory_allocated`` growth while materializing;
 - cache: the bytes of the tensors the returned cache holds (compared with ``kvplan estimate
   --engine hf`` for the installed transformers release: an exact check of the cache rule);
+- BLAS workspaces: before the forward, two small matrix products on the device (without and with a bias)
+  make torch allocate the workspaces of the current handle and stream through the caching allocator, once a
+  process (``CublasHandlePool.cpp``: cuBLAS 32 MiB on sm_90, 8 MiB + 128 KiB elsewhere,
+  ``CUBLAS_WORKSPACE_CONFIG``; cuBLASLt 1 MiB, ``CUBLASLT_WORKSPACE_SIZE``; 33 MiB on an H200). Their size is
+  reported on its own (``blas_workspace_bytes``) and kept out of the peak, so a forward measures the same in a
+  fresh process as after other GPU work (the second H200 session found the 32 MiB cuBLAS workspace in a
+  standalone ``verify --activation`` and not in the matrix, which had already multiplied);
 - peak: ``max_memory_allocated`` during the forward above weights and inputs; the activation
   peak is that peak less the cache's storage (the widest moment of the pass, logits included). The
   cache is subtracted whole, as it stands at the end of the pass: what a budget of weights +
@@ -67,6 +74,9 @@ class ActivationCheck:
     skipped: str | None = None
     """Why the forward did not run (does not fit the device); the byte fields are then 0 / None."""
     notes: tuple[str, ...] = field(default=())
+    blas_workspace_bytes: int | None = None
+    """What this process's first matrix products on the device allocated (the cuBLAS and cuBLASLt workspaces),
+    measured before the forward and not in its peak; 0 where earlier products had allocated them (CUDA only)."""
 
     @property
     def cache_exact(self) -> bool:
@@ -86,6 +96,7 @@ class ActivationCheck:
             "cache_bytes": self.cache_bytes, "cache_storage_bytes": self.cache_storage_bytes,
             "predicted_cache_bytes": self.predicted_cache_bytes,
             "cache_exact": self.cache_exact, "peak_bytes": self.peak_bytes, "activation_bytes": self.activation_bytes,
+            "blas_workspace_bytes": self.blas_workspace_bytes,
             "predicted_activation_bytes": self.predicted_activation_bytes,
             "predicted_formula": self.predicted_formula, "activation_error_pct": self.activation_error_pct,
             "notes": list(self.notes),
@@ -168,6 +179,7 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         torch.cuda.empty_cache()
     start = al.snapshot(dev)
     out = None
+    workspace: int | None = None
     try:
         net.to_empty(device=dev)
         _randomize(torch, net)
@@ -178,6 +190,7 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         ids = torch.randint(0, int(getattr(cfg, "vocab_size", None) or 1000), (batch, tokens), device=dev)
         kwargs = _forward_kwargs(net, ids, notes)
         if dev.type == "cuda":
+            workspace = _warm_blas(torch, dev, net)
             torch.cuda.synchronize(dev)
             torch.cuda.reset_peak_memory_stats(dev)
         before = al.snapshot(dev)
@@ -203,9 +216,25 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         if dev.type == "cuda":
             torch.cuda.empty_cache()
     notes += _measured_notes(dev, held, storage, skip)
+    if workspace:
+        notes.append(f"the process's first matrix products on {al._where(dev)} allocated {workspace:,} B (the cuBLAS "
+                     "and cuBLASLt workspaces, held once a process): measured before the forward, not in its peak")
     return ActivationCheck(**base, weights_bytes=measured_weights, cache_bytes=held, cache_storage_bytes=storage,
                            peak_bytes=peak, activation_bytes=None if peak is None else peak - storage, skipped=skip,
-                           notes=tuple(notes))
+                           notes=tuple(notes), blas_workspace_bytes=workspace)
+
+
+def _warm_blas(torch: Any, dev: Any, net: Any) -> int:
+    """One small product in the model's dtype, with and without a bias (cuBLAS and cuBLASLt paths), so the
+    handle's workspace exists before the peak is taken: the bytes it allocated (0 if it existed)."""
+    dtype = next(net.parameters()).dtype
+    before = torch.cuda.memory_allocated(dev)
+    x = torch.ones(8, 8, dtype=dtype, device=dev)
+    torch.nn.functional.linear(x, x)
+    torch.nn.functional.linear(x, x, x[0])
+    del x  # the inputs and products are freed; the workspace stays with the handle
+    torch.cuda.synchronize(dev)
+    return int(torch.cuda.memory_allocated(dev)) - int(before)
 
 
 def _load(model: str) -> ModelSpec:
