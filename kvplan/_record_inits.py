@@ -304,18 +304,24 @@ def _30(self, bytes, formula, assumptions):
     __object_setattr(self, 'assumptions', assumptions)
 
 
-def _31(self, bytes, step_bytes, text):
+def _31(self, bytes, op, held=_D):
+    __object_setattr(self, 'bytes', bytes)
+    __object_setattr(self, 'op', op)
+    __object_setattr(self, 'held', held)
+
+
+def _32(self, bytes, step_bytes, text):
     __object_setattr(self, 'bytes', bytes)
     __object_setattr(self, 'step_bytes', step_bytes)
     __object_setattr(self, 'text', text)
 
 
-def _32(self, bytes, what):
+def _33(self, bytes, what):
     __object_setattr(self, 'bytes', bytes)
     __object_setattr(self, 'what', what)
 
 
-def _33(self, cal, model, here, total, gpu_total, version, settings, common, notes, used, probe):
+def _34(self, cal, model, here, total, gpu_total, version, settings, common, notes, used, probe):
     __object_setattr(self, 'cal', cal)
     __object_setattr(self, 'model', model)
     __object_setattr(self, 'here', here)
@@ -329,7 +335,7 @@ def _33(self, cal, model, here, total, gpu_total, version, settings, common, not
     __object_setattr(self, 'probe', probe)
 
 
-def _34(self, chunk_size=_D, local_cpu=_D, max_local_cpu_size=_D, local_disk=_D, max_local_disk_size=_D, save_unfull_chunk=_D, save_decode_cache=_D, enable_blending=_D, save_only_first_rank=_D, first_rank_max_local_cpu_size=_D, given=_D, ignored=_D):
+def _35(self, chunk_size=_D, local_cpu=_D, max_local_cpu_size=_D, local_disk=_D, max_local_disk_size=_D, save_unfull_chunk=_D, save_decode_cache=_D, enable_blending=_D, save_only_first_rank=_D, first_rank_max_local_cpu_size=_D, given=_D, ignored=_D):
     __object_setattr(self, 'chunk_size', chunk_size)
     __object_setattr(self, 'local_cpu', local_cpu)
     __object_setattr(self, 'max_local_cpu_size', max_local_cpu_size)
@@ -344,7 +350,7 @@ def _34(self, chunk_size=_D, local_cpu=_D, max_local_cpu_size=_D, local_disk=_D,
     __object_setattr(self, 'ignored', ignored)
 
 
-def _35(self, command, estimates, plans, fit, gpu):
+def _36(self, command, estimates, plans, fit, gpu):
     __object_setattr(self, 'command', command)
     __object_setattr(self, 'estimates', estimates)
     __object_setattr(self, 'plans', plans)
@@ -352,7 +358,7 @@ def _35(self, command, estimates, plans, fit, gpu):
     __object_setattr(self, 'gpu', gpu)
 
 
-def _36(self, component, module, shape, count=_D, linear=_D, fp32=_D):
+def _37(self, component, module, shape, count=_D, linear=_D, fp32=_D):
     __object_setattr(self, 'component', component)
     __object_setattr(self, 'module', module)
     __object_setattr(self, 'shape', shape)
@@ -361,12 +367,12 @@ def _36(self, component, module, shape, count=_D, linear=_D, fp32=_D):
     __object_setattr(self, 'fp32', fp32)
 
 
-def _37(self, context=_D, context_nvswitch_tp=_D):
+def _38(self, context=_D, context_nvswitch_tp=_D):
     __object_setattr(self, 'context', context)
     __object_setattr(self, 'context_nvswitch_tp', context_nvswitch_tp)
 
 
-def _38(self, contexts, splits, guessed_context, batches, dtype_names):
+def _39(self, contexts, splits, guessed_context, batches, dtype_names):
     __object_setattr(self, 'contexts', contexts)
     __object_setattr(self, 'splits', splits)
     __object_setattr(self, 'guessed_context', guessed_context)
@@ -374,7 +380,7 @@ def _38(self, contexts, splits, guessed_context, batches, dtype_names):
     __object_setattr(self, 'dtype_names', dtype_names)
 
 
-def _39(self, deployment, setting, flag, value, order):
+def _40(self, deployment, setting, flag, value, order):
     __object_setattr(self, 'deployment', deployment)
     __object_setattr(self, 'setting', setting)
     __object_setattr(self, 'flag', flag)
@@ -382,26 +388,26 @@ def _39(self, deployment, setting, flag, value, order):
     __object_setattr(self, 'order', order)
 
 
-def _40(self, deployments, total_bytes):
+def _41(self, deployments, total_bytes):
     __object_setattr(self, 'deployments', deployments)
     __object_setattr(self, 'total_bytes', total_bytes)
 
 
-def _41(self, device, item, value, line):
+def _42(self, device, item, value, line):
     __object_setattr(self, 'device', device)
     __object_setattr(self, 'item', item)
     __object_setattr(self, 'value', value)
     __object_setattr(self, 'line', line)
 
 
-def _42(self, dtype, block, model_bytes, tp):
+def _43(self, dtype, block, model_bytes, tp):
     __object_setattr(self, 'dtype', dtype)
     __object_setattr(self, 'block', block)
     __object_setattr(self, 'model_bytes', model_bytes)
     __object_setattr(self, 'tp', tp)
 
 
-def _43(self, dtype, block, state_costs, chunked_as_full, lag):
+def _44(self, dtype, block, state_costs, chunked_as_full, lag):
     __object_setattr(self, 'dtype', dtype)
     __object_setattr(self, 'block', block)
     __object_setattr(self, 'state_costs', state_costs)
@@ -409,25 +415,25 @@ def _43(self, dtype, block, state_costs, chunked_as_full, lag):
     __object_setattr(self, 'lag', lag)
 
 
-def _44(self, dtype, has_swa):
+def _45(self, dtype, has_swa):
     __object_setattr(self, 'dtype', dtype)
     __object_setattr(self, 'has_swa', has_swa)
 
 
-def _45(self, dtype, page, windowed):
+def _46(self, dtype, page, windowed):
     __object_setattr(self, 'dtype', dtype)
     __object_setattr(self, 'page', page)
     __object_setattr(self, 'windowed', windowed)
 
 
-def _46(self, dtype, version, assumptions, static):
+def _47(self, dtype, version, assumptions, static):
     __object_setattr(self, 'dtype', dtype)
     __object_setattr(self, 'version', version)
     __object_setattr(self, 'assumptions', assumptions)
     __object_setattr(self, 'static', static)
 
 
-def _47(self, engine, commands=_D, modules=_D, flags=_D, underscores=_D, images=_D, fp8_kv_flag=_D, parse_int=_D, speculation=_D, booleans=_D, floats=_D, env_prefixes=_D, reader=_D, environment=_D, wrappers=_D, tagged_images=_D, default_serve=_D, config_files=_D, config_keys=_D, merge=_D, model_reader=_D, short_pool=_D, hosts=_D, host_modules=_D, unread_host_modules=_D, default_image=_D, image_settings=_D):
+def _48(self, engine, commands=_D, modules=_D, flags=_D, underscores=_D, images=_D, fp8_kv_flag=_D, parse_int=_D, speculation=_D, booleans=_D, floats=_D, env_prefixes=_D, reader=_D, environment=_D, wrappers=_D, tagged_images=_D, default_serve=_D, config_files=_D, config_keys=_D, merge=_D, model_reader=_D, short_pool=_D, hosts=_D, host_modules=_D, unread_host_modules=_D, default_image=_D, image_settings=_D):
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'commands', commands)
     __object_setattr(self, 'modules', modules)
@@ -457,7 +463,7 @@ def _47(self, engine, commands=_D, modules=_D, flags=_D, underscores=_D, images=
     __object_setattr(self, 'image_settings', image_settings)
 
 
-def _48(self, engine, engine_version, kv_dtype, block_size, device, find_max_batch, gpu_memory_utilization, memory_budget, with_weights, decode, repeats, gpu, workload):
+def _49(self, engine, engine_version, kv_dtype, block_size, device, find_max_batch, gpu_memory_utilization, memory_budget, with_weights, decode, repeats, gpu, workload):
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'engine_version', engine_version)
     __object_setattr(self, 'kv_dtype', kv_dtype)
@@ -473,7 +479,7 @@ def _48(self, engine, engine_version, kv_dtype, block_size, device, find_max_bat
     __object_setattr(self, 'workload', workload)
 
 
-def _49(self, engine, engine_version, kv_dtype, block_size, groups, assumptions=_D, pool=_D):
+def _50(self, engine, engine_version, kv_dtype, block_size, groups, assumptions=_D, pool=_D):
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'engine_version', engine_version)
     __object_setattr(self, 'kv_dtype', kv_dtype)
@@ -483,7 +489,7 @@ def _49(self, engine, engine_version, kv_dtype, block_size, groups, assumptions=
     __object_setattr(self, 'pool', pool)
 
 
-def _50(self, engine, format, settings, memory, derived=_D, num_gpu_blocks=_D, kv_cache_tokens=_D, max_concurrency=_D, concurrency_len=_D, counts=_D, ranks=_D, lines_read=_D, bytes_read=_D, cut=_D, complete=_D, notes=_D, lines=_D, detected=_D, impossible=_D, startups=_D, size=_D, per_rank=_D, per_device=_D):
+def _51(self, engine, format, settings, memory, derived=_D, num_gpu_blocks=_D, kv_cache_tokens=_D, max_concurrency=_D, concurrency_len=_D, counts=_D, ranks=_D, lines_read=_D, bytes_read=_D, cut=_D, complete=_D, notes=_D, lines=_D, detected=_D, impossible=_D, startups=_D, size=_D, per_rank=_D, per_device=_D):
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'format', format)
     __object_setattr(self, 'settings', settings)
@@ -509,7 +515,7 @@ def _50(self, engine, format, settings, memory, derived=_D, num_gpu_blocks=_D, k
     __object_setattr(self, 'per_device', per_device)
 
 
-def _51(self, engine, title, markers, read, sources=_D, finish=_D, implied_version=_D, logged_settings=_D, carried=_D, profile_settings=_D, calibrate=_D, startups=_D):
+def _52(self, engine, title, markers, read, sources=_D, finish=_D, implied_version=_D, logged_settings=_D, carried=_D, profile_settings=_D, calibrate=_D, startups=_D):
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'markers', markers)
@@ -524,7 +530,7 @@ def _51(self, engine, title, markers, read, sources=_D, finish=_D, implied_versi
     __object_setattr(self, 'startups', startups)
 
 
-def _52(self, engine_options=_D, settings=_D, sharing=_D, remarks=_D, max_kv_tokens=_D, beam_width=_D, parallel=_D):
+def _53(self, engine_options=_D, settings=_D, sharing=_D, remarks=_D, max_kv_tokens=_D, beam_width=_D, parallel=_D):
     __object_setattr(self, 'engine_options', engine_options)
     __object_setattr(self, 'settings', settings)
     __object_setattr(self, 'sharing', sharing)
@@ -534,7 +540,7 @@ def _52(self, engine_options=_D, settings=_D, sharing=_D, remarks=_D, max_kv_tok
     __object_setattr(self, 'parallel', parallel)
 
 
-def _53(self, gpu, engine, engine_version, kv_dtype, tp, pp, dp, gpus, nodes, kv_cache_tokens, max_concurrency, kv_left_bytes, decode_step_seconds_min, output_tokens_per_second_max, ttft_seconds_min, usd_per_hour, usd_per_million_output_tokens, command, assumptions=_D, plan=_D, beside=_D):
+def _54(self, gpu, engine, engine_version, kv_dtype, tp, pp, dp, gpus, nodes, kv_cache_tokens, max_concurrency, kv_left_bytes, decode_step_seconds_min, output_tokens_per_second_max, ttft_seconds_min, usd_per_hour, usd_per_million_output_tokens, command, assumptions=_D, plan=_D, beside=_D):
     __object_setattr(self, 'gpu', gpu)
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'engine_version', engine_version)
@@ -558,21 +564,21 @@ def _53(self, gpu, engine, engine_version, kv_dtype, tp, pp, dp, gpus, nodes, kv
     __object_setattr(self, 'beside', beside)
 
 
-def _54(self, gpu, engine, kv_dtype, reason):
+def _55(self, gpu, engine, kv_dtype, reason):
     __object_setattr(self, 'gpu', gpu)
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'kv_dtype', kv_dtype)
     __object_setattr(self, 'reason', reason)
 
 
-def _55(self, gpu, total_bytes, orders, fixes=_D):
+def _56(self, gpu, total_bytes, orders, fixes=_D):
     __object_setattr(self, 'gpu', gpu)
     __object_setattr(self, 'total_bytes', total_bytes)
     __object_setattr(self, 'orders', orders)
     __object_setattr(self, 'fixes', fixes)
 
 
-def _56(self, gpu_mib, tp=_D, pp=_D, speculative=_D, mla=_D, model_type=_D, model_id=_D, chunked_prefill_size=_D, context_length=_D, enforce_eager=_D, cpu_offload=_D, amd=_D, multimodal=_D):
+def _57(self, gpu_mib, tp=_D, pp=_D, speculative=_D, mla=_D, model_type=_D, model_id=_D, chunked_prefill_size=_D, context_length=_D, enforce_eager=_D, cpu_offload=_D, amd=_D, multimodal=_D):
     __object_setattr(self, 'gpu_mib', gpu_mib)
     __object_setattr(self, 'tp', tp)
     __object_setattr(self, 'pp', pp)
@@ -588,14 +594,14 @@ def _56(self, gpu_mib, tp=_D, pp=_D, speculative=_D, mla=_D, model_type=_D, mode
     __object_setattr(self, 'multimodal', multimodal)
 
 
-def _57(self, held, once=_D, shared=_D, spans=_D):
+def _58(self, held, once=_D, shared=_D, spans=_D):
     __object_setattr(self, 'held', held)
     __object_setattr(self, 'once', once)
     __object_setattr(self, 'shared', shared)
     __object_setattr(self, 'spans', spans)
 
 
-def _58(self, id, source, model_type, num_layers, layer_kinds, params, weights_bytes, dtype, max_position_embeddings, mtp_layers=_D, mtp_weights_bytes=_D):
+def _59(self, id, source, model_type, num_layers, layer_kinds, params, weights_bytes, dtype, max_position_embeddings, mtp_layers=_D, mtp_weights_bytes=_D):
     __object_setattr(self, 'id', id)
     __object_setattr(self, 'source', source)
     __object_setattr(self, 'model_type', model_type)
@@ -609,7 +615,7 @@ def _58(self, id, source, model_type, num_layers, layer_kinds, params, weights_b
     __object_setattr(self, 'mtp_weights_bytes', mtp_weights_bytes)
 
 
-def _59(self, index, kind, component, layer, attend, layout):
+def _60(self, index, kind, component, layer, attend, layout):
     __object_setattr(self, 'index', index)
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'component', component)
@@ -618,14 +624,14 @@ def _59(self, index, kind, component, layer, attend, layout):
     __object_setattr(self, 'layout', layout)
 
 
-def _60(self, index, kind, tokens_held, bytes):
+def _61(self, index, kind, tokens_held, bytes):
     __object_setattr(self, 'index', index)
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'tokens_held', tokens_held)
     __object_setattr(self, 'bytes', bytes)
 
 
-def _61(self, inner, heads, head_dim, state, groups, kernel):
+def _62(self, inner, heads, head_dim, state, groups, kernel):
     __object_setattr(self, 'inner', inner)
     __object_setattr(self, 'heads', heads)
     __object_setattr(self, 'head_dim', head_dim)
@@ -634,12 +640,12 @@ def _61(self, inner, heads, head_dim, state, groups, kernel):
     __object_setattr(self, 'kernel', kernel)
 
 
-def _62(self, inner, page):
+def _63(self, inner, page):
     __object_setattr(self, 'inner', inner)
     __object_setattr(self, 'page', page)
 
 
-def _63(self, item, unit, logged, step, text, derived, line, kvplan):
+def _64(self, item, unit, logged, step, text, derived, line, kvplan):
     __object_setattr(self, 'item', item)
     __object_setattr(self, 'unit', unit)
     __object_setattr(self, 'logged', logged)
@@ -650,25 +656,25 @@ def _63(self, item, unit, logged, step, text, derived, line, kvplan):
     __object_setattr(self, 'kvplan', kvplan)
 
 
-def _64(self, items, kept_bytes, peak_bytes, how):
+def _65(self, items, kept_bytes, peak_bytes, how):
     __object_setattr(self, 'items', items)
     __object_setattr(self, 'kept_bytes', kept_bytes)
     __object_setattr(self, 'peak_bytes', peak_bytes)
     __object_setattr(self, 'how', how)
 
 
-def _65(self, keep, recent, keep_name=_D):
+def _66(self, keep, recent, keep_name=_D):
     __object_setattr(self, 'keep', keep)
     __object_setattr(self, 'recent', recent)
     __object_setattr(self, 'keep_name', keep_name)
 
 
-def _66(self, kept, prompt_len=_D):
+def _67(self, kept, prompt_len=_D):
     __object_setattr(self, 'kept', kept)
     __object_setattr(self, 'prompt_len', prompt_len)
 
 
-def _67(self, kind, disk_bytes, blocks, tokens, requests):
+def _68(self, kind, disk_bytes, blocks, tokens, requests):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'disk_bytes', disk_bytes)
     __object_setattr(self, 'blocks', blocks)
@@ -676,7 +682,7 @@ def _67(self, kind, disk_bytes, blocks, tokens, requests):
     __object_setattr(self, 'requests', requests)
 
 
-def _68(self, kind, host_bytes, blocks, block_size, tokens, pinned_bytes, requests, request_bytes_per_gpu, link, restore_seconds, disk=_D, remarks=_D, held_bytes=_D, pinned_range=_D):
+def _69(self, kind, host_bytes, blocks, block_size, tokens, pinned_bytes, requests, request_bytes_per_gpu, link, restore_seconds, disk=_D, remarks=_D, held_bytes=_D, pinned_range=_D):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'host_bytes', host_bytes)
     __object_setattr(self, 'blocks', blocks)
@@ -693,7 +699,7 @@ def _68(self, kind, host_bytes, blocks, block_size, tokens, pinned_bytes, reques
     __object_setattr(self, 'pinned_range', pinned_range)
 
 
-def _69(self, kind, span, block_size, page_bytes, layers, rule):
+def _70(self, kind, span, block_size, page_bytes, layers, rule):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'span', span)
     __object_setattr(self, 'block_size', block_size)
@@ -702,7 +708,7 @@ def _69(self, kind, span, block_size, page_bytes, layers, rule):
     __object_setattr(self, 'rule', rule)
 
 
-def _70(self, kind, title, caption, x_label, y_label, series, categories=_D, log_x=_D, reference=_D, vertical=_D, log_y=_D, y_floor=_D, data=_D, below=_D):
+def _71(self, kind, title, caption, x_label, y_label, series, categories=_D, log_x=_D, reference=_D, vertical=_D, log_y=_D, y_floor=_D, data=_D, below=_D):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'caption', caption)
@@ -719,7 +725,7 @@ def _70(self, kind, title, caption, x_label, y_label, series, categories=_D, log
     __object_setattr(self, 'below', below)
 
 
-def _71(self, kv_dtype, count, kind, tokens_held_formula, once_tokens, per_request_tokens, per_sequence_tokens, tokens, plain_tokens):
+def _72(self, kv_dtype, count, kind, tokens_held_formula, once_tokens, per_request_tokens, per_sequence_tokens, tokens, plain_tokens):
     __object_setattr(self, 'kv_dtype', kv_dtype)
     __object_setattr(self, 'count', count)
     __object_setattr(self, 'kind', kind)
@@ -731,7 +737,7 @@ def _71(self, kv_dtype, count, kind, tokens_held_formula, once_tokens, per_reque
     __object_setattr(self, 'plain_tokens', plain_tokens)
 
 
-def _72(self, kv_dtype, kv_dtype_resolved, batches, contexts, kv_bytes, bytes_per_token, admission_kv_bytes):
+def _73(self, kv_dtype, kv_dtype_resolved, batches, contexts, kv_bytes, bytes_per_token, admission_kv_bytes):
     __object_setattr(self, 'kv_dtype', kv_dtype)
     __object_setattr(self, 'kv_dtype_resolved', kv_dtype_resolved)
     __object_setattr(self, 'batches', batches)
@@ -741,7 +747,7 @@ def _72(self, kv_dtype, kv_dtype_resolved, batches, contexts, kv_bytes, bytes_pe
     __object_setattr(self, 'admission_kv_bytes', admission_kv_bytes)
 
 
-def _73(self, kv_dtype, layers, count, kind, bytes_per_token, token_formula, tokens_held_formula, state_bytes, state_formula):
+def _74(self, kv_dtype, layers, count, kind, bytes_per_token, token_formula, tokens_held_formula, state_bytes, state_formula):
     __object_setattr(self, 'kv_dtype', kv_dtype)
     __object_setattr(self, 'layers', layers)
     __object_setattr(self, 'count', count)
@@ -753,7 +759,7 @@ def _73(self, kv_dtype, layers, count, kind, bytes_per_token, token_formula, tok
     __object_setattr(self, 'state_formula', state_formula)
 
 
-def _74(self, kvplan_version, engine, engine_version, block_size, model, rows, formulas, assumptions=_D, sharing=_D, sharing_terms=_D, engine_options=_D, speculation=_D):
+def _75(self, kvplan_version, engine, engine_version, block_size, model, rows, formulas, assumptions=_D, sharing=_D, sharing_terms=_D, engine_options=_D, speculation=_D):
     __object_setattr(self, 'kvplan_version', kvplan_version)
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'engine_version', engine_version)
@@ -768,7 +774,7 @@ def _74(self, kvplan_version, engine, engine_version, block_size, model, rows, f
     __object_setattr(self, 'speculation', speculation)
 
 
-def _75(self, kvplan_version, engine, engine_version, model_id, gpu_name, gpu_total_bytes, gpu_count, tp, pp, dp, kv_dtype, per_gpu, items, block_size, num_blocks, kv_cache_tokens, max_model_len, context, batch, max_concurrency, max_batch, max_context, fits, request_kv_bytes, max_model_len_fit, decode_step_seconds_min, decode_tokens_per_second_max, engine_defaults=_D, assumptions=_D, admission_note=_D, shared_prefix=_D, max_batch_plain=_D, n=_D, beam_width=_D, offload=_D, speculation=_D, mtp_layers=_D, mtp_weights_bytes=_D, misfit=_D, ep=_D, interval=_D, solved=_D, state_slots=_D, asked=_D):
+def _76(self, kvplan_version, engine, engine_version, model_id, gpu_name, gpu_total_bytes, gpu_count, tp, pp, dp, kv_dtype, per_gpu, items, block_size, num_blocks, kv_cache_tokens, max_model_len, context, batch, max_concurrency, max_batch, max_context, fits, request_kv_bytes, max_model_len_fit, decode_step_seconds_min, decode_tokens_per_second_max, engine_defaults=_D, assumptions=_D, admission_note=_D, shared_prefix=_D, max_batch_plain=_D, n=_D, beam_width=_D, offload=_D, speculation=_D, mtp_layers=_D, mtp_weights_bytes=_D, misfit=_D, ep=_D, interval=_D, solved=_D, state_slots=_D, asked=_D):
     __object_setattr(self, 'kvplan_version', kvplan_version)
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'engine_version', engine_version)
@@ -815,7 +821,7 @@ def _75(self, kvplan_version, engine, engine_version, model_id, gpu_name, gpu_to
     __object_setattr(self, 'asked', asked)
 
 
-def _76(self, kvplan_version, model_id, context, concurrency, prompt_len, gpus_per_node, rows, refused, currency, assumptions=_D, beside=_D):
+def _77(self, kvplan_version, model_id, context, concurrency, prompt_len, gpus_per_node, rows, refused, currency, assumptions=_D, beside=_D):
     __object_setattr(self, 'kvplan_version', kvplan_version)
     __object_setattr(self, 'model_id', model_id)
     __object_setattr(self, 'context', context)
@@ -829,7 +835,7 @@ def _76(self, kvplan_version, model_id, context, concurrency, prompt_len, gpus_p
     __object_setattr(self, 'beside', beside)
 
 
-def _77(self, kvplan_version, model_id, device, device_name, device_total_bytes, engine, engine_version, block_size, batch, context, kv_dtype, predicted_bytes, measured_storage_bytes, allocated_bytes, reserved_bytes, driver_bytes, peak_allocated_bytes, allocator_bytes, segment_bytes, buffers, num_blocks, components, released, max_batch=_D, decode=_D, notes=_D, sharing=_D, allocator_rounded_bytes=_D, unsplit_blocks=_D):
+def _78(self, kvplan_version, model_id, device, device_name, device_total_bytes, engine, engine_version, block_size, batch, context, kv_dtype, predicted_bytes, measured_storage_bytes, allocated_bytes, reserved_bytes, driver_bytes, peak_allocated_bytes, allocator_bytes, segment_bytes, buffers, num_blocks, components, released, max_batch=_D, decode=_D, notes=_D, sharing=_D, allocator_rounded_bytes=_D, unsplit_blocks=_D):
     __object_setattr(self, 'kvplan_version', kvplan_version)
     __object_setattr(self, 'model_id', model_id)
     __object_setattr(self, 'device', device)
@@ -861,7 +867,7 @@ def _77(self, kvplan_version, model_id, device, device_name, device_total_bytes,
     __object_setattr(self, 'unsplit_blocks', unsplit_blocks)
 
 
-def _78(self, kvplan_version, model_id, engine, engine_version, kv_dtype, block_size, batch, context, tp, pp, backend, launcher, ranks, notes=_D, sharing=_D):
+def _79(self, kvplan_version, model_id, engine, engine_version, kv_dtype, block_size, batch, context, tp, pp, backend, launcher, ranks, notes=_D, sharing=_D):
     __object_setattr(self, 'kvplan_version', kvplan_version)
     __object_setattr(self, 'model_id', model_id)
     __object_setattr(self, 'engine', engine)
@@ -879,7 +885,7 @@ def _78(self, kvplan_version, model_id, engine, engine_version, kv_dtype, block_
     __object_setattr(self, 'sharing', sharing)
 
 
-def _79(self, label, x, y, band=_D, band_label=_D, none=_D):
+def _80(self, label, x, y, band=_D, band_label=_D, none=_D):
     __object_setattr(self, 'label', label)
     __object_setattr(self, 'x', x)
     __object_setattr(self, 'y', y)
@@ -888,7 +894,7 @@ def _79(self, label, x, y, band=_D, band_label=_D, none=_D):
     __object_setattr(self, 'none', none)
 
 
-def _80(self, layer, first_layer, token, tokens=_D, state=_D, block_size=_D, cache_kind=_D, padding=_D):
+def _81(self, layer, first_layer, token, tokens=_D, state=_D, block_size=_D, cache_kind=_D, padding=_D):
     __object_setattr(self, 'layer', layer)
     __object_setattr(self, 'first_layer', first_layer)
     __object_setattr(self, 'token', token)
@@ -899,7 +905,7 @@ def _80(self, layer, first_layer, token, tokens=_D, state=_D, block_size=_D, cac
     __object_setattr(self, 'padding', padding)
 
 
-def _81(self, layer, first_layer, token, tokens=_D, state=_D, block_size=_D, cache_kind=_D, padding=_D, keys=_D, values=_D, k_shape=_D, v_shape=_D, elem_bytes=_D):
+def _82(self, layer, first_layer, token, tokens=_D, state=_D, block_size=_D, cache_kind=_D, padding=_D, keys=_D, values=_D, k_shape=_D, v_shape=_D, elem_bytes=_D):
     __object_setattr(self, 'layer', layer)
     __object_setattr(self, 'first_layer', first_layer)
     __object_setattr(self, 'token', token)
@@ -915,7 +921,7 @@ def _81(self, layer, first_layer, token, tokens=_D, state=_D, block_size=_D, cac
     __object_setattr(self, 'elem_bytes', elem_bytes)
 
 
-def _82(self, layer, role, dtype, shape, offset=_D, pitch=_D):
+def _83(self, layer, role, dtype, shape, offset=_D, pitch=_D):
     __object_setattr(self, 'layer', layer)
     __object_setattr(self, 'role', role)
     __object_setattr(self, 'dtype', dtype)
@@ -924,7 +930,7 @@ def _82(self, layer, role, dtype, shape, offset=_D, pitch=_D):
     __object_setattr(self, 'pitch', pitch)
 
 
-def _83(self, layers, first_block, requests, samples, once, per_request, per_sequence, default_block_size=_D):
+def _84(self, layers, first_block, requests, samples, once, per_request, per_sequence, default_block_size=_D):
     __object_setattr(self, 'layers', layers)
     __object_setattr(self, 'first_block', first_block)
     __object_setattr(self, 'requests', requests)
@@ -935,7 +941,7 @@ def _83(self, layers, first_block, requests, samples, once, per_request, per_seq
     __object_setattr(self, 'default_block_size', default_block_size)
 
 
-def _84(self, layers, hidden, mlp=_D, patch_values=_D, patches_per_item=_D, tokens_per_item=_D, embeds_per_item=_D, masked_attention=_D, transformers_tower=_D, where=_D, gated_mlp=_D, output_widths=_D, sized_by=_D):
+def _85(self, layers, hidden, mlp=_D, patch_values=_D, patches_per_item=_D, tokens_per_item=_D, embeds_per_item=_D, masked_attention=_D, transformers_tower=_D, where=_D, gated_mlp=_D, output_widths=_D, sized_by=_D):
     __object_setattr(self, 'layers', layers)
     __object_setattr(self, 'hidden', hidden)
     __object_setattr(self, 'mlp', mlp)
@@ -951,7 +957,7 @@ def _84(self, layers, hidden, mlp=_D, patch_values=_D, patches_per_item=_D, toke
     __object_setattr(self, 'sized_by', sized_by)
 
 
-def _85(self, layers, sequences, blocks, referenced_blocks, once, per_request, per_sequence, referenced_bytes):
+def _86(self, layers, sequences, blocks, referenced_blocks, once, per_request, per_sequence, referenced_bytes):
     __object_setattr(self, 'layers', layers)
     __object_setattr(self, 'sequences', sequences)
     __object_setattr(self, 'blocks', blocks)
@@ -962,24 +968,24 @@ def _85(self, layers, sequences, blocks, referenced_blocks, once, per_request, p
     __object_setattr(self, 'referenced_bytes', referenced_bytes)
 
 
-def _86(self, less):
+def _87(self, less):
     __object_setattr(self, 'less', less)
 
 
-def _87(self, linear, other, how):
+def _88(self, linear, other, how):
     __object_setattr(self, 'linear', linear)
     __object_setattr(self, 'other', other)
     __object_setattr(self, 'how', how)
 
 
-def _88(self, low, high, basis, thin=_D):
+def _89(self, low, high, basis, thin=_D):
     __object_setattr(self, 'low', low)
     __object_setattr(self, 'high', high)
     __object_setattr(self, 'basis', basis)
     __object_setattr(self, 'thin', thin)
 
 
-def _89(self, max_model_len, context, batch, limit=_D, shared_prefix=_D, proposer=_D, n=_D, beam_width=_D, prompt_len=_D, gpu_name=_D, gpu_vendor=_D, speculative=_D, dp=_D):
+def _90(self, max_model_len, context, batch, limit=_D, shared_prefix=_D, proposer=_D, n=_D, beam_width=_D, prompt_len=_D, gpu_name=_D, gpu_vendor=_D, speculative=_D, dp=_D):
     __object_setattr(self, 'max_model_len', max_model_len)
     __object_setattr(self, 'context', context)
     __object_setattr(self, 'batch', batch)
@@ -995,31 +1001,31 @@ def _89(self, max_model_len, context, batch, limit=_D, shared_prefix=_D, propose
     __object_setattr(self, 'dp', dp)
 
 
-def _90(self, max_num_batched_tokens, max_num_seqs, why):
+def _91(self, max_num_batched_tokens, max_num_seqs, why):
     __object_setattr(self, 'max_num_batched_tokens', max_num_batched_tokens)
     __object_setattr(self, 'max_num_seqs', max_num_seqs)
     __object_setattr(self, 'why', why)
 
 
-def _91(self, method, max_batch=_D):
+def _92(self, method, max_batch=_D):
     __object_setattr(self, 'method', method)
     __object_setattr(self, 'max_batch', max_batch)
 
 
-def _92(self, method=_D, bits=_D, four_bit_bytes=_D, name=_D):
+def _93(self, method=_D, bits=_D, four_bit_bytes=_D, name=_D):
     __object_setattr(self, 'method', method)
     __object_setattr(self, 'bits', bits)
     __object_setattr(self, 'four_bit_bytes', four_bit_bytes)
     __object_setattr(self, 'name', name)
 
 
-def _93(self, model, context, concurrency=_D):
+def _94(self, model, context, concurrency=_D):
     __object_setattr(self, 'model', model)
     __object_setattr(self, 'context', context)
     __object_setattr(self, 'concurrency', concurrency)
 
 
-def _94(self, model, gpu, engine_version, plan, assumptions, biggest, biggest_item=_D):
+def _95(self, model, gpu, engine_version, plan, assumptions, biggest, biggest_item=_D):
     __object_setattr(self, 'model', model)
     __object_setattr(self, 'gpu', gpu)
     __object_setattr(self, 'engine_version', engine_version)
@@ -1029,7 +1035,7 @@ def _94(self, model, gpu, engine_version, plan, assumptions, biggest, biggest_it
     __object_setattr(self, 'biggest_item', biggest_item)
 
 
-def _95(self, model, setting, flag, fraction, beside_fraction, fits, reason, share=_D):
+def _96(self, model, setting, flag, fraction, beside_fraction, fits, reason, share=_D):
     __object_setattr(self, 'model', model)
     __object_setattr(self, 'setting', setting)
     __object_setattr(self, 'flag', flag)
@@ -1040,7 +1046,7 @@ def _95(self, model, setting, flag, fraction, beside_fraction, fits, reason, sha
     __object_setattr(self, 'share', share)
 
 
-def _96(self, model, tp=_D, pp=_D, dp=_D, max_model_len=_D, kv_dtype=_D, expert_parallel=_D):
+def _97(self, model, tp=_D, pp=_D, dp=_D, max_model_len=_D, kv_dtype=_D, expert_parallel=_D):
     __object_setattr(self, 'model', model)
     __object_setattr(self, 'tp', tp)
     __object_setattr(self, 'pp', pp)
@@ -1050,7 +1056,7 @@ def _96(self, model, tp=_D, pp=_D, dp=_D, max_model_len=_D, kv_dtype=_D, expert_
     __object_setattr(self, 'expert_parallel', expert_parallel)
 
 
-def _97(self, model=_D, engine_version=_D, gpu_name=_D, tp=_D, pp=_D, dtype=_D, kv_dtype=_D, max_model_len=_D, gpu_memory_utilization=_D, mem_fraction_static=_D, max_num_batched_tokens=_D, max_num_seqs=_D, block_size=_D, enforce_eager=_D, vllm_sampler=_D):
+def _98(self, model=_D, engine_version=_D, gpu_name=_D, tp=_D, pp=_D, dtype=_D, kv_dtype=_D, max_model_len=_D, gpu_memory_utilization=_D, mem_fraction_static=_D, max_num_batched_tokens=_D, max_num_seqs=_D, block_size=_D, enforce_eager=_D, vllm_sampler=_D):
     __object_setattr(self, 'model', model)
     __object_setattr(self, 'engine_version', engine_version)
     __object_setattr(self, 'gpu_name', gpu_name)
@@ -1068,7 +1074,7 @@ def _97(self, model=_D, engine_version=_D, gpu_name=_D, tp=_D, pp=_D, dtype=_D, 
     __object_setattr(self, 'vllm_sampler', vllm_sampler)
 
 
-def _98(self, model_id, device, transformers_version, attn_implementation, batch, tokens, dtype, weights_bytes, cache_bytes, cache_storage_bytes, predicted_cache_bytes, peak_bytes, activation_bytes, predicted_activation_bytes, predicted_formula, skipped=_D, notes=_D):
+def _99(self, model_id, device, transformers_version, attn_implementation, batch, tokens, dtype, weights_bytes, cache_bytes, cache_storage_bytes, predicted_cache_bytes, peak_bytes, activation_bytes, predicted_activation_bytes, predicted_formula, skipped=_D, notes=_D, blas_workspace_bytes=_D):
     __object_setattr(self, 'model_id', model_id)
     __object_setattr(self, 'device', device)
     __object_setattr(self, 'transformers_version', transformers_version)
@@ -1086,9 +1092,10 @@ def _98(self, model_id, device, transformers_version, attn_implementation, batch
     __object_setattr(self, 'predicted_formula', predicted_formula)
     __object_setattr(self, 'skipped', skipped)
     __object_setattr(self, 'notes', notes)
+    __object_setattr(self, 'blas_workspace_bytes', blas_workspace_bytes)
 
 
-def _99(self, model_id, engine, engine_version, kv_dtype, block_size, batch, context, predicted_bytes, buffers, components, layers, num_blocks=_D, group_size=_D, padding_layers=_D, notes=_D, block_tables=_D):
+def _100(self, model_id, engine, engine_version, kv_dtype, block_size, batch, context, predicted_bytes, buffers, components, layers, num_blocks=_D, group_size=_D, padding_layers=_D, notes=_D, block_tables=_D):
     __object_setattr(self, 'model_id', model_id)
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'engine_version', engine_version)
@@ -1107,7 +1114,7 @@ def _99(self, model_id, engine, engine_version, kv_dtype, block_size, batch, con
     __object_setattr(self, 'block_tables', block_tables)
 
 
-def _100(self, name, aliases, vendor, memory_bytes, bandwidth, tflops, sources=_D, marketing_memory_gb=_D, memory_precision=_D, estimate=_D, notes=_D, origin=_D, unified_memory=_D):
+def _101(self, name, aliases, vendor, memory_bytes, bandwidth, tflops, sources=_D, marketing_memory_gb=_D, memory_precision=_D, estimate=_D, notes=_D, origin=_D, unified_memory=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'aliases', aliases)
     __object_setattr(self, 'vendor', vendor)
@@ -1123,18 +1130,20 @@ def _100(self, name, aliases, vendor, memory_bytes, bandwidth, tflops, sources=_
     __object_setattr(self, 'unified_memory', unified_memory)
 
 
-def _101(self, name, attention=_D, mlp=_D, rope_bytes_per_token=_D, router_weight_bytes=_D, router_logit_bytes=_D, expert_bias=_D, modeled=_D):
+def _102(self, name, attention=_D, mlp=_D, rope_bytes_per_token=_D, qk_norm=_D, norms=_D, router_weight_bytes=_D, router_logit_bytes=_D, expert_bias=_D, modeled=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'attention', attention)
     __object_setattr(self, 'mlp', mlp)
     __object_setattr(self, 'rope_bytes_per_token', rope_bytes_per_token)
+    __object_setattr(self, 'qk_norm', qk_norm)
+    __object_setattr(self, 'norms', norms)
     __object_setattr(self, 'router_weight_bytes', router_weight_bytes)
     __object_setattr(self, 'router_logit_bytes', router_logit_bytes)
     __object_setattr(self, 'expert_bias', expert_bias)
     __object_setattr(self, 'modeled', modeled)
 
 
-def _102(self, name, block_elems, block_bytes, scale_bytes_per_vector=_D, description=_D):
+def _103(self, name, block_elems, block_bytes, scale_bytes_per_vector=_D, description=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'block_elems', block_elems)
     __object_setattr(self, 'block_bytes', block_bytes)
@@ -1142,35 +1151,35 @@ def _102(self, name, block_elems, block_bytes, scale_bytes_per_vector=_D, descri
     __object_setattr(self, 'description', description)
 
 
-def _103(self, name, bytes, tag, note=_D):
+def _104(self, name, bytes, tag, note=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'bytes', bytes)
     __object_setattr(self, 'tag', tag)
     __object_setattr(self, 'note', note)
 
 
-def _104(self, name, bytes_per_s, source, aliases=_D):
+def _105(self, name, bytes_per_s, source, aliases=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'bytes_per_s', bytes_per_s)
     __object_setattr(self, 'source', source)
     __object_setattr(self, 'aliases', aliases)
 
 
-def _105(self, name, dtype, shape, views):
+def _106(self, name, dtype, shape, views):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'dtype', dtype)
     __object_setattr(self, 'shape', shape)
     __object_setattr(self, 'views', views)
 
 
-def _106(self, name, engine, settings, plan_at):
+def _107(self, name, engine, settings, plan_at):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'settings', settings)
     __object_setattr(self, 'plan_at', plan_at)
 
 
-def _107(self, name, engine, used_before_bytes, starts, reason, takes_bytes, kv_cache_bytes, kv_cache_tokens, max_concurrency, fits=_D, capped=_D, notes=_D):
+def _108(self, name, engine, used_before_bytes, starts, reason, takes_bytes, kv_cache_bytes, kv_cache_tokens, max_concurrency, fits=_D, capped=_D, notes=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'engine', engine)
     __object_setattr(self, 'used_before_bytes', used_before_bytes)
@@ -1185,7 +1194,7 @@ def _107(self, name, engine, used_before_bytes, starts, reason, takes_bytes, kv_
     __object_setattr(self, 'notes', notes)
 
 
-def _108(self, name, flags, help, target, field=_D, convert=_D, switch=_D, estimate=_D, file_key=_D, serve=_D, refusal=_D, combined=_D):
+def _109(self, name, flags, help, target, field=_D, convert=_D, switch=_D, estimate=_D, file_key=_D, serve=_D, refusal=_D, combined=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'flags', flags)
     __object_setattr(self, 'help', help)
@@ -1200,7 +1209,7 @@ def _108(self, name, flags, help, target, field=_D, convert=_D, switch=_D, estim
     __object_setattr(self, 'combined', combined)
 
 
-def _109(self, name, kind, layers, predicted_bytes, formula):
+def _110(self, name, kind, layers, predicted_bytes, formula):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'layers', layers)
@@ -1208,7 +1217,7 @@ def _109(self, name, kind, layers, predicted_bytes, formula):
     __object_setattr(self, 'formula', formula)
 
 
-def _110(self, name, kind, layers, predicted_bytes, measured_bytes):
+def _111(self, name, kind, layers, predicted_bytes, measured_bytes):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'layers', layers)
@@ -1216,7 +1225,7 @@ def _110(self, name, kind, layers, predicted_bytes, measured_bytes):
     __object_setattr(self, 'measured_bytes', measured_bytes)
 
 
-def _111(self, name, layers, params=_D, defaults=_D, mha=_D, tied_by_default=_D, own_towers=_D, known=_D, mtp=_D):
+def _112(self, name, layers, params=_D, defaults=_D, mha=_D, tied_by_default=_D, own_towers=_D, known=_D, mtp=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'layers', layers)
     __object_setattr(self, 'params', params)
@@ -1228,16 +1237,16 @@ def _111(self, name, layers, params=_D, defaults=_D, mha=_D, tied_by_default=_D,
     __object_setattr(self, 'mtp', mtp)
 
 
-def _112(self, name=_D):
+def _113(self, name=_D):
     __object_setattr(self, 'name', name)
 
 
-def _113(self, name=_D, prebuilt_engine=_D):
+def _114(self, name=_D, prebuilt_engine=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'prebuilt_engine', prebuilt_engine)
 
 
-def _114(self, name=_D, title=_D, default_version=_D, newest_rules=_D, extra_options=_D):
+def _115(self, name=_D, title=_D, default_version=_D, newest_rules=_D, extra_options=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'default_version', default_version)
@@ -1245,7 +1254,7 @@ def _114(self, name=_D, title=_D, default_version=_D, newest_rules=_D, extra_opt
     __object_setattr(self, 'extra_options', extra_options)
 
 
-def _115(self, name=_D, title=_D, default_version=_D, newest_rules=_D, memory_fraction=_D, extra_options=_D):
+def _116(self, name=_D, title=_D, default_version=_D, newest_rules=_D, memory_fraction=_D, extra_options=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'default_version', default_version)
@@ -1254,7 +1263,7 @@ def _115(self, name=_D, title=_D, default_version=_D, newest_rules=_D, memory_fr
     __object_setattr(self, 'extra_options', extra_options)
 
 
-def _116(self, name=_D, title=_D, default_version=_D, newest_rules=_D, memory_fraction=_D, extra_options=_D, dp_shares_experts=_D):
+def _117(self, name=_D, title=_D, default_version=_D, newest_rules=_D, memory_fraction=_D, extra_options=_D, dp_shares_experts=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'default_version', default_version)
@@ -1264,7 +1273,7 @@ def _116(self, name=_D, title=_D, default_version=_D, newest_rules=_D, memory_fr
     __object_setattr(self, 'dp_shares_experts', dp_shares_experts)
 
 
-def _117(self, name=_D, title=_D, default_version=_D, newest_rules=_D, memory_fraction=_D, vendors=_D, extra_options=_D, unfit=_D):
+def _118(self, name=_D, title=_D, default_version=_D, newest_rules=_D, memory_fraction=_D, vendors=_D, extra_options=_D, unfit=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'default_version', default_version)
@@ -1275,7 +1284,7 @@ def _117(self, name=_D, title=_D, default_version=_D, newest_rules=_D, memory_fr
     __object_setattr(self, 'unfit', unfit)
 
 
-def _118(self, name=_D, title=_D, default_version=_D, newest_rules=_D, static=_D, library=_D, extra_options=_D):
+def _119(self, name=_D, title=_D, default_version=_D, newest_rules=_D, static=_D, library=_D, extra_options=_D):
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'default_version', default_version)
@@ -1285,13 +1294,13 @@ def _118(self, name=_D, title=_D, default_version=_D, newest_rules=_D, static=_D
     __object_setattr(self, 'extra_options', extra_options)
 
 
-def _119(self, nbits, axis, group_size):
+def _120(self, nbits, axis, group_size):
     __object_setattr(self, 'nbits', nbits)
     __object_setattr(self, 'axis', axis)
     __object_setattr(self, 'group_size', group_size)
 
 
-def _120(self, non_torch_tp1=_D, non_torch_tp=_D, non_torch_pp=_D, non_torch_all_tp1=_D, non_torch_all_tp=_D, non_torch_all_pp=_D, non_torch_v06=_D, non_torch_v0_tp1=_D, non_torch_v0_tp=_D):
+def _121(self, non_torch_tp1=_D, non_torch_tp=_D, non_torch_pp=_D, non_torch_all_tp1=_D, non_torch_all_tp=_D, non_torch_all_pp=_D, non_torch_v06=_D, non_torch_v0_tp1=_D, non_torch_v0_tp=_D):
     __object_setattr(self, 'non_torch_tp1', non_torch_tp1)
     __object_setattr(self, 'non_torch_tp', non_torch_tp)
     __object_setattr(self, 'non_torch_pp', non_torch_pp)
@@ -1303,7 +1312,7 @@ def _120(self, non_torch_tp1=_D, non_torch_tp=_D, non_torch_pp=_D, non_torch_all
     __object_setattr(self, 'non_torch_v0_tp', non_torch_v0_tp)
 
 
-def _121(self, num_blocks, kv_cache_tokens, max_concurrency, blocks_per_request, request_bytes):
+def _122(self, num_blocks, kv_cache_tokens, max_concurrency, blocks_per_request, request_bytes):
     __object_setattr(self, 'num_blocks', num_blocks)
     __object_setattr(self, 'kv_cache_tokens', kv_cache_tokens)
     __object_setattr(self, 'max_concurrency', max_concurrency)
@@ -1311,31 +1320,31 @@ def _121(self, num_blocks, kv_cache_tokens, max_concurrency, blocks_per_request,
     __object_setattr(self, 'request_bytes', request_bytes)
 
 
-def _122(self, number, rank, label, text):
+def _123(self, number, rank, label, text):
     __object_setattr(self, 'number', number)
     __object_setattr(self, 'rank', rank)
     __object_setattr(self, 'label', label)
     __object_setattr(self, 'text', text)
 
 
-def _123(self, once, per_request, per_sequence, samples):
+def _124(self, once, per_request, per_sequence, samples):
     __object_setattr(self, 'once', once)
     __object_setattr(self, 'per_request', per_request)
     __object_setattr(self, 'per_sequence', per_sequence)
     __object_setattr(self, 'samples', samples)
 
 
-def _124(self, pad):
+def _125(self, pad):
     __object_setattr(self, 'pad', pad)
 
 
-def _125(self, per_gpu_hour, currency=_D, source=_D):
+def _126(self, per_gpu_hour, currency=_D, source=_D):
     __object_setattr(self, 'per_gpu_hour', per_gpu_hour)
     __object_setattr(self, 'currency', currency)
     __object_setattr(self, 'source', source)
 
 
-def _126(self, per_request, slots, state_bytes, token_bytes, max_running_requests, rule):
+def _127(self, per_request, slots, state_bytes, token_bytes, max_running_requests, rule):
     __object_setattr(self, 'per_request', per_request)
     __object_setattr(self, 'slots', slots)
     __object_setattr(self, 'state_bytes', state_bytes)
@@ -1344,7 +1353,7 @@ def _126(self, per_request, slots, state_bytes, token_bytes, max_running_request
     __object_setattr(self, 'rule', rule)
 
 
-def _127(self, predicted, measured, budget_bytes, probes, from_estimate=_D):
+def _128(self, predicted, measured, budget_bytes, probes, from_estimate=_D):
     __object_setattr(self, 'predicted', predicted)
     __object_setattr(self, 'measured', measured)
     __object_setattr(self, 'budget_bytes', budget_bytes)
@@ -1352,14 +1361,14 @@ def _127(self, predicted, measured, budget_bytes, probes, from_estimate=_D):
     __object_setattr(self, 'from_estimate', from_estimate)
 
 
-def _128(self, prompt_len, output_len, sequences, kv_bytes_plain):
+def _129(self, prompt_len, output_len, sequences, kv_bytes_plain):
     __object_setattr(self, 'prompt_len', prompt_len)
     __object_setattr(self, 'output_len', output_len)
     __object_setattr(self, 'sequences', sequences)
     __object_setattr(self, 'kv_bytes_plain', kv_bytes_plain)
 
 
-def _129(self, prompt_len, output_len, shared_prefix, n, beam_width, sequences, kv_bytes_plain, referenced_bytes, block_tables=_D, speculative_method=_D, num_speculative_tokens=_D, extra_slots=_D, draft=_D):
+def _130(self, prompt_len, output_len, shared_prefix, n, beam_width, sequences, kv_bytes_plain, referenced_bytes, block_tables=_D, speculative_method=_D, num_speculative_tokens=_D, extra_slots=_D, draft=_D):
     __object_setattr(self, 'prompt_len', prompt_len)
     __object_setattr(self, 'output_len', output_len)
     __object_setattr(self, 'shared_prefix', shared_prefix)
@@ -1375,7 +1384,7 @@ def _129(self, prompt_len, output_len, shared_prefix, n, beam_width, sequences, 
     __object_setattr(self, 'draft', draft)
 
 
-def _130(self, qkv_bias=_D, o_bias=_D, qkv_bias_field=_D, qk_norm=_D, norms=_D, moe=_D, shared_expert_gate=_D, mtp=_D, note=_D):
+def _131(self, qkv_bias=_D, o_bias=_D, qkv_bias_field=_D, qk_norm=_D, norms=_D, moe=_D, shared_expert_gate=_D, mtp=_D, note=_D):
     __object_setattr(self, 'qkv_bias', qkv_bias)
     __object_setattr(self, 'o_bias', o_bias)
     __object_setattr(self, 'qkv_bias_field', qkv_bias_field)
@@ -1387,14 +1396,14 @@ def _130(self, qkv_bias=_D, o_bias=_D, qkv_bias_field=_D, qk_norm=_D, norms=_D, 
     __object_setattr(self, 'note', note)
 
 
-def _131(self, quant, rule, version, elem_bytes):
+def _132(self, quant, rule, version, elem_bytes):
     __object_setattr(self, 'quant', quant)
     __object_setattr(self, 'rule', rule)
     __object_setattr(self, 'version', version)
     __object_setattr(self, 'elem_bytes', elem_bytes)
 
 
-def _132(self, rank, tp_rank, pp_rank, first_layer, num_layers, plan, work=_D):
+def _133(self, rank, tp_rank, pp_rank, first_layer, num_layers, plan, work=_D):
     __object_setattr(self, 'rank', rank)
     __object_setattr(self, 'tp_rank', tp_rank)
     __object_setattr(self, 'pp_rank', pp_rank)
@@ -1404,7 +1413,7 @@ def _132(self, rank, tp_rank, pp_rank, first_layer, num_layers, plan, work=_D):
     __object_setattr(self, 'work', work)
 
 
-def _133(self, rank, tp_rank, pp_rank, local_rank, host, device, device_name, device_total_bytes, first_layer, num_layers, predicted_bytes, measured_storage_bytes, allocated_bytes, reserved_bytes, driver_bytes, peak_allocated_bytes, buffers, num_blocks, components, released, error=_D, referenced_bytes=_D):
+def _134(self, rank, tp_rank, pp_rank, local_rank, host, device, device_name, device_total_bytes, first_layer, num_layers, predicted_bytes, measured_storage_bytes, allocated_bytes, reserved_bytes, driver_bytes, peak_allocated_bytes, buffers, num_blocks, components, released, error=_D, referenced_bytes=_D):
     __object_setattr(self, 'rank', rank)
     __object_setattr(self, 'tp_rank', tp_rank)
     __object_setattr(self, 'pp_rank', pp_rank)
@@ -1429,17 +1438,17 @@ def _133(self, rank, tp_rank, pp_rank, local_rank, host, device, device_name, de
     __object_setattr(self, 'referenced_bytes', referenced_bytes)
 
 
-def _134(self, rank, world_size, local_rank):
+def _135(self, rank, world_size, local_rank):
     __object_setattr(self, 'rank', rank)
     __object_setattr(self, 'world_size', world_size)
     __object_setattr(self, 'local_rank', local_rank)
 
 
-def _135(self, ratio):
+def _136(self, ratio):
     __object_setattr(self, 'ratio', ratio)
 
 
-def _136(self, ratio, layer, layers, window=_D, beta=_D):
+def _137(self, ratio, layer, layers, window=_D, beta=_D):
     __object_setattr(self, 'ratio', ratio)
     __object_setattr(self, 'layer', layer)
     __object_setattr(self, 'layers', layers)
@@ -1447,13 +1456,13 @@ def _136(self, ratio, layer, layers, window=_D, beta=_D):
     __object_setattr(self, 'beta', beta)
 
 
-def _137(self, replan, context=_D, concurrency=_D):
+def _138(self, replan, context=_D, concurrency=_D):
     __object_setattr(self, 'replan', replan)
     __object_setattr(self, 'context', context)
     __object_setattr(self, 'concurrency', concurrency)
 
 
-def _138(self, repo, revision, endpoint, cache, offline, fallback, tries, timeout_s):
+def _139(self, repo, revision, endpoint, cache, offline, fallback, tries, timeout_s):
     __object_setattr(self, 'repo', repo)
     __object_setattr(self, 'revision', revision)
     __object_setattr(self, 'endpoint', endpoint)
@@ -1464,12 +1473,12 @@ def _138(self, repo, revision, endpoint, cache, offline, fallback, tries, timeou
     __object_setattr(self, 'timeout_s', timeout_s)
 
 
-def _139(self, residual_length, prompt_len=_D):
+def _140(self, residual_length, prompt_len=_D):
     __object_setattr(self, 'residual_length', residual_length)
     __object_setattr(self, 'prompt_len', prompt_len)
 
 
-def _140(self, seconds, bound_seconds, peak_workspace_bytes, read_bytes, repeats, gpu, steps=_D):
+def _141(self, seconds, bound_seconds, peak_workspace_bytes, read_bytes, repeats, gpu, steps=_D):
     __object_setattr(self, 'seconds', seconds)
     __object_setattr(self, 'bound_seconds', bound_seconds)
     __object_setattr(self, 'peak_workspace_bytes', peak_workspace_bytes)
@@ -1479,7 +1488,7 @@ def _140(self, seconds, bound_seconds, peak_workspace_bytes, read_bytes, repeats
     __object_setattr(self, 'steps', steps)
 
 
-def _141(self, seconds, repeats, read_bytes, peak_workspace_bytes, layers):
+def _142(self, seconds, repeats, read_bytes, peak_workspace_bytes, layers):
     __object_setattr(self, 'seconds', seconds)
     __object_setattr(self, 'repeats', repeats)
     __object_setattr(self, 'read_bytes', read_bytes)
@@ -1487,14 +1496,14 @@ def _141(self, seconds, repeats, read_bytes, peak_workspace_bytes, layers):
     __object_setattr(self, 'layers', layers)
 
 
-def _142(self, setting, engines, titles, own_names=_D):
+def _143(self, setting, engines, titles, own_names=_D):
     __object_setattr(self, 'setting', setting)
     __object_setattr(self, 'engines', engines)
     __object_setattr(self, 'titles', titles)
     __object_setattr(self, 'own_names', own_names)
 
 
-def _143(self, setting, value, flag, kv_cache_tokens, max_concurrency, why, command=_D):
+def _144(self, setting, value, flag, kv_cache_tokens, max_concurrency, why, command=_D):
     __object_setattr(self, 'setting', setting)
     __object_setattr(self, 'value', value)
     __object_setattr(self, 'flag', flag)
@@ -1504,7 +1513,7 @@ def _143(self, setting, value, flag, kv_cache_tokens, max_concurrency, why, comm
     __object_setattr(self, 'command', command)
 
 
-def _144(self, settings, engine_version, gpu_memory, used, notes):
+def _145(self, settings, engine_version, gpu_memory, used, notes):
     __object_setattr(self, 'settings', settings)
     __object_setattr(self, 'engine_version', engine_version)
     __object_setattr(self, 'gpu_memory', gpu_memory)
@@ -1512,37 +1521,37 @@ def _144(self, settings, engine_version, gpu_memory, used, notes):
     __object_setattr(self, 'notes', notes)
 
 
-def _145(self, settings=_D, remarks=_D):
+def _146(self, settings=_D, remarks=_D):
     __object_setattr(self, 'settings', settings)
     __object_setattr(self, 'remarks', remarks)
 
 
-def _146(self, severity, code, message, setting):
+def _147(self, severity, code, message, setting):
     __object_setattr(self, 'severity', severity)
     __object_setattr(self, 'code', code)
     __object_setattr(self, 'message', message)
     __object_setattr(self, 'setting', setting)
 
 
-def _147(self, sha, files):
+def _148(self, sha, files):
     __object_setattr(self, 'sha', sha)
     __object_setattr(self, 'files', files)
 
 
-def _148(self, shared_prefix=_D, n=_D, beam_width=_D, prompt_len=_D):
+def _149(self, shared_prefix=_D, n=_D, beam_width=_D, prompt_len=_D):
     __object_setattr(self, 'shared_prefix', shared_prefix)
     __object_setattr(self, 'n', n)
     __object_setattr(self, 'beam_width', beam_width)
     __object_setattr(self, 'prompt_len', prompt_len)
 
 
-def _149(self, spec, batch, tokens):
+def _150(self, spec, batch, tokens):
     __object_setattr(self, 'spec', spec)
     __object_setattr(self, 'batch', batch)
     __object_setattr(self, 'tokens', tokens)
 
 
-def _150(self, spec, context, alloc_context, workload, speculation, extra, notes, estimate_kwargs):
+def _151(self, spec, context, alloc_context, workload, speculation, extra, notes, estimate_kwargs):
     __object_setattr(self, 'spec', spec)
     __object_setattr(self, 'context', context)
     __object_setattr(self, 'alloc_context', alloc_context)
@@ -1553,7 +1562,7 @@ def _150(self, spec, context, alloc_context, workload, speculation, extra, notes
     __object_setattr(self, 'estimate_kwargs', estimate_kwargs)
 
 
-def _151(self, spec, extra_tokens, notes, capped_at_max_model_len=_D, target=_D, speculation=_D, max_batch=_D, max_batch_reason=_D):
+def _152(self, spec, extra_tokens, notes, capped_at_max_model_len=_D, target=_D, speculation=_D, max_batch=_D, max_batch_reason=_D):
     __object_setattr(self, 'spec', spec)
     __object_setattr(self, 'extra_tokens', extra_tokens)
     __object_setattr(self, 'notes', notes)
@@ -1564,13 +1573,13 @@ def _151(self, spec, extra_tokens, notes, capped_at_max_model_len=_D, target=_D,
     __object_setattr(self, 'max_batch_reason', max_batch_reason)
 
 
-def _152(self, spec, name, total_bytes):
+def _153(self, spec, name, total_bytes):
     __object_setattr(self, 'spec', spec)
     __object_setattr(self, 'name', name)
     __object_setattr(self, 'total_bytes', total_bytes)
 
 
-def _153(self, step, length, checked, groups, writes, freed=_D):
+def _154(self, step, length, checked, groups, writes, freed=_D):
     __object_setattr(self, 'step', step)
     __object_setattr(self, 'length', length)
     __object_setattr(self, 'checked', checked)
@@ -1579,7 +1588,7 @@ def _153(self, step, length, checked, groups, writes, freed=_D):
     __object_setattr(self, 'freed', freed)
 
 
-def _154(self, step, length, predicted_bytes, referenced_bytes, blocks, tokens_ok, own_prompt_blocks):
+def _155(self, step, length, predicted_bytes, referenced_bytes, blocks, tokens_ok, own_prompt_blocks):
     __object_setattr(self, 'step', step)
     __object_setattr(self, 'length', length)
     __object_setattr(self, 'predicted_bytes', predicted_bytes)
@@ -1589,7 +1598,7 @@ def _154(self, step, length, predicted_bytes, referenced_bytes, blocks, tokens_o
     __object_setattr(self, 'own_prompt_blocks', own_prompt_blocks)
 
 
-def _155(self, storage_bytes, allocated_bytes, reserved_bytes, driver_bytes, peak_allocated_bytes, component_bytes, allocator_bytes, segment_bytes, rounded_bytes=_D, unsplit_blocks=_D):
+def _156(self, storage_bytes, allocated_bytes, reserved_bytes, driver_bytes, peak_allocated_bytes, component_bytes, allocator_bytes, segment_bytes, rounded_bytes=_D, unsplit_blocks=_D):
     __object_setattr(self, 'storage_bytes', storage_bytes)
     __object_setattr(self, 'allocated_bytes', allocated_bytes)
     __object_setattr(self, 'reserved_bytes', reserved_bytes)
@@ -1602,7 +1611,7 @@ def _155(self, storage_bytes, allocated_bytes, reserved_bytes, driver_bytes, pea
     __object_setattr(self, 'unsplit_blocks', unsplit_blocks)
 
 
-def _156(self, table_index, lo, rows, distinct, own_prompt_blocks):
+def _157(self, table_index, lo, rows, distinct, own_prompt_blocks):
     __object_setattr(self, 'table_index', table_index)
     __object_setattr(self, 'lo', lo)
     __object_setattr(self, 'rows', rows)
@@ -1610,40 +1619,40 @@ def _156(self, table_index, lo, rows, distinct, own_prompt_blocks):
     __object_setattr(self, 'own_prompt_blocks', own_prompt_blocks)
 
 
-def _157(self, takes_bytes, refusal=_D, notes=_D):
+def _158(self, takes_bytes, refusal=_D, notes=_D):
     __object_setattr(self, 'takes_bytes', takes_bytes)
     __object_setattr(self, 'refusal', refusal)
     __object_setattr(self, 'notes', notes)
 
 
-def _158(self, text, cut, size=_D):
+def _159(self, text, cut, size=_D):
     __object_setattr(self, 'text', text)
     __object_setattr(self, 'cut', cut)
     __object_setattr(self, 'size', size)
 
 
-def _159(self, timeout_s, deadline, max_bytes, deadline_s):
+def _160(self, timeout_s, deadline, max_bytes, deadline_s):
     __object_setattr(self, 'timeout_s', timeout_s)
     __object_setattr(self, 'deadline', deadline)
     __object_setattr(self, 'max_bytes', max_bytes)
     __object_setattr(self, 'deadline_s', deadline_s)
 
 
-def _160(self, timeout_s, tries, retry_delay_s, deadline_s):
+def _161(self, timeout_s, tries, retry_delay_s, deadline_s):
     __object_setattr(self, 'timeout_s', timeout_s)
     __object_setattr(self, 'tries', tries)
     __object_setattr(self, 'retry_delay_s', retry_delay_s)
     __object_setattr(self, 'deadline_s', deadline_s)
 
 
-def _161(self, title, columns, rows, caption=_D):
+def _162(self, title, columns, rows, caption=_D):
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'columns', columns)
     __object_setattr(self, 'rows', rows)
     __object_setattr(self, 'caption', caption)
 
 
-def _162(self, title, columns, rows, show_header=_D, fold=_D):
+def _163(self, title, columns, rows, show_header=_D, fold=_D):
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'columns', columns)
     __object_setattr(self, 'rows', rows)
@@ -1651,31 +1660,31 @@ def _162(self, title, columns, rows, show_header=_D, fold=_D):
     __object_setattr(self, 'fold', fold)
 
 
-def _163(self, title=_D, prefix_note=_D):
+def _164(self, title=_D, prefix_note=_D):
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'prefix_note', prefix_note)
 
 
-def _164(self, title=_D, prefix_note=_D, align=_D):
+def _165(self, title=_D, prefix_note=_D, align=_D):
     __object_setattr(self, 'title', title)
     __object_setattr(self, 'prefix_note', prefix_note)
     __object_setattr(self, 'align', align)
 
 
-def _165(self, tokens, requests, graph_batch):
+def _166(self, tokens, requests, graph_batch):
     __object_setattr(self, 'tokens', tokens)
     __object_setattr(self, 'requests', requests)
     __object_setattr(self, 'graph_batch', graph_batch)
 
 
-def _166(self, total, by_component, assumptions=_D, tensors=_D):
+def _167(self, total, by_component, assumptions=_D, tensors=_D):
     __object_setattr(self, 'total', total)
     __object_setattr(self, 'by_component', by_component)
     __object_setattr(self, 'assumptions', assumptions)
     __object_setattr(self, 'tensors', tensors)
 
 
-def _167(self, total_bytes, items, kv_cache_bytes, defaults=_D, assumptions=_D, kv_error=_D):
+def _168(self, total_bytes, items, kv_cache_bytes, defaults=_D, assumptions=_D, kv_error=_D):
     __object_setattr(self, 'total_bytes', total_bytes)
     __object_setattr(self, 'items', items)
     __object_setattr(self, 'kv_cache_bytes', kv_cache_bytes)
@@ -1684,26 +1693,26 @@ def _167(self, total_bytes, items, kv_cache_bytes, defaults=_D, assumptions=_D, 
     __object_setattr(self, 'kv_error', kv_error)
 
 
-def _168(self, total_size, total_parameters):
+def _169(self, total_size, total_parameters):
     __object_setattr(self, 'total_size', total_size)
     __object_setattr(self, 'total_parameters', total_parameters)
 
 
-def _169(self, tp=_D, pp=_D, expert_parallel=_D, gpus_per_node=_D):
+def _170(self, tp=_D, pp=_D, expert_parallel=_D, gpus_per_node=_D):
     __object_setattr(self, 'tp', tp)
     __object_setattr(self, 'pp', pp)
     __object_setattr(self, 'expert_parallel', expert_parallel)
     __object_setattr(self, 'gpus_per_node', gpus_per_node)
 
 
-def _170(self, type, factor=_D, original_max_position_embeddings=_D, extends_to=_D):
+def _171(self, type, factor=_D, original_max_position_embeddings=_D, extends_to=_D):
     __object_setattr(self, 'type', type)
     __object_setattr(self, 'factor', factor)
     __object_setattr(self, 'original_max_position_embeddings', original_max_position_embeddings)
     __object_setattr(self, 'extends_to', extends_to)
 
 
-def _171(self, types, group_size, groups_per_type, hybrid, in_flight_batches=_D, state_pages=_D, reserved_blocks=_D):
+def _172(self, types, group_size, groups_per_type, hybrid, in_flight_batches=_D, state_pages=_D, reserved_blocks=_D):
     __object_setattr(self, 'types', types)
     __object_setattr(self, 'group_size', group_size)
     __object_setattr(self, 'groups_per_type', groups_per_type)
@@ -1713,7 +1722,7 @@ def _171(self, types, group_size, groups_per_type, hybrid, in_flight_batches=_D,
     __object_setattr(self, 'reserved_blocks', reserved_blocks)
 
 
-def _172(self, types, kv_heads, head_dims, window, shared):
+def _173(self, types, kv_heads, head_dims, window, shared):
     __object_setattr(self, 'types', types)
     __object_setattr(self, 'kv_heads', kv_heads)
     __object_setattr(self, 'head_dims', head_dims)
@@ -1721,7 +1730,7 @@ def _172(self, types, kv_heads, head_dims, window, shared):
     __object_setattr(self, 'shared', shared)
 
 
-def _173(self, value, reserved_mib, source, notes=_D, reads_gpu=_D):
+def _174(self, value, reserved_mib, source, notes=_D, reads_gpu=_D):
     __object_setattr(self, 'value', value)
     __object_setattr(self, 'reserved_mib', reserved_mib)
     __object_setattr(self, 'source', source)
@@ -1729,39 +1738,24 @@ def _173(self, value, reserved_mib, source, notes=_D, reads_gpu=_D):
     __object_setattr(self, 'reads_gpu', reads_gpu)
 
 
-def _174(self, window, less=_D):
+def _175(self, window, less=_D):
     __object_setattr(self, 'window', window)
     __object_setattr(self, 'less', less)
 
 
-def _175(self, window, ubatch, pad):
+def _176(self, window, ubatch, pad):
     __object_setattr(self, 'window', window)
     __object_setattr(self, 'ubatch', ubatch)
     __object_setattr(self, 'pad', pad)
 
 
-def _176(self, *, kind, count=_D):
+def _177(self, *, kind, count=_D):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'count', count)
     self.__post_init__()
 
 
-def _177(self, *, kind, count=_D, kv_heads, head_dim, v_head_dim=_D):
-    __object_setattr(self, 'kind', kind)
-    __object_setattr(self, 'count', count)
-    __object_setattr(self, 'kv_heads', kv_heads)
-    __object_setattr(self, 'head_dim', head_dim)
-    __object_setattr(self, 'v_head_dim', v_head_dim)
-    self.__post_init__()
-
-
-def _178(self, *, kind=_D, count=_D):
-    __object_setattr(self, 'kind', kind)
-    __object_setattr(self, 'count', count)
-    self.__post_init__()
-
-
-def _179(self, *, kind=_D, count=_D, kv_heads, head_dim, v_head_dim=_D):
+def _178(self, *, kind, count=_D, kv_heads, head_dim, v_head_dim=_D):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'count', count)
     __object_setattr(self, 'kv_heads', kv_heads)
@@ -1770,7 +1764,22 @@ def _179(self, *, kind=_D, count=_D, kv_heads, head_dim, v_head_dim=_D):
     self.__post_init__()
 
 
-def _180(self, *, kind=_D, count=_D, kv_heads, head_dim, v_head_dim=_D, chunk):
+def _179(self, *, kind=_D, count=_D):
+    __object_setattr(self, 'kind', kind)
+    __object_setattr(self, 'count', count)
+    self.__post_init__()
+
+
+def _180(self, *, kind=_D, count=_D, kv_heads, head_dim, v_head_dim=_D):
+    __object_setattr(self, 'kind', kind)
+    __object_setattr(self, 'count', count)
+    __object_setattr(self, 'kv_heads', kv_heads)
+    __object_setattr(self, 'head_dim', head_dim)
+    __object_setattr(self, 'v_head_dim', v_head_dim)
+    self.__post_init__()
+
+
+def _181(self, *, kind=_D, count=_D, kv_heads, head_dim, v_head_dim=_D, chunk):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'count', count)
     __object_setattr(self, 'kv_heads', kv_heads)
@@ -1780,7 +1789,7 @@ def _180(self, *, kind=_D, count=_D, kv_heads, head_dim, v_head_dim=_D, chunk):
     self.__post_init__()
 
 
-def _181(self, *, kind=_D, count=_D, kv_heads, head_dim, v_head_dim=_D, window):
+def _182(self, *, kind=_D, count=_D, kv_heads, head_dim, v_head_dim=_D, window):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'count', count)
     __object_setattr(self, 'kv_heads', kv_heads)
@@ -1790,7 +1799,7 @@ def _181(self, *, kind=_D, count=_D, kv_heads, head_dim, v_head_dim=_D, window):
     self.__post_init__()
 
 
-def _182(self, *, kind=_D, count=_D, mixer=_D, conv_dim, conv_kernel, ssm_state):
+def _183(self, *, kind=_D, count=_D, mixer=_D, conv_dim, conv_kernel, ssm_state):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'count', count)
     __object_setattr(self, 'mixer', mixer)
@@ -1800,14 +1809,14 @@ def _182(self, *, kind=_D, count=_D, mixer=_D, conv_dim, conv_kernel, ssm_state)
     self.__post_init__()
 
 
-def _183(self, *, kind=_D, count=_D, shares_with):
+def _184(self, *, kind=_D, count=_D, shares_with):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'count', count)
     __object_setattr(self, 'shares_with', shares_with)
     self.__post_init__()
 
 
-def _184(self, *, kind=_D, count=_D, v_head_dim=_D, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim=_D, num_heads=_D):
+def _185(self, *, kind=_D, count=_D, v_head_dim=_D, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim=_D, num_heads=_D):
     __object_setattr(self, 'kind', kind)
     __object_setattr(self, 'count', count)
     __object_setattr(self, 'v_head_dim', v_head_dim)
@@ -1818,7 +1827,7 @@ def _184(self, *, kind=_D, count=_D, v_head_dim=_D, kv_lora_rank, qk_rope_head_d
     self.__post_init__()
 
 
-def _185(self, block_size=_D, tp=_D, swa_full=_D, async_scheduling=_D, kv_cache=_D, backend=_D, nbits=_D, residual_length=_D, q_group_size=_D, axis_key=_D, axis_value=_D, prompt_len=_D, evict=_D, press=_D, compression_ratio=_D, kv_offloading_bytes=_D, swap_space_bytes=_D, hicache_ratio=_D, hicache_size_gb=_D, host_cache_bytes=_D, offload_link=_D, lmcache=_D, no_kv_offload=_D):
+def _186(self, block_size=_D, tp=_D, swa_full=_D, async_scheduling=_D, kv_cache=_D, backend=_D, nbits=_D, residual_length=_D, q_group_size=_D, axis_key=_D, axis_value=_D, prompt_len=_D, evict=_D, press=_D, compression_ratio=_D, kv_offloading_bytes=_D, swap_space_bytes=_D, hicache_ratio=_D, hicache_size_gb=_D, host_cache_bytes=_D, offload_link=_D, lmcache=_D, no_kv_offload=_D):
     __object_setattr(self, 'block_size', block_size)
     __object_setattr(self, 'tp', tp)
     __object_setattr(self, 'swa_full', swa_full)
@@ -1845,7 +1854,7 @@ def _185(self, block_size=_D, tp=_D, swa_full=_D, async_scheduling=_D, kv_cache=
     self.__post_init__()
 
 
-def _186(self, gpu_memory_utilization=_D, kv_cache_memory_bytes=_D, max_num_batched_tokens=_D, max_num_seqs=_D, enforce_eager=_D, mem_fraction_static=_D, free_gpu_memory_fraction=_D, weights_bytes=_D, activation_bytes=_D, non_torch_bytes=_D, cudagraph_bytes=_D, max_kv_tokens=_D, engine_buffer_bytes=_D, usage_context=_D, model_runner=_D, vllm_engine=_D, trtllm_backend=_D, vllm_sampler=_D, language_model_only=_D, cpu_offload_bytes=_D, expert_dp=_D, device_used_bytes=_D):
+def _187(self, gpu_memory_utilization=_D, kv_cache_memory_bytes=_D, max_num_batched_tokens=_D, max_num_seqs=_D, enforce_eager=_D, mem_fraction_static=_D, free_gpu_memory_fraction=_D, weights_bytes=_D, activation_bytes=_D, non_torch_bytes=_D, cudagraph_bytes=_D, max_kv_tokens=_D, engine_buffer_bytes=_D, usage_context=_D, model_runner=_D, vllm_engine=_D, trtllm_backend=_D, vllm_sampler=_D, language_model_only=_D, cpu_offload_bytes=_D, expert_dp=_D, device_used_bytes=_D):
     __object_setattr(self, 'gpu_memory_utilization', gpu_memory_utilization)
     __object_setattr(self, 'kv_cache_memory_bytes', kv_cache_memory_bytes)
     __object_setattr(self, 'max_num_batched_tokens', max_num_batched_tokens)
@@ -1871,7 +1880,7 @@ def _186(self, gpu_memory_utilization=_D, kv_cache_memory_bytes=_D, max_num_batc
     self.__post_init__()
 
 
-def _187(self, id, model_type, layers, dtype=_D, source=_D, revision=_D, max_position_embeddings=_D, rope_scaling=_D, num_attention_heads=_D, hidden_size=_D, vocab_size=_D, mlp_width=_D, num_experts=_D, experts_per_token=_D, routed_expert_params=_D, mtp_layers=_D, params=_D, weights_bytes=_D, mtp_weights_bytes=_D, expert_weights_bytes=_D, weights_dtype=_D, weights_source=_D, aliases=_D, assumptions=_D):
+def _188(self, id, model_type, layers, dtype=_D, source=_D, revision=_D, max_position_embeddings=_D, rope_scaling=_D, num_attention_heads=_D, hidden_size=_D, vocab_size=_D, mlp_width=_D, num_experts=_D, experts_per_token=_D, routed_expert_params=_D, mtp_layers=_D, params=_D, weights_bytes=_D, mtp_weights_bytes=_D, expert_weights_bytes=_D, weights_dtype=_D, weights_source=_D, aliases=_D, assumptions=_D):
     __object_setattr(self, 'id', id)
     __object_setattr(self, 'model_type', model_type)
     __object_setattr(self, 'layers', layers)
@@ -1899,7 +1908,7 @@ def _187(self, id, model_type, layers, dtype=_D, source=_D, revision=_D, max_pos
     self.__post_init__()
 
 
-def _188(self, id, model_type, layers, dtype=_D, source=_D, revision=_D, max_position_embeddings=_D, rope_scaling=_D, num_attention_heads=_D, hidden_size=_D, vocab_size=_D, mlp_width=_D, num_experts=_D, experts_per_token=_D, routed_expert_params=_D, mtp_layers=_D, params=_D, weights_bytes=_D, mtp_weights_bytes=_D, expert_weights_bytes=_D, weights_dtype=_D, weights_source=_D, aliases=_D, assumptions=_D, draft_from=_D, draft_behind=_D, method=_D):
+def _189(self, id, model_type, layers, dtype=_D, source=_D, revision=_D, max_position_embeddings=_D, rope_scaling=_D, num_attention_heads=_D, hidden_size=_D, vocab_size=_D, mlp_width=_D, num_experts=_D, experts_per_token=_D, routed_expert_params=_D, mtp_layers=_D, params=_D, weights_bytes=_D, mtp_weights_bytes=_D, expert_weights_bytes=_D, weights_dtype=_D, weights_source=_D, aliases=_D, assumptions=_D, draft_from=_D, draft_behind=_D, method=_D):
     __object_setattr(self, 'id', id)
     __object_setattr(self, 'model_type', model_type)
     __object_setattr(self, 'layers', layers)
@@ -1930,7 +1939,7 @@ def _188(self, id, model_type, layers, dtype=_D, source=_D, revision=_D, max_pos
     self.__post_init__()
 
 
-def _189(self, method, num_speculative_tokens, draft=_D, mtp_layers=_D):
+def _190(self, method, num_speculative_tokens, draft=_D, mtp_layers=_D):
     __object_setattr(self, 'method', method)
     __object_setattr(self, 'num_speculative_tokens', num_speculative_tokens)
     __object_setattr(self, 'draft', draft)
@@ -1938,7 +1947,7 @@ def _189(self, method, num_speculative_tokens, draft=_D, mtp_layers=_D):
     self.__post_init__()
 
 
-def _190(self, prompt_len, output_len=_D, shared_prefix=_D, n=_D, beam_width=_D, proposer=_D):
+def _191(self, prompt_len, output_len=_D, shared_prefix=_D, n=_D, beam_width=_D, proposer=_D):
     __object_setattr(self, 'prompt_len', prompt_len)
     __object_setattr(self, 'output_len', output_len)
     __object_setattr(self, 'shared_prefix', shared_prefix)
@@ -1980,164 +1989,165 @@ INITS = {
     '10:buffers,layers,num_blocks=,group_size=,padding_layers=,notes=,block_tables=': _28,
     '10:bytes,formula': _29,
     '10:bytes,formula,assumptions': _30,
-    '10:bytes,step_bytes,text': _31,
-    '10:bytes,what': _32,
-    '10:cal,model,here,total,gpu_total,version,settings,common,notes,used,probe': _33,
-    '10:chunk_size=,local_cpu=,max_local_cpu_size=,local_disk=,max_local_disk_size=,save_unfull_chunk=,save_decode_cache=,enable_blending=,save_only_first_rank=,first_rank_max_local_cpu_size=,given=,ignored=': _34,
-    '10:command,estimates,plans,fit,gpu': _35,
-    '10:component,module,shape,count=,linear=,fp32=': _36,
-    '10:context=,context_nvswitch_tp=': _37,
-    '10:contexts,splits,guessed_context,batches,dtype_names': _38,
-    '10:deployment,setting,flag,value,order': _39,
-    '10:deployments,total_bytes': _40,
-    '10:device,item,value,line': _41,
-    '10:dtype,block,model_bytes,tp': _42,
-    '10:dtype,block,state_costs,chunked_as_full,lag': _43,
-    '10:dtype,has_swa': _44,
-    '10:dtype,page,windowed': _45,
-    '10:dtype,version,assumptions,static': _46,
-    '10:engine,commands=,modules=,flags=,underscores=,images=,fp8_kv_flag=,parse_int=,speculation=,booleans=,floats=,env_prefixes=,reader=,environment=,wrappers=,tagged_images=,default_serve=,config_files=,config_keys=,merge=,model_reader=,short_pool=,hosts=,host_modules=,unread_host_modules=,default_image=,image_settings=': _47,
-    '10:engine,engine_version,kv_dtype,block_size,device,find_max_batch,gpu_memory_utilization,memory_budget,with_weights,decode,repeats,gpu,workload': _48,
-    '10:engine,engine_version,kv_dtype,block_size,groups,assumptions=,pool=': _49,
-    '10:engine,format,settings,memory,derived=,num_gpu_blocks=,kv_cache_tokens=,max_concurrency=,concurrency_len=,counts=(),ranks=,lines_read=,bytes_read=,cut=,complete=,notes=,lines=(),detected=,impossible=,startups=,size=,per_rank=,per_device=': _50,
-    '10:engine,title,markers,read,sources=,finish=,implied_version=,logged_settings=,carried=,profile_settings=,calibrate=,startups=': _51,
-    '10:engine_options=,settings=,sharing=,remarks=,max_kv_tokens=,beam_width=,parallel=': _52,
-    '10:gpu,engine,engine_version,kv_dtype,tp,pp,dp,gpus,nodes,kv_cache_tokens,max_concurrency,kv_left_bytes,decode_step_seconds_min,output_tokens_per_second_max,ttft_seconds_min,usd_per_hour,usd_per_million_output_tokens,command,assumptions=,plan=,beside=': _53,
-    '10:gpu,engine,kv_dtype,reason': _54,
-    '10:gpu,total_bytes,orders,fixes=': _55,
-    '10:gpu_mib,tp=,pp=,speculative=,mla=,model_type=,model_id=,chunked_prefill_size=,context_length=,enforce_eager=,cpu_offload=,amd=,multimodal=': _56,
-    '10:held,once=,shared=,spans=': _57,
-    '10:id,source,model_type,num_layers,layer_kinds,params,weights_bytes,dtype,max_position_embeddings,mtp_layers=,mtp_weights_bytes=': _58,
-    '10:index,kind,component,layer,attend,layout': _59,
-    '10:index,kind,tokens_held,bytes': _60,
-    '10:inner,heads,head_dim,state,groups,kernel': _61,
-    '10:inner,page': _62,
-    '10:item,unit,logged,step,text,derived,line,kvplan': _63,
-    '10:items,kept_bytes,peak_bytes,how': _64,
-    '10:keep,recent,keep_name=': _65,
-    '10:kept,prompt_len=': _66,
-    '10:kind,disk_bytes,blocks,tokens,requests': _67,
-    '10:kind,host_bytes,blocks,block_size,tokens,pinned_bytes,requests,request_bytes_per_gpu,link,restore_seconds,disk=,remarks=,held_bytes=,pinned_range=': _68,
-    '10:kind,span,block_size,page_bytes,layers,rule': _69,
-    '10:kind,title,caption,x_label,y_label,series,categories=,log_x=,reference=,vertical=,log_y=,y_floor=,data=(),below=': _70,
-    '10:kv_dtype,count,kind,tokens_held_formula,once_tokens,per_request_tokens,per_sequence_tokens,tokens,plain_tokens': _71,
-    '10:kv_dtype,kv_dtype_resolved,batches,contexts,kv_bytes,bytes_per_token,admission_kv_bytes': _72,
-    '10:kv_dtype,layers,count,kind,bytes_per_token,token_formula,tokens_held_formula,state_bytes,state_formula': _73,
-    '10:kvplan_version,engine,engine_version,block_size,model,rows,formulas,assumptions=,sharing=,sharing_terms=,engine_options=(),speculation=': _74,
-    '10:kvplan_version,engine,engine_version,model_id,gpu_name,gpu_total_bytes,gpu_count,tp,pp,dp,kv_dtype,per_gpu,items,block_size,num_blocks,kv_cache_tokens,max_model_len,context,batch,max_concurrency,max_batch,max_context,fits,request_kv_bytes,max_model_len_fit,decode_step_seconds_min,decode_tokens_per_second_max,engine_defaults=(),assumptions=,admission_note=,shared_prefix=,max_batch_plain=,n=,beam_width=,offload=,speculation=,mtp_layers=,mtp_weights_bytes=,misfit=,ep=,interval=,solved=,state_slots=,asked=': _75,
-    '10:kvplan_version,model_id,context,concurrency,prompt_len,gpus_per_node,rows,refused,currency,assumptions=,beside=': _76,
-    '10:kvplan_version,model_id,device,device_name,device_total_bytes,engine,engine_version,block_size,batch,context,kv_dtype,predicted_bytes,measured_storage_bytes,allocated_bytes,reserved_bytes,driver_bytes,peak_allocated_bytes,allocator_bytes,segment_bytes,buffers,num_blocks,components,released,max_batch=,decode=,notes=,sharing=,allocator_rounded_bytes=,unsplit_blocks=': _77,
-    '10:kvplan_version,model_id,engine,engine_version,kv_dtype,block_size,batch,context,tp,pp,backend,launcher,ranks,notes=,sharing=': _78,
-    '10:label,x,y,band=,band_label=,none=': _79,
-    '10:layer,first_layer,token,tokens=,state=,block_size=,cache_kind=,padding=': _80,
-    '10:layer,first_layer,token,tokens=,state=,block_size=,cache_kind=,padding=,keys=,values=,k_shape=,v_shape=,elem_bytes=': _81,
-    '10:layer,role,dtype,shape,offset=,pitch=': _82,
-    '10:layers,first_block,requests,samples,once,per_request,per_sequence,default_block_size=': _83,
-    '10:layers,hidden,mlp=,patch_values=,patches_per_item=,tokens_per_item=,embeds_per_item=,masked_attention=,transformers_tower=,where=,gated_mlp=,output_widths=,sized_by=': _84,
-    '10:layers,sequences,blocks,referenced_blocks,once,per_request,per_sequence,referenced_bytes': _85,
-    '10:less': _86,
-    '10:linear,other,how': _87,
-    '10:low,high,basis,thin=': _88,
-    '10:max_model_len,context,batch,limit=,shared_prefix=,proposer=,n=,beam_width=,prompt_len=,gpu_name=,gpu_vendor=,speculative=,dp=': _89,
-    '10:max_num_batched_tokens,max_num_seqs,why': _90,
-    '10:method,max_batch=': _91,
-    '10:method=,bits=,four_bit_bytes=,name=': _92,
-    '10:model,context,concurrency=': _93,
-    '10:model,gpu,engine_version,plan,assumptions,biggest,biggest_item=': _94,
-    '10:model,setting,flag,fraction,beside_fraction,fits,reason,share=': _95,
-    '10:model,tp=,pp=,dp=,max_model_len=,kv_dtype=,expert_parallel=': _96,
-    '10:model=,engine_version=,gpu_name=,tp=,pp=,dtype=,kv_dtype=,max_model_len=,gpu_memory_utilization=,mem_fraction_static=,max_num_batched_tokens=,max_num_seqs=,block_size=,enforce_eager=,vllm_sampler=': _97,
-    '10:model_id,device,transformers_version,attn_implementation,batch,tokens,dtype,weights_bytes,cache_bytes,cache_storage_bytes,predicted_cache_bytes,peak_bytes,activation_bytes,predicted_activation_bytes,predicted_formula,skipped=,notes=': _98,
-    '10:model_id,engine,engine_version,kv_dtype,block_size,batch,context,predicted_bytes,buffers,components,layers,num_blocks=,group_size=,padding_layers=,notes=,block_tables=': _99,
-    '10:name,aliases,vendor,memory_bytes,bandwidth,tflops,sources=(),marketing_memory_gb=,memory_precision=,estimate=,notes=,origin=,unified_memory=': _100,
-    '10:name,attention=,mlp=,rope_bytes_per_token=,router_weight_bytes=,router_logit_bytes=,expert_bias=,modeled=': _101,
-    '10:name,block_elems,block_bytes,scale_bytes_per_vector=,description=': _102,
-    '10:name,bytes,tag,note=': _103,
-    '10:name,bytes_per_s,source,aliases=': _104,
-    '10:name,dtype,shape,views': _105,
-    '10:name,engine,settings,plan_at': _106,
-    '10:name,engine,used_before_bytes,starts,reason,takes_bytes,kv_cache_bytes,kv_cache_tokens,max_concurrency,fits=,capped=,notes=': _107,
-    '10:name,flags,help,target,field=,convert=,switch=,estimate=,file_key=,serve=,refusal=,combined=': _108,
-    '10:name,kind,layers,predicted_bytes,formula': _109,
-    '10:name,kind,layers,predicted_bytes,measured_bytes': _110,
-    '10:name,layers,params=,defaults=(),mha=,tied_by_default=,own_towers=,known=,mtp=': _111,
-    '10:name=': _112,
-    '10:name=,prebuilt_engine=': _113,
-    '10:name=,title=,default_version=,newest_rules=,extra_options=': _114,
-    '10:name=,title=,default_version=,newest_rules=,memory_fraction=,extra_options=': _115,
-    '10:name=,title=,default_version=,newest_rules=,memory_fraction=,extra_options=,dp_shares_experts=': _116,
-    '10:name=,title=,default_version=,newest_rules=,memory_fraction=,vendors=,extra_options=,unfit=': _117,
-    '10:name=,title=,default_version=,newest_rules=,static=,library=,extra_options=': _118,
-    '10:nbits,axis,group_size': _119,
-    '10:non_torch_tp1=,non_torch_tp=,non_torch_pp=,non_torch_all_tp1=,non_torch_all_tp=,non_torch_all_pp=,non_torch_v06=,non_torch_v0_tp1=,non_torch_v0_tp=': _120,
-    '10:num_blocks,kv_cache_tokens,max_concurrency,blocks_per_request,request_bytes': _121,
-    '10:number,rank,label,text': _122,
-    '10:once,per_request,per_sequence,samples': _123,
-    '10:pad': _124,
-    '10:per_gpu_hour,currency=,source=': _125,
-    '10:per_request,slots,state_bytes,token_bytes,max_running_requests,rule': _126,
-    '10:predicted,measured,budget_bytes,probes,from_estimate=': _127,
-    '10:prompt_len,output_len,sequences,kv_bytes_plain': _128,
-    '10:prompt_len,output_len,shared_prefix,n,beam_width,sequences,kv_bytes_plain,referenced_bytes,block_tables=,speculative_method=,num_speculative_tokens=,extra_slots=,draft=': _129,
-    '10:qkv_bias=,o_bias=,qkv_bias_field=,qk_norm=,norms=,moe=,shared_expert_gate=,mtp=,note=': _130,
-    '10:quant,rule,version,elem_bytes': _131,
-    '10:rank,tp_rank,pp_rank,first_layer,num_layers,plan,work=': _132,
-    '10:rank,tp_rank,pp_rank,local_rank,host,device,device_name,device_total_bytes,first_layer,num_layers,predicted_bytes,measured_storage_bytes,allocated_bytes,reserved_bytes,driver_bytes,peak_allocated_bytes,buffers,num_blocks,components,released,error=,referenced_bytes=': _133,
-    '10:rank,world_size,local_rank': _134,
-    '10:ratio': _135,
-    '10:ratio,layer,layers,window=,beta=': _136,
-    '10:replan,context=,concurrency=': _137,
-    '10:repo,revision,endpoint,cache,offline,fallback,tries,timeout_s': _138,
-    '10:residual_length,prompt_len=': _139,
-    '10:seconds,bound_seconds,peak_workspace_bytes,read_bytes,repeats,gpu,steps=': _140,
-    '10:seconds,repeats,read_bytes,peak_workspace_bytes,layers': _141,
-    '10:setting,engines,titles,own_names=': _142,
-    '10:setting,value,flag,kv_cache_tokens,max_concurrency,why,command=': _143,
-    '10:settings,engine_version,gpu_memory,used,notes': _144,
-    '10:settings=,remarks=': _145,
-    '10:severity,code,message,setting': _146,
-    '10:sha,files': _147,
-    '10:shared_prefix=,n=,beam_width=,prompt_len=': _148,
-    '10:spec,batch,tokens': _149,
-    '10:spec,context,alloc_context,workload,speculation,extra,notes,estimate_kwargs': _150,
-    '10:spec,extra_tokens,notes,capped_at_max_model_len=,target=,speculation=,max_batch=,max_batch_reason=': _151,
-    '10:spec,name,total_bytes': _152,
-    '10:step,length,checked,groups,writes,freed=': _153,
-    '10:step,length,predicted_bytes,referenced_bytes,blocks,tokens_ok,own_prompt_blocks': _154,
-    '10:storage_bytes,allocated_bytes,reserved_bytes,driver_bytes,peak_allocated_bytes,component_bytes,allocator_bytes,segment_bytes,rounded_bytes=,unsplit_blocks=': _155,
-    '10:table_index,lo,rows,distinct,own_prompt_blocks': _156,
-    '10:takes_bytes,refusal=,notes=': _157,
-    '10:text,cut,size=': _158,
-    '10:timeout_s,deadline,max_bytes,deadline_s': _159,
-    '10:timeout_s,tries,retry_delay_s,deadline_s': _160,
-    '10:title,columns,rows,caption=': _161,
-    '10:title,columns,rows,show_header=,fold=': _162,
-    '10:title=,prefix_note=': _163,
-    '10:title=,prefix_note=,align=': _164,
-    '10:tokens,requests,graph_batch': _165,
-    '10:total,by_component,assumptions=,tensors=': _166,
-    '10:total_bytes,items,kv_cache_bytes,defaults=(),assumptions=,kv_error=': _167,
-    '10:total_size,total_parameters': _168,
-    '10:tp=,pp=,expert_parallel=,gpus_per_node=': _169,
-    '10:type,factor=,original_max_position_embeddings=,extends_to=': _170,
-    '10:types,group_size,groups_per_type,hybrid,in_flight_batches=,state_pages=,reserved_blocks=': _171,
-    '10:types,kv_heads,head_dims,window,shared': _172,
-    '10:value,reserved_mib,source,notes=,reads_gpu=': _173,
-    '10:window,less=': _174,
-    '10:window,ubatch,pad': _175,
-    '11:*kind,*count=': _176,
-    '11:*kind,*count=,*kv_heads,*head_dim,*v_head_dim=': _177,
-    '11:*kind=,*count=': _178,
-    '11:*kind=,*count=,*kv_heads,*head_dim,*v_head_dim=': _179,
-    '11:*kind=,*count=,*kv_heads,*head_dim,*v_head_dim=,*chunk': _180,
-    '11:*kind=,*count=,*kv_heads,*head_dim,*v_head_dim=,*window': _181,
-    '11:*kind=,*count=,*mixer=,*conv_dim,*conv_kernel,*ssm_state': _182,
-    '11:*kind=,*count=,*shares_with': _183,
-    '11:*kind=,*count=,*v_head_dim=,*kv_lora_rank,*qk_rope_head_dim,*qk_nope_head_dim=,*num_heads=': _184,
-    '11:block_size=,tp=,swa_full=,async_scheduling=,kv_cache=,backend=,nbits=,residual_length=,q_group_size=,axis_key=,axis_value=,prompt_len=,evict=,press=,compression_ratio=,kv_offloading_bytes=,swap_space_bytes=,hicache_ratio=,hicache_size_gb=,host_cache_bytes=,offload_link=,lmcache=,no_kv_offload=': _185,
-    '11:gpu_memory_utilization=,kv_cache_memory_bytes=,max_num_batched_tokens=,max_num_seqs=,enforce_eager=,mem_fraction_static=,free_gpu_memory_fraction=,weights_bytes=,activation_bytes=,non_torch_bytes=,cudagraph_bytes=,max_kv_tokens=,engine_buffer_bytes=,usage_context=,model_runner=,vllm_engine=,trtllm_backend=,vllm_sampler=,language_model_only=,cpu_offload_bytes=,expert_dp=,device_used_bytes=': _186,
-    '11:id,model_type,layers,dtype=,source=,revision=,max_position_embeddings=,rope_scaling=,num_attention_heads=,hidden_size=,vocab_size=,mlp_width=,num_experts=,experts_per_token=,routed_expert_params=,mtp_layers=,params=,weights_bytes=,mtp_weights_bytes=,expert_weights_bytes=,weights_dtype=,weights_source=,aliases=,assumptions=': _187,
-    '11:id,model_type,layers,dtype=,source=,revision=,max_position_embeddings=,rope_scaling=,num_attention_heads=,hidden_size=,vocab_size=,mlp_width=,num_experts=,experts_per_token=,routed_expert_params=,mtp_layers=,params=,weights_bytes=,mtp_weights_bytes=,expert_weights_bytes=,weights_dtype=,weights_source=,aliases=,assumptions=,draft_from=,draft_behind=,method=': _188,
-    '11:method,num_speculative_tokens,draft=,mtp_layers=': _189,
-    '11:prompt_len,output_len=,shared_prefix=,n=,beam_width=,proposer=': _190,
+    '10:bytes,op,held=': _31,
+    '10:bytes,step_bytes,text': _32,
+    '10:bytes,what': _33,
+    '10:cal,model,here,total,gpu_total,version,settings,common,notes,used,probe': _34,
+    '10:chunk_size=,local_cpu=,max_local_cpu_size=,local_disk=,max_local_disk_size=,save_unfull_chunk=,save_decode_cache=,enable_blending=,save_only_first_rank=,first_rank_max_local_cpu_size=,given=,ignored=': _35,
+    '10:command,estimates,plans,fit,gpu': _36,
+    '10:component,module,shape,count=,linear=,fp32=': _37,
+    '10:context=,context_nvswitch_tp=': _38,
+    '10:contexts,splits,guessed_context,batches,dtype_names': _39,
+    '10:deployment,setting,flag,value,order': _40,
+    '10:deployments,total_bytes': _41,
+    '10:device,item,value,line': _42,
+    '10:dtype,block,model_bytes,tp': _43,
+    '10:dtype,block,state_costs,chunked_as_full,lag': _44,
+    '10:dtype,has_swa': _45,
+    '10:dtype,page,windowed': _46,
+    '10:dtype,version,assumptions,static': _47,
+    '10:engine,commands=,modules=,flags=,underscores=,images=,fp8_kv_flag=,parse_int=,speculation=,booleans=,floats=,env_prefixes=,reader=,environment=,wrappers=,tagged_images=,default_serve=,config_files=,config_keys=,merge=,model_reader=,short_pool=,hosts=,host_modules=,unread_host_modules=,default_image=,image_settings=': _48,
+    '10:engine,engine_version,kv_dtype,block_size,device,find_max_batch,gpu_memory_utilization,memory_budget,with_weights,decode,repeats,gpu,workload': _49,
+    '10:engine,engine_version,kv_dtype,block_size,groups,assumptions=,pool=': _50,
+    '10:engine,format,settings,memory,derived=,num_gpu_blocks=,kv_cache_tokens=,max_concurrency=,concurrency_len=,counts=(),ranks=,lines_read=,bytes_read=,cut=,complete=,notes=,lines=(),detected=,impossible=,startups=,size=,per_rank=,per_device=': _51,
+    '10:engine,title,markers,read,sources=,finish=,implied_version=,logged_settings=,carried=,profile_settings=,calibrate=,startups=': _52,
+    '10:engine_options=,settings=,sharing=,remarks=,max_kv_tokens=,beam_width=,parallel=': _53,
+    '10:gpu,engine,engine_version,kv_dtype,tp,pp,dp,gpus,nodes,kv_cache_tokens,max_concurrency,kv_left_bytes,decode_step_seconds_min,output_tokens_per_second_max,ttft_seconds_min,usd_per_hour,usd_per_million_output_tokens,command,assumptions=,plan=,beside=': _54,
+    '10:gpu,engine,kv_dtype,reason': _55,
+    '10:gpu,total_bytes,orders,fixes=': _56,
+    '10:gpu_mib,tp=,pp=,speculative=,mla=,model_type=,model_id=,chunked_prefill_size=,context_length=,enforce_eager=,cpu_offload=,amd=,multimodal=': _57,
+    '10:held,once=,shared=,spans=': _58,
+    '10:id,source,model_type,num_layers,layer_kinds,params,weights_bytes,dtype,max_position_embeddings,mtp_layers=,mtp_weights_bytes=': _59,
+    '10:index,kind,component,layer,attend,layout': _60,
+    '10:index,kind,tokens_held,bytes': _61,
+    '10:inner,heads,head_dim,state,groups,kernel': _62,
+    '10:inner,page': _63,
+    '10:item,unit,logged,step,text,derived,line,kvplan': _64,
+    '10:items,kept_bytes,peak_bytes,how': _65,
+    '10:keep,recent,keep_name=': _66,
+    '10:kept,prompt_len=': _67,
+    '10:kind,disk_bytes,blocks,tokens,requests': _68,
+    '10:kind,host_bytes,blocks,block_size,tokens,pinned_bytes,requests,request_bytes_per_gpu,link,restore_seconds,disk=,remarks=,held_bytes=,pinned_range=': _69,
+    '10:kind,span,block_size,page_bytes,layers,rule': _70,
+    '10:kind,title,caption,x_label,y_label,series,categories=,log_x=,reference=,vertical=,log_y=,y_floor=,data=(),below=': _71,
+    '10:kv_dtype,count,kind,tokens_held_formula,once_tokens,per_request_tokens,per_sequence_tokens,tokens,plain_tokens': _72,
+    '10:kv_dtype,kv_dtype_resolved,batches,contexts,kv_bytes,bytes_per_token,admission_kv_bytes': _73,
+    '10:kv_dtype,layers,count,kind,bytes_per_token,token_formula,tokens_held_formula,state_bytes,state_formula': _74,
+    '10:kvplan_version,engine,engine_version,block_size,model,rows,formulas,assumptions=,sharing=,sharing_terms=,engine_options=(),speculation=': _75,
+    '10:kvplan_version,engine,engine_version,model_id,gpu_name,gpu_total_bytes,gpu_count,tp,pp,dp,kv_dtype,per_gpu,items,block_size,num_blocks,kv_cache_tokens,max_model_len,context,batch,max_concurrency,max_batch,max_context,fits,request_kv_bytes,max_model_len_fit,decode_step_seconds_min,decode_tokens_per_second_max,engine_defaults=(),assumptions=,admission_note=,shared_prefix=,max_batch_plain=,n=,beam_width=,offload=,speculation=,mtp_layers=,mtp_weights_bytes=,misfit=,ep=,interval=,solved=,state_slots=,asked=': _76,
+    '10:kvplan_version,model_id,context,concurrency,prompt_len,gpus_per_node,rows,refused,currency,assumptions=,beside=': _77,
+    '10:kvplan_version,model_id,device,device_name,device_total_bytes,engine,engine_version,block_size,batch,context,kv_dtype,predicted_bytes,measured_storage_bytes,allocated_bytes,reserved_bytes,driver_bytes,peak_allocated_bytes,allocator_bytes,segment_bytes,buffers,num_blocks,components,released,max_batch=,decode=,notes=,sharing=,allocator_rounded_bytes=,unsplit_blocks=': _78,
+    '10:kvplan_version,model_id,engine,engine_version,kv_dtype,block_size,batch,context,tp,pp,backend,launcher,ranks,notes=,sharing=': _79,
+    '10:label,x,y,band=,band_label=,none=': _80,
+    '10:layer,first_layer,token,tokens=,state=,block_size=,cache_kind=,padding=': _81,
+    '10:layer,first_layer,token,tokens=,state=,block_size=,cache_kind=,padding=,keys=,values=,k_shape=,v_shape=,elem_bytes=': _82,
+    '10:layer,role,dtype,shape,offset=,pitch=': _83,
+    '10:layers,first_block,requests,samples,once,per_request,per_sequence,default_block_size=': _84,
+    '10:layers,hidden,mlp=,patch_values=,patches_per_item=,tokens_per_item=,embeds_per_item=,masked_attention=,transformers_tower=,where=,gated_mlp=,output_widths=,sized_by=': _85,
+    '10:layers,sequences,blocks,referenced_blocks,once,per_request,per_sequence,referenced_bytes': _86,
+    '10:less': _87,
+    '10:linear,other,how': _88,
+    '10:low,high,basis,thin=': _89,
+    '10:max_model_len,context,batch,limit=,shared_prefix=,proposer=,n=,beam_width=,prompt_len=,gpu_name=,gpu_vendor=,speculative=,dp=': _90,
+    '10:max_num_batched_tokens,max_num_seqs,why': _91,
+    '10:method,max_batch=': _92,
+    '10:method=,bits=,four_bit_bytes=,name=': _93,
+    '10:model,context,concurrency=': _94,
+    '10:model,gpu,engine_version,plan,assumptions,biggest,biggest_item=': _95,
+    '10:model,setting,flag,fraction,beside_fraction,fits,reason,share=': _96,
+    '10:model,tp=,pp=,dp=,max_model_len=,kv_dtype=,expert_parallel=': _97,
+    '10:model=,engine_version=,gpu_name=,tp=,pp=,dtype=,kv_dtype=,max_model_len=,gpu_memory_utilization=,mem_fraction_static=,max_num_batched_tokens=,max_num_seqs=,block_size=,enforce_eager=,vllm_sampler=': _98,
+    '10:model_id,device,transformers_version,attn_implementation,batch,tokens,dtype,weights_bytes,cache_bytes,cache_storage_bytes,predicted_cache_bytes,peak_bytes,activation_bytes,predicted_activation_bytes,predicted_formula,skipped=,notes=,blas_workspace_bytes=': _99,
+    '10:model_id,engine,engine_version,kv_dtype,block_size,batch,context,predicted_bytes,buffers,components,layers,num_blocks=,group_size=,padding_layers=,notes=,block_tables=': _100,
+    '10:name,aliases,vendor,memory_bytes,bandwidth,tflops,sources=(),marketing_memory_gb=,memory_precision=,estimate=,notes=,origin=,unified_memory=': _101,
+    '10:name,attention=,mlp=,rope_bytes_per_token=,qk_norm=,norms=,router_weight_bytes=,router_logit_bytes=,expert_bias=,modeled=': _102,
+    '10:name,block_elems,block_bytes,scale_bytes_per_vector=,description=': _103,
+    '10:name,bytes,tag,note=': _104,
+    '10:name,bytes_per_s,source,aliases=': _105,
+    '10:name,dtype,shape,views': _106,
+    '10:name,engine,settings,plan_at': _107,
+    '10:name,engine,used_before_bytes,starts,reason,takes_bytes,kv_cache_bytes,kv_cache_tokens,max_concurrency,fits=,capped=,notes=': _108,
+    '10:name,flags,help,target,field=,convert=,switch=,estimate=,file_key=,serve=,refusal=,combined=': _109,
+    '10:name,kind,layers,predicted_bytes,formula': _110,
+    '10:name,kind,layers,predicted_bytes,measured_bytes': _111,
+    '10:name,layers,params=,defaults=(),mha=,tied_by_default=,own_towers=,known=,mtp=': _112,
+    '10:name=': _113,
+    '10:name=,prebuilt_engine=': _114,
+    '10:name=,title=,default_version=,newest_rules=,extra_options=': _115,
+    '10:name=,title=,default_version=,newest_rules=,memory_fraction=,extra_options=': _116,
+    '10:name=,title=,default_version=,newest_rules=,memory_fraction=,extra_options=,dp_shares_experts=': _117,
+    '10:name=,title=,default_version=,newest_rules=,memory_fraction=,vendors=,extra_options=,unfit=': _118,
+    '10:name=,title=,default_version=,newest_rules=,static=,library=,extra_options=': _119,
+    '10:nbits,axis,group_size': _120,
+    '10:non_torch_tp1=,non_torch_tp=,non_torch_pp=,non_torch_all_tp1=,non_torch_all_tp=,non_torch_all_pp=,non_torch_v06=,non_torch_v0_tp1=,non_torch_v0_tp=': _121,
+    '10:num_blocks,kv_cache_tokens,max_concurrency,blocks_per_request,request_bytes': _122,
+    '10:number,rank,label,text': _123,
+    '10:once,per_request,per_sequence,samples': _124,
+    '10:pad': _125,
+    '10:per_gpu_hour,currency=,source=': _126,
+    '10:per_request,slots,state_bytes,token_bytes,max_running_requests,rule': _127,
+    '10:predicted,measured,budget_bytes,probes,from_estimate=': _128,
+    '10:prompt_len,output_len,sequences,kv_bytes_plain': _129,
+    '10:prompt_len,output_len,shared_prefix,n,beam_width,sequences,kv_bytes_plain,referenced_bytes,block_tables=,speculative_method=,num_speculative_tokens=,extra_slots=,draft=': _130,
+    '10:qkv_bias=,o_bias=,qkv_bias_field=,qk_norm=,norms=,moe=,shared_expert_gate=,mtp=,note=': _131,
+    '10:quant,rule,version,elem_bytes': _132,
+    '10:rank,tp_rank,pp_rank,first_layer,num_layers,plan,work=': _133,
+    '10:rank,tp_rank,pp_rank,local_rank,host,device,device_name,device_total_bytes,first_layer,num_layers,predicted_bytes,measured_storage_bytes,allocated_bytes,reserved_bytes,driver_bytes,peak_allocated_bytes,buffers,num_blocks,components,released,error=,referenced_bytes=': _134,
+    '10:rank,world_size,local_rank': _135,
+    '10:ratio': _136,
+    '10:ratio,layer,layers,window=,beta=': _137,
+    '10:replan,context=,concurrency=': _138,
+    '10:repo,revision,endpoint,cache,offline,fallback,tries,timeout_s': _139,
+    '10:residual_length,prompt_len=': _140,
+    '10:seconds,bound_seconds,peak_workspace_bytes,read_bytes,repeats,gpu,steps=': _141,
+    '10:seconds,repeats,read_bytes,peak_workspace_bytes,layers': _142,
+    '10:setting,engines,titles,own_names=': _143,
+    '10:setting,value,flag,kv_cache_tokens,max_concurrency,why,command=': _144,
+    '10:settings,engine_version,gpu_memory,used,notes': _145,
+    '10:settings=,remarks=': _146,
+    '10:severity,code,message,setting': _147,
+    '10:sha,files': _148,
+    '10:shared_prefix=,n=,beam_width=,prompt_len=': _149,
+    '10:spec,batch,tokens': _150,
+    '10:spec,context,alloc_context,workload,speculation,extra,notes,estimate_kwargs': _151,
+    '10:spec,extra_tokens,notes,capped_at_max_model_len=,target=,speculation=,max_batch=,max_batch_reason=': _152,
+    '10:spec,name,total_bytes': _153,
+    '10:step,length,checked,groups,writes,freed=': _154,
+    '10:step,length,predicted_bytes,referenced_bytes,blocks,tokens_ok,own_prompt_blocks': _155,
+    '10:storage_bytes,allocated_bytes,reserved_bytes,driver_bytes,peak_allocated_bytes,component_bytes,allocator_bytes,segment_bytes,rounded_bytes=,unsplit_blocks=': _156,
+    '10:table_index,lo,rows,distinct,own_prompt_blocks': _157,
+    '10:takes_bytes,refusal=,notes=': _158,
+    '10:text,cut,size=': _159,
+    '10:timeout_s,deadline,max_bytes,deadline_s': _160,
+    '10:timeout_s,tries,retry_delay_s,deadline_s': _161,
+    '10:title,columns,rows,caption=': _162,
+    '10:title,columns,rows,show_header=,fold=': _163,
+    '10:title=,prefix_note=': _164,
+    '10:title=,prefix_note=,align=': _165,
+    '10:tokens,requests,graph_batch': _166,
+    '10:total,by_component,assumptions=,tensors=': _167,
+    '10:total_bytes,items,kv_cache_bytes,defaults=(),assumptions=,kv_error=': _168,
+    '10:total_size,total_parameters': _169,
+    '10:tp=,pp=,expert_parallel=,gpus_per_node=': _170,
+    '10:type,factor=,original_max_position_embeddings=,extends_to=': _171,
+    '10:types,group_size,groups_per_type,hybrid,in_flight_batches=,state_pages=,reserved_blocks=': _172,
+    '10:types,kv_heads,head_dims,window,shared': _173,
+    '10:value,reserved_mib,source,notes=,reads_gpu=': _174,
+    '10:window,less=': _175,
+    '10:window,ubatch,pad': _176,
+    '11:*kind,*count=': _177,
+    '11:*kind,*count=,*kv_heads,*head_dim,*v_head_dim=': _178,
+    '11:*kind=,*count=': _179,
+    '11:*kind=,*count=,*kv_heads,*head_dim,*v_head_dim=': _180,
+    '11:*kind=,*count=,*kv_heads,*head_dim,*v_head_dim=,*chunk': _181,
+    '11:*kind=,*count=,*kv_heads,*head_dim,*v_head_dim=,*window': _182,
+    '11:*kind=,*count=,*mixer=,*conv_dim,*conv_kernel,*ssm_state': _183,
+    '11:*kind=,*count=,*shares_with': _184,
+    '11:*kind=,*count=,*v_head_dim=,*kv_lora_rank,*qk_rope_head_dim,*qk_nope_head_dim=,*num_heads=': _185,
+    '11:block_size=,tp=,swa_full=,async_scheduling=,kv_cache=,backend=,nbits=,residual_length=,q_group_size=,axis_key=,axis_value=,prompt_len=,evict=,press=,compression_ratio=,kv_offloading_bytes=,swap_space_bytes=,hicache_ratio=,hicache_size_gb=,host_cache_bytes=,offload_link=,lmcache=,no_kv_offload=': _186,
+    '11:gpu_memory_utilization=,kv_cache_memory_bytes=,max_num_batched_tokens=,max_num_seqs=,enforce_eager=,mem_fraction_static=,free_gpu_memory_fraction=,weights_bytes=,activation_bytes=,non_torch_bytes=,cudagraph_bytes=,max_kv_tokens=,engine_buffer_bytes=,usage_context=,model_runner=,vllm_engine=,trtllm_backend=,vllm_sampler=,language_model_only=,cpu_offload_bytes=,expert_dp=,device_used_bytes=': _187,
+    '11:id,model_type,layers,dtype=,source=,revision=,max_position_embeddings=,rope_scaling=,num_attention_heads=,hidden_size=,vocab_size=,mlp_width=,num_experts=,experts_per_token=,routed_expert_params=,mtp_layers=,params=,weights_bytes=,mtp_weights_bytes=,expert_weights_bytes=,weights_dtype=,weights_source=,aliases=,assumptions=': _188,
+    '11:id,model_type,layers,dtype=,source=,revision=,max_position_embeddings=,rope_scaling=,num_attention_heads=,hidden_size=,vocab_size=,mlp_width=,num_experts=,experts_per_token=,routed_expert_params=,mtp_layers=,params=,weights_bytes=,mtp_weights_bytes=,expert_weights_bytes=,weights_dtype=,weights_source=,aliases=,assumptions=,draft_from=,draft_behind=,method=': _189,
+    '11:method,num_speculative_tokens,draft=,mtp_layers=': _190,
+    '11:prompt_len,output_len=,shared_prefix=,n=,beam_width=,proposer=': _191,
 }

@@ -16,7 +16,6 @@ import importlib.util
 import json
 import math
 import os
-import weakref
 
 import pytest
 
@@ -179,59 +178,19 @@ def test_an_overdrawn_budget_holds_no_request():
 
 
 def _live_peak(torch, run, math_sdpa: bool) -> int:
-    """The peak of bytes held by storages the forward allocated (views share their storage's count)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    class Live(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.held: dict[int, list[int]] = {}  # storage address -> [bytes, live tensors]
-            self.seen: set[int] = set()
-            self.now = self.peak = 0
-
-        def _gone(self, ptr: int, tid: int) -> None:
-            self.seen.discard(tid)
-            entry = self.held.get(ptr)
-            if entry is not None:
-                entry[1] -= 1
-                if not entry[1]:
-                    self.now -= entry[0]
-                    del self.held[ptr]
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if math_sdpa and func.overloadpacket.__name__ == "scaled_dot_product_attention":
-                with self:
-                    return _cuda_math_sdpa(torch, *args[:3], args[3] if len(args) > 3 else kwargs.get("attn_mask"),
-                                           kwargs.get("scale"))
-            out = func(*args, **kwargs)
-            for t in tree_flatten(out)[0]:
-                if not isinstance(t, torch.Tensor) or id(t) in self.seen:
-                    continue
-                storage = t.untyped_storage()
-                ptr = storage.data_ptr()
-                if ptr in before or not ptr:
-                    continue
-                entry = self.held.setdefault(ptr, [int(storage.nbytes()), 0])
-                if not entry[1]:
-                    self.now += entry[0]
-                entry[1] += 1
-                self.seen.add(id(t))
-                weakref.finalize(t, self._gone, ptr, id(t))
-            self.peak = max(self.peak, self.now)
-            return out
+    """The peak of bytes held by storages the forward allocated (kvplan.verify.live), less the cache it built."""
+    from kvplan.verify.activation import cache_bytes
+    from kvplan.verify.live import trace
 
     net, ids = run
-    before = {t.untyped_storage().data_ptr() for t in (*net.parameters(), *net.buffers(), ids)}
-    mode = Live()
-    with torch.inference_mode(), mode:
-        out = net(input_ids=ids, use_cache=True, logits_to_keep=1)
+    stand_in = {"scaled_dot_product_attention": lambda q, k, v, mask=None, *_, **kw: _cuda_math_sdpa(
+        torch, q, k, v, kw.get("attn_mask", mask), kw.get("scale"))} if math_sdpa else None
+    with torch.inference_mode():
+        out, peak = trace(torch, lambda: net(input_ids=ids, use_cache=True, logits_to_keep=1),
+                          (*net.parameters(), *net.buffers(), ids), replace=stand_in)
     cache = getattr(out, "cache", None)
     cache = cache if cache is not None else out.past_key_values
-    from kvplan.verify.activation import cache_bytes
-
-    return mode.peak - cache_bytes(torch, cache)[1]
+    return peak.bytes - cache_bytes(torch, cache)[1]
 
 
 def _cuda_math_sdpa(torch, q, k, v, mask, scale):

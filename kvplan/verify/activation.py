@@ -24,8 +24,9 @@ position only). Measured on CUDA:
 
 kvplan's estimate (``kvplan.engines.hf.activation``, the hf budget's activation item) is computed for
 ``batch`` sequences of ``tokens`` tokens with ``batch`` logit rows; its assumptions (the SDPA kernel CUDA
-picks, a model type it was not traced for) are among the notes. On the CPU torch keeps no peak
-statistics: weights and cache are measured, the peak is not (said in the notes). A model whose
+picks, a model type it was not traced for) are among the notes. On the CPU torch keeps no allocator
+statistics: the peak is the storages the forward makes, traced op by op (``kvplan.verify.live``: what
+``max_memory_allocated`` would show less the allocator's rounding and kernel workspaces). A model whose
 weights, cache and estimated activation exceed the free memory is skipped, and the result says so.
 transformers is optional: a one-line error when it is missing.
 """
@@ -66,9 +67,10 @@ class ActivationCheck:
     predicted_cache_bytes: int
     """kvplan estimate --engine hf (this transformers release) for batch x tokens."""
     peak_bytes: int | None
-    """max_memory_allocated during the forward above weights and inputs (CUDA only)."""
+    """max_memory_allocated during the forward above weights and inputs (CUDA); the live storages' peak,
+    traced op by op (elsewhere)."""
     activation_bytes: int | None
-    """peak_bytes less the cache's storage: the activation peak (CUDA only)."""
+    """peak_bytes less the cache's storage: the activation peak."""
     predicted_activation_bytes: int
     predicted_formula: str
     skipped: str | None = None
@@ -191,16 +193,7 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
         kwargs = _forward_kwargs(net, ids, notes)
         if dev.type == "cuda":
             workspace = _warm_blas(torch, dev, net)
-            torch.cuda.synchronize(dev)
-            torch.cuda.reset_peak_memory_stats(dev)
-        before = al.snapshot(dev)
-        with torch.inference_mode():
-            out = net(**kwargs)
-        peak = None
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-            # the ignore: a snapshot's allocated is None off CUDA only
-            peak = int(torch.cuda.max_memory_allocated(dev)) - int(before.allocated)  # type: ignore[arg-type]
+        out, peak = _forward_peak(torch, dev, net, kwargs, ids)
         # the output's cache: ``past_key_values`` until transformers 5.2x, ``cache`` since (5.24)
         cache = getattr(out, "past_key_values", None)
         cache = cache if cache is not None else getattr(out, "cache", None)
@@ -222,6 +215,26 @@ def measure_activation(model: str | ModelSpec, *, batch: int = 1, tokens: int = 
     return ActivationCheck(**base, weights_bytes=measured_weights, cache_bytes=held, cache_storage_bytes=storage,
                            peak_bytes=peak, activation_bytes=None if peak is None else peak - storage, skipped=skip,
                            notes=tuple(notes), blas_workspace_bytes=workspace)
+
+
+def _forward_peak(torch: Any, dev: Any, net: Any, kwargs: dict[str, Any], ids: Any) -> tuple[Any, int]:
+    """The forward's output and its peak above weights and inputs: ``max_memory_allocated`` on CUDA; elsewhere,
+    with no allocator statistics, the storages it makes, traced op by op."""
+    from kvplan.verify import allocate as al
+    from kvplan.verify.live import trace
+
+    if dev.type != "cuda":
+        with torch.inference_mode():
+            out, live = trace(torch, lambda: net(**kwargs), (*net.parameters(), *net.buffers(), ids))
+        return out, live.bytes
+    torch.cuda.synchronize(dev)
+    torch.cuda.reset_peak_memory_stats(dev)
+    before = al.snapshot(dev)
+    with torch.inference_mode():
+        out = net(**kwargs)
+    torch.cuda.synchronize(dev)
+    # the ignore: a snapshot's allocated is None off CUDA only
+    return out, int(torch.cuda.max_memory_allocated(dev)) - int(before.allocated)  # type: ignore[arg-type]
 
 
 def _warm_blas(torch: Any, dev: Any, net: Any) -> int:
@@ -268,9 +281,9 @@ def _forward_kwargs(net: Any, ids: Any, notes: list[str]) -> dict[str, Any]:
 
 def _measured_notes(dev: Any, held: int, storage: int, skip: str | None) -> list[str]:
     notes = []
-    if dev.type == "cpu":
-        notes.append("on the CPU torch keeps no peak statistics: the activation peak is measured on CUDA only "
-                     "(weights and cache are measured here)")
+    if dev.type != "cuda" and skip is None:
+        notes.append(f"on {dev.type} torch keeps no allocator statistics: the peak is the storages the forward made, "
+                     "traced op by op (kvplan.verify.live; no allocator rounding, no kernel workspaces)")
     if storage > held and skip is None:
         notes.append(f"the cache's tensors hold {held:,} B but keep {storage:,} B of storage alive: transformers "
                      "slices sliding-window layers as views of the last concatenation (DynamicSlidingWindowLayer."
