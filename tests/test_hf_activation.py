@@ -243,10 +243,8 @@ TINY = [
 ]
 
 
-@needs_tf
-@pytest.mark.parametrize("name,over", TINY, ids=[f"{n.split('__')[1][:-5]}-{i}" for i, (n, _) in enumerate(TINY)])
-@pytest.mark.parametrize("batch,tokens", [(1, 64), (2, 96)])
-def test_tiny_transformers_forward_matches_the_estimate(tmp_path, name, over, batch, tokens):
+def _tiny_net(tmp_path, name, over, dtype="bfloat16"):
+    """A published config shrunk (``over``), as kvplan reads it and as transformers builds it, random weights."""
     import torch
     import transformers as tf
 
@@ -255,7 +253,7 @@ def test_tiny_transformers_forward_matches_the_estimate(tmp_path, name, over, ba
     for key in ("quantization_config", "layer_types", "auto_map"):
         data.pop(key, None)
     data.update(dict(hidden_size=64, num_attention_heads=4, num_hidden_layers=2, vocab_size=512, pad_token_id=0,
-                     bos_token_id=1, eos_token_id=1), **over)
+                     bos_token_id=1, eos_token_id=1, torch_dtype=dtype), **over)
     (tmp_path / "config.json").write_text(json.dumps(data))
     spec = load_model(str(tmp_path))
     cfg = tf.AutoConfig.for_model(data.pop("model_type"), **data)
@@ -264,7 +262,28 @@ def test_tiny_transformers_forward_matches_the_estimate(tmp_path, name, over, ba
         net = tf.AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa")
     except ValueError:  # gpt-oss: no SDPA (attention sinks)
         net = tf.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
-    net = net.to(torch.bfloat16).eval()
+    return spec, net.to(getattr(torch, dtype)).eval()
+
+
+@needs_tf
+@pytest.mark.parametrize("name,over", TINY[-4:], ids=["qwen3-narrow", "gemma3", "gemma3-narrow", "gemma3-wide"])
+def test_tiny_fp32_forward_matches_the_estimate(tmp_path, name, over):
+    """In fp32 the norms' upcast is no copy (``x.to(float32)`` returns x): q and k norms weigh less."""
+    import torch
+
+    spec, net = _tiny_net(tmp_path, name, over, "float32")
+    assert spec.dtype == "float32"
+    ids = torch.randint(0, 512, (2, 96))
+    assert _live_peak(torch, (net, ids), math_sdpa=False) == prefill_activation(spec, 2, 96).bytes
+
+
+@needs_tf
+@pytest.mark.parametrize("name,over", TINY, ids=[f"{n.split('__')[1][:-5]}-{i}" for i, (n, _) in enumerate(TINY)])
+@pytest.mark.parametrize("batch,tokens", [(1, 64), (2, 96)])
+def test_tiny_transformers_forward_matches_the_estimate(tmp_path, name, over, batch, tokens):
+    import torch
+
+    spec, net = _tiny_net(tmp_path, name, over)
     with torch.no_grad():
         for p in net.parameters():
             p.normal_(0.0, 0.02)
