@@ -48,10 +48,8 @@ def workers_for(jobs: int | None, files: int, parallel_from: int) -> int:
     return max(1, min(jobs, files))
 
 
-def check_jobs(jobs: int | None) -> None:
+def check_jobs(jobs: int) -> None:
     """Refuse, by field, a worker count that is not a whole number from 1 to :data:`MAX_JOBS`."""
-    if jobs is None:
-        return
     from kvplan.errors import UsageError
 
     if isinstance(jobs, bool) or not isinstance(jobs, int):
@@ -86,7 +84,6 @@ def check_in_workers(check_file: Callable[[str, Any, bool], FileResult], files: 
     workers cannot start or one dies it stops early: the caller checks the files left itself."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
 
     # chunks of files a worker takes at a time: few enough trips through the queue, small enough to share the
     # tail evenly (files differ in cost: a deployment that does not fit plans its fixes too)
@@ -99,9 +96,7 @@ def check_in_workers(check_file: Callable[[str, Any, bool], FileResult], files: 
         return
     try:
         yield from pool.map(_check_one, files, chunksize=chunk)
-    except BrokenProcessPool:  # a worker killed (memory, a signal)
-        return
-    except Exception:  # noqa: BLE001 - a worker that cannot start (a process limit): this process checks them
-        return
+    except Exception:  # noqa: BLE001 - a worker killed (BrokenProcessPool: memory, a signal) or one that cannot
+        return  # start (a process limit): this process checks the files left
     finally:  # and on Ctrl-C: the files no worker has taken yet are dropped, not checked before the exit
         pool.shutdown(wait=True, cancel_futures=True)

@@ -160,16 +160,17 @@ class GridOut:
                 self._console = Console(file=self.stream)
         return self._console
 
-    def line(self, text: str, bold: bool = False, markup: bool = False) -> None:
-        """A line as ``console.print(text, highlight=False, markup=markup)`` prints it (``bold``: in bold)."""
-        lines = self._plain_line(text, markup)
+    def line(self, text: str, bold: bool = False) -> None:
+        """A line as ``console.print(text, markup=False, highlight=False)`` prints it (``bold``: in bold): data, never
+        read as rich markup."""
+        lines = self._plain_line(text)
         if lines is None:
-            self.console.print(text, style="bold" if bold else None, markup=markup, highlight=False)
+            self.console.print(text, style="bold" if bold else None, markup=False, highlight=False)
         else:
             self.stream.write("".join(piece + "\n" for piece in lines))
 
-    def _plain_line(self, text: str, markup: bool) -> list[str] | None:
-        if self.width is None or not text_safe(text) or (markup and "[" in text):
+    def _plain_line(self, text: str) -> list[str] | None:
+        if self.width is None or not text_safe(text):
             return None
         if self.width == WIDE:
             return [text]

@@ -62,9 +62,9 @@ def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | No
     out = GridOut(sys.stdout if stream is None else stream, wide=False)
     s = log.settings
     if log.engine is None:
-        out.line("Not a start-up log kvplan reads.", markup=False)
+        out.line("Not a start-up log kvplan reads.")
         for note in log.notes:
-            out.line(f"  • {note}", markup=False)
+            out.line(f"  • {note}")
         return
     said = [f"{k.replace('_', ' ')} {v}" for k, v in s.to_dict().items() if v is not None]
     title = f"{log.engine} log ({log.format})" + (f": {', '.join(said)}" if said else "")
@@ -89,23 +89,22 @@ def print_log(log: Any, comparison: Any, save: Path | None, stream: IO[str] | No
     also = [f"{EXTRA_LABELS[r.item]} {format_bytes(r.logged or 0)} ({r.text})" for r in extras(log)]
     also += [f"{COUNT_ITEMS[k]} {v:,}" for k, v in log.counts.items() if k not in COMPARED_COUNTS]  # in the table
     if also:
-        out.line("Also logged: " + "; ".join(also), markup=False)
+        out.line("Also logged: " + "; ".join(also))
     if shown_per_device(log):
-        out.line("Per device: " + per_device_text(log), markup=False)
+        out.line("Per device: " + per_device_text(log))
     if log.per_rank:
-        out.line("Per pipeline rank: " + per_rank_text(log), markup=False)
+        out.line("Per pipeline rank: " + per_rank_text(log))
     if comparison is not None:
-        out.line(f"kvplan: {comparison.model} on {comparison.gpu}, {log.engine} {comparison.engine_version}",
-                 markup=False)
+        out.line(f"kvplan: {comparison.model} on {comparison.gpu}, {log.engine} {comparison.engine_version}")
         if comparison.biggest:
-            out.line(comparison.biggest[0].upper() + comparison.biggest[1:], markup=False)
+            out.line(comparison.biggest[0].upper() + comparison.biggest[1:])
     notes = list(log.notes) + (list(comparison.assumptions) if comparison else [])
     if notes:
         out.line("Notes", bold=True)
         for note in notes:
-            out.line(f"  • {note}", markup=False)
+            out.line(f"  • {note}")
     if save is not None:
-        out.line(f"Calibration written to {save}", markup=False)
+        out.line(f"Calibration written to {save}")
 
 
 def shown_per_device(log: Any) -> bool:

@@ -238,8 +238,8 @@ def _forward_peak(torch: Any, dev: Any, net: Any, kwargs: dict[str, Any], ids: A
 
 
 def _warm_blas(torch: Any, dev: Any, net: Any) -> int:
-    """One small product in the model's dtype, with and without a bias (cuBLAS and cuBLASLt paths), so the
-    handle's workspace exists before the peak is taken: the bytes it allocated (0 if it existed)."""
+    """Two small products in the model's dtype, without and with a bias (the cuBLAS and cuBLASLt paths), so the
+    handle's workspaces exist before the peak is taken: the bytes they allocated (0 if they existed)."""
     dtype = next(net.parameters()).dtype
     before = torch.cuda.memory_allocated(dev)
     x = torch.ones(8, 8, dtype=dtype, device=dev)
