@@ -85,16 +85,16 @@ def test_random_tables_and_lines_are_laid_out_as_rich_lays_them_out(seed):
                      tuple((_words(rng) or "h", rng.choice(["left", "right"])) for _ in range(count)),
                      tuple(tuple(_words(rng) for _ in range(count)) for _ in range(rng.randint(0, 5))),
                      show_header=rng.random() < 0.7, fold=rng.random() < 0.5)
-        line, markup = _words(rng) * rng.randint(1, 4), rng.random() < 0.5
+        line = _words(rng) * rng.randint(1, 4)
         plain, rich = io.StringIO(), io.StringIO()
         out = GridOut(plain, wide=width == 100_000)
         out.width, out._console = width, _rich_console(plain, width)  # what it leaves to rich: the same width
         out.grid(table)
-        out.line(line, markup=markup)
+        out.line(line)
         theirs = GridOut(rich, wide=width == 100_000)
         theirs.width, theirs._console = None, _rich_console(rich, width)
         theirs.grid(table)
-        theirs.line(line, markup=markup)
+        theirs.line(line)
         assert plain.getvalue() == rich.getvalue(), (width, table, line)
 
 
@@ -117,11 +117,11 @@ def test_what_rich_would_print_otherwise_is_left_to_rich():
         out = GridOut(plain, wide=False)
         out.width, out._console = 20, _rich_console(plain, 20)
         out.grid(table)
-        out.line(cell, markup=True)
+        out.line(cell)  # a line is data: its brackets printed as they are, as rich prints them with markup off
         theirs = GridOut(rich, wide=False)
         theirs.width, theirs._console = None, _rich_console(rich, 20)
         theirs.grid(table)
-        theirs.line(cell, markup=True)
+        theirs.line(cell)
         assert plain.getvalue() == rich.getvalue(), cell
 
 
