@@ -13,15 +13,19 @@ time to the first token from the prefill's FLOPs at the GPU's dense bf16 peak. P
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
 from kvplan.engines import DEFAULT_ENGINE
 from kvplan.errors import UsageError
 from kvplan.record import dataclass, field, replace
 
-Progress = Callable[[int, int], None]
-"""Called with (done, total) after each GPU type x engine x KV dtype is planned."""
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
+    Progress = Callable[[int, int], None]
+    """Called with (done, total) after each GPU type x engine x KV dtype is planned."""
 
 
 @dataclass(frozen=True)

@@ -837,7 +837,7 @@ def _solve_gpus(spec: ModelSpec, hw: GPU, engine: str, engine_version: str | Non
     if not candidates:
         if refusal is not None:
             raise refusal
-        raise UsageError(f"no deployment of up to {_MAX_SEARCH_GPUS} {hw.name} GPUs serves {concurrency} "
+        raise UsageError(f"no deployment of up to {_MAX_SEARCH_GPUS} {hw.name} GPUs serves {concurrency:,} "
                          f"{what} of {context or mml:,} tokens")
     count, _, pp, dp, tp = min(candidates)
     best = one(tp, pp, dp, with_interval=True)

@@ -11,11 +11,14 @@ deployment (and the other order) with which all do, each planned again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
 from kvplan.errors import KvplanError, UsageError
 from kvplan.record import dataclass, replace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 FIX_STEP = 0.01
 """Fractions tried for a fix: two decimals, as people write them."""

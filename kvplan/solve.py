@@ -10,11 +10,14 @@ depends on it (the batch defaults and the activation peak do not), so a bisectio
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
 from kvplan.errors import UsageError
 from kvplan.record import replace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 STEP = 0.001
 """The fraction's resolution: three decimals, as the engines' examples write it."""

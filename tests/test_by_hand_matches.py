@@ -1,16 +1,18 @@
 """What check reads by hand instead of compiling a pattern on every run (its start-up issue) matches what the
 pattern (or shlex) matched: the engines' image patterns, vLLM's suffixed integers, a script's annotation comments and
-double-quoted shell words."""
+double-quoted shell words; and the words of ``kvplan fit``'s launch commands are quoted as shlex quotes them."""
 
 from __future__ import annotations
 
 import re
+import shlex
 
 from conftest import shlex_words
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kvplan.deploy import flags, shell
+from kvplan.engines.launch import join, quote
 from kvplan.engines.serve import serve_flags
 from kvplan.engines.serve_format import _image_form, image_search
 from kvplan.engines.vllm.flags import vllm_int
@@ -80,3 +82,18 @@ def test_double_quoted_words_are_shlexs():
 @given(st.text(alphabet=' \t\r\n"ab=$-\x0b;&|', max_size=30))
 def test_double_quoted_words_any_text(text):
     assert flags._double_quoted_words(text) == shlex_words(text)
+
+
+LAUNCH_WORDS = ["", "vllm", "meta-llama/Llama-3.1-8B", "/models/my model", "it's", "a'b'c", "--max-model-len", "32768",
+                "x=1,y=2:z@h%+", "$HOME", "~/m", "*", "é", "a\nb", "tab\there", "'", '"', "--kv-cache-dtype=fp8_e4m3"]
+
+
+def test_launch_words_are_quoted_as_shlex_quotes_them():
+    for word in LAUNCH_WORDS:
+        assert quote(word) == shlex.quote(word), repr(word)
+    assert join(LAUNCH_WORDS) == " ".join(shlex.quote(w) for w in LAUNCH_WORDS)
+
+
+@given(st.text(max_size=20) | st.text(alphabet="aZ09_@%+=:,./-' \"$é\t", max_size=20))
+def test_launch_words_any_text(word):
+    assert quote(word) == shlex.quote(word)

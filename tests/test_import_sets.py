@@ -46,6 +46,9 @@ EXPECTED: list[tuple[list[str], set[str]]] = [
     (["check", "examples/pass", "--specs", "examples/specs", "-f", "json"], {"yaml"}),
     # a Kubernetes manifest: yaml, but not the kvplan deployment file's pydantic models
     (["check", "examples/pass/k8s-vllm-deployment.yaml", "-f", "json"], {"yaml"}),
+    # fit: its table piped through render/grid.py like max-batch's, its launch commands quoted without shlex
+    (["fit", "meta-llama/Llama-3.1-8B", "-c", "8k", "--concurrency", "32", "--gpus", "H100,L4"], set()),
+    (["fit", "meta-llama/Llama-3.1-8B", "-c", "8k", "--concurrency", "32", "--gpus", "H100,L4", "-f", "json"], set()),
     (["log", LOG, "-f", "json"], set()),
     (["log", LOG], set()),
     (["models", "-f", "json"], set()),
@@ -85,6 +88,10 @@ EXPECTED_STANDARD: list[tuple[list[str], set[str]]] = [
     (["estimate", "meta-llama/Llama-3.1-8B", "-c", "8k"], set()),  # piped: the plain table
     (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "-f", "json"], set()),
     (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4"], set()),  # piped: render/grid.py
+    (["fit", "meta-llama/Llama-3.1-8B", "-c", "8k", "--concurrency", "32", "--gpus", "H100,L4"], set()),
+    (["fit", "meta-llama/Llama-3.1-8B", "-c", "8k", "--concurrency", "32", "--gpus", "H100,L4", "-f", "json"], set()),
+    (["fit", "Qwen/Qwen3-8B", "-c", "32k", "--concurrency", "4", "--gpus", "H100", "--beside", "Qwen/Qwen3-0.6B"],
+     set()),
     # check reads YAML (PyYAML imports re, with enum); its readers, planners and report leave out typing, json and
     # the rest (the check issue: `TYPE_CHECKING` constants, JSON through kvplan.jsontext, patterns compiled on first
     # use or matched by hand), and it names files as pathlib would without importing it (the start-up issue:

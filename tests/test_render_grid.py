@@ -1,4 +1,4 @@
-"""The tables of ``max-batch``, ``log``, ``models`` and ``gpus`` and the lines around them, written without rich
+"""The tables of ``max-batch``, ``log``, ``models``, ``gpus`` and ``fit`` and the lines around them, written without rich
 when piped (``kvplan/render/grid.py``), are the bytes rich prints piped: each command is run both ways on real
 inputs, and random tables and lines are laid out both ways at random console widths."""
 
@@ -59,6 +59,27 @@ def test_each_table_is_what_rich_prints_piped(capsys, monkeypatch, argv, columns
         monkeypatch.setenv("COLUMNS", columns)  # rich's width for `log` (the others are never cut)
     plain, rich = _both(capsys, monkeypatch, argv)
     assert plain == rich and "━" in plain
+
+
+FIT = ["fit", "meta-llama/Llama-3.1-8B", "-c", "8k", "--concurrency", "32", "--gpus", "H100,L4", "-e", "vllm,sglang"]
+FIT_COMMANDS = [
+    FIT,
+    [*FIT, "--prices", "{prices}"],  # priced columns, rows by $/hour
+    ["fit", "Qwen/Qwen3-8B", "-c", "32k", "--concurrency", "4", "--gpus", "H100,L4", "--beside", "Qwen/Qwen3-0.6B",
+     "--beside-concurrency", "8"],  # a line under each command: fits beside or why not
+    ["fit", "meta-llama/Llama-3.1-405B", "-c", "128k", "--concurrency", "1000000", "--gpus", "L4,H100"],  # none holds
+]
+
+
+@pytest.mark.parametrize("argv", FIT_COMMANDS, ids=lambda a: " ".join(a[1:]))
+def test_fit_is_what_rich_prints_piped(capsys, monkeypatch, tmp_path, argv):
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"currency": "USD", "gpus": {"H100": 2.5, "L4": 0.5}}')
+    plain, rich = _both(capsys, monkeypatch, [str(prices) if a == "{prices}" else a for a in argv])
+    assert plain == rich and "Notes\n" in plain
+    assert ("━" in plain) == ("No GPU type asked for holds this workload." not in plain)
 
 
 def _words(rng: random.Random) -> str:
@@ -128,6 +149,7 @@ def test_what_rich_would_print_otherwise_is_left_to_rich():
 def test_piped_tables_never_import_rich():
     code = ("import io, sys, contextlib\nfrom kvplan.cli import main\n"
             "for argv in (['gpus'], ['models'], ['max-batch', 'Qwen/Qwen3-8B', '--gpu', 'L4'], "
+            "['fit', 'Qwen/Qwen3-8B', '-c', '8k', '--concurrency', '4', '--gpus', 'H100,L4'], "
             f"['log', {str(LOGS[-1])!r}, '--compare', '--model', 'meta-llama/Llama-3.1-8B']):\n"
             "    with contextlib.redirect_stdout(io.StringIO()):\n        main(argv)\n"
             "print('rich' in sys.modules)")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
 from kvplan.cli import options as o
 from kvplan.cli.options import Arg, Opt
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 FIELDS = {"gpus": "gpus", "engines": "engine", "kv_dtypes": "kv_dtype", "catalog": "gpu_catalog", "name": "model",
           "format": "fmt"}

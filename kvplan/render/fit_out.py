@@ -1,13 +1,16 @@
-"""``kvplan fit``'s outputs: a table (rows, then each row's launch command), CSV and Markdown; JSON is the
-result's own ``to_dict``. Renderers only format."""
+"""``kvplan fit``'s outputs: a table (rows, then each row's launch command; through rich in a terminal, written
+plainly when piped: ``render/grid.py``, the same bytes), CSV and Markdown; JSON is the result's own ``to_dict``.
+Renderers only format."""
 
 from __future__ import annotations
 
-import csv
-import io
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
+from kvplan.render.grid import Grid, GridOut
 from kvplan.units import format_bytes
+
+if TYPE_CHECKING:
+    from typing import Any
 
 COLUMNS = ["gpu", "engine", "engine_version", "kv_dtype", "gpus", "tp", "pp", "dp", "nodes", "kv_cache_tokens",
            "max_concurrency", "kv_left_bytes", "decode_step_seconds_min", "output_tokens_per_second_max",
@@ -58,6 +61,9 @@ def beside_text(r: Any) -> str:
 
 
 def fit_csv(result: Any) -> str:
+    import csv  # imports re: only for CSV
+    import io
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     beside = getattr(result, "beside", None) is not None
@@ -91,31 +97,23 @@ def fit_markdown(result: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_fit(console: Any, result: Any) -> None:
-    from rich.table import Table
-
-    from kvplan.render.console import never_cut
-
+def write_fit(out: GridOut, result: Any) -> None:
+    """The table, each row's launch command (printed whole: a command is copied, never wrapped), what cannot hold
+    the workload and the notes."""
     priced = result.currency is not None
-    table = never_cut(Table(title=_title(result), title_justify="left"))
-    for i, head in enumerate(_headers(result)):
-        table.add_column(head, justify="left" if i < 3 else "right")
-    for r in result.rows:
-        table.add_row(*_cells(r, priced))
     if result.rows:
-        console.print(table)
-        console.print("Launch commands (one per row):")
+        columns = tuple((head, "left" if i < 3 else "right") for i, head in enumerate(_headers(result)))
+        out.grid(Grid(_title(result), columns, tuple(tuple(_cells(r, priced)) for r in result.rows)))
+        out.line("Launch commands (one per row):")
         for i, r in enumerate(result.rows, 1):
-            console.print(f"  {i}. {r.command or '(none)'}" + (f"  [{'; '.join(r.assumptions)}]" if r.assumptions
-                                                                   else ""), highlight=False, markup=False,
-                          soft_wrap=True)
+            out.line(f"  {i}. {r.command or '(none)'}" + (f"  [{'; '.join(r.assumptions)}]" if r.assumptions else ""),
+                     soft_wrap=True)
             if r.beside is not None:
-                console.print(f"     {beside_text(r)}", highlight=False, markup=False, soft_wrap=True)
+                out.line(f"     {beside_text(r)}", soft_wrap=True)
     else:
-        console.print("No GPU type asked for holds this workload.", highlight=False)
+        out.line("No GPU type asked for holds this workload.")
     for x in result.refused:
-        console.print(f"  cannot: {x.gpu}, {x.engine}, {x.kv_dtype}: {x.reason}", highlight=False, markup=False,
-                      soft_wrap=True)
-    console.print("Notes", style="bold")
+        out.line(f"  cannot: {x.gpu}, {x.engine}, {x.kv_dtype}: {x.reason}", soft_wrap=True)
+    out.line("Notes", bold=True)
     for a in result.assumptions:
-        console.print(f"  • {a}", highlight=False, markup=False, soft_wrap=True)
+        out.line(f"  • {a}", soft_wrap=True)

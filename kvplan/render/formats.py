@@ -164,11 +164,12 @@ def _plan_markdown(plans: Sequence[Any], stream: IO[str], **_: Any) -> None:
 
 @register("FitResult", "table")
 def _fit_table(results: Sequence[Any], stream: IO[str], **_: Any) -> None:
-    from kvplan.render.fit_out import print_fit
+    from kvplan.render.fit_out import write_fit
+    from kvplan.render.grid import GridOut
 
-    console = _console(stream)
+    out = GridOut(stream)  # piped: written without rich, in rich's bytes
     for result in results:
-        print_fit(console, result)
+        write_fit(out, result)
 
 
 @register("FitResult", "json")

@@ -1,4 +1,4 @@
-"""Small tables held whole (``max-batch``, ``log``, ``models``, ``gpus``) and the lines around them, written
+"""Small tables held whole (``max-batch``, ``log``, ``models``, ``gpus``, ``fit``) and the lines around them, written
 without rich where the output is not a terminal, in the bytes rich prints there.
 
 rich and what it imports cost about 100 ms of start-up, more than these commands' own work. Piped, rich prints
@@ -160,19 +160,20 @@ class GridOut:
                 self._console = Console(file=self.stream)
         return self._console
 
-    def line(self, text: str, bold: bool = False) -> None:
-        """A line as ``console.print(text, markup=False, highlight=False)`` prints it (``bold``: in bold): data, never
-        read as rich markup."""
-        lines = self._plain_line(text)
+    def line(self, text: str, bold: bool = False, soft_wrap: bool = False) -> None:
+        """A line as ``console.print(text, markup=False, highlight=False, soft_wrap=soft_wrap)`` prints it (``bold``:
+        in bold): data, never read as rich markup; ``soft_wrap``: never broken (a command to copy)."""
+        lines = self._plain_line(text, soft_wrap)
         if lines is None:
-            self.console.print(text, style="bold" if bold else None, markup=False, highlight=False)
+            self.console.print(text, style="bold" if bold else None, markup=False, highlight=False,
+                               soft_wrap=soft_wrap)
         else:
             self.stream.write("".join(piece + "\n" for piece in lines))
 
-    def _plain_line(self, text: str) -> list[str] | None:
+    def _plain_line(self, text: str, soft_wrap: bool = False) -> list[str] | None:
         if self.width is None or not text_safe(text):
             return None
-        if self.width == WIDE:
+        if self.width == WIDE or soft_wrap:
             return [text]
         return wrap(text, self.width) if _one_column(text) else None
 
