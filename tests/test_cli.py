@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -133,6 +134,30 @@ def test_help_teaches():
     code, out, _ = run_cli(["estimate", "--help"])
     assert code == 0
     assert "--context" in out and "1k..128k" in out and "Examples" in out
+
+
+@pytest.mark.parametrize("command", ["estimate", "max-batch", "fit", "report", "spec", "check", "verify", "log", "mcp"])
+def test_help_prints_each_paragraph_whole_and_examples_indented(monkeypatch, command):
+    """A paragraph of a command's help is one line on a wide terminal (not the line breaks of its source), and
+    every example stands indented under "Example(s):"."""
+    import inspect
+    from importlib import import_module
+
+    from kvplan.cli.commands import COMMANDS
+
+    monkeypatch.setenv("COLUMNS", "1000")
+    code, out, _ = run_cli([command, "--help"])
+    assert code == 0
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)  # where the environment forces colour (FORCE_COLOR, CI)
+    shown = [line.strip() for line in out.splitlines()]
+    doc = inspect.cleandoc(import_module(f"kvplan.cli.{COMMANDS[command]}").DOC).replace("\\[", "[")
+    for paragraph in doc.split("\n\n"):
+        if not paragraph.startswith(" "):  # prose: its source lines joined, on one line of the help
+            assert " ".join(paragraph.split("\n")) in shown, paragraph
+    examples = [line.strip() for line in doc.splitlines() if line.startswith("  ")]
+    assert examples
+    for example in examples:
+        assert any(line.strip() == example and line.startswith("   ") for line in out.splitlines()), example
 
 
 def test_estimate_never_imports_torch():

@@ -83,6 +83,8 @@ Examples:
   kvplan estimate deepseek-ai/DeepSeek-V3 --engine hf --engine-version 4.57
 
   kvplan estimate Qwen/Qwen3-32B --hub --revision main   # from the Hugging Face Hub
+
+Sizes are in binary units (GiB = 2^30 bytes); `-f json` and `-f csv` are for scripts.
 """
 
 

@@ -60,6 +60,8 @@ DOC = """Read a vLLM, SGLang, TensorRT-LLM or llama.cpp start-up log: where the 
       kvplan log vllm-startup.log --save calib.yaml
 
       docker logs vllm 2>&1 | kvplan log -
+
+    A calibration file written by --save is read back by `kvplan max-batch --calibration`.
     """
 
 

@@ -208,6 +208,26 @@ def flags_of(opts: Iterable[Opt], argument: Arg | None, fields: dict[str, str]) 
 
 # ------------------------------------------------------------------------------- the typer command
 
+def help_text(doc: str) -> str:
+    """A command's ``DOC`` as its ``--help`` shows it: each paragraph of prose on one line, for the help to wrap at
+    the terminal's width (typer keeps a docstring's line breaks, so prose wrapped in the source printed as ragged
+    lines); indented lines (the examples) and blank lines kept as they are."""
+    import inspect
+
+    out: list[str] = []
+    prose = False  # the line before is prose: an unindented line goes on with it
+    for line in inspect.cleandoc(doc).splitlines():
+        if line and not line[0].isspace():
+            if prose:
+                out[-1] += " " + line
+                continue
+            prose = True
+        else:
+            prose = False
+        out.append(line)
+    return "\n".join(out)
+
+
 def build(opts: Iterable[Opt], run: Callable[..., Any], doc: str, argument: Arg | None = None,
           name: str = "command") -> Callable[..., None]:
     """A typer command whose parameters are ``opts`` (and ``argument``): typer reads them from the function's
@@ -244,7 +264,7 @@ def build(opts: Iterable[Opt], run: Callable[..., Any], doc: str, argument: Arg 
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = hints
-    command.__doc__ = doc
+    command.__doc__ = help_text(doc)
     command.__name__ = command.__qualname__ = name
     return command
 
