@@ -96,6 +96,17 @@ EXPECTED_STANDARD: list[tuple[list[str], set[str]]] = [
     # the rest (the check issue: `TYPE_CHECKING` constants, JSON through kvplan.jsontext, patterns compiled on first
     # use or matched by hand), and it names files as pathlib would without importing it (the start-up issue:
     # kvplan.safe_io's path_* helpers, --specs walked with os.scandir; fnmatch only for a glob)
+    (["estimate", "meta-llama/Llama-3.1-8B", "-c", "8k", "-f", "markdown"], set()),
+    (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "-f", "markdown"], set()),
+    (["max-batch", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "-f", "csv"], {"re", "enum"}),  # csv's
+    (["gpus"], set()),
+    (["gpus", "-f", "json"], set()),
+    (["models"], set()),
+    (["models", "-f", "json"], set()),
+    # a log is read with patterns: re, but not typing and the rest
+    (["log", LOG], {"re", "enum"}),
+    (["log", LOG, "-f", "json"], {"re", "enum"}),
+    (["log", LOG, "--compare", "--model", "meta-llama/Llama-3.1-8B"], {"re", "enum"}),
     (["check", "examples/pass", "--specs", "examples/specs", "-f", "json"], {"re", "enum"}),
     (["check", "examples/pass", "--specs", "examples/specs"], {"re", "enum"}),  # piped table
     (["check", "examples/pass/k8s-vllm-deployment.yaml", "-f", "json"], {"re", "enum"}),

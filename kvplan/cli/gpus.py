@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
 from kvplan.cli.options import Arg, Opt
+
+if TYPE_CHECKING:
+    from typing import Any
 
 FIELDS: dict[str, str] = {"format": "fmt"}
 """Library parameter -> this command's parameter, where they differ."""

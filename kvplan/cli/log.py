@@ -7,9 +7,12 @@ written, a bad flag. Never 1, which ``max-batch`` and ``check`` reserve for "doe
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
 from kvplan.cli.options import Arg, Opt
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _engine_help() -> str:

@@ -21,13 +21,17 @@ digits starts (``NUMBER``'s look-behind), so that a run of n digits is tried onc
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+
 import re
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
 
 from kvplan.lazy_re import LazyPattern as LazyPattern, lazy_pattern as lazy_pattern  # the log readers import them from here
 from kvplan.record import dataclass, field, replace
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 MAX_INT_DIGITS = 18

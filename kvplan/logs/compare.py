@@ -6,12 +6,16 @@ settings (``kvplan.max_batch``) and hands the plan here; only ``CapacityPlan`` f
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+
 import re
-from typing import Any
 
 from kvplan.logs.model import ParsedLog
 from kvplan.logs.reader import log_reader
 from kvplan.record import dataclass
+
+if TYPE_CHECKING:
+    from typing import Any
 
 WATERFALL = ("total", "budget", "weights", "activation", "non_torch", "cudagraph", "kv_cache",
              "num_gpu_blocks", "kv_cache_tokens", "max_concurrency")

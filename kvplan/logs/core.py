@@ -7,8 +7,9 @@ re-exported here for code that read them from this module.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+
 import re
-from typing import BinaryIO
 
 from kvplan.engines.log_format import (
     COUNT,
@@ -22,6 +23,9 @@ from kvplan.engines.log_format import (
     to_int,
 )
 from kvplan.record import dataclass
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["COUNT", "MAX_INT_DIGITS", "MAX_LINE_CHARS", "MAX_LOG_BYTES", "NUMBER", "Line", "Logged", "Source",
            "exact_bytes", "logged_size", "read_bounded", "split_lines", "to_float", "to_int"]

@@ -6,12 +6,16 @@ package (``kvplan/engines/<engine>/log.py``, reached through ``Engine.log``).
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+
 import re
-from typing import BinaryIO
 
 from kvplan.logs.core import MAX_LOG_BYTES, Line, Logged, read_bounded, split_lines
 from kvplan.logs.model import COUNT_ITEMS, MEMORY_ITEMS, Collector, LogSettings, ParsedLog
 from kvplan.logs.reader import Draft, LogReader, log_reader, log_readers, titles
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 _SETTING_KEYS = ("model", "engine_version", "gpu_name", "tp", "pp", "dtype", "kv_dtype", "max_model_len",
                  "gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs",

@@ -3,14 +3,17 @@ plan (``kvplan max-batch``: one line per plan)."""
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+
 import csv
 import io
 from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING
 
 from kvplan.estimate import EstimateResult, row_blocks
 
 if TYPE_CHECKING:
+    from typing import IO
+
     from kvplan.plan import CapacityPlan
 
 ROW_COLUMNS = ["model", "engine", "batch", "context", "kv_dtype", "kv_bytes", "bytes_per_token"]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+
 import io
 from collections.abc import Iterable
-from typing import IO, TYPE_CHECKING
 
 from kvplan.estimate import EstimateResult, EstimateRow
 from kvplan.render.common import (estimate_cells, interval_note, layer_ranges, ranged, sharing_summary,
@@ -12,6 +13,8 @@ from kvplan.render.common import (estimate_cells, interval_note, layer_ranges, r
 from kvplan.units import format_bytes
 
 if TYPE_CHECKING:
+    from typing import IO
+
     from kvplan.plan import CapacityPlan
 
 

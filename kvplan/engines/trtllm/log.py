@@ -21,7 +21,7 @@ with that backend (``logged_settings``). From 1.0 PyTorch is the default and the
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
 
 from kvplan.engines.log_format import (
     COUNT,
@@ -32,6 +32,9 @@ from kvplan.engines.log_format import (
     exact_bytes,
     lazy_pattern,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MARKERS = ("TensorRT-LLM", "for max tokens in paged KV cache", "[TRT-LLM]", "tensorrt_llm", "bytes for k/v cache",
            "tokens in paged KV cache")

@@ -36,10 +36,11 @@ Formats (vllm-project/vllm):
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+
 import math
 import re
 from collections.abc import Callable
-from typing import Any
 
 from kvplan.budgets import Settings
 from kvplan.engines.log_format import (
@@ -60,6 +61,9 @@ from kvplan.engines.log_format import (
     to_int,
 )
 from kvplan.record import replace
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # Linear patterns (engines/log_format.py): NUMBER starts only where a run of digits starts, and reads the number whole
 # ('1.5e3 GiB' is 1,500 GiB, never 3 GiB); the old '-?[\d,]*\.?\d+' tried every split of a run of digits.
