@@ -107,16 +107,17 @@ def test_random_tables_and_lines_are_laid_out_as_rich_lays_them_out(seed):
                      tuple(tuple(_words(rng) for _ in range(count)) for _ in range(rng.randint(0, 5))),
                      show_header=rng.random() < 0.7, fold=rng.random() < 0.5)
         line = _words(rng) * rng.randint(1, 4)
+        soft = rng.random() < 0.3  # a line never broken (fit's launch commands)
         plain, rich = io.StringIO(), io.StringIO()
         out = GridOut(plain, wide=width == 100_000)
         out.width, out._console = width, _rich_console(plain, width)  # what it leaves to rich: the same width
         out.grid(table)
-        out.line(line)
+        out.line(line, soft_wrap=soft)
         theirs = GridOut(rich, wide=width == 100_000)
         theirs.width, theirs._console = None, _rich_console(rich, width)
         theirs.grid(table)
-        theirs.line(line)
-        assert plain.getvalue() == rich.getvalue(), (width, table, line)
+        theirs.line(line, soft_wrap=soft)
+        assert plain.getvalue() == rich.getvalue(), (width, table, line, soft)
 
 
 def test_wrap_breaks_lines_as_rich_does():
