@@ -12,9 +12,9 @@ time to the first token from the prefill's FLOPs at the GPU's dense bf16 peak. P
 
 from __future__ import annotations
 
-import math
-
 TYPE_CHECKING = False  # typing's own constant costs an import of typing at every start; mypy treats this name as True
+
+import math
 
 from kvplan.engines import DEFAULT_ENGINE
 from kvplan.errors import UsageError

@@ -11,9 +11,6 @@ TYPE_CHECKING = False  # typing's own constant costs an import of typing at ever
 
 from kvplan.record import dataclass
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 
 @dataclass(frozen=True)
 class Deployment:
@@ -30,6 +27,8 @@ class Deployment:
 
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     Launch = Callable[[Deployment], str]
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
